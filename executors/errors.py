@@ -1,0 +1,61 @@
+"""The executor error tree, mapped once at each provider's boundary.
+
+    ExecutorError
+    ├── TransientError   429 (with Retry-After), 408/409, 5xx, timeouts, resets, truncated bodies:
+    │                    worth retrying
+    └── PermanentError   other 4xx (bad key, bad model, bad request): retrying cannot help
+"""
+
+from __future__ import annotations
+
+
+class ExecutorError(Exception):
+    """A model or agent call failed; ``kind`` names the cause for reports."""
+
+    kind = "error"
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class TransientError(ExecutorError):
+    kind = "transient"
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message, status=status)
+        self.retry_after = retry_after
+
+
+class PermanentError(ExecutorError):
+    kind = "permanent"
+
+
+TRANSIENT_STATUSES = frozenset({408, 409, 425, 429})
+
+
+def error_for_status(status: int, message: str, retry_after: str | None = None) -> ExecutorError:
+    """Classify an HTTP error status the same way for every provider."""
+    if status in TRANSIENT_STATUSES or status >= 500:
+        return TransientError(
+            f"HTTP {status}: {message}", status=status, retry_after=parse_retry_after(retry_after)
+        )
+    return PermanentError(f"HTTP {status}: {message}", status=status)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or an HTTP date); None when absent or bad."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    import datetime as dt
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - dt.datetime.now(dt.UTC)).total_seconds())

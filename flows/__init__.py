@@ -1,0 +1,1 @@
+"""Flows: orchestration only (load, fan out, gather, aggregate, report) and the command line."""

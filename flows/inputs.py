@@ -1,0 +1,222 @@
+"""Loading and validating every input before any model call. Each problem becomes one line."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from flows.errors import UsageError, where
+from flows.options import BenchOptions
+from graders import registry
+from graders.schema import Assertion, Sample
+
+SAMPLE_FILES = ("eval-samples.json", "eval-samples.yaml", "eval-samples.yml")
+CONFIG_FILE = "skillab.yaml"
+BASELINE = "baseline"
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read: {exc}") from None
+
+
+def parse_data(path: Path, text: str) -> Any:
+    """JSON or YAML by extension; a syntax error names its line."""
+    try:
+        if path.suffix == ".json":
+            return json.loads(text)
+        return yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise UsageError(f"{path}: {line}invalid YAML: {problem}") from None
+
+
+def closest(name: str, options: list[str]) -> str:
+    match = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
+def _pydantic_lines(exc: ValidationError, prefix: str, fields: list[str], root: str = "") -> list[str]:
+    lines = []
+    for err in exc.errors():
+        loc = root + ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in err["loc"]).replace(".[", "[")
+        if err["type"] == "extra_forbidden":
+            name = str(err["loc"][-1])
+            lines.append(f"{prefix}: {loc}: unknown field{closest(name, fields)}")
+        elif err["type"] == "missing":
+            lines.append(f"{prefix}: {loc}: required field missing")
+        else:
+            lines.append(f"{prefix}: {loc}: {err['msg']} (got {err.get('input')!r})")
+    return lines
+
+
+# ---------------------------------------------------------------- config
+
+
+def load_config(path: Path) -> dict[str, Any]:
+    """Options from skillab.yaml: the same names as the flags (dashes or underscores)."""
+    data = parse_data(path, read_text(path)) or {}
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: expected a mapping of option: value")
+    fields = list(BenchOptions.model_fields)
+    out: dict[str, Any] = {}
+    problems = []
+    for key, value in data.items():
+        name = str(key).replace("-", "_")
+        if name not in fields:
+            problems.append(f"{path}: {key}: unknown option{closest(name, fields)}")
+            continue
+        if name in {"variants", "judge_models"} and isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        out[name] = value
+    if problems:
+        raise UsageError(problems)
+    try:
+        BenchOptions(**out)
+    except ValidationError as exc:
+        raise UsageError(_pydantic_lines(exc, str(path), fields)) from None
+    return out
+
+
+# ---------------------------------------------------------------- samples
+
+
+def find_samples(given: str | None, base: Path = Path()) -> Path:
+    if given:
+        return Path(given)
+    for name in SAMPLE_FILES:
+        if (base / name).is_file():
+            return base / name
+    raise UsageError(f"{base.resolve()}: no samples file ({', '.join(SAMPLE_FILES)}); pass --samples PATH")
+
+
+ASSERTION_FIELDS = [*Assertion.model_fields, "schema", "not"]
+SAMPLE_FIELDS = [f for f in Sample.model_fields if f != "source_dir"]
+
+
+def load_samples(path: Path) -> list[Sample]:
+    data = parse_data(path, read_text(path))
+    if not isinstance(data, list):
+        raise UsageError(f"{path}: expected an array of samples, got {type(data).__name__}")
+    problems: list[str] = []
+    samples: list[Sample] = []
+    seen: dict[str, int] = {}
+    source_dir = str(path.resolve().parent)
+    for index, raw in enumerate(data):
+        if not isinstance(raw, dict):
+            problems.append(f"{path}: sample #{index + 1}: expected an object, got {type(raw).__name__}")
+            continue
+        sample_id = raw.get("sample_id")
+        case = str(sample_id) if sample_id is not None else f"#{index + 1}"
+        prefix = where(path, case)
+        if sample_id is not None and not isinstance(sample_id, str | int):
+            problems.append(f"{prefix}: sample_id: must be a string")
+            continue
+        if "source_dir" in raw:
+            problems.append(f"{prefix}: source_dir: unknown field")
+            continue
+        if isinstance(raw.get("assertions"), list):
+            bad = False
+            for i, a in enumerate(raw["assertions"]):
+                if not isinstance(a, dict):
+                    problems.append(f"{prefix}: assertions[{i}]: expected an object, got {type(a).__name__}")
+                    bad = True
+                elif "type" in a and a["type"] not in registry.ASSERTIONS:
+                    problems.append(f"{prefix}: assertions[{i}].type: " + _unknown_type(str(a["type"])))
+                    bad = True
+            if bad:
+                continue
+        try:
+            sample = Sample(**{**raw, "sample_id": str(sample_id) if sample_id is not None else None,
+                               "source_dir": source_dir})
+        except ValidationError as exc:
+            problems.extend(_pydantic_lines(exc, prefix, SAMPLE_FIELDS + ASSERTION_FIELDS))
+            continue
+        if not sample.prompt.strip():
+            problems.append(f"{prefix}: prompt: must not be empty")
+        if sample.sample_id in seen:
+            problems.append(f"{prefix}: sample_id: duplicate of sample #{seen[sample.sample_id] + 1}")
+        seen.setdefault(sample.sample_id, index)
+        for i, assertion in enumerate(sample.assertions):
+            try:
+                registry.validate(assertion, source_dir)
+            except ValueError as exc:
+                field, _, message = str(exc).partition(": ")
+                if field in ASSERTION_FIELDS:
+                    problems.append(f"{prefix}: assertions[{i}].{field}: {message}")
+                else:
+                    problems.append(f"{prefix}: assertions[{i}]: {exc}")
+        samples.append(sample)
+    if problems:
+        raise UsageError(problems)
+    if not samples:
+        raise UsageError(f"{path}: no samples")
+    return samples
+
+
+def _unknown_type(name: str) -> str:
+    hint = registry.closest_type(name)
+    return f"unknown assertion type {name!r}" + (f" (did you mean {hint!r}?)" if hint else "")
+
+
+# ---------------------------------------------------------------- variants
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    artifact: str | None  # None for the baseline
+    path: str | None
+
+    @property
+    def sha256(self) -> str | None:
+        return hashlib.sha256(self.artifact.encode()).hexdigest() if self.artifact is not None else None
+
+
+def available_variants(skill_dir: Path) -> list[str]:
+    if not skill_dir.is_dir():
+        return []
+    names = {p.stem for p in skill_dir.glob("*.md")}
+    names |= {p.parent.name for p in skill_dir.glob("*/SKILL.md")}
+    return sorted(names)
+
+
+def load_variants(skill_dir: Path, names: tuple[str, ...]) -> list[Variant]:
+    if not names:
+        raise UsageError("--variants: name at least one variant")
+    if len(set(names)) != len(names):
+        raise UsageError(f"--variants: duplicate variant name in {','.join(names)}")
+    variants, problems = [], []
+    found = available_variants(skill_dir)
+    for name in names:
+        if name == BASELINE:
+            variants.append(Variant(BASELINE, None, None))
+            continue
+        for path in (skill_dir / f"{name}.md", skill_dir / name / "SKILL.md"):
+            if path.is_file():
+                variants.append(Variant(name, read_text(path), str(path)))
+                break
+        else:
+            listing = ", ".join(found) if found else "none"
+            problems.append(
+                f"{skill_dir}: variant {name!r}: no {name}.md or {name}/SKILL.md{closest(name, found)} "
+                f"(found: {listing}; 'baseline' means no artifact)"
+            )
+    if problems:
+        raise UsageError(problems)
+    return variants

@@ -1,0 +1,116 @@
+"""From inputs to units: what to call, in what order, under which cache key."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from executors.base import Executor
+from executors.schema import RunRequest
+from flows.inputs import Variant
+from graders.judge import PROMPT_VERSION, SCORE_SCHEMA_JSON, JudgePrompt
+from graders.schema import Sample
+from tasks.cache import cache_key
+from tasks.schema import Unit
+
+CHARS_PER_TOKEN = 4  # rough estimate for the dry-run plan
+
+
+@dataclass(frozen=True)
+class Target:
+    """The model under test (or a judge): executor instance, name and model id."""
+
+    executor: Executor
+    model: str
+    endpoint: str  # part of the cache key: the same model name on another server is another model
+
+
+def unit_key(target: Target, request: RunRequest, run: int, extra: str = "") -> str:
+    return cache_key(
+        "call",
+        {
+            "executor": target.executor.name,
+            "executor_version": target.executor.version,
+            "endpoint": target.endpoint,
+            "request": request.model_dump(mode="json"),
+            "run": run,
+            "extra": extra,
+        },
+    )
+
+
+def execution_units(
+    samples: list[Sample],
+    variants: list[Variant],
+    target: Target,
+    *,
+    repeat: int,
+    temperature: float | None,
+    max_tokens: int | None,
+    seed: int,
+) -> list[Unit]:
+    """One unit per sample x variant x run. Variants of a case sit next to each other in a seeded
+    random order, and the (case, run) blocks are shuffled, so drift over time favours no variant."""
+    rng = random.Random(seed)
+    blocks: list[list[Unit]] = []
+    for run in range(1, repeat + 1):
+        for sample in samples:
+            block = []
+            for variant in variants:
+                request = RunRequest(
+                    executor=target.executor.name,
+                    model=target.model,
+                    system=variant.artifact,
+                    prompt=sample.full_prompt,
+                    temperature=temperature,
+                    max_tokens=max_tokens,
+                    seed=seed,
+                )
+                block.append(
+                    Unit(
+                        kind="execute",
+                        sample_id=sample.sample_id,
+                        variant=variant.name,
+                        run=run,
+                        request=request,
+                        key=unit_key(target, request, run),
+                        label=f"{sample.sample_id} · {variant.name} · run {run}",
+                    )
+                )
+            rng.shuffle(block)
+            blocks.append(block)
+    rng.shuffle(blocks)
+    return [unit for block in blocks for unit in block]
+
+
+def judge_unit(
+    target: Target, prompt: JudgePrompt, *, sample_id: str, variant: str, run: int, repeat: int, attempt: int
+) -> Unit:
+    """A judge call. The variant only names the task run in the UI; the judge's prompt never has it."""
+    request = RunRequest(
+        executor=target.executor.name,
+        model=target.model,
+        system=prompt.system,
+        prompt=prompt.prompt,
+        temperature=0.0,
+        max_tokens=256,
+        seed=repeat,
+        response_schema=SCORE_SCHEMA_JSON,
+    )
+    return Unit(
+        kind="judge",
+        sample_id=sample_id,
+        variant=variant,
+        run=run,
+        request=request,
+        key=unit_key(target, request, repeat, extra=f"judge-v{PROMPT_VERSION}-attempt{attempt}"),
+        label=f"judge {prompt.aspect} · {sample_id} · {variant} · run {run}"
+        + (f" · repeat {repeat}" if repeat > 1 else "")
+        + (" · retry" if attempt else ""),
+    )
+
+
+def estimate_tokens(units: list[Unit], max_tokens: int | None) -> tuple[int, int]:
+    """(input, output) token estimates for a dry run: characters / 4, and the output cap (or 256)."""
+    tokens_in = sum((len(u.request.prompt) + len(u.request.system or "")) // CHARS_PER_TOKEN for u in units)
+    return tokens_in, len(units) * (max_tokens or 256)

@@ -1,0 +1,226 @@
+"""The sample-mode flow: load, fan out one task per sample x variant x run, grade, judge, aggregate."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+
+from executors.errors import TransientError
+from executors.schema import RunResult
+from flows.options import BenchOptions
+from flows.plan import Target, execution_units, judge_unit
+from flows.prepare import Prepared
+from flows.progress import Progress
+from graders import registry
+from graders.judge import Judgement, JudgeParseError, judge_layer, parse_reply, prompts_for
+from graders.schema import AssertionResult, Grade, JudgeResult, Sample
+from graders.scoring import make_grade
+from tasks.aggregate import aggregate_results
+from tasks.cache import ResultCache
+from tasks.execute import with_policy
+from tasks.grade import grade_outputs
+from tasks.schema import SAMPLE_SCALE, Record, Unit
+
+# ---------------------------------------------------------------- running units
+
+
+class UnitRunner:
+    """Runs units as Prefect tasks under a concurrency cap, skipping cached ones, within budgets."""
+
+    def __init__(self, prepared: Prepared, progress: Progress) -> None:
+        self.prepared = prepared
+        self.progress = progress
+        self.cache = ResultCache(prepared.cache_dir) if prepared.cache_dir else None
+        self.semaphore = asyncio.Semaphore(prepared.options.concurrency)
+        self.calls = 0
+        self.cache_hits = 0
+        self.spent = 0.0
+        self.spent_by_kind: dict[str, float] = {}
+        self.not_run: list[Unit] = []
+
+    def over_budget(self) -> bool:
+        o = self.prepared.options
+        return (o.max_calls is not None and self.calls >= o.max_calls) or (
+            o.budget_usd is not None and self.spent >= o.budget_usd
+        )
+
+    def cached(self, unit: Unit) -> RunResult | None:
+        if self.cache is None:
+            return None
+        value = self.cache.get(unit.key)
+        if value is None:
+            return None
+        try:
+            return RunResult(**{**value, "cached": True})
+        except ValueError:
+            return None
+
+    async def run(self, units: list[Unit], target: Target) -> dict[str, RunResult]:
+        results: dict[str, RunResult] = {}
+        policy = self.prepared.policy(target)
+        call = with_policy(policy)
+
+        async def one(unit: Unit) -> None:
+            hit = self.cached(unit)
+            if hit is not None:
+                self.cache_hits += 1
+                results[unit.key] = hit
+                self.progress.advance(ok=True, cached=True)
+                return
+            async with self.semaphore:
+                if self.over_budget():
+                    self.not_run.append(unit)
+                    return
+                self.calls += 1
+                state = await call(unit, policy, return_state=True)
+                if state.is_completed():
+                    result = await state.aresult()
+                else:
+                    exc = await state.aresult(raise_on_failure=False)
+                    kind = getattr(exc, "kind", "error")
+                    message = str(exc) or type(exc).__name__
+                    if "timeout" in message.lower() and isinstance(exc, TransientError):
+                        kind = "timeout"
+                    attempts = policy.retries + 1 if isinstance(exc, TransientError) else 1
+                    result = RunResult(ok=False, error=message, error_kind=kind, attempts=attempts,
+                                       model=unit.request.model)
+            self.spent += result.cost_usd
+            self.spent_by_kind[unit.kind] = self.spent_by_kind.get(unit.kind, 0.0) + result.cost_usd
+            results[unit.key] = result
+            self.progress.advance(ok=result.ok, cost=result.cost_usd)
+
+        await asyncio.gather(*(one(u) for u in units))
+        return results
+
+
+# ---------------------------------------------------------------- grading
+
+
+async def judge_outputs(
+    prepared: Prepared, runner: UnitRunner, items: list[tuple[Unit, Sample, RunResult]]
+) -> list[list[Judgement]]:
+    """Every judge call for every output; a failed or unparseable judgement is retried once."""
+    opts = prepared.options
+    jobs: list[tuple[int, Target, str, Unit]] = []
+    for index, (unit, sample, result) in enumerate(items):
+        for prompt in prompts_for(sample, result.output):
+            for judge in prepared.judges:
+                for rep in range(1, opts.judge_repeat + 1):
+                    ju = judge_unit(judge, prompt, sample_id=unit.sample_id, variant=unit.variant,
+                                    run=unit.run, repeat=rep, attempt=0)
+                    jobs.append((index, judge, prompt.aspect, ju))
+    out: list[list[Judgement]] = [[] for _ in items]
+    pending = jobs
+    for attempt in (0, 1):
+        by_target: dict[int, list[Unit]] = {}
+        for _, judge, _, ju in pending:
+            by_target.setdefault(id(judge), []).append(ju)
+        results: dict[str, RunResult] = {}
+        for _, judge, _, _ in pending:
+            if id(judge) in by_target:
+                results |= await runner.run(by_target.pop(id(judge)), judge)
+        retry = []
+        for index, judge, aspect, ju in pending:
+            res = results.get(ju.key)
+            name = f"{judge.executor.name}:{judge.model}"
+            if res is None:
+                out[index].append(Judgement(aspect, name, None, error="not run: budget reached"))
+                continue
+            try:
+                if not res.ok:
+                    raise JudgeParseError(res.error or "judge call failed")
+                score, reason = parse_reply(res.output)
+                out[index].append(Judgement(aspect, name, score, reason, raw=res.output))
+            except JudgeParseError as exc:
+                if attempt == 0:
+                    sample = items[index][1]
+                    prompt = next(p for p in prompts_for(sample, items[index][2].output) if p.aspect == aspect)
+                    rep = ju.request.seed or 1
+                    retry.append((index, judge, aspect, judge_unit(
+                        judge, prompt, sample_id=ju.sample_id, variant=ju.variant, run=ju.run, repeat=rep, attempt=1)))
+                else:
+                    out[index].append(Judgement(aspect, name, None, raw=res.output or None, error=str(exc)))
+        pending = retry
+        if not pending:
+            break
+    return out
+
+
+def combine(sample: Sample, deterministic: list[AssertionResult], judgements: list[Judgement],
+            judge_enabled: bool) -> Grade:
+    judge, similarity = judge_layer(sample, judgements) if judge_enabled else (JudgeResult(), {})
+    results: list[AssertionResult] = []
+    det = iter(deterministic)
+    for i, a in enumerate(sample.assertions):
+        if registry.is_judged(a):
+            if i in similarity:
+                results.append(similarity[i])
+        else:
+            results.append(next(det))
+    return make_grade(results, judge, sample.judged and judge_enabled)
+
+
+# ---------------------------------------------------------------- the flow
+
+
+@dataclass
+class Outcome:
+    report: dict[str, Any]
+    path: Path | None
+
+
+async def run_benchmark(prepared: Prepared, *, show_progress: bool = True) -> Outcome:
+    from flows.report import build_report, publish
+
+    opts = prepared.options
+    started = time.time()
+    started_at = dt.datetime.now(dt.UTC)
+    units = execution_units(prepared.samples, prepared.variants, prepared.target, repeat=opts.repeat,
+                            temperature=opts.temperature, max_tokens=opts.max_tokens, seed=opts.seed)
+    progress = Progress(len(units), "executing", enabled=show_progress)
+    runner = UnitRunner(prepared, progress)
+    try:
+        results = await runner.run(units, prepared.target)
+    finally:
+        progress.close()
+    by_id = {s.sample_id: s for s in prepared.samples}
+    done = [(u, by_id[u.sample_id], results[u.key]) for u in units if u.key in results]
+    ok_items = [(u, s, r) for u, s, r in done if r.ok]
+    deterministic = grade_outputs([(s, r) for _, s, r in ok_items]) if ok_items else []
+    judgements: list[list[Judgement]] = [[] for _ in ok_items]
+    judge_enabled = bool(prepared.judges)
+    if judge_enabled and ok_items:
+        jprogress = Progress(0, "judging", enabled=False)
+        runner.progress = jprogress
+        judgements = await judge_outputs(prepared, runner, ok_items)
+    grades = {
+        u.key: combine(s, det, js, judge_enabled)
+        for (u, s, _), det, js in zip(ok_items, deterministic, judgements, strict=True)
+    }
+    records = [
+        Record(sample_id=u.sample_id, variant=u.variant, run=u.run, cluster=s.cluster, result=r, grade=grades.get(u.key))
+        for u, s, r in done
+    ]
+    aggregate = aggregate_results(
+        records, prepared.samples, [v.name for v in prepared.variants], prepared.control, SAMPLE_SCALE,
+        opts.seed, opts.margin, opts.min_effect, opts.max_error_rate,
+    )
+    report = build_report(prepared, records, aggregate, runner, started_at, time.time() - started)
+    path = publish(report, prepared)
+    return Outcome(report, path)
+
+
+@flow(name="sample-bench", log_prints=False)
+async def sample_bench(options: BenchOptions, cwd: str = ".", show_progress: bool = True) -> dict[str, Any]:
+    """Sample mode: does artifact B beat artifact A on the same model and the same cases?"""
+    from flows.prepare import prepare
+
+    prepared = prepare(options, Path(cwd))
+    outcome = await run_benchmark(prepared, show_progress=show_progress)
+    return {"report_path": str(outcome.path) if outcome.path else None, "id": outcome.report["id"]}

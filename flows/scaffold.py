@@ -1,0 +1,24 @@
+"""``init``: copy the demo project, which is designed to show a real difference on the embedded model."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from flows.errors import UsageError
+
+DEMO = Path(__file__).with_name("demo")
+
+
+def scaffold(target: Path) -> list[Path]:
+    files = sorted(p for p in DEMO.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    clashes = [target / p.relative_to(DEMO) for p in files if (target / p.relative_to(DEMO)).exists()]
+    if clashes:
+        raise UsageError(f"{clashes[0]}: already exists; init writes only into a new or empty folder")
+    written = []
+    for src in files:
+        dest = target / src.relative_to(DEMO)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dest)
+        written.append(dest)
+    return written

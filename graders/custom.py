@@ -1,0 +1,82 @@
+"""Custom assertions: a Python file exposing ``check(output, ctx)``.
+
+It runs in a child process so that an exception, a hang or a crash is a failed assertion with its
+message, never a crash or a stuck run. ``check`` returns a bool or ``{"pass", "message", "score"}``.
+``ctx`` holds ``sample`` (the sample's fields), ``assertion``, ``cost_usd`` and ``latency_ms``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from graders.schema import Assertion, Observation
+
+Outcome = tuple[bool, str]
+DEFAULT_TIMEOUT_S = 10.0
+
+_RUNNER = r"""
+import importlib.util, json, sys
+payload = json.loads(sys.stdin.read())
+spec = importlib.util.spec_from_file_location("skillab_custom_check", payload["path"])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+result = module.check(payload["output"], payload["ctx"])
+if isinstance(result, bool):
+    result = {"pass": result}
+if not isinstance(result, dict) or not isinstance(result.get("pass"), bool):
+    raise TypeError(f"check() returned {result!r}; expected a bool or {{'pass': bool, 'message': str}}")
+sys.stdout.write("\x00SKILLAB\x00" + json.dumps({"pass": result["pass"], "message": str(result.get("message", "")),
+                  "score": result.get("score")}))
+"""
+
+
+def resolve(fn: str, source_dir: str) -> Path:
+    return (Path(source_dir) / fn).resolve()
+
+
+def validate_file(path: Path) -> None:
+    """Load-time check without running user code: the file exists, parses, and defines check()."""
+    if not path.is_file():
+        raise ValueError(f"custom assertion file not found: {path}")
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except SyntaxError as exc:
+        raise ValueError(f"custom assertion file {path}: syntax error at line {exc.lineno}: {exc.msg}") from exc
+    if not any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == "check" for n in tree.body):
+        raise ValueError(f"custom assertion file {path} defines no function check(output, ctx)")
+
+
+def run_custom(a: Assertion, obs: Observation) -> tuple[bool, str, float | None]:
+    sample = obs.sample
+    source_dir = sample.source_dir if sample else "."
+    path = resolve(str(a.fn), source_dir)
+    ctx = {
+        "sample": sample.model_dump(mode="json", by_alias=True) if sample else {},
+        "assertion": a.described(),
+        "cost_usd": obs.cost_usd,
+        "latency_ms": obs.latency_ms,
+    }
+    payload = json.dumps({"path": str(path), "output": obs.output, "ctx": ctx})
+    timeout = a.timeout_s or DEFAULT_TIMEOUT_S
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", _RUNNER],
+            input=payload,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=path.parent,
+        )
+    except subprocess.TimeoutExpired:
+        return False, f"custom check timed out after {timeout:g}s", None
+    marker = "\x00SKILLAB\x00"
+    if proc.returncode != 0 or marker not in proc.stdout:
+        lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+        return False, f"custom check failed: {lines[-1] if lines else f'exit code {proc.returncode}'}", None
+    result = json.loads(proc.stdout.rsplit(marker, 1)[1])
+    score = result.get("score")
+    return bool(result["pass"]), result.get("message", ""), float(score) if isinstance(score, int | float) else None

@@ -1,0 +1,113 @@
+"""Samples, assertions and grades: the data graders read and produce."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class Assertion(Frozen):
+    """One check on an output. Which fields a type needs is declared in ``graders.registry``."""
+
+    type: str
+    value: Any = None
+    values: tuple[str, ...] | None = None
+    pattern: str | None = None
+    flags: str | None = None
+    json_schema: dict[str, Any] | None = Field(default=None, alias="schema")
+    reference: str | None = None
+    threshold: float | None = None
+    fn: str | None = None
+    weight: float = 1.0
+    negate: bool = Field(default=False, alias="not")
+    timeout_s: float | None = None
+
+    def described(self) -> dict[str, Any]:
+        """The fields a reader needs to recognise this assertion in a report."""
+        out: dict[str, Any] = {"type": self.type}
+        for name in ("value", "values", "pattern", "flags", "reference", "threshold", "fn"):
+            field = getattr(self, name)
+            if field is not None:
+                out[name] = list(field) if isinstance(field, tuple) else field
+        if self.json_schema is not None:
+            out["schema"] = self.json_schema
+        out["weight"] = self.weight
+        if self.negate:
+            out["not"] = True
+        return out
+
+
+class Sample(Frozen):
+    """One test case. ``prompt`` plus optional ``context`` make the text the model receives."""
+
+    sample_id: str
+    prompt: str
+    context: str | None = None
+    rubric: str | None = None
+    assertions: tuple[Assertion, ...] = ()
+    dimensions: dict[str, str] | None = None
+    tags: tuple[str, ...] = ()
+    cluster: str | None = None
+    source_dir: str = Field(default=".", exclude=True, description="folder of the samples file")
+
+    @property
+    def full_prompt(self) -> str:
+        """Exactly the seed's construction: prompt, or prompt + fenced context."""
+        if self.context:
+            return f"{self.prompt}\n\n```\n{self.context}\n```"
+        return self.prompt
+
+    @property
+    def judged(self) -> bool:
+        return bool(self.rubric or self.dimensions)
+
+
+class Observation(Frozen):
+    """What an assertion may look at: the output and what the call cost."""
+
+    output: str
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    sample: Sample | None = None
+
+
+class AssertionResult(Frozen):
+    assertion: Assertion
+    passed: bool
+    message: str = ""
+    score: float | None = None
+
+    def detail(self) -> dict[str, Any]:
+        out = self.assertion.described()
+        out["passed"] = self.passed
+        if self.message:
+            out["message"] = self.message
+        if self.score is not None:
+            out["score"] = self.score
+        return out
+
+
+JudgeStatus = Literal["graded", "ungraded", "skipped"]
+
+
+class JudgeResult(Frozen):
+    """The judge layer for one output. UNGRADED keeps the raw reply and never counts as a score."""
+
+    status: JudgeStatus = "skipped"
+    score: float | None = None
+    reason: str = ""
+    dimension_scores: dict[str, float] | None = None
+    raw: str | None = None
+    judges: dict[str, float] | None = Field(default=None, description="per judge model, in an ensemble")
+
+
+class Grade(Frozen):
+    assertions: tuple[AssertionResult, ...] = ()
+    assertion_score: float | None = None
+    judge: JudgeResult = JudgeResult()
+    composite: float | None = Field(default=0.0, description="None when a judged layer is UNGRADED")

@@ -1,0 +1,39 @@
+"""Sample-mode scores, exactly as the seed defines them (see STATISTICS.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from graders.schema import AssertionResult, Grade, JudgeResult
+
+SCALE_MIN = 1.0  # an errored execution scores the scale's minimum in comparisons
+
+
+def assertion_score(results: Sequence[AssertionResult]) -> float | None:
+    """1 + 4 * passed weight / total weight; None when there are no assertions (or no weight)."""
+    total = sum(r.assertion.weight for r in results)
+    if not results or total <= 0:
+        return None
+    passed = sum(r.assertion.weight for r in results if r.passed)
+    return 1 + 4 * passed / total
+
+
+def composite(assertions: float | None, judge: JudgeResult, judged: bool) -> float | None:
+    """Mean of the layers present; 0 when neither; None when the judge layer is UNGRADED."""
+    if judge.status == "ungraded":
+        return None
+    layers = [s for s in (assertions, judge.score if judged else None) if s is not None]
+    if not layers:
+        return 0.0
+    return sum(layers) / len(layers)
+
+
+def make_grade(results: Sequence[AssertionResult], judge: JudgeResult, judged: bool) -> Grade:
+    score = assertion_score(results)
+    value = composite(score, judge, judged)
+    return Grade(
+        assertions=tuple(results),
+        assertion_score=score,
+        judge=judge,
+        composite=value,
+    )

@@ -1,0 +1,47 @@
+"""JSON assertions: json_valid, and json_schema through the full-spec ``jsonschema`` package."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+
+from graders.schema import Assertion, Observation
+
+Outcome = tuple[bool, str]
+
+
+def _parse(output: str) -> tuple[Any, str]:
+    try:
+        return json.loads(output), ""
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+
+
+def json_valid(a: Assertion, obs: Observation) -> Outcome:
+    _, error = _parse(obs.output)
+    return not error, error
+
+
+def json_schema(a: Assertion, obs: Observation) -> Outcome:
+    data, error = _parse(obs.output)
+    if error:
+        return False, error
+    validator_cls = jsonschema.validators.validator_for(a.json_schema or {})
+    errors = sorted(validator_cls(a.json_schema or {}).iter_errors(data), key=lambda e: list(e.path))
+    if errors:
+        first = errors[0]
+        where = "/".join(str(p) for p in first.path) or "(root)"
+        return False, f"{where}: {first.message}"
+    return True, ""
+
+
+def check_schema(schema: Any) -> None:
+    """Raise ValueError when the schema itself is invalid (checked at load time)."""
+    if not isinstance(schema, dict):
+        raise ValueError("schema must be an object")
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ValueError(f"invalid JSON schema: {exc.message}") from exc

@@ -1,0 +1,98 @@
+"""Text assertions, with the seed's exact semantics: substring checks ignore case, equals trims."""
+
+from __future__ import annotations
+
+import re
+
+from graders.schema import Assertion, Observation
+
+Outcome = tuple[bool, str]
+
+# JavaScript regex flags (the seed's format) mapped to Python; g, u and y change nothing for a test.
+REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "g": 0, "u": 0, "y": 0}
+
+
+def compile_regex(pattern: str, flags: str | None) -> re.Pattern[str]:
+    """Compile with the seed's default flags "i"; raises ValueError naming a bad flag or pattern."""
+    value = 0
+    for flag in "i" if flags is None else flags:
+        if flag not in REGEX_FLAGS:
+            raise ValueError(f"unknown regex flag {flag!r} (use i, m, s)")
+        value |= REGEX_FLAGS[flag]
+    try:
+        return re.compile(pattern, value)
+    except re.error as exc:
+        raise ValueError(f"bad regex {pattern!r}: {exc}") from exc
+
+
+def _has(output: str, needle: object) -> bool:
+    return str(needle).lower() in output.lower()
+
+
+def contains(a: Assertion, obs: Observation) -> Outcome:
+    ok = _has(obs.output, a.value)
+    return ok, "" if ok else f"missing {a.value!r}"
+
+
+def not_contains(a: Assertion, obs: Observation) -> Outcome:
+    ok = not _has(obs.output, a.value)
+    return ok, "" if ok else f"contains {a.value!r}"
+
+
+def regex(a: Assertion, obs: Observation) -> Outcome:
+    ok = compile_regex(str(a.pattern), a.flags).search(obs.output) is not None
+    return ok, "" if ok else f"no match for /{a.pattern}/{a.flags if a.flags is not None else 'i'}"
+
+
+def min_length(a: Assertion, obs: Observation) -> Outcome:
+    n = len(obs.output)
+    return n >= float(a.value), f"length {n}"
+
+
+def max_length(a: Assertion, obs: Observation) -> Outcome:
+    n = len(obs.output)
+    return n <= float(a.value), f"length {n}"
+
+
+def starts_with(a: Assertion, obs: Observation) -> Outcome:
+    ok = obs.output.lower().startswith(str(a.value).lower())
+    return ok, "" if ok else f"starts with {obs.output[:30]!r}"
+
+
+def ends_with(a: Assertion, obs: Observation) -> Outcome:
+    ok = obs.output.lower().endswith(str(a.value).lower())
+    return ok, "" if ok else f"ends with {obs.output[-30:]!r}"
+
+
+def equals(a: Assertion, obs: Observation) -> Outcome:
+    ok = obs.output.strip() == str(a.value).strip()
+    return ok, "" if ok else f"got {obs.output.strip()[:60]!r}"
+
+
+def not_equals(a: Assertion, obs: Observation) -> Outcome:
+    ok = obs.output.strip() != str(a.value).strip()
+    return ok, "" if ok else "output equals the value"
+
+
+def word_count(text: str) -> int:
+    return len(text.split())
+
+
+def word_count_min(a: Assertion, obs: Observation) -> Outcome:
+    n = word_count(obs.output)
+    return n >= float(a.value), f"{n} words"
+
+
+def word_count_max(a: Assertion, obs: Observation) -> Outcome:
+    n = word_count(obs.output)
+    return n <= float(a.value), f"{n} words"
+
+
+def contains_all(a: Assertion, obs: Observation) -> Outcome:
+    missing = [v for v in a.values or () if not _has(obs.output, v)]
+    return not missing, f"missing {missing}" if missing else ""
+
+
+def contains_any(a: Assertion, obs: Observation) -> Outcome:
+    found = [v for v in a.values or () if _has(obs.output, v)]
+    return bool(found), f"found {found}" if found else "none found"

@@ -1,0 +1,298 @@
+"""Aggregation: per-variant summaries, per-case statistics, paired comparisons, verdicts, insights.
+
+``aggregate`` is pure (a DataFrame in, a dict out) so every figure is testable without Prefect;
+``aggregate_results`` is the thin task around it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from graders.schema import Sample
+from tasks import statistics as st
+from tasks.schema import Record, Scale
+
+
+def frame(records: list[Record], scale: Scale) -> pd.DataFrame:
+    """One row per execution. ``score`` is what comparisons use: an errored run scores the scale
+    minimum (failures are data), an UNGRADED run is NaN (excluded, counted)."""
+    rows = []
+    for r in records:
+        g = r.grade
+        ungraded = r.result.ok and g is not None and g.composite is None
+        if not r.result.ok:
+            score: float = scale.minimum
+        elif g is None or g.composite is None:
+            score = math.nan
+        else:
+            score = g.composite
+        rows.append(
+            {
+                "sample_id": r.sample_id,
+                "cluster": r.cluster,
+                "variant": r.variant,
+                "run": r.run,
+                "ok": r.result.ok,
+                "error_kind": r.result.error_kind,
+                "ungraded": ungraded,
+                "score": score,
+                "assertion_score": g.assertion_score if g else None,
+                "llm_score": g.judge.score if g and g.judge.status == "graded" else None,
+                "duration_ms": r.result.latency_ms,
+                "total_tokens": r.result.usage.input_tokens + r.result.usage.output_tokens,
+                "cost_usd": r.result.cost_usd,
+            }
+        )
+    df = pd.DataFrame(rows)
+    if not df.empty:
+        df["passed"] = df["score"] >= scale.pass_threshold
+    return df
+
+
+def _mean(series: pd.Series) -> float | None:
+    s = pd.to_numeric(series, errors="coerce").dropna()
+    return float(s.mean()) if len(s) else None
+
+
+def _round(value: Any, digits: int = 4) -> Any:
+    if isinstance(value, float):
+        return None if not math.isfinite(value) else round(value, digits)
+    if isinstance(value, dict):
+        return {k: _round(v, digits) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_round(v, digits) for v in value]
+    return value
+
+
+def variant_summary(df: pd.DataFrame, variant: str) -> dict[str, Any]:
+    v = df[df["variant"] == variant]
+    ok = v[v["ok"]]
+    case_means = v.groupby("sample_id")["score"].mean().dropna()
+    ci = st.t_interval(case_means.tolist())
+    runs = int(v["run"].nunique())
+    counts = [(int(g["score"].notna().sum()), int(g["passed"].sum())) for _, g in v.groupby("sample_id")]
+    counts = [(n, c) for n, c in counts if n > 0]
+    out: dict[str, Any] = {
+        # The seed's fields.
+        "totalSamples": int(v["sample_id"].nunique()),
+        "successCount": int(v["ok"].sum()),
+        "errorCount": int((~v["ok"]).sum()),
+        "avgCompositeScore": _mean(v["score"]),
+        "avgAssertionScore": _mean(ok["assertion_score"]),
+        "avgLlmScore": _mean(ok["llm_score"]),
+        "avgDurationMs": _mean(ok["duration_ms"]),
+        "avgTotalTokens": _mean(ok["total_tokens"]),
+        "totalCostUSD": float(v["cost_usd"].sum()),
+        # Beyond the seed.
+        "runs": runs,
+        "executions": len(v),
+        "ungradedCount": int(v["ungraded"].sum()),
+        "errorRate": float((~v["ok"]).mean()) if len(v) else 0.0,
+        "ungradedRate": float(v["ungraded"].mean()) if len(v) else 0.0,
+        "errorsByKind": {str(k): int(n) for k, n in v.loc[~v["ok"], "error_kind"].value_counts().items()},
+        "compositeStd": ci.sd,
+        "compositeCI95": [ci.low, ci.high],
+        "passRate": float(v.loc[v["score"].notna(), "passed"].mean()) if v["score"].notna().any() else None,
+        **st.pass_curves(counts),
+    }
+    if runs > 1:
+        run_means = v.groupby("run")["score"].mean().dropna()
+        rci = st.t_interval(run_means.tolist())
+        out["repeat"] = {
+            "runMeans": [float(x) for x in run_means],
+            "mean": rci.mean,
+            "std": rci.sd,
+            "ci95": [rci.low, rci.high],
+        }
+    return out
+
+
+def case_stats(df: pd.DataFrame, scale: Scale) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per case and variant, over runs: avg, best, worst, std_dev, pass@k and pass^k (k = runs)."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for (sample_id, variant), g in df.groupby(["sample_id", "variant"], sort=False):
+        scores = g["score"].dropna()
+        n = len(scores)
+        passes = int((scores >= scale.pass_threshold).sum())
+        out.setdefault(str(sample_id), {})[str(variant)] = {
+            "avg": float(scores.mean()) if n else None,
+            "best": float(scores.max()) if n else None,
+            "worst": float(scores.min()) if n else None,
+            "std_dev": float(scores.std(ddof=1)) if n > 1 else (0.0 if n == 1 else None),
+            "runs": n,
+            "passes": passes,
+            "pass@k": passes > 0 if n else None,
+            "pass^k": passes == n if n else None,
+        }
+    return out
+
+
+def compare(df: pd.DataFrame, control: str, treatment: str, scale: Scale, seed: int) -> dict[str, Any]:
+    """Paired analysis over cases present (with a score) in both variants; run-level Welch with repeats."""
+    per_case = df.groupby(["sample_id", "variant"])["score"].mean().unstack("variant")
+    both = per_case[[control, treatment]].dropna()
+    clusters_map = df.drop_duplicates("sample_id").set_index("sample_id")["cluster"]
+    clusters = [clusters_map.get(s) for s in both.index]
+    use_clusters = all(c is not None for c in clusters) and len(set(clusters)) > 1
+    diffs = (both[treatment] - both[control]).tolist()
+    out: dict[str, Any] = {
+        "control": control,
+        "treatment": treatment,
+        "cases": len(both),
+        "casesDropped": int(len(per_case) - len(both)),
+        "paired": st.paired(diffs, seed=seed, clusters=[str(c) for c in clusters] if use_clusters else None),
+        "perCase": {str(s): float(d) for s, d in zip(both.index, diffs, strict=True)},
+    }
+    runs = int(df["run"].nunique())
+    if runs == 1:
+        passed = df.groupby(["sample_id", "variant"])["passed"].first().unstack("variant")
+        scored = passed.loc[both.index]
+        out["mcnemar"] = st.mcnemar_exact(
+            scored[control].astype(bool).tolist(), scored[treatment].astype(bool).tolist()
+        )
+    else:
+        run_means = df.groupby(["variant", "run"])["score"].mean()
+        out["welchRuns"] = st.welch(
+            run_means.loc[control].dropna().tolist(), run_means.loc[treatment].dropna().tolist()
+        )
+    return out
+
+
+def insights(df: pd.DataFrame, samples: list[Sample], variants: list[str], scale: Scale,
+             details: dict[tuple[str, str, int], list[bool]], comparisons: list[dict[str, Any]],
+             max_error_rate: float) -> tuple[list[dict[str, Any]], list[str]]:
+    """The auto-analysis of STATISTICS.md, each insight naming the samples or assertions concerned."""
+    found: list[dict[str, Any]] = []
+    suggestions: list[str] = []
+    by_assertion: dict[tuple[str, int], dict[str, list[bool]]] = {}
+    for (sample_id, variant, _run), passes in details.items():
+        for i, passed in enumerate(passes):
+            by_assertion.setdefault((sample_id, i), {}).setdefault(variant, []).append(passed)
+    low_disc, all_pass, all_fail = [], [], []
+    types = {s.sample_id: [a.type for a in s.assertions] for s in samples}
+    for (sample_id, i), per_variant in sorted(by_assertion.items()):
+        if set(per_variant) != set(variants):
+            continue
+        flat = [p for ps in per_variant.values() for p in ps]
+        name = f"{sample_id}#{i + 1} ({types.get(sample_id, ['?'] * (i + 1))[i]})"
+        if all(flat):
+            all_pass.append(name)
+        elif not any(flat):
+            all_fail.append(name)
+        elif len({tuple(ps) for ps in per_variant.values()}) == 1:
+            low_disc.append(name)
+    if all_pass:
+        found.append({"type": "all_pass_assertions", "severity": "info", "items": all_pass,
+                      "message": f"{len(all_pass)} assertion(s) pass in every variant and run: too loose to tell variants apart"})
+    if all_fail:
+        found.append({"type": "all_fail_assertions", "severity": "warning", "items": all_fail,
+                      "message": f"{len(all_fail)} assertion(s) fail in every variant and run: too strict, or broken"})
+    if low_disc:
+        found.append({"type": "low_discrimination", "severity": "info", "items": low_disc,
+                      "message": f"{len(low_disc)} assertion(s) give the same results in every variant"})
+    per_case = df.groupby(["sample_id", "variant"])["score"].mean().unstack("variant")
+    if len(variants) > 1 and not per_case.empty:
+        spread = per_case[variants].max(axis=1) - per_case[variants].min(axis=1)
+        uniform = [str(s) for s, d in spread.items() if pd.notna(d) and d < 0.5 * (scale.maximum - scale.minimum) / 4]
+        if uniform:
+            found.append({"type": "uniform_scores", "severity": "info", "items": uniform,
+                          "message": f"{len(uniform)}/{len(per_case)} samples show score difference < "
+                                     f"{0.5 * (scale.maximum - scale.minimum) / 4:g} between variants"})
+    case_cost = df.groupby("sample_id")["cost_usd"].mean()
+    if len(case_cost) >= 3 and case_cost.median() > 0:
+        high = [str(s) for s, c in case_cost.items() if c > 3 * case_cost.median()]
+        if high:
+            found.append({"type": "high_cost", "severity": "info", "items": high,
+                          "message": f"{len(high)} sample(s) cost over 3x the median sample (${case_cost.median():.5f})"})
+    for variant in variants:
+        v = df[df["variant"] == variant]
+        if not len(v):
+            continue
+        errors, ungraded = int((~v["ok"]).sum()), int(v["ungraded"].sum())
+        for kind, count, label in (("error_rate", errors, "errored"), ("ungraded_rate", ungraded, "were UNGRADED by the judge")):
+            if count:
+                rate = count / len(v)
+                items = sorted(set(v.loc[~v["ok"] if kind == "error_rate" else v["ungraded"], "sample_id"].astype(str)))
+                found.append({"type": kind, "severity": "warning" if rate > max_error_rate else "info",
+                              "variant": variant, "items": items,
+                              "message": f"{variant}: {count}/{len(v)} runs {label} ({rate:.0%})"})
+    for comp in comparisons:
+        verdict = comp.get("verdict", {})
+        if verdict.get("label") in {"UNDERPOWERED", "INCONCLUSIVE", "INSUFFICIENT DATA"} and verdict.get("cases_needed"):
+            suggestions.append(
+                f"{comp['treatment']} vs {comp['control']}: about {verdict['cases_needed']} cases are needed to "
+                f"detect a difference of {verdict['min_effect']:g} (you have {comp['cases']}); add cases "
+                "(more cases help more than more repeats)."
+            )
+    if all_fail:
+        suggestions.append("Review the assertions that fail everywhere: " + ", ".join(all_fail[:5]))
+    if all_pass:
+        suggestions.append("Tighten or replace the assertions that pass everywhere: " + ", ".join(all_pass[:5]))
+    return found, suggestions
+
+
+def aggregate(
+    records: list[Record],
+    samples: list[Sample],
+    variants: list[str],
+    control: str,
+    scale: Scale,
+    *,
+    seed: int,
+    margin: float | None = None,
+    min_effect: float | None = None,
+    max_error_rate: float = 0.1,
+) -> dict[str, Any]:
+    df = frame(records, scale)
+    margin = scale.margin if margin is None else margin
+    min_effect = scale.min_effect if min_effect is None else min_effect
+    summary = {v: variant_summary(df, v) for v in variants}
+    comparisons = [compare(df, control, t, scale, seed) for t in variants if t != control]
+    adjusted = st.holm([c["paired"]["p_ttest"] for c in comparisons])
+    for comp, p_adj in zip(comparisons, adjusted, strict=True):
+        comp["paired"]["p_holm"] = p_adj if len(comparisons) > 1 else comp["paired"]["p_ttest"]
+        rates = tuple(summary[v]["errorRate"] + summary[v]["ungradedRate"] for v in (comp["control"], comp["treatment"]))
+        comp["verdict"] = st.verdict(
+            st.VerdictInputs(
+                comparison=comp["paired"],
+                margin=margin,
+                min_effect=min_effect,
+                p_value=comp["paired"]["p_holm"],
+                points_per_unit=scale.points_per_unit,
+                error_rates=(rates[0], rates[1]),
+                max_error_rate=max_error_rate,
+            )
+        )
+    details: dict[tuple[str, str, int], list[bool]] = {}
+    for r in records:
+        if r.result.ok and r.grade is not None:
+            details[(r.sample_id, r.variant, r.run)] = [a.passed for a in r.grade.assertions]
+    found, suggestions = insights(df, samples, variants, scale, details, comparisons, max_error_rate)
+    return _round(
+        {
+            "scale": scale.model_dump(),
+            "summary": summary,
+            "caseStats": case_stats(df, scale),
+            "comparisons": comparisons,
+            "multipleComparisons": "holm" if len(comparisons) > 1 else None,
+            "analysis": {"insights": found, "suggestions": suggestions},
+        },
+        6,
+    )
+
+
+@task(name="aggregate-results", cache_policy=NO_CACHE, persist_result=False)
+def aggregate_results(
+    records: list[Record], samples: list[Sample], variants: list[str], control: str, scale: Scale,
+    seed: int, margin: float | None, min_effect: float | None, max_error_rate: float,
+) -> dict[str, Any]:
+    return aggregate(records, samples, variants, control, scale, seed=seed, margin=margin,
+                     min_effect=min_effect, max_error_rate=max_error_rate)
+
+
+

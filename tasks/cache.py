@@ -1,0 +1,55 @@
+"""The persistent result cache that makes resume work.
+
+Prefect's own task cache keys on the flow run by default and costs a task run per hit; this cache is
+consulted by the flow before fan-out, so a fully cached re-run starts no task at all, and it is a
+plain folder, so workers on several machines can share it. Each entry carries a checksum of its
+payload: a corrupted entry is detected, removed and recomputed. Writes are atomic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from tasks.files import atomic_write_text
+
+#: Bump to invalidate every entry (a change in what a cached payload means).
+CACHE_VERSION = "1"
+
+
+def canonical(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def cache_key(namespace: str, payload: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical({"ns": namespace, "v": CACHE_VERSION, "p": payload}).encode()).hexdigest()
+
+
+class ResultCache:
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+        self.corrupted = 0
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        path = self.path(key)
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+            value = entry["value"]
+            if entry["key"] != key or entry["sha256"] != hashlib.sha256(canonical(value).encode()).hexdigest():
+                raise ValueError("checksum mismatch")
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            self.corrupted += 1
+            path.unlink(missing_ok=True)
+            return None
+        return value if isinstance(value, dict) else None
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        entry = {"key": key, "sha256": hashlib.sha256(canonical(value).encode()).hexdigest(), "value": value}
+        atomic_write_text(self.path(key), canonical(entry))

@@ -1,0 +1,64 @@
+"""The model-call task: one Prefect task run per unit, retried only on transient errors."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from prefect.runtime import task_run as task_run_ctx
+from prefect.tasks import exponential_backoff
+
+from executors.errors import TransientError
+from executors.registry import get_executor
+from executors.schema import RunResult
+from tasks.cache import ResultCache
+from tasks.schema import CallPolicy, Unit
+
+
+def retry_transient(task: Any, task_run: Any, state: Any) -> bool:
+    """Retry 429/5xx/timeouts/resets; never a bad request or a bad key. A plain function, as Prefect needs."""
+    try:
+        state.result()
+    except TransientError:
+        return True
+    except Exception:
+        return False
+    return False
+
+
+@task(
+    name="call-model",
+    task_run_name="{unit.label}",
+    cache_policy=NO_CACHE,  # resume is handled by tasks.cache, consulted before fan-out
+    persist_result=False,
+    retries=3,
+    retry_delay_seconds=exponential_backoff(1.0)(3),
+    retry_jitter_factor=0.5,
+    retry_condition_fn=retry_transient,
+)
+async def call_model(unit: Unit, policy: CallPolicy) -> RunResult:
+    executor = get_executor(unit.request.executor, policy.settings())
+    try:
+        result = await asyncio.wait_for(executor.run(unit.request), policy.timeout_s)
+    except TimeoutError as exc:
+        raise TransientError(f"timeout after {policy.timeout_s:g}s") from exc
+    except TransientError as exc:
+        if exc.retry_after:
+            # Prefect's backoff comes on top: the next try is never earlier than the server asked.
+            await asyncio.sleep(min(exc.retry_after, policy.max_retry_after_s) * (1 + random.random() * 0.1))
+        raise
+    result = result.model_copy(update={"attempts": task_run_ctx.run_count or 1})
+    if policy.cache_dir:
+        ResultCache(policy.cache_dir).put(unit.key, result.model_dump(mode="json"))
+    return result
+
+
+def with_policy(policy: CallPolicy) -> Any:
+    """The task with the run's retry count; Prefect needs the delay list to match the count."""
+    return call_model.with_options(
+        retries=policy.retries,
+        retry_delay_seconds=exponential_backoff(policy.backoff_s)(max(policy.retries, 1)),
+    )

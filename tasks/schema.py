@@ -1,0 +1,69 @@
+"""What crosses the tasks' boundary: a unit of work and the policy it runs under."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from executors.base import ExecutorSettings
+from executors.schema import RunRequest, RunResult
+from graders.schema import Grade
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Unit(Frozen):
+    """One model call: an execution (sample x variant x run) or a judgement."""
+
+    kind: str  # "execute" | "judge"
+    sample_id: str
+    variant: str
+    run: int
+    request: RunRequest
+    key: str  # the cache key: a hash of everything that determines the call
+    label: str  # what the Prefect UI shows for this task run
+
+
+class CallPolicy(Frozen):
+    timeout_s: float = 120.0
+    retries: int = 3
+    backoff_s: float = 1.0
+    max_retry_after_s: float = 120.0
+    cache_dir: str | None = None
+    base_url: str | None = None
+    prices_file: str | None = None
+
+    def settings(self) -> ExecutorSettings:
+        return ExecutorSettings(base_url=self.base_url, timeout_s=self.timeout_s, prices_file=self.prices_file)
+
+
+class Record(Frozen):
+    """One execution with its grade: the row aggregation works on."""
+
+    sample_id: str
+    variant: str
+    run: int
+    cluster: str | None = None
+    result: RunResult
+    grade: Grade | None = None
+
+
+class Scale(Frozen):
+    """The score scale of a mode: 1-5 composite in sample mode, 0-100 weighted total in agentic mode."""
+
+    name: str
+    minimum: float
+    maximum: float
+    pass_threshold: float
+    margin: float
+    min_effect: float
+
+    @property
+    def points_per_unit(self) -> float:
+        """Conversion of a score difference to points on 0-100, for the seed's verdict bands."""
+        return 100.0 / (self.maximum - self.minimum)
+
+
+SAMPLE_SCALE = Scale(name="composite 1-5", minimum=1.0, maximum=5.0, pass_threshold=3.5, margin=0.1, min_effect=0.3)
+AGENTIC_SCALE = Scale(name="weighted total 0-100", minimum=0.0, maximum=100.0, pass_threshold=70.0, margin=2.0, min_effect=5.0)

@@ -1,0 +1,311 @@
+"""Every figure of STATISTICS.md, computed in code (numpy, scipy). Pure functions, no Prefect.
+
+The case is the unit of analysis: repeats of a case are averaged before any paired comparison.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+ALPHA = 0.05
+POWER = 0.8
+BOOTSTRAP_DRAWS = 2000
+TIE_TOLERANCE = 1e-9
+
+
+def _finite(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+@dataclass(frozen=True)
+class Interval:
+    mean: float | None
+    sd: float | None
+    low: float | None
+    high: float | None
+    n: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def t_interval(values: Sequence[float], confidence: float = 0.95) -> Interval:
+    """Mean, sample sd and the t-interval of the mean; no interval below two values."""
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    if n == 0:
+        return Interval(None, None, None, None, 0)
+    mean = float(x.mean())
+    if n == 1:
+        return Interval(mean, None, None, None, 1)
+    sd = float(x.std(ddof=1))
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    return Interval(mean, sd, mean - half, mean + half, n)
+
+
+def welch(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
+    """Welch's t-test (unequal variances), as the seed asks: significant at p < 0.05."""
+    if len(a) < 2 or len(b) < 2:
+        return {"t": None, "p": None, "significant": False, "note": "needs at least 2 values per side"}
+    res = stats.ttest_ind(np.asarray(b, float), np.asarray(a, float), equal_var=False)
+    p = _finite(float(res.pvalue))
+    return {"t": _finite(float(res.statistic)), "p": p, "significant": p is not None and p < ALPHA}
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k: the chance that at least one of k runs drawn from n passes."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass^k: the chance that all k runs drawn from n pass."""
+    return math.comb(c, k) / math.comb(n, k)
+
+
+def pass_curves(counts: Sequence[tuple[int, int]]) -> dict[str, dict[int, float]]:
+    """pass@k and pass^k averaged over cases, for every k up to the smallest n of runs."""
+    if not counts:
+        return {"pass@k": {}, "pass^k": {}}
+    kmax = min(n for n, _ in counts)
+    return {
+        "pass@k": {k: float(np.mean([pass_at_k(n, c, k) for n, c in counts])) for k in range(1, kmax + 1)},
+        "pass^k": {k: float(np.mean([pass_hat_k(n, c, k) for n, c in counts])) for k in range(1, kmax + 1)},
+    }
+
+
+def mcnemar_exact(a_pass: Sequence[bool], b_pass: Sequence[bool]) -> dict[str, Any]:
+    """Exact McNemar test on the discordant pairs of paired pass/fail outcomes."""
+    b_only = sum(1 for x, y in zip(a_pass, b_pass, strict=True) if y and not x)
+    a_only = sum(1 for x, y in zip(a_pass, b_pass, strict=True) if x and not y)
+    n = a_only + b_only
+    p = 1.0 if n == 0 else float(stats.binomtest(b_only, n, 0.5).pvalue)
+    return {"b_only": b_only, "a_only": a_only, "p": p, "significant": p < ALPHA}
+
+
+def sign_test(diffs: Sequence[float]) -> float:
+    pos = sum(1 for d in diffs if d > TIE_TOLERANCE)
+    neg = sum(1 for d in diffs if d < -TIE_TOLERANCE)
+    return 1.0 if pos + neg == 0 else float(stats.binomtest(pos, pos + neg, 0.5).pvalue)
+
+
+def holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm step-down adjusted p-values (None stays None and does not count as a comparison)."""
+    indexed = sorted((p, i) for i, p in enumerate(pvalues) if p is not None)
+    m = len(indexed)
+    out: list[float | None] = [None] * len(pvalues)
+    running = 0.0
+    for rank, (p, i) in enumerate(indexed):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out
+
+
+def cluster_se(diffs: np.ndarray, clusters: Sequence[str]) -> tuple[float, int]:
+    """Cluster-robust (CR1) standard error of the mean difference, and the number of clusters."""
+    n = len(diffs)
+    resid = diffs - diffs.mean()
+    groups: dict[str, float] = {}
+    for r, g in zip(resid, clusters, strict=True):
+        groups[g] = groups.get(g, 0.0) + float(r)
+    g = len(groups)
+    if g < 2:
+        return float("nan"), g
+    meat = sum(v * v for v in groups.values())
+    return math.sqrt(g / (g - 1) * meat) / n, g
+
+
+def bootstrap_interval(
+    diffs: np.ndarray, seed: int, clusters: Sequence[str] | None = None, draws: int = BOOTSTRAP_DRAWS
+) -> tuple[float | None, float | None]:
+    """Seeded percentile bootstrap of the mean difference, resampling cases (or whole clusters)."""
+    if len(diffs) < 2:
+        return None, None
+    rng = np.random.default_rng(seed)
+    if clusters is None:
+        idx = rng.integers(0, len(diffs), size=(draws, len(diffs)))
+        means = diffs[idx].mean(axis=1)
+    else:
+        labels = sorted(set(clusters))
+        members = [np.flatnonzero(np.asarray(clusters) == lab) for lab in labels]
+        picks = rng.integers(0, len(labels), size=(draws, len(labels)))
+        means = np.array([np.concatenate([diffs[members[j]] for j in row]).mean() for row in picks])
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def t_quantiles(df: int) -> float:
+    return float(stats.t.ppf(1 - ALPHA / 2, df) + stats.t.ppf(POWER, df))
+
+
+def minimum_detectable_effect(sd: float, n: int) -> float | None:
+    """Smallest true mean difference a paired t-test finds with 80% power at alpha 0.05."""
+    if n < 2:
+        return None
+    return t_quantiles(n - 1) * sd / math.sqrt(n)
+
+
+def cases_needed(sd: float, effect: float, limit: int = 100_000) -> int | None:
+    """Cases a paired t-test needs to detect ``effect`` with 80% power at alpha 0.05."""
+    if effect <= 0:
+        return None
+    if sd == 0:
+        return 6  # all differences equal: the exact sign test needs 6 to reach p < 0.05
+    n = 2
+    while n <= limit:
+        if t_quantiles(n - 1) * sd / math.sqrt(n) <= effect:
+            return n
+        n = n + 1 if n < 200 else int(n * 1.1)
+    return None
+
+
+def paired(
+    diffs: Sequence[float], *, seed: int, clusters: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """The primary comparison: statistics of per-case differences d_i = mean(B) - mean(A)."""
+    d = np.asarray(diffs, dtype=float)
+    n = len(d)
+    out: dict[str, Any] = {
+        "n": n,
+        "improved": int((d > TIE_TOLERANCE).sum()),
+        "regressed": int((d < -TIE_TOLERANCE).sum()),
+        "unchanged": int((np.abs(d) <= TIE_TOLERANCE).sum()),
+        "mean": float(d.mean()) if n else None,
+        "sd": None, "se": None, "ci_low": None, "ci_high": None, "df": None,
+        "bootstrap_low": None, "bootstrap_high": None,
+        "t": None, "p_ttest": None, "p_wilcoxon": None, "p_sign": sign_test(d) if n else None,
+        "d_z": None, "se_method": "classical", "clusters": None,
+    }
+    if n < 2:
+        return out
+    sd = float(d.std(ddof=1))
+    out["sd"] = sd
+    use_clusters = clusters is not None and len(set(clusters)) >= 2 and len(set(clusters)) < n
+    if use_clusters:
+        assert clusters is not None
+        se, g = cluster_se(d, clusters)
+        df = g - 1
+        out["se_method"], out["clusters"] = "cluster-robust (CR1)", g
+    else:
+        se, df = sd / math.sqrt(n), n - 1
+    out["se"], out["df"] = se, df
+    mean = float(d.mean())
+    if se > 0:
+        half = float(stats.t.ppf(1 - ALPHA / 2, df)) * se
+        out["ci_low"], out["ci_high"] = mean - half, mean + half
+        out["t"] = mean / se
+        out["p_ttest"] = float(2 * stats.t.sf(abs(mean / se), df))
+        out["d_z"] = mean / sd
+    else:
+        out["ci_low"] = out["ci_high"] = mean
+    if out["unchanged"] < n:
+        out["p_wilcoxon"] = _finite(float(stats.wilcoxon(d, zero_method="wilcox").pvalue))
+    else:
+        out["p_wilcoxon"] = 1.0
+    out["bootstrap_low"], out["bootstrap_high"] = bootstrap_interval(
+        d, seed, list(clusters) if use_clusters and clusters is not None else None
+    )
+    return out
+
+
+BANDS = (
+    (10.0, "USE"),
+    (3.0, "LIKELY USE"),
+    (-3.0, "NEUTRAL"),
+    (-10.0, "LIKELY DON'T USE"),
+)
+
+
+def band(delta_points: float) -> str:
+    """The seed's verdict band from the mean delta on the 0-100 scale (bands inclusive at ±10, ±3 inward)."""
+    if delta_points >= 10:
+        return "USE"
+    if delta_points > 3:
+        return "LIKELY USE"
+    if delta_points >= -3:
+        return "NEUTRAL"
+    if delta_points > -10:
+        return "LIKELY DON'T USE"
+    return "DON'T USE"
+
+
+@dataclass(frozen=True)
+class VerdictInputs:
+    comparison: dict[str, Any]
+    margin: float
+    min_effect: float
+    p_value: float | None  # the (Holm-adjusted) p of this comparison
+    points_per_unit: float  # 25 on the 1-5 scale (a 4-point range), 1 on 0-100
+    error_rates: tuple[float, float]  # (control, treatment): errored or ungraded share
+    max_error_rate: float
+
+
+def verdict(v: VerdictInputs) -> dict[str, Any]:
+    """BETTER / WORSE / EQUIVALENT / INCONCLUSIVE / UNDERPOWERED / INSUFFICIENT DATA, with a reason."""
+    c = v.comparison
+    n, mean = c["n"], c["mean"]
+    sd = c["sd"] or 0.0
+    out: dict[str, Any] = {
+        "margin": v.margin,
+        "min_effect": v.min_effect,
+        "mde": None,
+        "cases_needed": None,
+        "band": band(mean * v.points_per_unit) if mean is not None else None,
+        "delta_points": mean * v.points_per_unit if mean is not None else None,
+    }
+    if n < 2 or mean is None:
+        return out | {
+            "label": "INSUFFICIENT DATA",
+            "reason": f"{n} paired case(s): at least 2 cases with results in both variants are needed.",
+        }
+    mde = minimum_detectable_effect(sd, n) if c["df"] else None
+    if c["se_method"] != "classical" and c["se"]:
+        mde = t_quantiles(c["df"]) * c["se"] if c["df"] and c["df"] > 0 else None
+    out["mde"] = mde
+    out["cases_needed"] = cases_needed(sd, v.min_effect)
+    degenerate = sd == 0
+    p = v.p_value if not degenerate else c["p_sign"]
+    significant = p is not None and p < ALPHA
+    low, high = c["ci_low"], c["ci_high"]
+    worst_rate = max(v.error_rates)
+    ci_text = f"mean difference {mean:+.3g}, 95% CI [{low:+.3g}, {high:+.3g}]"
+    if worst_rate > v.max_error_rate:
+        label, reason = "INCONCLUSIVE", (
+            f"{worst_rate:.0%} of runs errored or were ungraded in one variant (limit "
+            f"{v.max_error_rate:.0%}); no improvement can be claimed ({ci_text})."
+        )
+        if high < -v.margin and significant:
+            label, reason = "WORSE", f"worse even counting failures: {ci_text}."
+        return out | {"label": label, "reason": reason}
+    if degenerate and n < 6 and mean != 0:
+        return out | {
+            "label": "UNDERPOWERED",
+            "reason": f"all {n} differences equal {mean:+.3g}; fewer than 6 cases cannot rule out chance.",
+        }
+    if low > v.margin and significant:
+        return out | {"label": "BETTER", "reason": f"the whole interval lies above +{v.margin:g}: {ci_text}."}
+    if high < -v.margin and significant:
+        return out | {"label": "WORSE", "reason": f"the whole interval lies below -{v.margin:g}: {ci_text}."}
+    if low >= -v.margin and high <= v.margin and not (degenerate and n < 6):
+        return out | {
+            "label": "EQUIVALENT",
+            "reason": f"the whole interval lies within ±{v.margin:g}: {ci_text}.",
+        }
+    if mde is not None and mde > v.min_effect:
+        return out | {
+            "label": "UNDERPOWERED",
+            "reason": (
+                f"not significant (p={p:.3g}) and the smallest detectable effect is {mde:.3g} > "
+                f"{v.min_effect:g}; about {out['cases_needed']} cases are needed ({ci_text})."
+            ),
+        }
+    return out | {
+        "label": "INCONCLUSIVE",
+        "reason": f"the interval crosses the margin ±{v.margin:g} (p={p if p is None else f'{p:.3g}'}; {ci_text}).",
+    }
