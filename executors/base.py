@@ -41,7 +41,9 @@ class Executor(ABC):
     def __init__(self, settings: ExecutorSettings | None = None) -> None:
         self.settings = settings or ExecutorSettings()
         self.prices = (
-            PriceTable.from_file(Path(self.settings.prices_file)) if self.settings.prices_file else PriceTable()
+            PriceTable.from_file(Path(self.settings.prices_file))
+            if self.settings.prices_file
+            else PriceTable()
         )
 
     def problem(self) -> str | None:
@@ -73,7 +75,9 @@ class HttpExecutor(Executor):
     def base_url(self) -> str:
         import os
 
-        return (self.settings.base_url or os.environ.get(self.env_base_url) or self.default_base_url).rstrip("/")
+        return (self.settings.base_url or os.environ.get(self.env_base_url) or self.default_base_url).rstrip(
+            "/"
+        )
 
     @property
     def api_key(self) -> str | None:
@@ -103,7 +107,9 @@ class HttpExecutor(Executor):
         try:
             response = await self._client().post(url, json=body, headers=headers)
         except httpx.TimeoutException as exc:
-            raise TransientError(f"timeout after {self.settings.timeout_s:g}s ({type(exc).__name__})") from exc
+            raise TransientError(
+                f"timeout after {self.settings.timeout_s:g}s ({type(exc).__name__})"
+            ) from exc
         except httpx.TransportError as exc:
             raise TransientError(f"connection error: {type(exc).__name__}: {exc}") from exc
         if response.status_code >= 400:

@@ -1,9 +1,9 @@
 """The executor error tree, mapped once at each provider's boundary.
 
-    ExecutorError
-    ├── TransientError   429 (with Retry-After), 408/409, 5xx, timeouts, resets, truncated bodies:
-    │                    worth retrying
-    └── PermanentError   other 4xx (bad key, bad model, bad request): retrying cannot help
+ExecutorError
+├── TransientError   429 (with Retry-After), 408/409, 5xx, timeouts, resets, truncated bodies:
+│                    worth retrying
+└── PermanentError   other 4xx (bad key, bad model, bad request): retrying cannot help
 """
 
 from __future__ import annotations

@@ -168,5 +168,3 @@ def json_grammar(schema_json: str) -> Any:
 
         _grammars[schema_json] = LlamaGrammar.from_json_schema(schema_json, verbose=False)
     return _grammars[schema_json]
-
-

@@ -1,8 +1,8 @@
 """The command line: ``python -m flows.bench`` (installed as ``skillab``).
 
-    run    benchmark artifact variants on samples (sample mode)
-    ci     the same, exiting 1 when a variant is under --threshold or the verdict gate fails
-    init   scaffold a working example project
+run    benchmark artifact variants on samples (sample mode)
+ci     the same, exiting 1 when a variant is under --threshold or the verdict gate fails
+init   scaffold a working example project
 """
 
 from __future__ import annotations
@@ -56,42 +56,86 @@ def _csv(value: str) -> list[str]:
 def add_run_options(p: argparse.ArgumentParser) -> None:
     s = argparse.SUPPRESS  # only flags given on the command line override skillab.yaml
     g = p.add_argument_group("inputs")
-    g.add_argument("--samples", default=s, metavar="PATH", help="samples file (default: eval-samples.json/.yaml/.yml)")
+    g.add_argument(
+        "--samples", default=s, metavar="PATH", help="samples file (default: eval-samples.json/.yaml/.yml)"
+    )
     g.add_argument("--skill-dir", default=s, metavar="DIR", help="artifact folder (default: skills)")
-    g.add_argument("--variants", type=_csv, default=s, metavar="A,B",
-                   help="variants: skills/<name>.md or skills/<name>/SKILL.md; 'baseline' = no artifact (default: v1,v2)")
+    g.add_argument(
+        "--variants",
+        type=_csv,
+        default=s,
+        metavar="A,B",
+        help="variants: skills/<name>.md or skills/<name>/SKILL.md; 'baseline' = no artifact (default: v1,v2)",
+    )
     g.add_argument("--control", default=s, metavar="NAME", help="variant the others are compared with")
-    g.add_argument("--config", default=s, metavar="PATH", help="options file (default: ./skillab.yaml if present)")
+    g.add_argument(
+        "--config", default=s, metavar="PATH", help="options file (default: ./skillab.yaml if present)"
+    )
     g = p.add_argument_group("model")
-    g.add_argument("--executor", default=s, help="openai | anthropic | gemini | local (default: local, the embedded model)")
+    g.add_argument(
+        "--executor",
+        default=s,
+        help="openai | anthropic | gemini | local (default: local, the embedded model)",
+    )
     g.add_argument("--model", default=s, help="model under test (default: the executor's default)")
-    g.add_argument("--base-url", default=s, metavar="URL", help="provider endpoint (else OPENAI_BASE_URL etc.)")
+    g.add_argument(
+        "--base-url", default=s, metavar="URL", help="provider endpoint (else OPENAI_BASE_URL etc.)"
+    )
     g.add_argument("--temperature", type=float, default=s)
     g.add_argument("--max-tokens", type=int, default=s)
-    g.add_argument("--seed", type=int, default=s, help="seed for the model, shuffling and bootstrap (default: 0)")
+    g.add_argument(
+        "--seed", type=int, default=s, help="seed for the model, shuffling and bootstrap (default: 0)"
+    )
     g.add_argument("--prices", default=s, metavar="PATH", help="price overrides (YAML/JSON)")
     g = p.add_argument_group("judge")
     g.add_argument("--no-judge", dest="judge", action="store_false", default=s, help="skip the LLM judge")
     g.add_argument("--judge-executor", default=s)
     g.add_argument("--judge-model", default=s)
-    g.add_argument("--judge-models", type=_csv, default=s, metavar="A,B", help="judge ensemble (executor:model)")
+    g.add_argument(
+        "--judge-models", type=_csv, default=s, metavar="A,B", help="judge ensemble (executor:model)"
+    )
     g.add_argument("--judge-repeat", type=int, default=s, metavar="N", help="judgements per output, averaged")
     g = p.add_argument_group("execution")
-    g.add_argument("--concurrency", type=int, default=s, metavar="N", help="model calls in flight (default: 4)")
+    g.add_argument(
+        "--concurrency", type=int, default=s, metavar="N", help="model calls in flight (default: 4)"
+    )
     g.add_argument("--repeat", type=int, default=s, metavar="N", help="real runs per sample and variant")
     g.add_argument("--timeout", type=float, default=s, metavar="S", help="seconds per call (default: 120)")
-    g.add_argument("--retries", type=int, default=s, metavar="N", help="retries of transient failures (default: 3)")
-    g.add_argument("--no-cache", dest="cache", action="store_false", default=s, help="neither read nor write the cache")
+    g.add_argument(
+        "--retries", type=int, default=s, metavar="N", help="retries of transient failures (default: 3)"
+    )
+    g.add_argument(
+        "--no-cache", dest="cache", action="store_false", default=s, help="neither read nor write the cache"
+    )
     g.add_argument("--cache-dir", default=s, metavar="DIR")
-    g.add_argument("--budget-usd", type=float, default=s, metavar="USD", help="stop scheduling calls past this spend")
-    g.add_argument("--max-calls", type=int, default=s, metavar="N", help="stop scheduling calls past this count")
-    g.add_argument("--dry-run", action="store_true", default=s, help="print the plan and estimated cost; call nothing")
+    g.add_argument(
+        "--budget-usd", type=float, default=s, metavar="USD", help="stop scheduling calls past this spend"
+    )
+    g.add_argument(
+        "--max-calls", type=int, default=s, metavar="N", help="stop scheduling calls past this count"
+    )
+    g.add_argument(
+        "--dry-run", action="store_true", default=s, help="print the plan and estimated cost; call nothing"
+    )
     g = p.add_argument_group("report")
-    g.add_argument("--output-dir", default=s, metavar="DIR", help="reports folder (default: ~/.skillab/reports)")
-    g.add_argument("--blind", action="store_true", default=s, help="label variants Variant A/B/... in the report")
-    g.add_argument("--margin", type=float, default=s, help="practical margin of the verdict (default: 0.1 on 1-5)")
-    g.add_argument("--min-effect", type=float, default=s, help="effect to detect, for power (default: 0.3 on 1-5)")
-    g.add_argument("--max-error-rate", type=float, default=s, help="errored+ungraded share that blocks a claim (default: 0.1)")
+    g.add_argument(
+        "--output-dir", default=s, metavar="DIR", help="reports folder (default: ~/.skillab/reports)"
+    )
+    g.add_argument(
+        "--blind", action="store_true", default=s, help="label variants Variant A/B/... in the report"
+    )
+    g.add_argument(
+        "--margin", type=float, default=s, help="practical margin of the verdict (default: 0.1 on 1-5)"
+    )
+    g.add_argument(
+        "--min-effect", type=float, default=s, help="effect to detect, for power (default: 0.3 on 1-5)"
+    )
+    g.add_argument(
+        "--max-error-rate",
+        type=float,
+        default=s,
+        help="errored+ungraded share that blocks a claim (default: 0.1)",
+    )
     g.add_argument("--suite", default=s, help="suite name, for regression history")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -103,16 +147,27 @@ def build_parser() -> Parser:
         "better: fixed model, fixed cases, only the artifact changes.",
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    run = sub.add_parser("run", help="benchmark artifact variants on a samples file",
-                         description="Run every sample x variant x run, grade, compare, write the report.")
+    run = sub.add_parser(
+        "run",
+        help="benchmark artifact variants on a samples file",
+        description="Run every sample x variant x run, grade, compare, write the report.",
+    )
     add_run_options(run)
     run.set_defaults(handler=cmd_run)
     ci = sub.add_parser("ci", help="run, then exit 1 when a variant is below --threshold or the gate fails")
     add_run_options(ci)
-    ci.add_argument("--threshold", type=float, default=argparse.SUPPRESS,
-                    help="minimum average composite score (1-5) of every variant (default: 3.5)")
-    ci.add_argument("--require", choices=["none", "better", "not-worse"], default=argparse.SUPPRESS,
-                    help="also require every comparison's verdict to be BETTER, or not WORSE")
+    ci.add_argument(
+        "--threshold",
+        type=float,
+        default=argparse.SUPPRESS,
+        help="minimum average composite score (1-5) of every variant (default: 3.5)",
+    )
+    ci.add_argument(
+        "--require",
+        choices=["none", "better", "not-worse"],
+        default=argparse.SUPPRESS,
+        help="also require every comparison's verdict to be BETTER, or not WORSE",
+    )
     ci.set_defaults(handler=cmd_ci)
     init = sub.add_parser("init", help="scaffold a working example project")
     init.add_argument("dir", nargs="?", default=".", help="where (default: here)")
@@ -169,25 +224,40 @@ def print_plan(prepared: Any) -> None:
     from flows.plan import estimate_tokens, execution_units
 
     o = prepared.options
-    units = execution_units(prepared.samples, prepared.variants, prepared.target, repeat=o.repeat,
-                            temperature=o.temperature, max_tokens=o.max_tokens, seed=o.seed)
+    units = execution_units(
+        prepared.samples,
+        prepared.variants,
+        prepared.target,
+        repeat=o.repeat,
+        temperature=o.temperature,
+        max_tokens=o.max_tokens,
+        seed=o.seed,
+    )
     tokens_in, tokens_out = estimate_tokens(units, o.max_tokens)
     price = prepared.target.executor.prices.lookup(prepared.target.model)
-    cost = "unknown price" if price is None else f"${(tokens_in * price[0] + tokens_out * price[1]) / 1e6:.4f}"
+    cost = (
+        "unknown price" if price is None else f"${(tokens_in * price[0] + tokens_out * price[1]) / 1e6:.4f}"
+    )
     if prepared.target.executor.name == "local":
         cost = "$0 (local)"
     judge_calls = 0
     if prepared.judges:
         from graders.judge import prompts_for
 
-        per_output = sum(len(prompts_for(s, "")) for s in prepared.samples) * len(prepared.variants) * o.repeat
+        per_output = (
+            sum(len(prompts_for(s, "")) for s in prepared.samples) * len(prepared.variants) * o.repeat
+        )
         judge_calls = per_output * len(prepared.judges) * o.judge_repeat
     cache = "off" if prepared.cache_dir is None else str(prepared.cache_dir)
-    print(f"plan: {len(prepared.samples)} samples x {len(prepared.variants)} variants "
-          f"({', '.join(v.name for v in prepared.variants)}) x {o.repeat} run(s) = {len(units)} model calls")
+    print(
+        f"plan: {len(prepared.samples)} samples x {len(prepared.variants)} variants "
+        f"({', '.join(v.name for v in prepared.variants)}) x {o.repeat} run(s) = {len(units)} model calls"
+    )
     print(f"model: {prepared.target.executor.describe(prepared.target.model)}; concurrency {o.concurrency}")
-    print(f"judge: {', '.join(f'{j.executor.name}:{j.model}' for j in prepared.judges) or 'none'}; "
-          f"up to {judge_calls} judge calls")
+    print(
+        f"judge: {', '.join(f'{j.executor.name}:{j.model}' for j in prepared.judges) or 'none'}; "
+        f"up to {judge_calls} judge calls"
+    )
     print(f"estimated tokens: ~{tokens_in} in, <= {tokens_out} out; estimated cost (upper bound): {cost}")
     print(f"cache: {cache} (finished calls are never repeated)")
     for v in prepared.variants:
@@ -207,7 +277,9 @@ def cmd_ci(args: argparse.Namespace) -> int:
     for name, s in report["summary"].items():
         score = s["avgCompositeScore"]
         if score is None or score < options.threshold:
-            failures.append(f"{name}: average composite {score if score is None else f'{score:.2f}'} < threshold {options.threshold:g}")
+            failures.append(
+                f"{name}: average composite {score if score is None else f'{score:.2f}'} < threshold {options.threshold:g}"
+            )
     for comp in report["comparisons"]:
         label = comp["verdict"]["label"]
         if options.require == "better" and label != "BETTER":
@@ -226,8 +298,10 @@ def cmd_init(args: argparse.Namespace) -> int:
 
     target = Path(args.dir)
     written = scaffold(target)
-    print(f"created {target}/ ({len(written)} files). Next:\n  cd {target}\n  python -m flows.bench run --dry-run\n"
-          f"  python -m flows.bench run --variants v1,v2")
+    print(
+        f"created {target}/ ({len(written)} files). Next:\n  cd {target}\n  python -m flows.bench run --dry-run\n"
+        f"  python -m flows.bench run --variants v1,v2"
+    )
     return EXIT_OK
 
 

@@ -54,7 +54,9 @@ def closest(name: str, options: list[str]) -> str:
 def _pydantic_lines(exc: ValidationError, prefix: str, fields: list[str], root: str = "") -> list[str]:
     lines = []
     for err in exc.errors():
-        loc = root + ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in err["loc"]).replace(".[", "[")
+        loc = root + ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in err["loc"]).replace(
+            ".[", "["
+        )
         if err["type"] == "extra_forbidden":
             name = str(err["loc"][-1])
             lines.append(f"{prefix}: {loc}: unknown field{closest(name, fields)}")
@@ -142,8 +144,10 @@ def load_samples(path: Path) -> list[Sample]:
             if bad:
                 continue
         try:
-            sample = Sample(**{**raw, "sample_id": str(sample_id) if sample_id is not None else None,
-                               "source_dir": source_dir})
+            fields = {**raw, "source_dir": source_dir}
+            if sample_id is not None:
+                fields["sample_id"] = str(sample_id)
+            sample = Sample(**fields)
         except ValidationError as exc:
             problems.extend(_pydantic_lines(exc, prefix, SAMPLE_FIELDS + ASSERTION_FIELDS))
             continue

@@ -15,7 +15,9 @@ class BenchOptions(BaseModel):
     samples: str | None = Field(None, description="samples file; default eval-samples.json/.yaml/.yml")
     skill_dir: str = Field("skills", description="folder of the artifact variants")
     variants: tuple[str, ...] = Field(("v1", "v2"), description="variant names; 'baseline' = no artifact")
-    control: str | None = Field(None, description="the variant others are compared with (default: baseline, else the first)")
+    control: str | None = Field(
+        None, description="the variant others are compared with (default: baseline, else the first)"
+    )
     executor: str | None = Field(None, description="openai | anthropic | gemini | local (default: local)")
     model: str | None = Field(None, description="model under test (default: the executor's default)")
     base_url: str | None = Field(None, description="override the provider endpoint")
@@ -23,11 +25,17 @@ class BenchOptions(BaseModel):
     max_tokens: int | None = Field(None, ge=1, description="output token limit, passed through")
     seed: int = Field(0, description="seed for the model (where supported), shuffling and bootstrap")
     judge: bool = Field(True, description="false = skip the LLM judge (--no-judge)")
-    judge_executor: str | None = Field(None, description="executor of the judge (default: local if installed)")
+    judge_executor: str | None = Field(
+        None, description="executor of the judge (default: local if installed)"
+    )
     judge_model: str | None = Field(None, description="judge model")
-    judge_models: tuple[str, ...] = Field((), description="ensemble of judge models (executor:model or model)")
+    judge_models: tuple[str, ...] = Field(
+        (), description="ensemble of judge models (executor:model or model)"
+    )
     judge_repeat: int = Field(1, ge=1, description="independent judgements per output, averaged")
-    output_dir: str | None = Field(None, description="reports folder (default ~/.skillab/reports or $SKILLAB_HOME/reports)")
+    output_dir: str | None = Field(
+        None, description="reports folder (default ~/.skillab/reports or $SKILLAB_HOME/reports)"
+    )
     cache_dir: str | None = Field(None, description="result cache (default ~/.skillab/cache)")
     cache: bool = Field(True, description="false = neither read nor write the cache (--no-cache)")
     dry_run: bool = Field(False, description="print the plan, call nothing")
@@ -36,12 +44,22 @@ class BenchOptions(BaseModel):
     repeat: int = Field(1, ge=1, description="real, independent runs per sample and variant")
     timeout: float = Field(120.0, gt=0, description="seconds per model call")
     retries: int = Field(3, ge=0, description="retries of a transient failure (429, 5xx, timeout)")
-    prices: str | None = Field(None, description="YAML/JSON price overrides: {model: {input, output}} USD per 1M tokens")
-    margin: float | None = Field(None, ge=0, description="practical margin for the verdict (default 0.1 on 1-5)")
-    min_effect: float | None = Field(None, gt=0, description="effect the user wants to detect (default 0.3 on 1-5)")
-    max_error_rate: float = Field(0.1, ge=0, le=1, description="errored+ungraded share above which no improvement is claimed")
+    prices: str | None = Field(
+        None, description="YAML/JSON price overrides: {model: {input, output}} USD per 1M tokens"
+    )
+    margin: float | None = Field(
+        None, ge=0, description="practical margin for the verdict (default 0.1 on 1-5)"
+    )
+    min_effect: float | None = Field(
+        None, gt=0, description="effect the user wants to detect (default 0.3 on 1-5)"
+    )
+    max_error_rate: float = Field(
+        0.1, ge=0, le=1, description="errored+ungraded share above which no improvement is claimed"
+    )
     threshold: float = Field(3.5, description="ci: minimum average composite score per variant")
-    require: Literal["none", "better", "not-worse"] = Field("none", description="ci: also gate on the verdict")
+    require: Literal["none", "better", "not-worse"] = Field(
+        "none", description="ci: also gate on the verdict"
+    )
     suite: str | None = Field(None, description="suite name for regression history")
     budget_usd: float | None = Field(None, gt=0, description="stop scheduling new calls past this spend")
     max_calls: int | None = Field(None, ge=1, description="stop scheduling new calls past this count")

@@ -66,7 +66,9 @@ def _executor_name(name: str, flag: str) -> str:
     return name
 
 
-def make_target(executor: str, model: str | None, options: BenchOptions, flag: str, base_url: str | None) -> Target:
+def make_target(
+    executor: str, model: str | None, options: BenchOptions, flag: str, base_url: str | None
+) -> Target:
     name = _executor_name(executor, flag)
     settings = ExecutorSettings(base_url=base_url, timeout_s=options.timeout, prices_file=options.prices)
     ex = get_executor(name, settings)
@@ -105,13 +107,24 @@ def prepare(options: BenchOptions, cwd: Path) -> Prepared:
     judges: list[Target] = []
     needs_judge = any(s.judged or any(registry.is_judged(a) for a in s.assertions) for s in samples)
     if options.judge and needs_judge:
-        default_judge = options.judge_executor or ("local" if EXECUTORS["local"]().problem() is None else executor)
+        default_judge = options.judge_executor or (
+            "local" if EXECUTORS["local"]().problem() is None else executor
+        )
         specs = options.judge_models or ((options.judge_model or ""),)
         for spec in specs:
-            exe, _, model = spec.rpartition(":") if ":" in spec and spec.split(":")[0] in EXECUTORS else ("", "", spec)
+            exe, _, model = (
+                spec.rpartition(":") if ":" in spec and spec.split(":")[0] in EXECUTORS else ("", "", spec)
+            )
             exe = exe or default_judge
-            judges.append(make_target(exe, model or (target.model if exe == executor else None), options,
-                                      "--judge-executor", None))
+            judges.append(
+                make_target(
+                    exe,
+                    model or (target.model if exe == executor else None),
+                    options,
+                    "--judge-executor",
+                    None,
+                )
+            )
         for j in judges:
             if j.executor.name == "local":
                 notices.append(
@@ -119,7 +132,11 @@ def prepare(options: BenchOptions, cwd: Path) -> Prepared:
                     "For real judging pass --judge-executor openai|anthropic|gemini --judge-model NAME."
                 )
             if (j.executor.name, j.model) == (target.executor.name, target.model):
-                notices.append(f"Warning: the judge {j.model} is the model under test (self-preference bias).")
+                notices.append(
+                    f"Warning: the judge {j.model} is the model under test (self-preference bias)."
+                )
             elif vendor(j) == vendor(target) and j.executor.name != "local":
-                notices.append(f"Warning: the judge {j.model} is from the same vendor as the model under test.")
+                notices.append(
+                    f"Warning: the judge {j.model} is from the same vendor as the model under test."
+                )
     return Prepared(options, samples_path, samples, variants, control, target, judges, notices)

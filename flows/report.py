@@ -107,15 +107,17 @@ def build_report(
                 entry["runs"] = runs
             entry["caseStats"] = stats
             variants[name] = entry
-        results.append({
-            "sample_id": sample.sample_id,
-            "prompt": sample.full_prompt,
-            "rubric": sample.rubric,
-            "dimensions": sample.dimensions,
-            "tags": list(sample.tags),
-            "cluster": sample.cluster,
-            "variants": variants,
-        })
+        results.append(
+            {
+                "sample_id": sample.sample_id,
+                "prompt": sample.full_prompt,
+                "rubric": sample.rubric,
+                "dimensions": sample.dimensions,
+                "tags": list(sample.tags),
+                "cluster": sample.cluster,
+                "variants": variants,
+            }
+        )
     total_cost = sum(r.result.cost_usd for r in records)
     meta = {
         "variants": names,
@@ -141,8 +143,10 @@ def build_report(
         "suite": o.suite,
         "calls": runner.calls,
         "cacheHits": runner.cache_hits,
-        "notRun": [{"sample_id": u.sample_id, "variant": u.variant, "run": u.run, "kind": u.kind}
-                   for u in runner.not_run],
+        "notRun": [
+            {"sample_id": u.sample_id, "variant": u.variant, "run": u.run, "kind": u.kind}
+            for u in runner.not_run
+        ],
         "durationS": round(duration_s, 2),
         "notices": prepared.notices,
     }
@@ -186,9 +190,14 @@ def blind(report: dict[str, Any], names: list[str], seed: int) -> dict[str, Any]
     meta["control"] = labels[meta["control"]]
     meta["skillHashes"] = {labels[k]: v for k, v in meta["skillHashes"].items()}
     meta["blind"] = True
-    return {"version": report["version"], "id": report["id"], "mode": report["mode"], "meta": meta,
-            **{k: v for k, v in out.items() if k not in {"version", "id", "mode"}},
-            "blindMapping": {label: name for name, label in labels.items()}}
+    return {
+        "version": report["version"],
+        "id": report["id"],
+        "mode": report["mode"],
+        "meta": meta,
+        **{k: v for k, v in out.items() if k not in {"version", "id", "mode"}},
+        "blindMapping": {label: name for name, label in labels.items()},
+    }
 
 
 def report_path(output_dir: Path, report_id: str) -> Path:
@@ -212,19 +221,38 @@ def _fmt(value: Any, digits: int = 2) -> str:
 def print_summary(report: dict[str, Any], path: Path | None, console: Console | None = None) -> None:
     console = console or Console(width=None if sys.stdout.isatty() else 160)
     scale = report["scale"]
-    table = Table(title=f"skillab · {report['meta']['model']} · {report['meta']['sampleCount']} samples "
-                        f"× {report['meta'].get('repeat', 1)} run(s) · {scale['name']}")
-    for column in ("variant", "score", "95% CI", "assertions", "judge", "pass", "errors", "ungraded",
-                   "tokens", "latency ms", "cost $"):
+    table = Table(
+        title=f"skillab · {report['meta']['model']} · {report['meta']['sampleCount']} samples "
+        f"× {report['meta'].get('repeat', 1)} run(s) · {scale['name']}"
+    )
+    for column in (
+        "variant",
+        "score",
+        "95% CI",
+        "assertions",
+        "judge",
+        "pass",
+        "errors",
+        "ungraded",
+        "tokens",
+        "latency ms",
+        "cost $",
+    ):
         table.add_column(column, justify="left" if column == "variant" else "right")
     for name, s in report["summary"].items():
         ci = s.get("compositeCI95") or [None, None]
         table.add_row(
-            name, _fmt(s["avgCompositeScore"]), f"[{_fmt(ci[0])}, {_fmt(ci[1])}]",
-            _fmt(s["avgAssertionScore"]), _fmt(s["avgLlmScore"]),
+            name,
+            _fmt(s["avgCompositeScore"]),
+            f"[{_fmt(ci[0])}, {_fmt(ci[1])}]",
+            _fmt(s["avgAssertionScore"]),
+            _fmt(s["avgLlmScore"]),
             _fmt(s["passRate"] * 100 if s["passRate"] is not None else None, 0) + "%",
-            f"{s['errorCount']}/{s['executions']}", str(s["ungradedCount"]),
-            _fmt(s["avgTotalTokens"], 0), _fmt(s["avgDurationMs"], 0), f"{s['totalCostUSD']:.4f}",
+            f"{s['errorCount']}/{s['executions']}",
+            str(s["ungradedCount"]),
+            _fmt(s["avgTotalTokens"], 0),
+            _fmt(s["avgDurationMs"], 0),
+            f"{s['totalCostUSD']:.4f}",
         )
     console.print(table)
     for comp in report["comparisons"]:

@@ -88,8 +88,9 @@ class UnitRunner:
                     if "timeout" in message.lower() and isinstance(exc, TransientError):
                         kind = "timeout"
                     attempts = policy.retries + 1 if isinstance(exc, TransientError) else 1
-                    result = RunResult(ok=False, error=message, error_kind=kind, attempts=attempts,
-                                       model=unit.request.model)
+                    result = RunResult(
+                        ok=False, error=message, error_kind=kind, attempts=attempts, model=unit.request.model
+                    )
             self.spent += result.cost_usd
             self.spent_by_kind[unit.kind] = self.spent_by_kind.get(unit.kind, 0.0) + result.cost_usd
             results[unit.key] = result
@@ -112,8 +113,15 @@ async def judge_outputs(
         for prompt in prompts_for(sample, result.output):
             for judge in prepared.judges:
                 for rep in range(1, opts.judge_repeat + 1):
-                    ju = judge_unit(judge, prompt, sample_id=unit.sample_id, variant=unit.variant,
-                                    run=unit.run, repeat=rep, attempt=0)
+                    ju = judge_unit(
+                        judge,
+                        prompt,
+                        sample_id=unit.sample_id,
+                        variant=unit.variant,
+                        run=unit.run,
+                        repeat=rep,
+                        attempt=0,
+                    )
                     jobs.append((index, judge, prompt.aspect, ju))
     out: list[list[Judgement]] = [[] for _ in items]
     pending = jobs
@@ -140,10 +148,26 @@ async def judge_outputs(
             except JudgeParseError as exc:
                 if attempt == 0:
                     sample = items[index][1]
-                    prompt = next(p for p in prompts_for(sample, items[index][2].output) if p.aspect == aspect)
+                    prompt = next(
+                        p for p in prompts_for(sample, items[index][2].output) if p.aspect == aspect
+                    )
                     rep = ju.request.seed or 1
-                    retry.append((index, judge, aspect, judge_unit(
-                        judge, prompt, sample_id=ju.sample_id, variant=ju.variant, run=ju.run, repeat=rep, attempt=1)))
+                    retry.append(
+                        (
+                            index,
+                            judge,
+                            aspect,
+                            judge_unit(
+                                judge,
+                                prompt,
+                                sample_id=ju.sample_id,
+                                variant=ju.variant,
+                                run=ju.run,
+                                repeat=rep,
+                                attempt=1,
+                            ),
+                        )
+                    )
                 else:
                     out[index].append(Judgement(aspect, name, None, raw=res.output or None, error=str(exc)))
         pending = retry
@@ -152,8 +176,9 @@ async def judge_outputs(
     return out
 
 
-def combine(sample: Sample, deterministic: list[AssertionResult], judgements: list[Judgement],
-            judge_enabled: bool) -> Grade:
+def combine(
+    sample: Sample, deterministic: list[AssertionResult], judgements: list[Judgement], judge_enabled: bool
+) -> Grade:
     judge, similarity = judge_layer(sample, judgements) if judge_enabled else (JudgeResult(), {})
     results: list[AssertionResult] = []
     det = iter(deterministic)
@@ -181,8 +206,15 @@ async def run_benchmark(prepared: Prepared, *, show_progress: bool = True) -> Ou
     opts = prepared.options
     started = time.time()
     started_at = dt.datetime.now(dt.UTC)
-    units = execution_units(prepared.samples, prepared.variants, prepared.target, repeat=opts.repeat,
-                            temperature=opts.temperature, max_tokens=opts.max_tokens, seed=opts.seed)
+    units = execution_units(
+        prepared.samples,
+        prepared.variants,
+        prepared.target,
+        repeat=opts.repeat,
+        temperature=opts.temperature,
+        max_tokens=opts.max_tokens,
+        seed=opts.seed,
+    )
     progress = Progress(len(units), "executing", enabled=show_progress)
     runner = UnitRunner(prepared, progress)
     try:
@@ -204,12 +236,26 @@ async def run_benchmark(prepared: Prepared, *, show_progress: bool = True) -> Ou
         for (u, s, _), det, js in zip(ok_items, deterministic, judgements, strict=True)
     }
     records = [
-        Record(sample_id=u.sample_id, variant=u.variant, run=u.run, cluster=s.cluster, result=r, grade=grades.get(u.key))
+        Record(
+            sample_id=u.sample_id,
+            variant=u.variant,
+            run=u.run,
+            cluster=s.cluster,
+            result=r,
+            grade=grades.get(u.key),
+        )
         for u, s, r in done
     ]
     aggregate = aggregate_results(
-        records, prepared.samples, [v.name for v in prepared.variants], prepared.control, SAMPLE_SCALE,
-        opts.seed, opts.margin, opts.min_effect, opts.max_error_rate,
+        records,
+        prepared.samples,
+        [v.name for v in prepared.variants],
+        prepared.control,
+        SAMPLE_SCALE,
+        opts.seed,
+        opts.margin,
+        opts.min_effect,
+        opts.max_error_rate,
     )
     report = build_report(prepared, records, aggregate, runner, started_at, time.time() - started)
     path = publish(report, prepared)

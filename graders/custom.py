@@ -45,8 +45,12 @@ def validate_file(path: Path) -> None:
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except SyntaxError as exc:
-        raise ValueError(f"custom assertion file {path}: syntax error at line {exc.lineno}: {exc.msg}") from exc
-    if not any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == "check" for n in tree.body):
+        raise ValueError(
+            f"custom assertion file {path}: syntax error at line {exc.lineno}: {exc.msg}"
+        ) from exc
+    if not any(
+        isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == "check" for n in tree.body
+    ):
         raise ValueError(f"custom assertion file {path} defines no function check(output, ctx)")
 
 
@@ -79,4 +83,8 @@ def run_custom(a: Assertion, obs: Observation) -> tuple[bool, str, float | None]
         return False, f"custom check failed: {lines[-1] if lines else f'exit code {proc.returncode}'}", None
     result = json.loads(proc.stdout.rsplit(marker, 1)[1])
     score = result.get("score")
-    return bool(result["pass"]), result.get("message", ""), float(score) if isinstance(score, int | float) else None
+    return (
+        bool(result["pass"]),
+        result.get("message", ""),
+        float(score) if isinstance(score, int | float) else None,
+    )

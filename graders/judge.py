@@ -157,7 +157,9 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-def judge_layer(sample: Sample, judgements: list[Judgement]) -> tuple[JudgeResult, dict[int, AssertionResult]]:
+def judge_layer(
+    sample: Sample, judgements: list[Judgement]
+) -> tuple[JudgeResult, dict[int, AssertionResult]]:
     """Combine judgements into the judge layer and the semantic_similarity assertion results.
 
     Any aspect with no successful judgement makes the whole layer UNGRADED (never a silent 0)."""
@@ -206,9 +208,12 @@ def judge_layer(sample: Sample, judgements: list[Judgement]) -> tuple[JudgeResul
     }
     dims = None
     if sample.dimensions:
-        dims = {a.split(":", 1)[1]: _mean([j.score for j in js if j.score is not None]) for a, js in layer.items()}
+        dims = {
+            a.split(":", 1)[1]: _mean([j.score for j in js if j.score is not None]) for a, js in layer.items()
+        }
     reason = " | ".join(
-        f"{a.split(':', 1)[-1]}: {js[0].reason}" if sample.dimensions else js[0].reason for a, js in layer.items()
+        f"{a.split(':', 1)[-1]}: {js[0].reason}" if sample.dimensions else js[0].reason
+        for a, js in layer.items()
     )
     return (
         JudgeResult(

@@ -62,7 +62,9 @@ def validate(a: Assertion, source_dir: str) -> None:
     spec = ASSERTIONS.get(a.type)
     if spec is None:
         hint = closest_type(a.type)
-        raise ValueError(f"type: unknown assertion type {a.type!r}" + (f" (did you mean {hint!r}?)" if hint else ""))
+        raise ValueError(
+            f"type: unknown assertion type {a.type!r}" + (f" (did you mean {hint!r}?)" if hint else "")
+        )
     for name in spec.required:
         if getattr(a, name) is None:
             raise ValueError(f"{FIELD_NAMES.get(name, name)}: required for type {a.type!r}")

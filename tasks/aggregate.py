@@ -163,9 +163,15 @@ def compare(df: pd.DataFrame, control: str, treatment: str, scale: Scale, seed: 
     return out
 
 
-def insights(df: pd.DataFrame, samples: list[Sample], variants: list[str], scale: Scale,
-             details: dict[tuple[str, str, int], list[bool]], comparisons: list[dict[str, Any]],
-             max_error_rate: float) -> tuple[list[dict[str, Any]], list[str]]:
+def insights(
+    df: pd.DataFrame,
+    samples: list[Sample],
+    variants: list[str],
+    scale: Scale,
+    details: dict[tuple[str, str, int], list[bool]],
+    comparisons: list[dict[str, Any]],
+    max_error_rate: float,
+) -> tuple[list[dict[str, Any]], list[str]]:
     """The auto-analysis of STATISTICS.md, each insight naming the samples or assertions concerned."""
     found: list[dict[str, Any]] = []
     suggestions: list[str] = []
@@ -187,43 +193,88 @@ def insights(df: pd.DataFrame, samples: list[Sample], variants: list[str], scale
         elif len({tuple(ps) for ps in per_variant.values()}) == 1:
             low_disc.append(name)
     if all_pass:
-        found.append({"type": "all_pass_assertions", "severity": "info", "items": all_pass,
-                      "message": f"{len(all_pass)} assertion(s) pass in every variant and run: too loose to tell variants apart"})
+        found.append(
+            {
+                "type": "all_pass_assertions",
+                "severity": "info",
+                "items": all_pass,
+                "message": f"{len(all_pass)} assertion(s) pass in every variant and run: too loose to tell variants apart",
+            }
+        )
     if all_fail:
-        found.append({"type": "all_fail_assertions", "severity": "warning", "items": all_fail,
-                      "message": f"{len(all_fail)} assertion(s) fail in every variant and run: too strict, or broken"})
+        found.append(
+            {
+                "type": "all_fail_assertions",
+                "severity": "warning",
+                "items": all_fail,
+                "message": f"{len(all_fail)} assertion(s) fail in every variant and run: too strict, or broken",
+            }
+        )
     if low_disc:
-        found.append({"type": "low_discrimination", "severity": "info", "items": low_disc,
-                      "message": f"{len(low_disc)} assertion(s) give the same results in every variant"})
+        found.append(
+            {
+                "type": "low_discrimination",
+                "severity": "info",
+                "items": low_disc,
+                "message": f"{len(low_disc)} assertion(s) give the same results in every variant",
+            }
+        )
     per_case = df.groupby(["sample_id", "variant"])["score"].mean().unstack("variant")
     if len(variants) > 1 and not per_case.empty:
         spread = per_case[variants].max(axis=1) - per_case[variants].min(axis=1)
-        uniform = [str(s) for s, d in spread.items() if pd.notna(d) and d < 0.5 * (scale.maximum - scale.minimum) / 4]
+        uniform = [
+            str(s) for s, d in spread.items() if pd.notna(d) and d < 0.5 * (scale.maximum - scale.minimum) / 4
+        ]
         if uniform:
-            found.append({"type": "uniform_scores", "severity": "info", "items": uniform,
-                          "message": f"{len(uniform)}/{len(per_case)} samples show score difference < "
-                                     f"{0.5 * (scale.maximum - scale.minimum) / 4:g} between variants"})
+            found.append(
+                {
+                    "type": "uniform_scores",
+                    "severity": "info",
+                    "items": uniform,
+                    "message": f"{len(uniform)}/{len(per_case)} samples show score difference < "
+                    f"{0.5 * (scale.maximum - scale.minimum) / 4:g} between variants",
+                }
+            )
     case_cost = df.groupby("sample_id")["cost_usd"].mean()
     if len(case_cost) >= 3 and case_cost.median() > 0:
         high = [str(s) for s, c in case_cost.items() if c > 3 * case_cost.median()]
         if high:
-            found.append({"type": "high_cost", "severity": "info", "items": high,
-                          "message": f"{len(high)} sample(s) cost over 3x the median sample (${case_cost.median():.5f})"})
+            found.append(
+                {
+                    "type": "high_cost",
+                    "severity": "info",
+                    "items": high,
+                    "message": f"{len(high)} sample(s) cost over 3x the median sample (${case_cost.median():.5f})",
+                }
+            )
     for variant in variants:
         v = df[df["variant"] == variant]
         if not len(v):
             continue
         errors, ungraded = int((~v["ok"]).sum()), int(v["ungraded"].sum())
-        for kind, count, label in (("error_rate", errors, "errored"), ("ungraded_rate", ungraded, "were UNGRADED by the judge")):
+        for kind, count, label in (
+            ("error_rate", errors, "errored"),
+            ("ungraded_rate", ungraded, "were UNGRADED by the judge"),
+        ):
             if count:
                 rate = count / len(v)
-                items = sorted(set(v.loc[~v["ok"] if kind == "error_rate" else v["ungraded"], "sample_id"].astype(str)))
-                found.append({"type": kind, "severity": "warning" if rate > max_error_rate else "info",
-                              "variant": variant, "items": items,
-                              "message": f"{variant}: {count}/{len(v)} runs {label} ({rate:.0%})"})
+                items = sorted(
+                    set(v.loc[~v["ok"] if kind == "error_rate" else v["ungraded"], "sample_id"].astype(str))
+                )
+                found.append(
+                    {
+                        "type": kind,
+                        "severity": "warning" if rate > max_error_rate else "info",
+                        "variant": variant,
+                        "items": items,
+                        "message": f"{variant}: {count}/{len(v)} runs {label} ({rate:.0%})",
+                    }
+                )
     for comp in comparisons:
         verdict = comp.get("verdict", {})
-        if verdict.get("label") in {"UNDERPOWERED", "INCONCLUSIVE", "INSUFFICIENT DATA"} and verdict.get("cases_needed"):
+        if verdict.get("label") in {"UNDERPOWERED", "INCONCLUSIVE", "INSUFFICIENT DATA"} and verdict.get(
+            "cases_needed"
+        ):
             suggestions.append(
                 f"{comp['treatment']} vs {comp['control']}: about {verdict['cases_needed']} cases are needed to "
                 f"detect a difference of {verdict['min_effect']:g} (you have {comp['cases']}); add cases "
@@ -232,7 +283,9 @@ def insights(df: pd.DataFrame, samples: list[Sample], variants: list[str], scale
     if all_fail:
         suggestions.append("Review the assertions that fail everywhere: " + ", ".join(all_fail[:5]))
     if all_pass:
-        suggestions.append("Tighten or replace the assertions that pass everywhere: " + ", ".join(all_pass[:5]))
+        suggestions.append(
+            "Tighten or replace the assertions that pass everywhere: " + ", ".join(all_pass[:5])
+        )
     return found, suggestions
 
 
@@ -256,7 +309,9 @@ def aggregate(
     adjusted = st.holm([c["paired"]["p_ttest"] for c in comparisons])
     for comp, p_adj in zip(comparisons, adjusted, strict=True):
         comp["paired"]["p_holm"] = p_adj if len(comparisons) > 1 else comp["paired"]["p_ttest"]
-        rates = tuple(summary[v]["errorRate"] + summary[v]["ungradedRate"] for v in (comp["control"], comp["treatment"]))
+        rates = tuple(
+            summary[v]["errorRate"] + summary[v]["ungradedRate"] for v in (comp["control"], comp["treatment"])
+        )
         comp["verdict"] = st.verdict(
             st.VerdictInputs(
                 comparison=comp["paired"],
@@ -288,11 +343,24 @@ def aggregate(
 
 @task(name="aggregate-results", cache_policy=NO_CACHE, persist_result=False)
 def aggregate_results(
-    records: list[Record], samples: list[Sample], variants: list[str], control: str, scale: Scale,
-    seed: int, margin: float | None, min_effect: float | None, max_error_rate: float,
+    records: list[Record],
+    samples: list[Sample],
+    variants: list[str],
+    control: str,
+    scale: Scale,
+    seed: int,
+    margin: float | None,
+    min_effect: float | None,
+    max_error_rate: float,
 ) -> dict[str, Any]:
-    return aggregate(records, samples, variants, control, scale, seed=seed, margin=margin,
-                     min_effect=min_effect, max_error_rate=max_error_rate)
-
-
-
+    return aggregate(
+        records,
+        samples,
+        variants,
+        control,
+        scale,
+        seed=seed,
+        margin=margin,
+        min_effect=min_effect,
+        max_error_rate=max_error_rate,
+    )

@@ -40,7 +40,10 @@ class ResultCache:
         try:
             entry = json.loads(path.read_text(encoding="utf-8"))
             value = entry["value"]
-            if entry["key"] != key or entry["sha256"] != hashlib.sha256(canonical(value).encode()).hexdigest():
+            if (
+                entry["key"] != key
+                or entry["sha256"] != hashlib.sha256(canonical(value).encode()).hexdigest()
+            ):
                 raise ValueError("checksum mismatch")
         except FileNotFoundError:
             return None

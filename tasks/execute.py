@@ -20,13 +20,9 @@ from tasks.schema import CallPolicy, Unit
 
 def retry_transient(task: Any, task_run: Any, state: Any) -> bool:
     """Retry 429/5xx/timeouts/resets; never a bad request or a bad key. A plain function, as Prefect needs."""
-    try:
-        state.result()
-    except TransientError:
-        return True
-    except Exception:
-        return False
-    return False
+    # _sync: in an async task, result() would return an un-awaited coroutine and never raise.
+    outcome = state.result(raise_on_failure=False, _sync=True)
+    return isinstance(outcome, TransientError)
 
 
 @task(

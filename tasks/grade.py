@@ -16,6 +16,8 @@ def grade_outputs(items: list[tuple[Sample, RunResult]]) -> list[list[AssertionR
     semantic_similarity is left to the judge stage."""
     out = []
     for sample, result in items:
-        obs = Observation(output=result.output, cost_usd=result.cost_usd, latency_ms=result.latency_ms, sample=sample)
+        obs = Observation(
+            output=result.output, cost_usd=result.cost_usd, latency_ms=result.latency_ms, sample=sample
+        )
         out.append([registry.run_assertion(a, obs) for a in sample.assertions if not registry.is_judged(a)])
     return out

@@ -35,7 +35,9 @@ class CallPolicy(Frozen):
     prices_file: str | None = None
 
     def settings(self) -> ExecutorSettings:
-        return ExecutorSettings(base_url=self.base_url, timeout_s=self.timeout_s, prices_file=self.prices_file)
+        return ExecutorSettings(
+            base_url=self.base_url, timeout_s=self.timeout_s, prices_file=self.prices_file
+        )
 
 
 class Record(Frozen):
@@ -65,5 +67,9 @@ class Scale(Frozen):
         return 100.0 / (self.maximum - self.minimum)
 
 
-SAMPLE_SCALE = Scale(name="composite 1-5", minimum=1.0, maximum=5.0, pass_threshold=3.5, margin=0.1, min_effect=0.3)
-AGENTIC_SCALE = Scale(name="weighted total 0-100", minimum=0.0, maximum=100.0, pass_threshold=70.0, margin=2.0, min_effect=5.0)
+SAMPLE_SCALE = Scale(
+    name="composite 1-5", minimum=1.0, maximum=5.0, pass_threshold=3.5, margin=0.1, min_effect=0.3
+)
+AGENTIC_SCALE = Scale(
+    name="weighted total 0-100", minimum=0.0, maximum=100.0, pass_threshold=70.0, margin=2.0, min_effect=5.0
+)

@@ -18,6 +18,8 @@ POWER = 0.8
 BOOTSTRAP_DRAWS = 2000
 TIE_TOLERANCE = 1e-9
 
+Floats = Sequence[float] | np.ndarray
+
 
 def _finite(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
@@ -35,7 +37,7 @@ class Interval:
         return asdict(self)
 
 
-def t_interval(values: Sequence[float], confidence: float = 0.95) -> Interval:
+def t_interval(values: Floats, confidence: float = 0.95) -> Interval:
     """Mean, sample sd and the t-interval of the mean; no interval below two values."""
     x = np.asarray(values, dtype=float)
     n = len(x)
@@ -49,7 +51,7 @@ def t_interval(values: Sequence[float], confidence: float = 0.95) -> Interval:
     return Interval(mean, sd, mean - half, mean + half, n)
 
 
-def welch(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
+def welch(a: Floats, b: Floats) -> dict[str, Any]:
     """Welch's t-test (unequal variances), as the seed asks: significant at p < 0.05."""
     if len(a) < 2 or len(b) < 2:
         return {"t": None, "p": None, "significant": False, "note": "needs at least 2 values per side"}
@@ -90,7 +92,7 @@ def mcnemar_exact(a_pass: Sequence[bool], b_pass: Sequence[bool]) -> dict[str, A
     return {"b_only": b_only, "a_only": a_only, "p": p, "significant": p < ALPHA}
 
 
-def sign_test(diffs: Sequence[float]) -> float:
+def sign_test(diffs: Floats) -> float:
     pos = sum(1 for d in diffs if d > TIE_TOLERANCE)
     neg = sum(1 for d in diffs if d < -TIE_TOLERANCE)
     return 1.0 if pos + neg == 0 else float(stats.binomtest(pos, pos + neg, 0.5).pvalue)
@@ -113,8 +115,8 @@ def cluster_se(diffs: np.ndarray, clusters: Sequence[str]) -> tuple[float, int]:
     n = len(diffs)
     resid = diffs - diffs.mean()
     groups: dict[str, float] = {}
-    for r, g in zip(resid, clusters, strict=True):
-        groups[g] = groups.get(g, 0.0) + float(r)
+    for r, label in zip(resid, clusters, strict=True):
+        groups[label] = groups.get(label, 0.0) + float(r)
     g = len(groups)
     if g < 2:
         return float("nan"), g
@@ -165,9 +167,7 @@ def cases_needed(sd: float, effect: float, limit: int = 100_000) -> int | None:
     return None
 
 
-def paired(
-    diffs: Sequence[float], *, seed: int, clusters: Sequence[str] | None = None
-) -> dict[str, Any]:
+def paired(diffs: Floats, *, seed: int, clusters: Sequence[str] | None = None) -> dict[str, Any]:
     """The primary comparison: statistics of per-case differences d_i = mean(B) - mean(A)."""
     d = np.asarray(diffs, dtype=float)
     n = len(d)
@@ -177,10 +177,20 @@ def paired(
         "regressed": int((d < -TIE_TOLERANCE).sum()),
         "unchanged": int((np.abs(d) <= TIE_TOLERANCE).sum()),
         "mean": float(d.mean()) if n else None,
-        "sd": None, "se": None, "ci_low": None, "ci_high": None, "df": None,
-        "bootstrap_low": None, "bootstrap_high": None,
-        "t": None, "p_ttest": None, "p_wilcoxon": None, "p_sign": sign_test(d) if n else None,
-        "d_z": None, "se_method": "classical", "clusters": None,
+        "sd": None,
+        "se": None,
+        "ci_low": None,
+        "ci_high": None,
+        "df": None,
+        "bootstrap_low": None,
+        "bootstrap_high": None,
+        "t": None,
+        "p_ttest": None,
+        "p_wilcoxon": None,
+        "p_sign": sign_test(d) if n else None,
+        "d_z": None,
+        "se_method": "classical",
+        "clusters": None,
     }
     if n < 2:
         return out
@@ -276,9 +286,12 @@ def verdict(v: VerdictInputs) -> dict[str, Any]:
     worst_rate = max(v.error_rates)
     ci_text = f"mean difference {mean:+.3g}, 95% CI [{low:+.3g}, {high:+.3g}]"
     if worst_rate > v.max_error_rate:
-        label, reason = "INCONCLUSIVE", (
-            f"{worst_rate:.0%} of runs errored or were ungraded in one variant (limit "
-            f"{v.max_error_rate:.0%}); no improvement can be claimed ({ci_text})."
+        label, reason = (
+            "INCONCLUSIVE",
+            (
+                f"{worst_rate:.0%} of runs errored or were ungraded in one variant (limit "
+                f"{v.max_error_rate:.0%}); no improvement can be claimed ({ci_text})."
+            ),
         )
         if high < -v.margin and significant:
             label, reason = "WORSE", f"worse even counting failures: {ci_text}."

@@ -1,0 +1,1 @@
+"""Deployments: scheduled benchmarks, one source of truth."""

@@ -1,0 +1,41 @@
+"""Shared fixtures. Only flow tests start Prefect (one test server for the session)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.fakes.provider import FakeProvider  # noqa: E402
+
+
+@pytest.fixture
+def provider() -> Iterator[FakeProvider]:
+    with FakeProvider() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def prefect_harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    home = tmp_path_factory.mktemp("prefect-home")
+    os.environ["PREFECT_HOME"] = str(home)
+    from flows.bench import configure_prefect
+
+    configure_prefect()
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield
+
+
+@pytest.fixture
+def skillab_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SKILLAB_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"

@@ -1,0 +1,222 @@
+"""A scripted model server on 127.0.0.1 speaking the OpenAI, Anthropic and Gemini protocols.
+
+Real HTTP, real sockets: the executors under test cannot tell it from a provider. Tests script
+faults (status codes with headers, slow replies, malformed bodies, dropped connections) and read
+back every call it received.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+
+@dataclass
+class Fault:
+    """What the server does instead of answering: ``status`` (with headers/body), ``delay`` seconds
+    before anything, ``malformed`` 200 body, or ``drop`` the connection without a reply."""
+
+    status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    body: str | None = None
+    delay: float = 0.0
+    malformed: bool = False
+    drop: bool = False
+
+
+@dataclass
+class Call:
+    protocol: str
+    path: str
+    body: dict[str, Any]
+    system: str
+    prompt: str
+    t: float
+
+
+def default_answer(system: str, prompt: str) -> str:
+    return f"echo: {prompt}"
+
+
+class FakeProvider:
+    def __init__(
+        self,
+        answer: Callable[[str, str], str] = default_answer,
+        *,
+        delay: float = 0.0,
+        faults: list[Fault] | None = None,
+        fault_for: Callable[[Call], Fault | None] | None = None,
+    ) -> None:
+        self.answer = answer
+        self.delay = delay
+        self.faults = list(faults or [])
+        self.fault_for = fault_for
+        self.calls: list[Call] = []
+        self.lock = threading.Lock()
+        self.port = _free_port()
+        app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._openai, methods=["POST"]),
+                Route("/v1/messages", self._anthropic, methods=["POST"]),
+                Route("/v1beta/models/{model:path}", self._gemini, methods=["POST"]),
+            ]
+        )
+        config = uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="error",
+            lifespan="off",
+            backlog=2048,
+            timeout_keep_alive=30,
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    # ------------------------------------------------------------ lifecycle
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> FakeProvider:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("fake provider did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+    def __enter__(self) -> FakeProvider:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def count(self, predicate: Callable[[Call], bool] = lambda c: True) -> int:
+        with self.lock:
+            return sum(1 for c in self.calls if predicate(c))
+
+    # ------------------------------------------------------------ handling
+
+    async def _fault(self, call: Call) -> Response | None:
+        with self.lock:
+            self.calls.append(call)
+            fault = self.faults.pop(0) if self.faults else None
+        if fault is None and self.fault_for is not None:
+            fault = self.fault_for(call)
+        if fault is None:
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            return None
+        if fault.delay:
+            await asyncio.sleep(fault.delay)
+        if fault.drop:
+            # Declares more bytes than it sends: the connection closes mid-body, as on a reset.
+            return Response(
+                '{"choices": [',
+                status_code=200,
+                media_type="application/json",
+                headers={"content-length": "4096"},
+            )
+        if fault.status is not None:
+            return Response(
+                fault.body or json.dumps({"error": {"message": f"scripted {fault.status}"}}),
+                status_code=fault.status,
+                headers=fault.headers,
+                media_type="application/json",
+            )
+        if fault.malformed:
+            return Response(fault.body or '{"choices": [', status_code=200, media_type="application/json")
+        return None
+
+    async def _openai(self, request: Request) -> Response:
+        body = await request.json()
+        system = " ".join(m["content"] for m in body["messages"] if m["role"] == "system")
+        prompt = body["messages"][-1]["content"]
+        fault = await self._fault(Call("openai", request.url.path, body, system, prompt, time.time()))
+        if fault is not None:
+            return fault
+        text = self.answer(system, prompt)
+        return JSONResponse(
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "model": body["model"],
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                ],
+                "usage": {
+                    "prompt_tokens": len((system + prompt).split()),
+                    "completion_tokens": len(text.split()),
+                },
+            }
+        )
+
+    async def _anthropic(self, request: Request) -> Response:
+        body = await request.json()
+        system = body.get("system") or ""
+        if isinstance(system, list):
+            system = " ".join(b.get("text", "") for b in system)
+        content = body["messages"][-1]["content"]
+        prompt = content if isinstance(content, str) else " ".join(b.get("text", "") for b in content)
+        fault = await self._fault(Call("anthropic", request.url.path, body, system, prompt, time.time()))
+        if fault is not None:
+            return fault
+        text = self.answer(system, prompt)
+        return JSONResponse(
+            {
+                "id": "msg_fake",
+                "type": "message",
+                "role": "assistant",
+                "model": body["model"],
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": len((system + prompt).split()), "output_tokens": len(text.split())},
+            }
+        )
+
+    async def _gemini(self, request: Request) -> Response:
+        body = await request.json()
+        system = " ".join(p["text"] for p in (body.get("systemInstruction") or {}).get("parts", []))
+        prompt = " ".join(p["text"] for p in body["contents"][-1]["parts"])
+        fault = await self._fault(Call("gemini", request.url.path, body, system, prompt, time.time()))
+        if fault is not None:
+            return fault
+        text = self.answer(system, prompt)
+        model = request.path_params["model"].split(":")[0]
+        return JSONResponse(
+            {
+                "candidates": [
+                    {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}
+                ],
+                "usageMetadata": {
+                    "promptTokenCount": len((system + prompt).split()),
+                    "candidatesTokenCount": len(text.split()),
+                },
+                "modelVersion": model,
+            }
+        )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -1,0 +1,56 @@
+"""Build small sample-mode projects for flow tests."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+CAPITALS = {
+    "France": "Paris",
+    "Japan": "Tokyo",
+    "Italy": "Rome",
+    "Spain": "Madrid",
+    "Egypt": "Cairo",
+    "Peru": "Lima",
+    "Kenya": "Nairobi",
+    "Chile": "Santiago",
+}
+
+
+def make_project(
+    root: Path, *, n: int = 8, rubric: bool = False, extra: dict[str, Any] | None = None
+) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    samples = []
+    for country in list(CAPITALS)[:n]:
+        sample: dict[str, Any] = {
+            "sample_id": f"cap-{country.lower()}",
+            "prompt": f"What is the capital of {country}?",
+            "assertions": [
+                {"type": "contains", "value": CAPITALS[country]},
+                {"type": "word_count_max", "value": 2},
+            ],
+        }
+        if rubric:
+            sample["rubric"] = "Names the capital in one word."
+        samples.append(sample | (extra or {}))
+    (root / "eval-samples.json").write_text(json.dumps(samples, indent=1))
+    (root / "skills").mkdir(exist_ok=True)
+    (root / "skills" / "v1.md").write_text("Answer the question.")
+    (root / "skills" / "v2.md").write_text("Answer with one word.")
+    return root
+
+
+def answer(system: str, prompt: str) -> str:
+    """A scripted model: terse with v2's artifact, chatty otherwise; an honest judge for judge calls."""
+    if "strict, fair grader" in system:
+        block = re.search(r"<<<ANSWER_(\w+)>>>\n(.*)\n<<<END_ANSWER_\1>>>", prompt, re.S)
+        text = block.group(2) if block else ""
+        return json.dumps(
+            {"score": 5 if len(text.split()) == 1 else 2, "reason": f"{len(text.split())} words"}
+        )
+    country = prompt.rstrip("?").split()[-1]
+    capital = CAPITALS.get(country, "unknown")
+    return capital if "one word" in system else f"I believe the capital of {country} is {capital}."

@@ -1,0 +1,50 @@
+"""The demo that `init` scaffolds, on the real embedded model: worked examples must win, measured."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("llama_cpp", reason="the 'local' extra is installed by scripts/setup.sh")
+
+from flows.bench import main
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+def test_demo_worked_examples_beat_plain_instructions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["init", str(tmp_path / "demo")]) == 0
+    monkeypatch.chdir(tmp_path / "demo")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    out = tmp_path / "reports"
+    assert (
+        main(
+            [
+                "run",
+                "--variants",
+                "v1,v2",
+                "--output-dir",
+                str(out),
+                "--cache-dir",
+                str(tmp_path / "c"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    report = json.loads(next(out.glob("*.json")).read_text())
+    assert report["meta"]["executor"] == "local" and report["meta"]["temperature"] == 0
+    v1, v2 = report["summary"]["v1"]["avgAssertionScore"], report["summary"]["v2"]["avgAssertionScore"]
+    assert v2 > v1, (v1, v2)
+    printed = capsys.readouterr()
+    assert "embedded model" in printed.err and "v2 vs v1" in printed.out
+
+
+def test_init_refuses_to_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["init", str(tmp_path)]) == 0
+    assert main(["init", str(tmp_path)]) == 2
+    assert "already exists" in capsys.readouterr().err

@@ -1,0 +1,95 @@
+"""kill -9 in the middle of a run, then re-run: finished units are never called again."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from flows.bench import main
+from tests.fakes.provider import FakeProvider
+from tests.flows.helpers import answer, make_project
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("kill_after", [3, 9])
+def test_kill_9_then_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kill_after: int) -> None:
+    from prefect.settings import PREFECT_API_URL
+
+    project = make_project(tmp_path / "p", n=8)
+    args = [
+        "run",
+        "--executor",
+        "openai",
+        "--output-dir",
+        str(project / "reports"),
+        "--cache-dir",
+        str(project / "cache"),
+        "--concurrency",
+        "2",
+        "--quiet",
+    ]
+    with FakeProvider(answer, delay=0.4) as server:
+        env = os.environ | {
+            "OPENAI_BASE_URL": f"{server.url}/v1",
+            "OPENAI_API_KEY": "sk-test",
+            "PREFECT_API_URL": str(PREFECT_API_URL.value()),
+            "PYTHONPATH": str(ROOT),
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "flows.bench", *args],
+            cwd=project,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while server.count() < kill_after and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert proc.poll() is None, "the run ended before the kill"
+            os.killpg(proc.pid, signal.SIGKILL)
+        finally:
+            proc.wait(timeout=30)
+        finished = len(list((project / "cache").rglob("*.json")))
+        first = server.count()
+        assert 0 < finished < 16 and not list((project / "reports").glob("*.json"))
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.chdir(project)
+        assert main(args) == 0
+        assert server.count() - first == 16 - finished  # only unfinished units are called again
+    reports = list((project / "reports").glob("*.json"))
+    assert len(reports) == 1
+    assert not [p for p in (project / "cache").rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_corrupted_cache_entry_is_recomputed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = make_project(tmp_path / "p", n=2)
+    args = [
+        "run",
+        "--executor",
+        "openai",
+        "--output-dir",
+        str(project / "reports"),
+        "--cache-dir",
+        str(project / "cache"),
+        "--quiet",
+    ]
+    with FakeProvider(answer) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.chdir(project)
+        assert main(args) == 0 and server.count() == 4
+        entries = sorted((project / "cache").rglob("*.json"))
+        entries[0].write_text(entries[0].read_text().replace("Paris", "Pxris").replace("Tokyo", "Txkyo"))
+        entries[1].write_text('{"truncated')
+        assert main(args) == 0 and server.count() == 6

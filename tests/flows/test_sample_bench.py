@@ -1,0 +1,153 @@
+"""The sample-mode flow end to end under Prefect's test harness, against a real local server."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from flows.bench import main
+from tests.fakes.provider import FakeProvider, Fault
+from tests.flows.helpers import answer, make_project
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch):
+    with FakeProvider(answer) as s:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{s.url}/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        yield s
+
+
+def run_cli(project: Path, *args: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, dict | None]:
+    monkeypatch.chdir(project)
+    out = project / "reports"
+    code = main(
+        [
+            "run",
+            "--executor",
+            "openai",
+            "--model",
+            "gpt-4o-mini",
+            "--output-dir",
+            str(out),
+            "--cache-dir",
+            str(project / "cache"),
+            "--quiet",
+            *args,
+        ]
+    )
+    reports = sorted(out.glob("*.json"), key=os.path.getmtime)
+    return code, json.loads(reports[-1].read_text()) if reports else None
+
+
+def test_end_to_end_with_assertions_and_judge(
+    tmp_path: Path, server: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = make_project(tmp_path / "p", rubric=True)
+    code, report = run_cli(
+        project, "--judge-executor", "openai", "--judge-model", "gpt-4o", monkeypatch=monkeypatch
+    )
+    assert code == 0 and report is not None
+    meta = report["meta"]
+    assert (
+        meta["variants"] == ["v1", "v2"] and meta["model"] == "gpt-4o-mini" and meta["executor"] == "openai"
+    )
+    assert meta["sampleCount"] == 8 and meta["taskCount"] == 16 and meta["judgeModel"] == "openai:gpt-4o"
+    assert len(meta["skillHashes"]["v1"]) == 64
+    v1, v2 = report["summary"]["v1"], report["summary"]["v2"]
+    # v1: contains passes, word count fails -> 3.0; judge 2 -> composite 2.5. v2: 5 and 5 -> 5.
+    assert v1["avgAssertionScore"] == 3.0 and v1["avgLlmScore"] == 2.0 and v1["avgCompositeScore"] == 2.5
+    assert v2["avgCompositeScore"] == 5.0 and v2["errorCount"] == 0
+    entry = report["results"][0]["variants"]["v2"]
+    assert entry["ok"] and entry["assertions"]["passed"] == 2 and entry["llmScore"] == 5
+    assert entry["output"] == entry["outputPreview"] and entry["inputTokens"] > 0
+    comp = report["comparisons"][0]
+    assert comp["verdict"]["label"] == "BETTER" and comp["paired"]["improved"] == 8
+    # Judge prompts never reveal the arm.
+    judge_calls = [c for c in server.calls if "strict, fair grader" in c.system]
+    assert len(judge_calls) == 16
+    assert not any("v1" in c.prompt or "v2" in c.prompt for c in judge_calls)
+
+
+def test_repeat_makes_real_calls_and_cache_resumes(
+    tmp_path: Path, server: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = make_project(tmp_path / "p", n=3)
+    code, report = run_cli(project, "--repeat", "3", monkeypatch=monkeypatch)
+    assert code == 0 and report is not None
+    for country in ("France", "Japan", "Italy"):
+        for artifact in ("Answer the question.", "Answer with one word."):
+            calls = [c for c in server.calls if c.system == artifact and country in c.prompt]
+            assert len(calls) == 3
+    assert report["summary"]["v1"]["repeat"]["runMeans"] == [3.0, 3.0, 3.0]
+    assert "welchRuns" in report["comparisons"][0]
+    before = server.count()
+    code, again = run_cli(project, "--repeat", "3", monkeypatch=monkeypatch)
+    assert code == 0 and server.count() == before  # a re-run calls nothing
+    assert again is not None and again["meta"]["cacheHits"] == 18 and again["meta"]["calls"] == 0
+
+
+def test_transient_errors_retry_and_permanent_errors_are_recorded(
+    tmp_path: Path, server: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = make_project(tmp_path / "p", n=2)
+    server.faults = [Fault(status=429, headers={"Retry-After": "0.2"}), Fault(status=500)]
+    bad = "Japan"
+    server.fault_for = lambda call: (
+        Fault(status=400) if bad in call.prompt and "one word" in call.system else None
+    )
+    code, report = run_cli(project, "--no-cache", "--retries", "2", monkeypatch=monkeypatch)
+    assert code == 0 and report is not None
+    v2 = report["summary"]["v2"]
+    assert v2["errorCount"] == 1 and v2["errorsByKind"] == {"permanent": 1}
+    failed = report["results"][1]["variants"]["v2"]
+    assert not failed["ok"] and "HTTP 400" in failed["error"] and failed["attempts"] == 1
+    assert report["summary"]["v1"]["errorCount"] == 0  # the 429 and the 500 were retried
+
+
+def test_blind_mode_hides_names_and_keeps_mapping(
+    tmp_path: Path, server: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = make_project(tmp_path / "p", n=2)
+    code, report = run_cli(project, "--blind", monkeypatch=monkeypatch)
+    assert code == 0 and report is not None
+    assert set(report["summary"]) == {"Variant A", "Variant B"}
+    assert sorted(report["blindMapping"].values()) == ["v1", "v2"]
+    body = json.dumps({k: v for k, v in report.items() if k not in {"blindMapping", "meta"}})
+    assert '"v1"' not in body and '"v2"' not in body
+
+
+def test_ci_threshold_and_require(
+    tmp_path: Path, server: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = make_project(tmp_path / "p", n=8)
+    monkeypatch.chdir(project)
+    common = [
+        "--executor",
+        "openai",
+        "--output-dir",
+        str(project / "r"),
+        "--cache-dir",
+        str(project / "c"),
+        "--quiet",
+    ]
+    assert main(["ci", *common, "--threshold", "3.0"]) == 0
+    assert main(["ci", *common, "--threshold", "3.5"]) == 1  # v1 averages 3.0
+    # v1 against v2 as control: 8 of 8 cases regress by 2 points -> WORSE
+    assert main(["ci", *common, "--threshold", "1", "--variants", "v2,v1", "--require", "not-worse"]) == 1
+    assert main(["ci", *common, "--threshold", "1", "--require", "better"]) == 0
+
+
+def test_dry_run_calls_nothing(
+    tmp_path: Path, server: FakeProvider, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = make_project(tmp_path / "p", n=4)
+    code, report = run_cli(project, "--dry-run", "--repeat", "2", monkeypatch=monkeypatch)
+    assert code == 0 and report is None and server.count() == 0
+    out = capsys.readouterr().out
+    assert "4 samples x 2 variants (v1, v2) x 2 run(s) = 16 model calls" in out and "estimated cost" in out

@@ -1,0 +1,63 @@
+"""Custom assertions run in a child process: exceptions and hangs are failures, never crashes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from graders.registry import run_assertion, validate
+from graders.schema import Assertion, Observation, Sample
+
+
+def write(tmp_path: Path, body: str) -> Assertion:
+    (tmp_path / "check.py").write_text(body)
+    return Assertion(type="custom", fn="check.py", timeout_s=2)
+
+
+def run(tmp_path: Path, a: Assertion, output: str = "hello world"):
+    sample = Sample(sample_id="s1", prompt="p", source_dir=str(tmp_path), tags=("x",))
+    validate(a, str(tmp_path))
+    return run_assertion(a, Observation(output=output, cost_usd=0.5, sample=sample))
+
+
+def test_bool_and_dict_results_and_ctx(tmp_path: Path) -> None:
+    a = write(
+        tmp_path,
+        "def check(output, ctx):\n"
+        "    return {'pass': 'hello' in output and ctx['sample']['sample_id'] == 's1'"
+        " and ctx['cost_usd'] == 0.5, 'message': 'ok', 'score': 0.75}\n",
+    )
+    result = run(tmp_path, a)
+    assert result.passed and result.message == "ok" and result.score == 0.75
+    a = write(tmp_path, "def check(output, ctx):\n    return False\n")
+    assert not run(tmp_path, a).passed
+
+
+def test_exception_is_a_failure_with_its_message(tmp_path: Path) -> None:
+    a = write(tmp_path, "def check(output, ctx):\n    raise RuntimeError('boom here')\n")
+    result = run(tmp_path, a)
+    assert not result.passed and "RuntimeError: boom here" in result.message
+
+
+def test_hang_times_out(tmp_path: Path) -> None:
+    a = write(tmp_path, "import time\ndef check(output, ctx):\n    time.sleep(60)\n")
+    result = run(tmp_path, a)
+    assert not result.passed and "timed out after 2s" in result.message
+
+
+def test_wrong_return_type_is_a_failure(tmp_path: Path) -> None:
+    a = write(tmp_path, "def check(output, ctx):\n    return 'yes'\n")
+    result = run(tmp_path, a)
+    assert not result.passed and "expected a bool" in result.message
+
+
+def test_load_time_errors(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not found"):
+        validate(Assertion(type="custom", fn="missing.py"), str(tmp_path))
+    (tmp_path / "nocheck.py").write_text("def other(): pass\n")
+    with pytest.raises(ValueError, match="defines no function check"):
+        validate(Assertion(type="custom", fn="nocheck.py"), str(tmp_path))
+    (tmp_path / "broken.py").write_text("def check(:\n")
+    with pytest.raises(ValueError, match="syntax error at line 1"):
+        validate(Assertion(type="custom", fn="broken.py"), str(tmp_path))

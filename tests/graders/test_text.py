@@ -1,0 +1,87 @@
+"""Every deterministic assertion type, with the seed's semantics, weight and negation."""
+
+from __future__ import annotations
+
+import pytest
+
+from graders.registry import ASSERTIONS, run_assertion, validate
+from graders.schema import Assertion, Observation
+
+OUT = "The Answer is SQL injection; use parameterized queries."
+
+
+def check(output: str = OUT, cost: float = 0.0, latency: float = 0.0, **fields: object) -> bool:
+    a = Assertion.model_validate(fields)
+    validate(a, ".")
+    return run_assertion(a, Observation(output=output, cost_usd=cost, latency_ms=latency)).passed
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"type": "contains", "value": "sql INJECTION"}, True),  # case-insensitive
+        ({"type": "contains", "value": "XSS"}, False),
+        ({"type": "not_contains", "value": "looks good"}, True),
+        ({"type": "not_contains", "value": "answer"}, False),
+        ({"type": "regex", "pattern": "param\\w+"}, True),
+        ({"type": "regex", "pattern": "^the answer"}, True),  # default flags "i"
+        ({"type": "regex", "pattern": "^the answer", "flags": ""}, False),  # no flags: case matters
+        ({"type": "regex", "pattern": "^use", "flags": "im"}, False),
+        ({"type": "min_length", "value": 10}, True),
+        ({"type": "min_length", "value": 1000}, False),
+        ({"type": "max_length", "value": len(OUT)}, True),
+        ({"type": "max_length", "value": len(OUT) - 1}, False),
+        ({"type": "starts_with", "value": "the answer"}, True),
+        ({"type": "starts_with", "value": "answer"}, False),
+        ({"type": "ends_with", "value": "QUERIES."}, True),
+        ({"type": "ends_with", "value": "queries"}, False),
+        ({"type": "word_count_min", "value": 8}, True),
+        ({"type": "word_count_min", "value": 9}, False),
+        ({"type": "word_count_max", "value": 8}, True),
+        ({"type": "word_count_max", "value": 7}, False),
+        ({"type": "contains_all", "values": ["sql", "PARAMETERIZED"]}, True),
+        ({"type": "contains_all", "values": ["sql", "xss"]}, False),
+        ({"type": "contains_any", "values": ["xss", "sql"]}, True),
+        ({"type": "contains_any", "values": ["xss", "csrf"]}, False),
+    ],
+)
+def test_text_assertions(fields: dict, expected: bool) -> None:
+    assert check(**fields) is expected
+
+
+def test_equals_trims_but_respects_case() -> None:
+    assert check("  Paris \n", type="equals", value="Paris")
+    assert not check("paris", type="equals", value="Paris")
+    assert check("Rome", type="not_equals", value="Paris")
+    assert not check(" Paris", type="not_equals", value="Paris ")
+
+
+def test_cost_and_latency() -> None:
+    assert check(cost=0.009, type="cost_max", value=0.01)
+    assert not check(cost=0.011, type="cost_max", value=0.01)
+    assert check(latency=1999, type="latency_max", value=2000)
+    assert not check(latency=2001, type="latency_max", value=2000)
+
+
+def test_negation_is_applied_once_and_keeps_reason() -> None:
+    a = Assertion.model_validate({"type": "contains", "value": "XSS", "not": True})
+    result = run_assertion(a, Observation(output=OUT))
+    assert result.passed and result.message.startswith("negated: missing")
+    negated: dict[str, object] = {"not": True}
+    assert not check(type="not_contains", value="answer")
+    assert check(type="not_contains", value="answer", **negated)
+
+
+def test_a_check_that_raises_is_a_failed_assertion() -> None:
+    # A value no check can compare with: the dispatcher turns the exception into a failure.
+    result = run_assertion(Assertion(type="min_length", value="ten"), Observation(output="x"))
+    assert not result.passed and "raised" in result.message
+
+
+def test_weight_is_recorded_in_details() -> None:
+    result = run_assertion(Assertion(type="contains", value="sql", weight=0.5), Observation(output=OUT))
+    assert result.detail() == {"type": "contains", "value": "sql", "weight": 0.5, "passed": True}
+
+
+def test_registry_has_the_seeds_19_types() -> None:
+    assert len(ASSERTIONS) == 19  # 17 deterministic + semantic_similarity + custom
