@@ -8,9 +8,11 @@ a ``Llama`` is not thread-safe, so calls are serialised by a lock.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +26,18 @@ DEFAULT_MAX_TOKENS = 64
 N_CTX = 2048
 
 _models: dict[str, Any] = {}
+_worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skillab-llama")
 _models_lock = threading.Lock()
 _call_locks: dict[str, threading.Lock] = {}
+
+
+@atexit.register
+def _close_models() -> None:
+    """Free models before interpreter teardown, where Llama.__del__ would find its globals gone."""
+    with _models_lock:
+        for llm in _models.values():
+            llm.close()
+        _models.clear()
 
 
 def resolve_model_path(model: str) -> Path:
@@ -71,13 +83,17 @@ def load_model(model: str) -> Any:
 
         # Llama() builds its model params from this function; there is no keyword for the field.
         llama_cpp.llama_model_default_params = params_without_extra_bufts
+        from llama_cpp._utils import suppress_stdout_stderr
+
         try:
-            llm = llama_cpp.Llama(
-                model_path=str(path),
-                n_ctx=N_CTX,
-                n_threads=max(1, min(4, os.cpu_count() or 1)),
-                verbose=False,
-            )
+            # llama.cpp logs from C ("using full-size SWA cache") even with verbose=False.
+            with suppress_stdout_stderr(disable=False):
+                llm = llama_cpp.Llama(
+                    model_path=str(path),
+                    n_ctx=N_CTX,
+                    n_threads=max(1, min(4, os.cpu_count() or 1)),
+                    verbose=False,
+                )
         finally:
             llama_cpp.llama_model_default_params = defaults
         _models[model] = llm
@@ -111,7 +127,9 @@ class LocalExecutor(Executor):
         return f"local:{model} ({weights_origin(model)})"
 
     async def run(self, request: RunRequest) -> RunResult:
-        return await asyncio.to_thread(self.run_sync, request)
+        # One long-lived thread for every call: llama.cpp's OpenMP team is bound to the calling
+        # thread, and a fresh thread per call (asyncio.to_thread) measured ~30% slower.
+        return await asyncio.get_running_loop().run_in_executor(_worker, self.run_sync, request)
 
     def run_sync(self, request: RunRequest) -> RunResult:
         llm = load_model(request.model)

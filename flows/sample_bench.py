@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow
+from prefect.utilities.annotations import quote
 
 from executors.errors import TransientError
 from executors.schema import RunResult
@@ -224,7 +225,8 @@ async def run_benchmark(prepared: Prepared, *, show_progress: bool = True) -> Ou
     by_id = {s.sample_id: s for s in prepared.samples}
     done = [(u, by_id[u.sample_id], results[u.key]) for u in units if u.key in results]
     ok_items = [(u, s, r) for u, s, r in done if r.ok]
-    deterministic = grade_outputs([(s, r) for _, s, r in ok_items]) if ok_items else []
+    # quote(): Prefect would otherwise walk every element of large parameters (seconds at 1,000 units).
+    deterministic = grade_outputs(quote([(s, r) for _, s, r in ok_items])) if ok_items else []
     judgements: list[list[Judgement]] = [[] for _ in ok_items]
     judge_enabled = bool(prepared.judges)
     if judge_enabled and ok_items:
@@ -247,8 +249,8 @@ async def run_benchmark(prepared: Prepared, *, show_progress: bool = True) -> Ou
         for u, s, r in done
     ]
     aggregate = aggregate_results(
-        records,
-        prepared.samples,
+        quote(records),
+        quote(prepared.samples),
         [v.name for v in prepared.variants],
         prepared.control,
         SAMPLE_SCALE,

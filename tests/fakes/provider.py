@@ -220,3 +220,31 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def serve_forever(argv: list[str] | None = None) -> None:
+    """``python -m tests.fakes.provider --delay 0.2``: serve until killed; GET /stats gives the call count.
+
+    Used by the benchmark scripts, so that the server's CPU is not the client's."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    server = FakeProvider(delay=args.delay)
+    if args.port:
+        server.port = args.port
+        server.server.config.port = args.port
+
+    async def stats(request: Request) -> Response:
+        return JSONResponse({"calls": server.count()})
+
+    app = server.server.config.app
+    app.router.routes.append(Route("/stats", stats, methods=["GET"]))
+    print(server.url, flush=True)
+    server.server.run()
+
+
+if __name__ == "__main__":
+    serve_forever()
