@@ -7,7 +7,7 @@ import datetime as dt
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from prefect import flow
 from prefect.utilities.annotations import quote
@@ -27,6 +27,14 @@ from tasks.cache import ResultCache
 from tasks.execute import with_policy
 from tasks.grade import grade_outputs
 from tasks.schema import SAMPLE_SCALE, Record, Unit
+
+T = TypeVar("T")
+
+
+def unwalked(value: T) -> T:
+    """Hand a large parameter to a task without Prefect walking every element (seconds at 1,000 units)."""
+    return cast(T, quote(value))
+
 
 # ---------------------------------------------------------------- running units
 
@@ -225,8 +233,7 @@ async def run_benchmark(prepared: Prepared, *, show_progress: bool = True) -> Ou
     by_id = {s.sample_id: s for s in prepared.samples}
     done = [(u, by_id[u.sample_id], results[u.key]) for u in units if u.key in results]
     ok_items = [(u, s, r) for u, s, r in done if r.ok]
-    # quote(): Prefect would otherwise walk every element of large parameters (seconds at 1,000 units).
-    deterministic = grade_outputs(quote([(s, r) for _, s, r in ok_items])) if ok_items else []
+    deterministic = grade_outputs(unwalked([(s, r) for _, s, r in ok_items])) if ok_items else []
     judgements: list[list[Judgement]] = [[] for _ in ok_items]
     judge_enabled = bool(prepared.judges)
     if judge_enabled and ok_items:
@@ -249,8 +256,8 @@ async def run_benchmark(prepared: Prepared, *, show_progress: bool = True) -> Ou
         for u, s, r in done
     ]
     aggregate = aggregate_results(
-        quote(records),
-        quote(prepared.samples),
+        unwalked(records),
+        unwalked(prepared.samples),
         [v.name for v in prepared.variants],
         prepared.control,
         SAMPLE_SCALE,

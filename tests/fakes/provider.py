@@ -66,7 +66,7 @@ class FakeProvider:
         self.calls: list[Call] = []
         self.lock = threading.Lock()
         self.port = _free_port()
-        app = Starlette(
+        self.app = app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._openai, methods=["POST"]),
                 Route("/v1/messages", self._anthropic, methods=["POST"]),
@@ -240,8 +240,7 @@ def serve_forever(argv: list[str] | None = None) -> None:
     async def stats(request: Request) -> Response:
         return JSONResponse({"calls": server.count()})
 
-    app = server.server.config.app
-    app.router.routes.append(Route("/stats", stats, methods=["GET"]))
+    server.app.router.routes.append(Route("/stats", stats, methods=["GET"]))
     print(server.url, flush=True)
     server.server.run()
 

@@ -31,4 +31,4 @@ def test_json_schema_full_spec() -> None:
 
 def test_invalid_schema_fails_at_load() -> None:
     with pytest.raises(ValueError, match="invalid JSON schema"):
-        validate(Assertion(type="json_schema", schema={"type": "no-such-type"}), ".")
+        validate(Assertion.model_validate({"type": "json_schema", "schema": {"type": "no-such-type"}}), ".")
