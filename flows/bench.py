@@ -95,6 +95,12 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         "--judge-models", type=_csv, default=s, metavar="A,B", help="judge ensemble (executor:model)"
     )
     g.add_argument("--judge-repeat", type=int, default=s, metavar="N", help="judgements per output, averaged")
+    g.add_argument(
+        "--pairwise",
+        action="store_true",
+        default=s,
+        help="also compare outputs pairwise (both orders; a flip is a tie) with a sign test",
+    )
     g = p.add_argument_group("execution")
     g.add_argument(
         "--concurrency", type=int, default=s, metavar="N", help="model calls in flight (default: 4)"

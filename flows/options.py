@@ -33,6 +33,9 @@ class BenchOptions(BaseModel):
         (), description="ensemble of judge models (executor:model or model)"
     )
     judge_repeat: int = Field(1, ge=1, description="independent judgements per output, averaged")
+    pairwise: bool = Field(
+        False, description="also let the judge pick the better output of each pair, both orders"
+    )
     output_dir: str | None = Field(
         None, description="reports folder (default ~/.skillab/reports or $SKILLAB_HOME/reports)"
     )

@@ -83,29 +83,41 @@ def execution_units(
     return [unit for block in blocks for unit in block]
 
 
-def judge_unit(
-    target: Target, prompt: JudgePrompt, *, sample_id: str, variant: str, run: int, repeat: int, attempt: int
-) -> Unit:
-    """A judge call. The variant only names the task run in the UI; the judge's prompt never has it."""
+@dataclass(frozen=True)
+class JudgeJob:
+    """One judgement to obtain: which judge, which prompt, about which output."""
+
+    target: Target
+    prompt: JudgePrompt
+    sample_id: str
+    variant: str
+    run: int
+    repeat: int = 1
+    schema_json: str = SCORE_SCHEMA_JSON
+
+
+def judge_unit(job: JudgeJob, attempt: int) -> Unit:
+    """A judge call. The variant only names the task run in the UI; the judge's prompt never has it.
+    The attempt is part of the key, so the one retry of a bad judgement is a real new call."""
     request = RunRequest(
-        executor=target.executor.name,
-        model=target.model,
-        system=prompt.system,
-        prompt=prompt.prompt,
+        executor=job.target.executor.name,
+        model=job.target.model,
+        system=job.prompt.system,
+        prompt=job.prompt.prompt,
         temperature=0.0,
         max_tokens=256,
-        seed=repeat,
-        response_schema=SCORE_SCHEMA_JSON,
+        seed=job.repeat,
+        response_schema=job.schema_json,
     )
     return Unit(
         kind="judge",
-        sample_id=sample_id,
-        variant=variant,
-        run=run,
+        sample_id=job.sample_id,
+        variant=job.variant,
+        run=job.run,
         request=request,
-        key=unit_key(target, request, repeat, extra=f"judge-v{PROMPT_VERSION}-attempt{attempt}"),
-        label=f"judge {prompt.aspect} · {sample_id} · {variant} · run {run}"
-        + (f" · repeat {repeat}" if repeat > 1 else "")
+        key=unit_key(job.target, request, job.repeat, extra=f"judge-v{PROMPT_VERSION}-attempt{attempt}"),
+        label=f"judge {job.prompt.aspect} · {job.sample_id} · {job.variant} · run {job.run}"
+        + (f" · repeat {job.repeat}" if job.repeat > 1 else "")
         + (" · retry" if attempt else ""),
     )
 

@@ -16,6 +16,7 @@ from flows.inputs import BASELINE, Variant, find_samples, load_samples, load_var
 from flows.options import BenchOptions
 from flows.plan import Target
 from graders import registry
+from graders.judge import vendor_of
 from graders.schema import Sample
 from tasks.schema import CallPolicy
 
@@ -82,10 +83,6 @@ def make_target(
     return Target(ex, model, endpoint)
 
 
-def vendor(target: Target) -> str:
-    return target.executor.name
-
-
 def prepare(options: BenchOptions, cwd: Path) -> Prepared:
     samples_path = find_samples(options.samples and str(cwd / options.samples), cwd)
     samples = load_samples(samples_path)
@@ -135,8 +132,9 @@ def prepare(options: BenchOptions, cwd: Path) -> Prepared:
                 notices.append(
                     f"Warning: the judge {j.model} is the model under test (self-preference bias)."
                 )
-            elif vendor(j) == vendor(target) and j.executor.name != "local":
+            elif vendor_of(j.executor.name, j.model) == vendor_of(target.executor.name, target.model):
                 notices.append(
-                    f"Warning: the judge {j.model} is from the same vendor as the model under test."
+                    f"Warning: the judge {j.model} is from the same vendor as the model under test "
+                    f"({vendor_of(j.executor.name, j.model)}): judges tend to favour their own family."
                 )
     return Prepared(options, samples_path, samples, variants, control, target, judges, notices)

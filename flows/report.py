@@ -158,6 +158,8 @@ def build_report(
         "summary": aggregate["summary"],
         "comparisons": aggregate["comparisons"],
         "multipleComparisons": aggregate["multipleComparisons"],
+        "judge": aggregate.get("judge"),
+        "pairwise": aggregate.get("pairwise"),
         "scale": aggregate["scale"],
         "results": results,
         "analysis": aggregate["analysis"],
@@ -261,6 +263,20 @@ def print_summary(report: dict[str, Any], path: Path | None, console: Console | 
             f"[bold]{comp['treatment']} vs {comp['control']}[/bold]: [bold]{v['label']}[/bold] "
             f"(band: {v['band']}) — {v['reason']}  "
             f"improved {p['improved']} / regressed {p['regressed']} / unchanged {p['unchanged']} cases",
+            highlight=False,
+        )
+    for pw in report.get("pairwise") or []:
+        console.print(
+            f"pairwise {pw['treatment']} vs {pw['control']}: wins {pw['wins']} / ties {pw['ties']} / "
+            f"losses {pw['losses']} (sign test p={pw['p_sign']:.3g})",
+            highlight=False,
+        )
+    judge = report.get("judge") or {}
+    for pair in (judge.get("agreement") or {}).get("pairs", []):
+        console.print(
+            f"judges {' & '.join(pair['judges'])}: mean |diff| {_fmt(pair['meanAbsDiff'])}, "
+            f"Pearson {_fmt(pair['pearson'])}, Krippendorff alpha (ordinal, all judges) "
+            f"{_fmt(judge['agreement']['krippendorffAlphaOrdinal'])}",
             highlight=False,
         )
     for insight in report["analysis"]["insights"]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -15,20 +16,31 @@ from prefect.utilities.annotations import quote
 from executors.errors import TransientError
 from executors.schema import RunResult
 from flows.options import BenchOptions
-from flows.plan import Target, execution_units, judge_unit
+from flows.plan import JudgeJob, Target, execution_units, judge_unit
 from flows.prepare import Prepared
 from flows.progress import Progress
 from graders import registry
-from graders.judge import Judgement, JudgeParseError, judge_layer, parse_reply, prompts_for
+from graders.judge import (
+    WINNER_SCHEMA_JSON,
+    Judgement,
+    JudgeParseError,
+    judge_layer,
+    pairwise_outcome,
+    pairwise_prompt,
+    parse_reply,
+    parse_winner,
+    prompts_for,
+)
 from graders.schema import AssertionResult, Grade, JudgeResult, Sample
 from graders.scoring import make_grade
-from tasks.aggregate import aggregate_results
+from tasks.aggregate import aggregate_results, pairwise_summary
 from tasks.cache import ResultCache
 from tasks.execute import with_policy
 from tasks.grade import grade_outputs
 from tasks.schema import SAMPLE_SCALE, Record, Unit
 
 T = TypeVar("T")
+P = TypeVar("P")
 
 
 def unwalked(value: T) -> T:
@@ -112,77 +124,113 @@ class UnitRunner:
 # ---------------------------------------------------------------- grading
 
 
-async def judge_outputs(
-    prepared: Prepared, runner: UnitRunner, items: list[tuple[Unit, Sample, RunResult]]
-) -> list[list[Judgement]]:
-    """Every judge call for every output; a failed or unparseable judgement is retried once."""
-    opts = prepared.options
-    jobs: list[tuple[int, Target, str, Unit]] = []
-    for index, (unit, sample, result) in enumerate(items):
-        for prompt in prompts_for(sample, result.output):
-            for judge in prepared.judges:
-                for rep in range(1, opts.judge_repeat + 1):
-                    ju = judge_unit(
-                        judge,
-                        prompt,
-                        sample_id=unit.sample_id,
-                        variant=unit.variant,
-                        run=unit.run,
-                        repeat=rep,
-                        attempt=0,
-                    )
-                    jobs.append((index, judge, prompt.aspect, ju))
-    out: list[list[Judgement]] = [[] for _ in items]
-    pending = jobs
+async def run_judge_jobs(
+    runner: UnitRunner, jobs: list[JudgeJob], parse: Callable[[str], P]
+) -> list[tuple[P | None, str | None, str | None]]:
+    """(parsed, raw reply, error) per job. A failed or unparseable judgement is asked once more."""
+    outcomes: list[tuple[P | None, str | None, str | None]] = [(None, None, "not run")] * len(jobs)
+    pending = list(range(len(jobs)))
     for attempt in (0, 1):
-        by_target: dict[int, list[Unit]] = {}
-        for _, judge, _, ju in pending:
-            by_target.setdefault(id(judge), []).append(ju)
+        units = {i: judge_unit(jobs[i], attempt) for i in pending}
+        groups: dict[int, tuple[Target, list[Unit]]] = {}
+        for i in pending:
+            groups.setdefault(id(jobs[i].target), (jobs[i].target, []))[1].append(units[i])
         results: dict[str, RunResult] = {}
-        for _, judge, _, _ in pending:
-            if id(judge) in by_target:
-                results |= await runner.run(by_target.pop(id(judge)), judge)
+        for part in await asyncio.gather(*(runner.run(us, target) for target, us in groups.values())):
+            results |= part
         retry = []
-        for index, judge, aspect, ju in pending:
-            res = results.get(ju.key)
-            name = f"{judge.executor.name}:{judge.model}"
+        for i in pending:
+            res = results.get(units[i].key)
             if res is None:
-                out[index].append(Judgement(aspect, name, None, error="not run: budget reached"))
+                outcomes[i] = (None, None, "not run: budget reached")
                 continue
             try:
                 if not res.ok:
                     raise JudgeParseError(res.error or "judge call failed")
-                score, reason = parse_reply(res.output)
-                out[index].append(Judgement(aspect, name, score, reason, raw=res.output))
+                outcomes[i] = (parse(res.output), res.output, None)
             except JudgeParseError as exc:
-                if attempt == 0:
-                    sample = items[index][1]
-                    prompt = next(
-                        p for p in prompts_for(sample, items[index][2].output) if p.aspect == aspect
-                    )
-                    rep = ju.request.seed or 1
-                    retry.append(
-                        (
-                            index,
-                            judge,
-                            aspect,
-                            judge_unit(
-                                judge,
-                                prompt,
-                                sample_id=ju.sample_id,
-                                variant=ju.variant,
-                                run=ju.run,
-                                repeat=rep,
-                                attempt=1,
-                            ),
-                        )
-                    )
-                else:
-                    out[index].append(Judgement(aspect, name, None, raw=res.output or None, error=str(exc)))
+                outcomes[i] = (None, res.output or None, str(exc))
+                retry.append(i)
         pending = retry
         if not pending:
             break
+    return outcomes
+
+
+def judge_name(target: Target) -> str:
+    return f"{target.executor.name}:{target.model}"
+
+
+async def judge_outputs(
+    prepared: Prepared, runner: UnitRunner, items: list[tuple[Unit, Sample, RunResult]]
+) -> list[list[Judgement]]:
+    """Every judge call for every output (each judge of an ensemble, each --judge-repeat)."""
+    jobs: list[JudgeJob] = []
+    owners: list[int] = []
+    for index, (unit, sample, result) in enumerate(items):
+        for prompt in prompts_for(sample, result.output):
+            for judge in prepared.judges:
+                for rep in range(1, prepared.options.judge_repeat + 1):
+                    jobs.append(JudgeJob(judge, prompt, unit.sample_id, unit.variant, unit.run, rep))
+                    owners.append(index)
+    outcomes = await run_judge_jobs(runner, jobs, parse_reply)
+    out: list[list[Judgement]] = [[] for _ in items]
+    for owner, job, (parsed, raw, error) in zip(owners, jobs, outcomes, strict=True):
+        score, reason = parsed if parsed is not None else (None, "")
+        out[owner].append(
+            Judgement(job.prompt.aspect, judge_name(job.target), score, reason, raw=raw, error=error)
+        )
     return out
+
+
+async def pairwise(prepared: Prepared, runner: UnitRunner, records: list[Record]) -> list[dict[str, Any]]:
+    """--pairwise: each judge compares control and treatment outputs of a case, in both orders."""
+    by_key = {(r.sample_id, r.variant, r.run): r for r in records if r.result.ok}
+    samples = {s.sample_id: s for s in prepared.samples}
+    comparisons = []
+    for treatment in [v.name for v in prepared.variants if v.name != prepared.control]:
+        jobs: list[JudgeJob] = []
+        meta: list[tuple[str, int, str]] = []
+        for (sample_id, variant, run), rec in by_key.items():
+            other = by_key.get((sample_id, prepared.control, run))
+            if variant != treatment or other is None:
+                continue
+            sample = samples[sample_id]
+            criteria = (
+                sample.rubric or "\n".join(f"{k}: {v}" for k, v in (sample.dimensions or {}).items()) or None
+            )
+            t_out, c_out = rec.result.output, other.result.output
+            for judge in prepared.judges:
+                for order, (first, second) in (("t-first", (t_out, c_out)), ("c-first", (c_out, t_out))):
+                    prompt = pairwise_prompt(sample.full_prompt, criteria, first, second)
+                    jobs.append(
+                        JudgeJob(
+                            judge,
+                            prompt,
+                            sample_id,
+                            f"{treatment} vs {prepared.control}",
+                            run,
+                            schema_json=WINNER_SCHEMA_JSON,
+                        )
+                    )
+                    meta.append((sample_id, run, order + "|" + judge_name(judge)))
+        outcomes = await run_judge_jobs(runner, jobs, parse_winner)
+        votes: dict[tuple[str, int, str], dict[str, str | None]] = {}
+        for (sample_id, run, tag), (winner, _, _) in zip(meta, outcomes, strict=True):
+            order, judge_id = tag.split("|", 1)
+            votes.setdefault((sample_id, run, judge_id), {})[order] = winner
+        case_score: dict[str, int] = {}
+        unresolved = 0
+        for (sample_id, _, _), v in votes.items():
+            outcome = pairwise_outcome(v.get("t-first"), v.get("c-first"))
+            if outcome is None:
+                unresolved += 1
+                continue
+            case_score[sample_id] = (
+                case_score.get(sample_id, 0) + {"treatment": 1, "control": -1, "tie": 0}[outcome]
+            )
+        comparisons.append(pairwise_summary(prepared.control, treatment, case_score, unresolved))
+    return comparisons
 
 
 def combine(
@@ -266,6 +314,8 @@ async def run_benchmark(prepared: Prepared, *, show_progress: bool = True) -> Ou
         opts.min_effect,
         opts.max_error_rate,
     )
+    if opts.pairwise and judge_enabled and len(prepared.variants) > 1:
+        aggregate["pairwise"] = await pairwise(prepared, runner, records)
     report = build_report(prepared, records, aggregate, runner, started_at, time.time() - started)
     path = publish(report, prepared)
     return Outcome(report, path)

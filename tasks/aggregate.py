@@ -9,12 +9,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from graders.schema import Sample
 from tasks import statistics as st
+from tasks.agreement import agreement
 from tasks.schema import Record, Scale
 
 
@@ -335,10 +337,49 @@ def aggregate(
             "caseStats": case_stats(df, scale),
             "comparisons": comparisons,
             "multipleComparisons": "holm" if len(comparisons) > 1 else None,
+            "judge": judge_summary(records, variants),
             "analysis": {"insights": found, "suggestions": suggestions},
         },
         6,
     )
+
+
+def pairwise_summary(
+    control: str, treatment: str, case_score: dict[str, int], unresolved: int
+) -> dict[str, Any]:
+    """Win / tie / loss over cases (the case is the unit) with an exact sign test on wins vs losses."""
+    wins = sum(1 for v in case_score.values() if v > 0)
+    losses = sum(1 for v in case_score.values() if v < 0)
+    ties = sum(1 for v in case_score.values() if v == 0)
+    return {
+        "control": control,
+        "treatment": treatment,
+        "wins": wins,
+        "ties": ties,
+        "losses": losses,
+        "unresolved": unresolved,
+        "p_sign": st.sign_test([float(v) for v in case_score.values()]),
+        "perCase": dict(sorted(case_score.items())),
+    }
+
+
+def judge_summary(records: list[Record], variants: list[str]) -> dict[str, Any] | None:
+    """Each judge's mean per variant and, for an ensemble, the judges' agreement."""
+    graded = [(r, r.grade.judge.judges) for r in records if r.grade is not None and r.grade.judge.judges]
+    if not graded:
+        return None
+    judges = sorted({j for _, scores in graded for j in scores})
+    per_judge: dict[str, dict[str, float | None]] = {}
+    for judge in judges:
+        per_judge[judge] = {}
+        for variant in variants:
+            vals = [scores.get(judge) for r, scores in graded if r.variant == variant]
+            present = [v for v in vals if v is not None]
+            per_judge[judge][variant] = float(np.mean(present)) if present else None
+    out: dict[str, Any] = {"judges": judges, "meanByVariant": per_judge}
+    if len(judges) > 1:
+        out["agreement"] = agreement({j: [scores.get(j) for _, scores in graded] for j in judges})
+    return out
 
 
 @task(name="aggregate-results", cache_policy=NO_CACHE, persist_result=False)
