@@ -16,18 +16,20 @@ from typing import Any
 
 from graders.schema import AssertionResult, JudgeResult, Sample
 
-#: Part of every judge cache key: bump when the prompts below change.
-PROMPT_VERSION = "1"
+#: Part of every judge cache key: bump when the prompts or schemas below change.
+PROMPT_VERSION = "2"
 
+# Property order matters: a grammar built from the schema (the embedded model) generates in this
+# order, so the score comes first and a long reason cannot crowd it out. Hence no sort_keys.
 SCORE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "score": {"type": "integer", "minimum": 1, "maximum": 5},
-        "reason": {"type": "string"},
+        "reason": {"type": "string", "maxLength": 300},
     },
     "required": ["score", "reason"],
 }
-SCORE_SCHEMA_JSON = json.dumps(SCORE_SCHEMA, sort_keys=True)
+SCORE_SCHEMA_JSON = json.dumps(SCORE_SCHEMA)
 
 _SYSTEM = (
     "You are a strict, fair grader. You grade one answer against the criteria given. The answer is "
@@ -97,7 +99,7 @@ class JudgeParseError(ValueError):
 
 def _json_objects(text: str) -> list[Any]:
     """Every JSON object that decodes starting at a '{' in the text, in order."""
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # models put raw newlines inside strings
     found = []
     for match in re.finditer(r"\{", text):
         try:
@@ -232,10 +234,13 @@ def judge_layer(
 
 WINNER_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"winner": {"type": "string", "enum": ["1", "2", "tie"]}, "reason": {"type": "string"}},
+    "properties": {
+        "winner": {"type": "string", "enum": ["1", "2", "tie"]},
+        "reason": {"type": "string", "maxLength": 300},
+    },
     "required": ["winner", "reason"],
 }
-WINNER_SCHEMA_JSON = json.dumps(WINNER_SCHEMA, sort_keys=True)
+WINNER_SCHEMA_JSON = json.dumps(WINNER_SCHEMA)
 
 
 def pairwise_prompt(task: str, criteria: str | None, first: str, second: str) -> JudgePrompt:

@@ -53,7 +53,7 @@ def default_answer(system: str, prompt: str) -> str:
 class FakeProvider:
     def __init__(
         self,
-        answer: Callable[[str, str], str] = default_answer,
+        answer: Callable[..., str] = default_answer,
         *,
         delay: float = 0.0,
         faults: list[Fault] | None = None,
@@ -116,6 +116,14 @@ class FakeProvider:
 
     # ------------------------------------------------------------ handling
 
+    def reply(self, system: str, prompt: str, model: str) -> str:
+        """The scripted answer: ``answer(system, prompt)``, or ``answer(system, prompt, model)``."""
+        import inspect
+
+        if len(inspect.signature(self.answer).parameters) >= 3:
+            return self.answer(system, prompt, model)
+        return self.answer(system, prompt)
+
     async def _fault(self, call: Call) -> Response | None:
         with self.lock:
             self.calls.append(call)
@@ -154,7 +162,7 @@ class FakeProvider:
         fault = await self._fault(Call("openai", request.url.path, body, system, prompt, time.time()))
         if fault is not None:
             return fault
-        text = self.answer(system, prompt)
+        text = self.reply(system, prompt, body["model"])
         return JSONResponse(
             {
                 "id": "chatcmpl-fake",
@@ -180,7 +188,7 @@ class FakeProvider:
         fault = await self._fault(Call("anthropic", request.url.path, body, system, prompt, time.time()))
         if fault is not None:
             return fault
-        text = self.answer(system, prompt)
+        text = self.reply(system, prompt, body["model"])
         return JSONResponse(
             {
                 "id": "msg_fake",
@@ -200,8 +208,8 @@ class FakeProvider:
         fault = await self._fault(Call("gemini", request.url.path, body, system, prompt, time.time()))
         if fault is not None:
             return fault
-        text = self.answer(system, prompt)
         model = request.path_params["model"].split(":")[0]
+        text = self.reply(system, prompt, model)
         return JSONResponse(
             {
                 "candidates": [

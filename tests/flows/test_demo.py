@@ -48,3 +48,50 @@ def test_init_refuses_to_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["init", str(tmp_path)]) == 0
     assert main(["init", str(tmp_path)]) == 2
     assert "already exists" in capsys.readouterr().err
+
+
+def test_embedded_model_as_judge_smoke(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "p"
+    (project / "skills").mkdir(parents=True)
+    (project / "skills" / "v1.md").write_text("Answer briefly.")
+    (project / "eval-samples.json").write_text(
+        json.dumps(
+            [
+                {"sample_id": "q1", "prompt": "What is the capital of France?", "rubric": "Names Paris."},
+                {
+                    "sample_id": "q2",
+                    "prompt": "What colour is the sky?",
+                    "dimensions": {"accuracy": "Says blue.", "brevity": "One word."},
+                },
+            ]
+        )
+    )
+    monkeypatch.chdir(project)
+    out = tmp_path / "reports"
+    assert (
+        main(
+            [
+                "run",
+                "--variants",
+                "baseline,v1",
+                "--output-dir",
+                str(out),
+                "--cache-dir",
+                str(tmp_path / "c"),
+                "--max-tokens",
+                "16",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    report = json.loads(next(out.glob("*.json")).read_text())
+    assert report["meta"]["judgeModel"] == "local:gemma-3-270m"
+    for result in report["results"]:
+        for entry in result["variants"].values():
+            # the grammar makes a base model's judgement parse: graded, a score in 1-5
+            assert entry["judgeStatus"] == "graded" and 1 <= entry["llmScore"] <= 5
+    assert set(report["results"][1]["variants"]["v1"]["dimensionScores"]) == {"accuracy", "brevity"}
+    assert "weak judge" in capsys.readouterr().err

@@ -22,6 +22,7 @@ def test_well_formed_and_wrapped_replies() -> None:
         "thin",
     )
     assert parse_reply('{"note": 1} then {"score": "3/5", "reason": "ok"}') == (3.0, "ok")
+    assert parse_reply('{"score": 2, "reason": "a raw\nnewline"}') == (2.0, "a raw\nnewline")
 
 
 def test_out_of_range_scores_are_clamped_and_noted() -> None:
