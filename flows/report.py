@@ -25,6 +25,26 @@ if TYPE_CHECKING:
     from flows.sample_bench import UnitRunner
 
 REPORT_VERSION = 1
+
+#: Plain-language notes for readers who are not statisticians; written into every report.
+GUIDE = {
+    "unit": "The case (sample) is the unit: each case's runs are averaged before variants are compared, "
+    "because repeats of one case are not independent evidence.",
+    "primary": "comparisons[].paired is the primary comparison: per-case differences (treatment minus "
+    "control), their mean, a 95% interval (the range the true average difference plausibly lies in), "
+    "the paired t-test and Wilcoxon p-values (how surprising the difference would be if the variants were "
+    "equal), a seeded bootstrap interval, the effect size d_z, and cases improved/regressed/unchanged.",
+    "verdict": "BETTER / WORSE: the whole interval lies beyond the practical margin. EQUIVALENT: it lies "
+    "within the margin. UNDERPOWERED: too few cases to detect the effect you care about (min_effect); "
+    "cases_needed says how many would. INCONCLUSIVE: none of these. INSUFFICIENT DATA: under 2 cases. "
+    "If errored or ungraded runs pass max_error_rate, no improvement is claimed.",
+    "seed": "Also computed as the original tools did, and labelled so: per-variant mean, std and 95% "
+    "interval (summary), Welch's t-test over run means with --repeat (comparisons[].welchRuns), pass@k "
+    "and pass^k (unbiased estimators, summary and caseStats), and the band USE .. DON'T USE from the mean "
+    "delta in points of the scale's range (verdict.band).",
+    "failures": "An errored call scores the scale minimum and is counted (errorRate); an UNGRADED judgement "
+    "is excluded from means and counted (ungradedRate). Nothing is silently dropped.",
+}
 PREVIEW_CHARS = 200
 
 
@@ -161,6 +181,7 @@ def build_report(
         "judge": aggregate.get("judge"),
         "pairwise": aggregate.get("pairwise"),
         "scale": aggregate["scale"],
+        "guide": GUIDE,
         "results": results,
         "analysis": aggregate["analysis"],
     }

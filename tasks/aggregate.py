@@ -61,9 +61,10 @@ def _mean(series: pd.Series) -> float | None:
     return float(s.mean()) if len(s) else None
 
 
-def _round(value: Any, digits: int = 4) -> Any:
+def _round(value: Any, digits: int = 6) -> Any:
+    """Significant digits, not decimals: a p-value of 1e-9 must not become 0. NaN becomes None."""
     if isinstance(value, float):
-        return None if not math.isfinite(value) else round(value, digits)
+        return None if not math.isfinite(value) else float(f"{value:.{digits}g}")
     if isinstance(value, dict):
         return {k: _round(v, digits) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -187,7 +188,8 @@ def insights(
         if set(per_variant) != set(variants):
             continue
         flat = [p for ps in per_variant.values() for p in ps]
-        name = f"{sample_id}#{i + 1} ({types.get(sample_id, ['?'] * (i + 1))[i]})"
+        kinds = types.get(sample_id, [])
+        name = f"{sample_id}#{i + 1} ({kinds[i] if i < len(kinds) else '?'})"
         if all(flat):
             all_pass.append(name)
         elif not any(flat):
