@@ -175,6 +175,22 @@ def build_parser() -> Parser:
         help="also require every comparison's verdict to be BETTER, or not WORSE",
     )
     ci.set_defaults(handler=cmd_ci)
+    report = sub.add_parser(
+        "report", help="serve the reports in the browser (127.0.0.1), or export one as HTML"
+    )
+    report.add_argument(
+        "--port",
+        type=int,
+        default=int(os.environ.get("SKILLAB_REPORT_PORT") or 7799),
+        help="port (default: $SKILLAB_REPORT_PORT or 7799)",
+    )
+    report.add_argument(
+        "--host", default="127.0.0.1", help="bind address (default: 127.0.0.1, this machine only)"
+    )
+    report.add_argument("--reports-dir", default=None, help="reports folder (default: ~/.skillab/reports)")
+    report.add_argument("--export", metavar="FILE.html", help="write one self-contained HTML file and exit")
+    report.add_argument("--run", metavar="ID", help="with --export: which run (default: the newest)")
+    report.set_defaults(handler=cmd_report)
     init = sub.add_parser("init", help="scaffold a working example project")
     init.add_argument("dir", nargs="?", default=".", help="where (default: here)")
     init.set_defaults(handler=cmd_init)
@@ -297,6 +313,47 @@ def cmd_ci(args: argparse.Namespace) -> int:
     if not failures:
         print("skillab ci: PASS", file=sys.stderr)
     return EXIT_FAIL if failures else EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from flows.prepare import skillab_home
+    from flows.report_store import NotFound, ReportStore
+
+    reports = Path(args.reports_dir) if args.reports_dir else skillab_home() / "reports"
+    if not reports.is_dir():
+        raise UsageError(f"{reports}: no reports folder (--reports-dir)")
+    if args.export:
+        from flows.report_server import export_html
+        from tasks.files import atomic_write_text
+
+        store = ReportStore(reports)
+        run_id = args.run or max(store.runs(), key=lambda r: r["timestamp"], default={}).get("id")
+        if not run_id:
+            raise UsageError(f"{reports}: no reports to export")
+        try:
+            report = store.load(run_id)
+        except NotFound:
+            raise UsageError(f"--run: no run {run_id!r} in {reports}") from None
+        atomic_write_text(Path(args.export), export_html(report))
+        print(f"wrote {args.export} ({report['id']})")
+        return EXIT_OK
+    import uvicorn
+
+    from flows.report_server import create_app
+
+    if args.host not in {"127.0.0.1", "localhost", "::1"}:
+        print(
+            f"skillab: warning: serving on {args.host}: anyone who can reach it can read the reports",
+            file=sys.stderr,
+        )
+    print(f"skillab report: http://{args.host}:{args.port}/ ({reports}); Ctrl-C stops", file=sys.stderr)
+    uvicorn.run(
+        create_app(reports, host=args.host, port=args.port),
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+    )
+    return EXIT_OK
 
 
 def cmd_init(args: argparse.Namespace) -> int:

@@ -1,0 +1,282 @@
+"""The local report server: read, compare and rate results in the browser, safely.
+
+Server-rendered pages (Starlette + Jinja2, both brought by Prefect), charts as inline SVG, and no
+JavaScript at all, so the Content-Security-Policy forbids every script: a ``<script>`` in a model's
+output is escaped text, and could not run even if it were not. Bound to 127.0.0.1; requests with a
+foreign Host header are refused (DNS rebinding); POSTs need the same origin and the server's token;
+run ids are validated; bodies are size-limited; nothing deletes or shuts down.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from flows import charts
+from flows.report_store import BadRequest, NotFound, ReportStore
+
+HERE = Path(__file__).parent
+MAX_BODY = 16 * 1024
+PAGE_SIZE = 50
+CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'"
+)
+SORTS = {"date": "timestamp", "model": "model", "cost": "cost", "samples": "samples"}
+
+
+def environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
+    env.filters["num"] = lambda v, d=2: (
+        "—" if v is None else (f"{v:.{d}f}" if isinstance(v, float) else str(v))
+    )
+    env.filters["pct"] = lambda v: "—" if v is None else f"{v * 100:.0f}%"
+    env.filters["signed"] = lambda v, d=2: "—" if v is None else f"{v:+.{d}f}"
+    return env
+
+
+def case_entries(report: dict[str, Any]) -> list[dict[str, Any]]:
+    return report.get("results") or []
+
+
+def run_charts(report: dict[str, Any]) -> dict[str, Markup]:
+    scale = report.get("scale") or {"minimum": 1, "maximum": 5}
+    values: dict[str, list[float]] = {v: [] for v in report.get("summary", {})}
+    cost: dict[str, list[tuple[float, float]]] = {v: [] for v in values}
+    latency: dict[str, list[tuple[float, float]]] = {v: [] for v in values}
+    for case in case_entries(report):
+        for name, entry in case.get("variants", {}).items():
+            score = entry.get("compositeScore")
+            if score is None or name not in values:
+                continue
+            values[name].append(score)
+            cost[name].append((entry.get("costUSD") or 0.0, score))
+            latency[name].append((entry.get("durationMs") or 0.0, score))
+    out = {
+        "distribution": charts.distribution(
+            values, scale["minimum"], scale["maximum"], "Score of every case, per variant (bar: mean)"
+        )
+    }
+    for comp in report.get("comparisons") or []:
+        items = sorted((comp.get("perCase") or {}).items(), key=lambda kv: kv[1])
+        out[f"diff:{comp['treatment']}"] = charts.differences(
+            items, f"Per-case difference {comp['treatment']} − {comp['control']}"
+        )
+    out["cost"] = charts.scatter(cost, "cost USD", "score", "Score against cost")
+    out["latency"] = charts.scatter(latency, "latency ms", "score", "Score against latency")
+    return out
+
+
+class Guard:
+    """Refuses requests whose Host is not this server (DNS rebinding), and adds security headers."""
+
+    def __init__(self, app: ASGIApp, allowed_hosts: set[str]) -> None:
+        self.app = app
+        self.allowed = allowed_hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        host = dict(scope["headers"]).get(b"host", b"").decode("latin-1").lower()
+        if host not in self.allowed:
+            await Response("host not allowed", status_code=421)(scope, receive, send)
+            return
+
+        async def send_with_headers(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers += [
+                    (b"content-security-policy", CSP.encode()),
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"same-origin"),
+                    (b"x-frame-options", b"DENY"),
+                    (b"cache-control", b"no-store"),
+                ]
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def create_app(
+    reports_dir: Path, *, host: str = "127.0.0.1", port: int = 7799, token: str | None = None
+) -> ASGIApp:
+    store = ReportStore(reports_dir)
+    env = environment()
+    secret = token or secrets.token_urlsafe(24)
+    origins = {f"http://{host}:{port}"} | ({f"http://localhost:{port}"} if host == "127.0.0.1" else set())
+    allowed_hosts = {o.removeprefix("http://") for o in origins}
+
+    def page(name: str, **context: Any) -> HTMLResponse:
+        return HTMLResponse(env.get_template(name).render(token=secret, export=False, **context))
+
+    async def index(request: Request) -> Response:
+        runs = store.runs()
+        q = request.query_params.get("q", "").strip().lower()
+        label = request.query_params.get("verdict", "")
+        if q:
+            runs = [
+                r
+                for r in runs
+                if q in " ".join(str(v) for v in (r["model"], r["suite"], *r["variants"], r["id"])).lower()
+            ]
+        if label:
+            runs = [r for r in runs if label in r["labels"]]
+        sort = request.query_params.get("sort", "date")
+        key = SORTS.get(sort, "timestamp")
+        descending = request.query_params.get("order", "desc") != "asc"
+        runs.sort(
+            key=lambda r: (
+                r.get(key) is None,
+                r.get(key) or 0 if key in {"cost", "samples"} else str(r.get(key) or ""),
+            ),
+            reverse=descending,
+        )
+        return page(
+            "index.html", runs=runs, q=q, verdict=label, sort=sort, order="desc" if descending else "asc"
+        )
+
+    async def run_page(request: Request) -> Response:
+        try:
+            report = store.load(request.path_params["run_id"])
+        except NotFound:
+            return HTMLResponse("no such run", status_code=404)
+        cases = case_entries(report)
+        pages = max(1, math.ceil(len(cases) / PAGE_SIZE))
+        try:
+            number = min(max(1, int(request.query_params.get("page", "1"))), pages)
+        except ValueError:
+            number = 1
+        shown = cases[(number - 1) * PAGE_SIZE : number * PAGE_SIZE]
+        return page(
+            "run.html", report=report, cases=shown, page=number, pages=pages, charts=run_charts(report)
+        )
+
+    async def compare(request: Request) -> Response:
+        try:
+            a, b = (
+                store.load(request.query_params.get("a", "")),
+                store.load(request.query_params.get("b", "")),
+            )
+        except NotFound:
+            return HTMLResponse("choose two existing runs", status_code=404)
+        return page("compare.html", a=a, b=b, rows=compare_rows(a, b))
+
+    async def feedback(request: Request) -> Response:
+        origin = request.headers.get("origin") or ""
+        referer = request.headers.get("referer") or ""
+        if origin not in origins and not any(referer.startswith(o + "/") for o in origins if not origin):
+            return JSONResponse({"error": "cross-origin request refused"}, status_code=403)
+        size = request.headers.get("content-length")
+        if size is None or not size.isdigit() or int(size) > MAX_BODY:
+            return JSONResponse({"error": f"body must be under {MAX_BODY} bytes"}, status_code=413)
+        raw = b""
+        async for chunk in request.stream():
+            raw += chunk
+            if len(raw) > MAX_BODY:
+                return JSONResponse({"error": f"body must be under {MAX_BODY} bytes"}, status_code=413)
+        is_json = request.headers.get("content-type", "").startswith("application/json")
+        try:
+            if is_json:
+                import json
+
+                data = json.loads(raw or b"{}")
+                if not isinstance(data, dict):
+                    raise ValueError
+            else:
+                data = {k: v[0] for k, v in parse_qs(raw.decode("utf-8")).items()}
+        except (ValueError, UnicodeDecodeError):
+            return JSONResponse({"error": "malformed body"}, status_code=400)
+        given = str(data.get("token") or request.headers.get("x-skillab-token") or "")
+        if not secrets.compare_digest(given, secret):
+            return JSONResponse({"error": "missing or wrong token"}, status_code=403)
+        run_id = request.path_params["run_id"]
+        try:
+            entry = store.add_feedback(
+                run_id,
+                str(data.get("sample_id", "")),
+                str(data.get("variant", "")),
+                data.get("rating"),
+                data.get("comment"),
+            )
+        except NotFound:
+            return JSONResponse({"error": "no such run"}, status_code=404)
+        except BadRequest as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        if is_json:
+            return JSONResponse({"ok": True, "feedback": entry})
+        anchor = f"case-{data.get('sample_id', '')}"
+        return RedirectResponse(f"/run/{run_id}?page={data.get('page', 1)}#{anchor}", status_code=303)
+
+    async def run_json(request: Request) -> Response:
+        try:
+            return JSONResponse(store.load(request.path_params["run_id"]))
+        except NotFound:
+            return JSONResponse({"error": "no such run"}, status_code=404)
+
+    app = Starlette(
+        routes=[
+            Route("/", index),
+            Route("/run/{run_id}", run_page),
+            Route("/compare", compare),
+            Route("/api/run/{run_id}", run_json),
+            Route("/api/run/{run_id}/feedback", feedback, methods=["POST"]),
+            Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+        ]
+    )
+    return Guard(app, allowed_hosts)
+
+
+def compare_rows(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per case and shared variant: score in run A, in run B, and the change."""
+    index_b = {r["sample_id"]: r for r in case_entries(b)}
+    rows = []
+    for case in case_entries(a):
+        other = index_b.get(case["sample_id"])
+        if other is None:
+            continue
+        for name, entry in case.get("variants", {}).items():
+            if name not in other.get("variants", {}):
+                continue
+            sa, sb = entry.get("compositeScore"), other["variants"][name].get("compositeScore")
+            rows.append(
+                {
+                    "sample_id": case["sample_id"],
+                    "variant": name,
+                    "a": sa,
+                    "b": sb,
+                    "delta": None if sa is None or sb is None else sb - sa,
+                }
+            )
+    return rows
+
+
+def export_html(report: dict[str, Any]) -> str:
+    """One self-contained file (inline CSS and SVG, no script, no form) for CI artifacts."""
+    env = environment()
+    css = (HERE / "static" / "app.css").read_text(encoding="utf-8")
+    cases = case_entries(report)
+    return env.get_template("run.html").render(
+        report=report,
+        cases=cases,
+        page=1,
+        pages=1,
+        charts=run_charts(report),
+        token="",
+        export=True,
+        inline_css=Markup(css),
+    )
