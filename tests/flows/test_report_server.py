@@ -191,7 +191,12 @@ def browser() -> Iterator[object]:
 def test_list_open_rate_reload(browser: object, server: str, reports: dict) -> None:
     page = browser.new_page()  # type: ignore[attr-defined]
     dialogs: list[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+    def on_dialog(dialog: object) -> None:
+        dialogs.append(dialog.message)  # type: ignore[attr-defined]
+        dialog.dismiss()  # type: ignore[attr-defined]
+
+    page.on("dialog", on_dialog)
     page.goto(server + "/")
     assert page.locator("#runs tbody tr").count() == 2
     page.click(f"a.run-link:text('{reports['plain']}')")
