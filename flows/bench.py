@@ -142,7 +142,13 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         default=s,
         help="errored+ungraded share that blocks a claim (default: 0.1)",
     )
-    g.add_argument("--suite", default=s, help="suite name, for regression history")
+    g.add_argument(
+        "--suite", default=s, help="suite name: each run is compared with the suite's previous run"
+    )
+    g.add_argument(
+        "--junit", default=s, metavar="FILE", help="write JUnit XML (one test per sample x variant)"
+    )
+    g.add_argument("--github-summary", default=s, metavar="FILE", help="append a markdown job summary")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -175,6 +181,10 @@ def build_parser() -> Parser:
         help="also require every comparison's verdict to be BETTER, or not WORSE",
     )
     ci.set_defaults(handler=cmd_ci)
+    hist = sub.add_parser("history", help="the trend of a named suite over its runs")
+    hist.add_argument("--suite", required=True)
+    hist.add_argument("--reports-dir", default=None, help="reports folder (default: ~/.skillab/reports)")
+    hist.set_defaults(handler=cmd_history)
     report = sub.add_parser(
         "report", help="serve the reports in the browser (127.0.0.1), or export one as HTML"
     )
@@ -229,14 +239,20 @@ def execute(args: argparse.Namespace) -> tuple[BenchOptions, dict[str, Any] | No
         return options, None, None
     configure_prefect()
     from flows.report import print_summary
-    from flows.sample_bench import sample_bench
+    from flows.sample_bench import RegressionError, sample_bench
 
     names = ",".join(options.variants)
     flow = sample_bench.with_options(flow_run_name=f"{options.suite or prepared.samples_path.name} · {names}")
-    result = asyncio.run(flow(options, str(cwd), not args.quiet))
+    state: Any = asyncio.run(flow(options, str(cwd), not args.quiet, return_state=True))  # type: ignore[arg-type]
+    outcome = state.result(raise_on_failure=False)
+    if isinstance(outcome, RegressionError):
+        path = Path(outcome.report_path)
+    elif isinstance(outcome, BaseException):
+        raise outcome
+    else:
+        path = Path(outcome["report_path"])
     import json
 
-    path = Path(result["report_path"])
     report = json.loads(path.read_text(encoding="utf-8"))
     print_summary(report, path)
     return options, report, path
@@ -286,9 +302,20 @@ def print_plan(prepared: Any) -> None:
         print(f"  {v.name}: {v.path or 'no artifact'}" + (f" sha256 {v.sha256[:12]}" if v.sha256 else ""))
 
 
+def regression_failures(report: dict[str, Any]) -> list[str]:
+    regression = report.get("regression") or {}
+    return [
+        f"{v}: regression against {regression['previous']}: {regression['perVariant'][v]['verdict']['reason']}"
+        for v in regression.get("regressed") or []
+    ]
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    execute(args)
-    return EXIT_OK
+    _, report, _ = execute(args)
+    failures = regression_failures(report or {})
+    for line in failures:
+        print(f"skillab: REGRESSION {line} (the flow run is marked Failed)", file=sys.stderr)
+    return EXIT_FAIL if failures else EXIT_OK
 
 
 def cmd_ci(args: argparse.Namespace) -> int:
@@ -308,6 +335,7 @@ def cmd_ci(args: argparse.Namespace) -> int:
             failures.append(f"{comp['treatment']} vs {comp['control']}: verdict {label}, required BETTER")
         if options.require == "not-worse" and label == "WORSE":
             failures.append(f"{comp['treatment']} vs {comp['control']}: verdict WORSE")
+    failures += regression_failures(report)
     for line in failures:
         print(f"skillab ci: FAIL {line}", file=sys.stderr)
     if not failures:
@@ -353,6 +381,45 @@ def cmd_report(args: argparse.Namespace) -> int:
         port=args.port,
         log_level="warning",
     )
+    return EXIT_OK
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from flows.prepare import skillab_home
+    from flows.regression import history
+
+    reports = Path(args.reports_dir) if args.reports_dir else skillab_home() / "reports"
+    rows = history(reports, args.suite)
+    if not rows:
+        raise UsageError(f"{reports}: no runs of suite {args.suite!r}")
+    variants = sorted({v for r in rows for v in r["means"]})
+    table = Table(title=f"suite {args.suite}: {len(rows)} run(s)")
+    for column in ("date", "run", "model", *variants, "verdicts", "regression"):
+        table.add_column(column)
+    previous: dict[str, float | None] = {}
+    for r in rows:
+        cells = []
+        for v in variants:
+            mean, before = r["means"].get(v), previous.get(v)
+            trend = (
+                ""
+                if mean is None or before is None
+                else (" ↑" if mean > before else " ↓" if mean < before else " =")
+            )
+            cells.append("—" if mean is None else f"{mean:.2f}{trend}")
+            previous[v] = mean
+        table.add_row(
+            r["timestamp"][:19].replace("T", " "),
+            r["id"],
+            str(r["model"]),
+            *cells,
+            ", ".join(r["verdicts"]),
+            ", ".join(r["regressed"]) or "—",
+        )
+    Console(width=None if sys.stdout.isatty() else 160).print(table)
     return EXIT_OK
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,14 +13,18 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from prefect import flow
+from prefect.artifacts import acreate_link_artifact, acreate_markdown_artifact, acreate_table_artifact
 from prefect.utilities.annotations import quote
 
 from executors.errors import TransientError
 from executors.schema import RunResult
+from flows.ci_outputs import append_github_summary, summary_markdown, write_junit
 from flows.options import BenchOptions
 from flows.plan import JudgeJob, Target, execution_units, judge_unit
 from flows.prepare import Prepared
 from flows.progress import Progress
+from flows.regression import regression_against_previous
+from flows.report_server import export_html
 from graders import registry
 from graders.judge import (
     WINNER_SCHEMA_JSON,
@@ -36,6 +42,7 @@ from graders.scoring import make_grade
 from tasks.aggregate import aggregate_results, pairwise_summary
 from tasks.cache import ResultCache
 from tasks.execute import with_policy
+from tasks.files import atomic_write_text
 from tasks.grade import grade_outputs
 from tasks.schema import SAMPLE_SCALE, Record, Unit
 
@@ -317,8 +324,22 @@ async def run_benchmark(prepared: Prepared, *, show_progress: bool = True) -> Ou
     if opts.pairwise and judge_enabled and len(prepared.variants) > 1:
         aggregate["pairwise"] = await pairwise(prepared, runner, records)
     report = build_report(prepared, records, aggregate, runner, started_at, time.time() - started)
+    if opts.suite:
+        report["regression"] = regression_against_previous(prepared.output_dir, report)
     path = publish(report, prepared)
+    if opts.junit:
+        write_junit(report, Path(opts.junit), opts.threshold)
+    if opts.github_summary:
+        append_github_summary(report, Path(opts.github_summary), opts.threshold)
     return Outcome(report, path)
+
+
+class RegressionError(Exception):
+    """A significant regression against the previous run of the suite: the flow run ends Failed."""
+
+    def __init__(self, message: str, report_path: str) -> None:
+        super().__init__(message)
+        self.report_path = report_path
 
 
 @flow(name="sample-bench", log_prints=False)
@@ -328,4 +349,47 @@ async def sample_bench(options: BenchOptions, cwd: str = ".", show_progress: boo
 
     prepared = prepare(options, Path(cwd))
     outcome = await run_benchmark(prepared, show_progress=show_progress)
+    await publish_artifacts(outcome)
+    regression = outcome.report.get("regression") or {}
+    if regression.get("regressed"):
+        raise RegressionError(
+            f"significant regression in {', '.join(regression['regressed'])} against the previous run "
+            f"{regression['previous']} of suite {options.suite!r}",
+            str(outcome.path),
+        )
     return {"report_path": str(outcome.path) if outcome.path else None, "id": outcome.report["id"]}
+
+
+async def publish_artifacts(outcome: Outcome) -> None:
+    """What the Prefect UI shows without opening a file: summary and verdict, per-variant table, a link."""
+    report = outcome.report
+    key = (
+        re.sub(r"[^a-z0-9-]+", "-", (report["meta"].get("suite") or "skillab").lower()).strip("-")
+        or "skillab"
+    )
+    await acreate_markdown_artifact(
+        markdown=summary_markdown(report), key=f"{key}-summary", description=f"skillab report {report['id']}"
+    )
+    table = [
+        {
+            "variant": name,
+            "score": s["avgCompositeScore"],
+            "ci95_low": (s.get("compositeCI95") or [None])[0],
+            "ci95_high": (s.get("compositeCI95") or [None, None])[1],
+            "pass_rate": s["passRate"],
+            "errors": s["errorCount"],
+            "ungraded": s["ungradedCount"],
+            "cost_usd": s["totalCostUSD"],
+        }
+        for name, s in report["summary"].items()
+    ]
+    await acreate_table_artifact(table=table, key=f"{key}-variants", description="per-variant figures")
+    if outcome.path is not None:
+        html = outcome.path.with_suffix(".html")
+        atomic_write_text(html, export_html(report))
+        port = os.environ.get("SKILLAB_REPORT_PORT") or "7799"
+        await acreate_link_artifact(
+            link=f"http://127.0.0.1:{port}/run/{report['id']}",
+            link_text=f"report {report['id']} (python -m flows.bench report; file: {html})",
+            key=f"{key}-report",
+        )

@@ -1,0 +1,99 @@
+"""The one source of truth for scheduled benchmarks: ``deployments.yaml``, turned into Prefect
+deployments with ``to_deployment`` and served with ``serve`` (no work pool needed).
+
+    suites:
+      - name: demo-nightly          # deployment name (lowercase letters, digits, dashes)
+        config: demo/skillab.yaml   # the suite's options; its folder holds the samples and skills
+        cron: "0 3 * * *"
+        timezone: UTC               # IANA name (default UTC)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from prefect.client.schemas.schedules import CronSchedule
+from prefect.schedules import Cron
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from flows.errors import UsageError
+from flows.inputs import load_config
+from flows.nightly import nightly_bench
+
+
+class SuiteDeployment(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
+    config: str
+    cron: str
+    timezone: str = "UTC"
+    description: str | None = None
+    paused: bool = False
+
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        CronSchedule(cron=value)  # Prefect's own validation: what it accepts, we accept
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str) -> str:
+        CronSchedule(cron="0 0 * * *", timezone=value)
+        return value
+
+
+class DeploymentsFile(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    suites: list[SuiteDeployment]
+
+
+def load(path: Path) -> list[SuiteDeployment]:
+    """Validate every suite: its name, cron, timezone, and its options file against BenchOptions."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"{path}: file not found") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise UsageError(f"{path}: line {mark.line + 1 if mark else '?'}: invalid YAML") from None
+    try:
+        spec = DeploymentsFile.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"])
+            lines.append(f"{path}: {loc}: {err['msg']}")
+        raise UsageError(lines) from None
+    problems: list[str] = []
+    names = [s.name for s in spec.suites]
+    for dup in sorted({n for n in names if names.count(n) > 1}):
+        problems.append(f"{path}: suites: duplicate name {dup!r}")
+    for suite in spec.suites:
+        config = (path.parent / suite.config).resolve()
+        try:
+            load_config(config)
+        except UsageError as exc:
+            problems += [f"{path}: suite {suite.name}: {line}" for line in exc.lines]
+    if problems:
+        raise UsageError(problems)
+    return list(spec.suites)
+
+
+def build(path: Path) -> list[Any]:
+    """RunnerDeployments of the nightly flow, one per suite, with absolute config paths."""
+    return [
+        nightly_bench.to_deployment(
+            name=suite.name,
+            schedule=Cron(suite.cron, timezone=suite.timezone),
+            parameters={"config": str((path.parent / suite.config).resolve()), "suite": suite.name},
+            description=suite.description or f"skillab suite {suite.name}",
+            tags=["skillab", "nightly"],
+            paused=suite.paused,
+        )
+        for suite in load(path)
+    ]

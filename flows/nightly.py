@@ -1,0 +1,27 @@
+"""The scheduled benchmark: a suite given by its options file, compared with its previous run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+
+from flows.inputs import load_config
+from flows.options import BenchOptions
+from flows.sample_bench import sample_bench
+
+
+def suite_options(config: str, suite: str) -> tuple[BenchOptions, Path]:
+    """The suite's options (its skillab.yaml, validated against BenchOptions) and its folder."""
+    path = Path(config).resolve()
+    return BenchOptions(**{**load_config(path), "suite": suite}), path.parent
+
+
+@flow(name="nightly-bench", flow_run_name="{suite} · nightly", log_prints=False)
+async def nightly_bench(config: str, suite: str) -> dict[str, Any]:
+    """Run a suite; a significant regression against its previous run fails this flow run."""
+    options, folder = suite_options(config, suite)
+    named = sample_bench.with_options(flow_run_name=f"{suite} · {','.join(options.variants)}")
+    result: dict[str, Any] = await named(options, str(folder), False)
+    return result

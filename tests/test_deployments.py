@@ -1,0 +1,83 @@
+"""Deployments validate: names, cron, timezone, and each suite's options against the config model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from deployments.suites import build, load
+from flows.errors import UsageError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def write(tmp_path: Path, body: str, config: str = "variants: v1,v2\n") -> Path:
+    (tmp_path / "suite").mkdir(exist_ok=True)
+    (tmp_path / "suite" / "skillab.yaml").write_text(config)
+    path = tmp_path / "deployments.yaml"
+    path.write_text(body)
+    return path
+
+
+def test_the_repository_file_validates_and_builds() -> None:
+    suites = load(ROOT / "deployments.yaml")
+    assert [s.name for s in suites] == ["demo-nightly"]
+    (deployment,) = build(ROOT / "deployments.yaml")
+    assert deployment.name == "demo-nightly"
+    assert deployment.parameters["suite"] == "demo-nightly"
+    assert Path(deployment.parameters["config"]).is_absolute()
+    assert deployment.schedules[0].schedule.cron == "0 3 * * *"
+
+
+@pytest.mark.parametrize(
+    ("body", "config", "expected"),
+    [
+        (
+            "suites:\n  - {name: Bad_Name, config: suite/skillab.yaml, cron: '0 3 * * *'}\n",
+            None,
+            "suites.0.name",
+        ),
+        (
+            "suites:\n  - {name: ok, config: suite/skillab.yaml, cron: '61 3 * * *'}\n",
+            None,
+            "Invalid cron string",
+        ),
+        (
+            "suites:\n  - {name: ok, config: suite/skillab.yaml, cron: '0 3 * * *', timezone: Mars/Base}\n",
+            None,
+            "Invalid timezone",
+        ),
+        (
+            "suites:\n  - {name: ok, config: suite/skillab.yaml, cron: '0 3 * * *', crn: x}\n",
+            None,
+            "suites.0.crn: Extra inputs are not permitted",
+        ),
+        (
+            "suites:\n  - {name: ok, config: suite/skillab.yaml, cron: '0 3 * * *'}\n",
+            "concurrency: lots\n",
+            "suite ok: ",
+        ),
+        (
+            "suites:\n  - {name: ok, config: suite/skillab.yaml, cron: '0 3 * * *'}\n",
+            "variant: v1\n",
+            "variant: unknown option (did you mean 'variants'?)",
+        ),
+        (
+            "suites:\n  - {name: ok, config: missing.yaml, cron: '0 3 * * *'}\n",
+            None,
+            "missing.yaml: file not found",
+        ),
+        (
+            "suites:\n  - {name: a, config: suite/skillab.yaml, cron: '0 3 * * *'}\n"
+            "  - {name: a, config: suite/skillab.yaml, cron: '0 4 * * *'}\n",
+            None,
+            "duplicate name 'a'",
+        ),
+    ],
+)
+def test_bad_deployments(tmp_path: Path, body: str, config: str | None, expected: str) -> None:
+    path = write(tmp_path, body, config or "variants: v1,v2\n")
+    with pytest.raises(UsageError) as info:
+        load(path)
+    assert any(expected in line for line in info.value.lines), info.value.lines
