@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import xml.etree.ElementTree as ET
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -28,6 +30,11 @@ async def artifact_keys(flow_run_id: object) -> set[str]:
     return {a.key for a in arts if a.key}
 
 
+def nightly_state(config: Path, suite: str) -> Any:
+    """The final state of a nightly flow run (a failed run does not raise)."""
+    return asyncio.run(cast(Coroutine[Any, Any, Any], nightly_bench(str(config), suite, return_state=True)))
+
+
 def test_nightly_regression_fails_the_second_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project = make_project(tmp_path / "suite", n=8)
     reports = tmp_path / "reports"
@@ -37,11 +44,11 @@ def test_nightly_regression_fails_the_second_run(tmp_path: Path, monkeypatch: py
     with FakeProvider(answer) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-        first = asyncio.run(nightly_bench(str(project / "skillab.yaml"), "capitals", return_state=True))
+        first = nightly_state(project / "skillab.yaml", "capitals")
         assert first.is_completed()
         # The artifact changes between nights and makes v2 chatty: every case loses 2 points.
         (project / "skills" / "v2.md").write_text("Answer the question in full sentences.")
-        second = asyncio.run(nightly_bench(str(project / "skillab.yaml"), "capitals", return_state=True))
+        second = nightly_state(project / "skillab.yaml", "capitals")
     assert second.is_failed()
     error = second.result(raise_on_failure=False)
     assert "regression in v2" in str(error)
