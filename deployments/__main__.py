@@ -22,12 +22,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--file", default="deployments.yaml", help="the deployments file")
     parser.add_argument("--check", action="store_true", help="validate and list; serve nothing")
+    parser.add_argument(
+        "--register-shards", metavar="POOL", help="deploy the shard flow to this process work pool"
+    )
     args = parser.parse_args(argv)
     configure_prefect()
     from prefect import serve
 
     from deployments.suites import build, load
 
+    if args.register_shards:
+        from deployments.shards import DEPLOYMENT, register
+
+        print(
+            f"deployment bench-shard/{DEPLOYMENT} on pool {args.register_shards}: {register(args.register_shards)}"
+        )
+        return 0
     path = Path(args.file)
     try:
         suites = load(path)

@@ -121,6 +121,19 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         "--max-calls", type=int, default=s, metavar="N", help="stop scheduling calls past this count"
     )
     g.add_argument(
+        "--shards",
+        type=int,
+        default=s,
+        metavar="N",
+        help="split execution over N flow runs on a work pool's workers (see README)",
+    )
+    g.add_argument(
+        "--shard-deployment",
+        default=s,
+        metavar="FLOW/NAME",
+        help="the deployment that runs a shard (default: bench-shard/skillab-shard)",
+    )
+    g.add_argument(
         "--dry-run", action="store_true", default=s, help="print the plan and estimated cost; call nothing"
     )
     g = p.add_argument_group("report")

@@ -66,5 +66,7 @@ class BenchOptions(BaseModel):
     suite: str | None = Field(None, description="suite name for regression history")
     budget_usd: float | None = Field(None, gt=0, description="stop scheduling new calls past this spend")
     max_calls: int | None = Field(None, ge=1, description="stop scheduling new calls past this count")
+    shards: int = Field(1, ge=1, description="split execution over this many flow runs on a work pool")
+    shard_deployment: str = Field("bench-shard/skillab-shard", description="deployment that runs a shard")
     junit: str | None = Field(None, description="write a JUnit XML file")
     github_summary: str | None = Field(None, description="write a GitHub job summary (markdown)")

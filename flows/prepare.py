@@ -93,6 +93,10 @@ def prepare(options: BenchOptions, cwd: Path) -> Prepared:
         raise UsageError(f"--control: {control!r} is not among the variants {','.join(names)}")
     if options.prices and not (cwd / options.prices).is_file():
         raise UsageError(f"--prices: file not found: {options.prices}")
+    if options.shards > 1 and not options.cache:
+        raise UsageError(
+            "--shards: needs the cache (shards hand their results over through it); drop --no-cache"
+        )
     notices: list[str] = []
     executor = options.executor or "local"
     target = make_target(executor, options.model, options, "--executor", options.base_url)

@@ -264,7 +264,7 @@ class Outcome:
     path: Path | None
 
 
-async def run_benchmark(prepared: Prepared, *, show_progress: bool = True) -> Outcome:
+async def run_benchmark(prepared: Prepared, cwd: Path, *, show_progress: bool = True) -> Outcome:
     from flows.report import build_report, publish
 
     opts = prepared.options
@@ -279,6 +279,11 @@ async def run_benchmark(prepared: Prepared, *, show_progress: bool = True) -> Ou
         max_tokens=opts.max_tokens,
         seed=opts.seed,
     )
+    shard_runs: list[dict[str, Any]] = []
+    if opts.shards > 1:
+        from flows.shard import dispatch_shards
+
+        shard_runs = await dispatch_shards(prepared, cwd)
     progress = Progress(len(units), "executing", enabled=show_progress)
     runner = UnitRunner(prepared, progress)
     try:
@@ -324,6 +329,8 @@ async def run_benchmark(prepared: Prepared, *, show_progress: bool = True) -> Ou
     if opts.pairwise and judge_enabled and len(prepared.variants) > 1:
         aggregate["pairwise"] = await pairwise(prepared, runner, records)
     report = build_report(prepared, records, aggregate, runner, started_at, time.time() - started)
+    if shard_runs:
+        report["meta"]["shards"] = shard_runs
     if opts.suite:
         report["regression"] = regression_against_previous(prepared.output_dir, report)
     path = publish(report, prepared)
@@ -348,7 +355,7 @@ async def sample_bench(options: BenchOptions, cwd: str = ".", show_progress: boo
     from flows.prepare import prepare
 
     prepared = prepare(options, Path(cwd))
-    outcome = await run_benchmark(prepared, show_progress=show_progress)
+    outcome = await run_benchmark(prepared, Path(cwd), show_progress=show_progress)
     await publish_artifacts(outcome)
     regression = outcome.report.get("regression") or {}
     if regression.get("regressed"):

@@ -1,0 +1,88 @@
+"""Scale-out on Prefect's own path: a suite split into shards, one flow run per shard dispatched
+with ``run_deployment`` to the process workers of a work pool (on this machine or others).
+
+A shard only executes its units into the shared cache (``--cache-dir`` on storage every worker
+sees). The parent run then finds every unit cached and grades, judges and aggregates exactly as a
+single-process run does, so both give the same report. A shard that failed leaves its units
+uncached, and the parent runs them itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+from prefect.deployments import arun_deployment
+
+from flows.options import BenchOptions
+from flows.plan import execution_units
+from flows.prepare import Prepared, prepare
+from flows.progress import Progress
+from flows.sample_bench import UnitRunner
+from tasks.schema import Unit
+
+SHARD_FLOW = "bench-shard"
+
+
+def shard_of(sample_id: str, shards: int) -> int:
+    """Stable across processes and machines (Python's hash() is salted per process)."""
+    return int(hashlib.sha256(sample_id.encode()).hexdigest(), 16) % shards
+
+
+def units_of_shard(prepared: Prepared, shard: int, shards: int) -> list[Unit]:
+    o = prepared.options
+    units = execution_units(
+        prepared.samples,
+        prepared.variants,
+        prepared.target,
+        repeat=o.repeat,
+        temperature=o.temperature,
+        max_tokens=o.max_tokens,
+        seed=o.seed,
+    )
+    return [u for u in units if shard_of(u.sample_id, shards) == shard]
+
+
+@flow(name=SHARD_FLOW, flow_run_name="shard {shard} of {shards}", log_prints=False)
+async def bench_shard(options: BenchOptions, cwd: str, shard: int, shards: int) -> dict[str, Any]:
+    """Execute one shard's units into the shared cache."""
+    prepared = prepare(options, Path(cwd))
+    units = units_of_shard(prepared, shard, shards)
+    runner = UnitRunner(prepared, Progress(len(units), f"shard {shard}", enabled=False))
+    results = await runner.run(units, prepared.target)
+    return {
+        "shard": shard,
+        "units": len(units),
+        "calls": runner.calls,
+        "cached": runner.cache_hits,
+        "errors": sum(1 for r in results.values() if not r.ok),
+    }
+
+
+async def dispatch_shards(prepared: Prepared, cwd: Path) -> list[dict[str, Any]]:
+    """One flow run per shard on the work pool's workers; waits for all of them."""
+    o = prepared.options
+    runs = await asyncio.gather(
+        *(
+            arun_deployment(
+                name=o.shard_deployment,
+                parameters={
+                    "options": o.model_copy(update={"shards": 1}).model_dump(mode="json"),
+                    "cwd": str(cwd.resolve()),
+                    "shard": i,
+                    "shards": o.shards,
+                },
+                flow_run_name=f"{o.suite or prepared.samples_path.name} · shard {i + 1}/{o.shards}",
+                timeout=None,
+                poll_interval=1,
+            )
+            for i in range(o.shards)
+        )
+    )
+    return [
+        {"shard": i, "flowRun": str(r.id), "state": r.state.name if r.state else None}
+        for i, r in enumerate(runs)
+    ]

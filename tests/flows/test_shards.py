@@ -1,0 +1,144 @@
+"""Scale-out: shards dispatched with run_deployment to two process workers give the single-process report."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flows.bench import main
+from tests.fakes.provider import FakeProvider
+from tests.flows.helpers import answer, make_project
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+ROOT = Path(__file__).resolve().parents[2]
+POOL = "skillab-test-pool"
+
+
+async def create_pool() -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.exceptions import ObjectAlreadyExists
+
+    async with get_client() as client:
+        try:
+            await client.create_work_pool(WorkPoolCreate(name=POOL, type="process"))
+        except ObjectAlreadyExists:
+            pass
+
+
+@pytest.fixture
+def workers(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProvider]:
+    from prefect.settings import PREFECT_API_URL
+
+    from deployments.shards import register
+
+    asyncio.run(create_pool())
+    register(POOL)
+    with FakeProvider(answer) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        env = os.environ | {"PREFECT_API_URL": str(PREFECT_API_URL.value()), "PYTHONPATH": str(ROOT)}
+        procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "prefect",
+                    "worker",
+                    "start",
+                    "--pool",
+                    POOL,
+                    "--type",
+                    "process",
+                    "--name",
+                    f"worker-{i}",
+                    "--limit",
+                    "1",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            for i in range(2)
+        ]
+        try:
+            yield server
+        finally:
+            for p in procs:
+                os.killpg(p.pid, signal.SIGTERM)
+            for p in procs:
+                try:
+                    p.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait()
+
+
+def comparable(report: dict) -> dict:
+    """The figures that must match, without timings, ids and call counts."""
+    return {
+        "summary": {
+            v: {
+                k: s[k]
+                for k in (
+                    "avgCompositeScore",
+                    "avgAssertionScore",
+                    "errorCount",
+                    "passRate",
+                    "compositeCI95",
+                    "pass@k",
+                )
+            }
+            for v, s in report["summary"].items()
+        },
+        "comparisons": [{k: c[k] for k in ("paired", "verdict", "perCase")} for c in report["comparisons"]],
+        "cases": {
+            r["sample_id"]: {v: (e["compositeScore"], e["output"]) for v, e in r["variants"].items()}
+            for r in report["results"]
+        },
+    }
+
+
+def test_sharded_run_matches_single_process(
+    tmp_path: Path, workers: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = make_project(tmp_path / "p", n=8)
+    monkeypatch.chdir(project)
+    base = ["run", "--executor", "openai", "--quiet"]
+    assert main([*base, "--output-dir", str(tmp_path / "r1"), "--cache-dir", str(tmp_path / "c1")]) == 0
+    single_calls = workers.count()
+    started = time.monotonic()
+    assert (
+        main(
+            [
+                *base,
+                "--output-dir",
+                str(tmp_path / "r2"),
+                "--cache-dir",
+                str(tmp_path / "c2"),
+                "--shards",
+                "2",
+            ]
+        )
+        == 0
+    )
+    assert time.monotonic() - started < 300
+    single = json.loads(next((tmp_path / "r1").glob("*.json")).read_text())
+    sharded = json.loads(next((tmp_path / "r2").glob("*.json")).read_text())
+    assert comparable(sharded) == comparable(single)
+    shards = sharded["meta"]["shards"]
+    assert [s["state"] for s in shards] == ["Completed", "Completed"]
+    # the workers made every call; the parent found everything in the shared cache
+    assert workers.count() - single_calls == 16
+    assert sharded["meta"]["calls"] == 0 and sharded["meta"]["cacheHits"] == 16
