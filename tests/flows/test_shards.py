@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -29,10 +30,8 @@ async def create_pool() -> None:
     from prefect.exceptions import ObjectAlreadyExists
 
     async with get_client() as client:
-        try:
+        with contextlib.suppress(ObjectAlreadyExists):
             await client.create_work_pool(WorkPoolCreate(name=POOL, type="process"))
-        except ObjectAlreadyExists:
-            pass
 
 
 @pytest.fixture
