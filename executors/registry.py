@@ -6,7 +6,10 @@ import threading
 
 from executors.anthropic import AnthropicExecutor
 from executors.base import Executor, ExecutorSettings
+from executors.claude_code import ClaudeCodeExecutor
+from executors.codex_cli import CodexExecutor
 from executors.gemini import GeminiExecutor
+from executors.gemini_cli import GeminiCliExecutor
 from executors.local import LocalExecutor
 from executors.openai import OpenAIExecutor
 
@@ -15,6 +18,10 @@ EXECUTORS: dict[str, type[Executor]] = {
     "anthropic": AnthropicExecutor,
     "gemini": GeminiExecutor,
     "local": LocalExecutor,
+    # Agent CLIs: agentic mode (`skill`), and sample mode through the CLI.
+    "claude": ClaudeCodeExecutor,
+    "codex": CodexExecutor,
+    "gemini-cli": GeminiCliExecutor,
 }
 
 _instances: dict[tuple[str, ExecutorSettings], Executor] = {}

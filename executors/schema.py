@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -46,3 +48,50 @@ class RunResult(Frozen):
     error_kind: str | None = Field(default=None, description="transient | permanent | timeout | budget")
     attempts: int = 1
     cached: bool = False
+
+
+class AgentRequest(Frozen):
+    """One headless agent session in its own sandbox."""
+
+    cli: str = Field(description="claude | codex | gemini")
+    model: str
+    prompt: str
+    sandbox: str = Field(description="the session's working directory (created fresh per session)")
+    home: str = Field(description="a fresh HOME for the session")
+    skill_name: str | None = Field(default=None, description="the skill under test; None in the baseline arm")
+    skill_dir: str | None = Field(
+        default=None, description="folder holding SKILL.md, installed in the with-skill arm"
+    )
+    system: str | None = Field(default=None, description="extra system instructions (sample mode's artifact)")
+    max_turns: int = 10
+    timeout_s: float = 600.0
+    raw_stream: str = Field(description="file the CLI's output stream is written to")
+
+
+class AgentEvent(Frozen):
+    """One step of a session in the model shared by the three CLIs."""
+
+    kind: str = Field(description="init | text | tool_use | tool_result | error | result")
+    tool: str | None = None
+    tool_id: str | None = None
+    input: dict[str, Any] | None = None
+    text: str = ""
+    is_error: bool = False
+    exit_code: int | None = None
+
+
+class AgentSession(Frozen):
+    """A parsed session. ``status`` is success, error, api_error, max_turns, timeout or crashed."""
+
+    ok: bool
+    status: str
+    final_text: str = ""
+    events: tuple[AgentEvent, ...] = ()
+    skills_listed: tuple[str, ...] | None = Field(
+        default=None, description="skills the CLI announced, if it does"
+    )
+    skill_invoked: bool = False
+    meta: dict[str, Any] = Field(default_factory=dict)
+    exit_code: int | None = None
+    error: str | None = None
+    duration_ms: float = 0.0

@@ -1,0 +1,176 @@
+"""What the three agent CLIs share: finding the binary, an isolated environment, and a subprocess
+that is killed with its whole process group when it hangs, writing its stream to a file (so a CLI
+that floods output cannot fill a pipe or memory)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import time
+from abc import abstractmethod
+from pathlib import Path
+from typing import Any, ClassVar
+
+from executors.base import Executor
+from executors.errors import PermanentError, TransientError
+from executors.schema import AgentRequest, AgentSession, RunRequest, RunResult, Usage
+
+CLI_DIR_ENV = "SKILLAB_AGENT_CLI_DIR"
+DEFAULT_CLI_DIR = Path.home() / ".cache" / "skillab" / "agent-clis"
+# Variables of an enclosing Claude Code session that would make a nested `claude -p` refuse to run.
+NESTED = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")
+STREAM_LIMIT = 64 * 1024 * 1024  # bytes of stream kept for parsing; a flood past this is cut
+
+
+def find_binary(name: str) -> str | None:
+    env = os.environ.get(f"SKILLAB_{name.upper()}_BIN")
+    if env:
+        return env
+    local = Path(os.environ.get(CLI_DIR_ENV) or DEFAULT_CLI_DIR) / "node_modules" / ".bin" / name
+    return str(local) if local.exists() else shutil.which(name)
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """JSON lines of a stream; lines that are not JSON objects (warnings, banners) are skipped."""
+    out = []
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(STREAM_LIMIT)
+    except FileNotFoundError:
+        return []
+    for line in data.decode("utf-8", "replace").splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
+
+
+class AgentExecutor(Executor):
+    """Runs one CLI session. Subclasses build the command and parse the stream."""
+
+    binary: ClassVar[str]
+    agentic = True
+
+    def problem(self) -> str | None:
+        if find_binary(self.binary) is None:
+            return (
+                f"the {self.binary!r} CLI was not found: install it (scripts/install-agent-clis.sh) or set "
+                f"SKILLAB_{self.binary.upper()}_BIN"
+            )
+        return None
+
+    def base_env(self, request: AgentRequest) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in NESTED}
+        tmp = Path(request.home) / "tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
+        env.update(HOME=request.home, TMPDIR=str(tmp), NO_COLOR="1", CI="1")
+        return env
+
+    @abstractmethod
+    def prepare(self, request: AgentRequest) -> tuple[list[str], dict[str, str]]:
+        """Install the skill (with-skill arm), write config files; return (argv, env)."""
+
+    @abstractmethod
+    def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
+        """The session from the stream's JSON events."""
+
+    async def session(self, request: AgentRequest) -> AgentSession:
+        binary = find_binary(self.binary)
+        if binary is None:
+            raise PermanentError(self.problem() or self.binary)
+        Path(request.sandbox).mkdir(parents=True, exist_ok=True)
+        Path(request.home).mkdir(parents=True, exist_ok=True)
+        argv, env = self.prepare(request)
+        raw = Path(request.raw_stream)
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        with open(raw, "wb") as out, open(raw.with_name("stderr.txt"), "wb") as err:
+            proc = await asyncio.create_subprocess_exec(
+                binary,
+                *argv,
+                cwd=request.sandbox,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+            timed_out = False
+            try:
+                await asyncio.wait_for(proc.wait(), request.timeout_s)
+            except TimeoutError:
+                timed_out = True
+            finally:
+                if proc.returncode is None or timed_out:
+                    kill_group(proc.pid)
+                    await proc.wait()
+        elapsed = (time.perf_counter() - started) * 1000
+        session = self.parse(read_events(raw), request)
+        update: dict[str, Any] = {"exit_code": proc.returncode, "duration_ms": elapsed}
+        if timed_out:
+            update |= {"ok": False, "status": "timeout", "error": f"killed after {request.timeout_s:g}s"}
+        elif session.status == "success" and proc.returncode not in (0, None):
+            update |= {"ok": False, "status": "crashed", "error": f"exit code {proc.returncode}"}
+        elif not session.events and proc.returncode != 0:
+            tail = raw.with_name("stderr.txt").read_bytes()[-300:].decode("utf-8", "replace").strip()
+            update |= {"ok": False, "status": "crashed", "error": f"exit code {proc.returncode}: {tail}"}
+        return session.model_copy(update=update)
+
+    async def run(self, request: RunRequest) -> RunResult:
+        """Sample mode through an agent CLI: one prompt in a throw-away sandbox, the artifact as
+        system instructions. Failures map onto the error tree like an API's."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix=f"skillab-{self.name}-") as tmp:
+            session = await self.session(
+                AgentRequest(
+                    cli=self.name,
+                    model=request.model,
+                    prompt=request.prompt,
+                    sandbox=f"{tmp}/sandbox",
+                    home=f"{tmp}/home",
+                    system=request.system,
+                    max_turns=3,
+                    timeout_s=self.settings.timeout_s,
+                    raw_stream=f"{tmp}/out/raw_stream.jsonl",
+                )
+            )
+        if not session.ok:
+            status = session.meta.get("api_error_status")
+            if session.status == "timeout" or (isinstance(status, int) and (status == 429 or status >= 500)):
+                raise TransientError(f"{self.name}: {session.status}: {session.error}", status=status)
+            raise PermanentError(f"{self.name}: {session.status}: {session.error}", status=status)
+        usage = usage_of(session.meta)
+        cost = session.meta.get("total_cost_usd")
+        return RunResult(
+            ok=True,
+            output=session.final_text,
+            usage=usage,
+            cost_usd=float(cost)
+            if cost is not None
+            else self.prices.cost(request.model, usage.input_tokens, usage.output_tokens),
+            latency_ms=session.duration_ms,
+            model=str(session.meta.get("model") or request.model),
+        )
+
+
+def kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def usage_of(meta: dict[str, Any]) -> Usage:
+    usage = meta.get("usage") or {}
+    return Usage(
+        input_tokens=int(usage.get("input_tokens") or 0), output_tokens=int(usage.get("output_tokens") or 0)
+    )

@@ -1,0 +1,171 @@
+"""Codex CLI headless: ``codex exec --json`` with a config that keeps it quiet and local.
+
+The skill is installed at ``.agents/skills/<name>/`` and its body injected by ``$<name>`` in the prompt
+(Codex has no Skill tool and no skill event). Codex has no turn limit flag: ``max_turns`` is not
+enforced by it, and the timeout bounds the session instead.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from executors.agent import AgentExecutor
+from executors.schema import AgentEvent, AgentRequest, AgentSession
+
+CONFIG = """\
+check_for_update_on_startup = false
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+{provider}
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[otel]
+exporter = "none"
+"""
+PROVIDER = """\
+model_provider = "skillab"
+
+[model_providers.skillab]
+name = "skillab"
+base_url = "{base_url}"
+wire_api = "responses"
+env_key = "OPENAI_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+"""
+
+
+class CodexExecutor(AgentExecutor):
+    name = "codex"
+    binary = "codex"
+    default_model = "gpt-5.5"
+
+    def prepare(self, request: AgentRequest) -> tuple[list[str], dict[str, str]]:
+        codex_home = Path(request.home) / ".codex"
+        codex_home.mkdir(parents=True, exist_ok=True)
+        provider = PROVIDER.format(base_url=self.settings.base_url) if self.settings.base_url else ""
+        (codex_home / "config.toml").write_text(CONFIG.format(provider=provider), encoding="utf-8")
+        prompt = request.prompt
+        if request.skill_name and request.skill_dir:
+            shutil.copytree(
+                request.skill_dir,
+                Path(request.sandbox) / ".agents" / "skills" / request.skill_name,
+                dirs_exist_ok=True,
+            )
+            prompt = f"${request.skill_name} {prompt}"
+        if request.system:
+            (Path(request.sandbox) / "AGENTS.md").write_text(request.system, encoding="utf-8")
+        argv = [
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "-m",
+            request.model,
+            "--disable",
+            "plugins",
+            "--disable",
+            "remote_plugin",
+            "--disable",
+            "apps",
+            prompt,
+        ]
+        return argv, self.base_env(request) | {"CODEX_HOME": str(codex_home)}
+
+    def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
+        return parse_codex(events, request.skill_name, forced=bool(request.skill_name and request.skill_dir))
+
+
+def parse_codex(
+    events: list[dict[str, Any]], skill_name: str | None = None, forced: bool = False
+) -> AgentSession:
+    out: list[AgentEvent] = []
+    meta: dict[str, Any] = {}
+    final = ""
+    failed: str | None = None
+    completed = False
+    usage = {"input_tokens": 0, "output_tokens": 0}
+    invoked = forced
+    for e in events:
+        kind = e.get("type")
+        item = e.get("item") or {}
+        if kind == "thread.started":
+            meta["session_id"] = e.get("thread_id")
+            out.append(AgentEvent(kind="init", text="thread started"))
+        elif kind == "item.completed" and item.get("type") == "agent_message":
+            final = str(item.get("text") or "")
+            out.append(AgentEvent(kind="text", text=final))
+        elif kind == "item.completed" and item.get("type") == "command_execution":
+            command = str(item.get("command") or "")
+            if skill_name and f"skills/{skill_name}/" in command:
+                invoked = True
+            code = item.get("exit_code")
+            out.append(
+                AgentEvent(kind="tool_use", tool="shell", tool_id=item.get("id"), input={"command": command})
+            )
+            out.append(
+                AgentEvent(
+                    kind="tool_result",
+                    tool="shell",
+                    tool_id=item.get("id"),
+                    text=str(item.get("aggregated_output") or "")[:4000],
+                    is_error=code not in (0, None),
+                    exit_code=code,
+                )
+            )
+        elif kind == "item.completed" and item.get("type") == "file_change":
+            changes = item.get("changes") or []
+            out.append(
+                AgentEvent(
+                    kind="tool_use", tool="file_change", tool_id=item.get("id"), input={"changes": changes}
+                )
+            )
+            out.append(
+                AgentEvent(
+                    kind="tool_result",
+                    tool="file_change",
+                    tool_id=item.get("id"),
+                    is_error=item.get("status") not in ("completed", None),
+                )
+            )
+        elif kind == "item.completed" and item.get("type") == "error":
+            out.append(AgentEvent(kind="error", text=str(item.get("message") or ""), is_error=True))
+        elif kind == "error":
+            out.append(AgentEvent(kind="error", text=str(e.get("message") or ""), is_error=True))
+        elif kind == "turn.completed":
+            completed = True
+            u = e.get("usage") or {}
+            usage["input_tokens"] += int(u.get("input_tokens") or 0)
+            usage["output_tokens"] += int(u.get("output_tokens") or 0)
+        elif kind == "turn.failed":
+            failed = str((e.get("error") or {}).get("message") or "turn failed")
+    meta["usage"] = usage
+    meta["num_turns"] = sum(1 for e in events if e.get("type") == "turn.started")
+    if failed is not None:
+        status, error = "api_error", failed
+        try:
+            inner = json.loads(failed).get("error", {})
+            meta["api_error"] = inner
+        except (json.JSONDecodeError, AttributeError):
+            pass
+    elif completed:
+        status, error = "success", None
+    else:
+        status, error = "crashed", "no turn.completed event (the process died)"
+    out.append(AgentEvent(kind="result", text=final, is_error=status != "success"))
+    return AgentSession(
+        ok=status == "success",
+        status=status,
+        final_text=final,
+        events=tuple(out),
+        skills_listed=None,
+        skill_invoked=invoked,
+        meta=meta,
+        error=error,
+    )

@@ -1,0 +1,146 @@
+"""Gemini CLI headless: ``gemini -p --output-format stream-json --approval-mode yolo``.
+
+The skill is installed at ``.gemini/skills/<name>/`` (it becomes an allowed name of the
+``activate_skill`` tool) and its load is asked for in the sandbox's GEMINI.md context file.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from executors.agent import AgentExecutor
+from executors.schema import AgentEvent, AgentRequest, AgentSession
+
+EXIT_TURN_LIMIT = 53
+FORCE_SKILL = (
+    "IMPORTANT: Before starting any work, you MUST first call the activate_skill tool with name "
+    '"{name}" and follow the skill\'s instructions throughout your work.'
+)
+
+
+class GeminiCliExecutor(AgentExecutor):
+    name = "gemini-cli"
+    binary = "gemini"
+    default_model = "gemini-2.5-pro"
+
+    def prepare(self, request: AgentRequest) -> tuple[list[str], dict[str, str]]:
+        settings_dir = Path(request.home) / ".gemini"
+        settings_dir.mkdir(parents=True, exist_ok=True)
+        settings = {
+            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            "general": {"disableAutoUpdate": True, "disableUpdateNag": True, "maxAttempts": 1},
+            "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False},
+            "model": {"maxSessionTurns": request.max_turns},
+        }
+        (settings_dir / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+        context = []
+        if request.skill_name and request.skill_dir:
+            shutil.copytree(
+                request.skill_dir,
+                Path(request.sandbox) / ".gemini" / "skills" / request.skill_name,
+                dirs_exist_ok=True,
+            )
+            context.append(FORCE_SKILL.format(name=request.skill_name))
+        if request.system:
+            context.append(request.system)
+        if context:
+            (Path(request.sandbox) / "GEMINI.md").write_text("\n\n".join(context), encoding="utf-8")
+        env = self.base_env(request) | {
+            "GEMINI_CLI_TRUST_WORKSPACE": "true",
+            "GEMINI_CLI_NO_RELAUNCH": "true",
+        }
+        if self.settings.base_url:
+            env["GOOGLE_GEMINI_BASE_URL"] = self.settings.base_url
+        argv = [
+            "-p",
+            request.prompt,
+            "--output-format",
+            "stream-json",
+            "--approval-mode",
+            "yolo",
+            "-m",
+            request.model,
+        ]
+        return argv, env
+
+    def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
+        return parse_gemini(events, request.skill_name)
+
+
+def parse_gemini(events: list[dict[str, Any]], skill_name: str | None = None) -> AgentSession:
+    out: list[AgentEvent] = []
+    meta: dict[str, Any] = {}
+    text_parts: list[str] = []
+    result: dict[str, Any] | None = None
+    invoked = False
+    tools: dict[str, str] = {}
+    for e in events:
+        kind = e.get("type")
+        if kind == "init":
+            meta |= {"session_id": e.get("session_id"), "model": e.get("model")}
+            out.append(AgentEvent(kind="init", text=f"model {e.get('model')}"))
+        elif kind == "message" and e.get("role") == "assistant":
+            text_parts.append(str(e.get("content") or ""))
+        elif kind == "tool_use":
+            name, params = e.get("tool_name"), e.get("parameters") or {}
+            tools[str(e.get("tool_id"))] = str(name)
+            if name == "activate_skill" and (skill_name is None or params.get("name") == skill_name):
+                invoked = True
+            out.append(AgentEvent(kind="tool_use", tool=name, tool_id=e.get("tool_id"), input=params))
+        elif kind == "tool_result":
+            err = e.get("error") or {}
+            out.append(
+                AgentEvent(
+                    kind="tool_result",
+                    tool=tools.get(str(e.get("tool_id"))),
+                    tool_id=e.get("tool_id"),
+                    text=str(e.get("output") or err.get("message") or "")[:4000],
+                    is_error=e.get("status") == "error",
+                )
+            )
+        elif kind == "error":
+            out.append(AgentEvent(kind="error", text=str(e.get("message") or e), is_error=True))
+        elif kind == "result":
+            result = e
+    final = "".join(text_parts)
+    if final:
+        out.append(AgentEvent(kind="text", text=final))
+    if result is None:
+        return AgentSession(
+            ok=False,
+            status="crashed",
+            final_text=final,
+            events=tuple(out),
+            skill_invoked=invoked,
+            meta=meta,
+            error="no result event (the process died or hit the turn limit)",
+        )
+    stats = result.get("stats") or {}
+    meta |= {
+        "usage": {
+            "input_tokens": stats.get("input_tokens", 0),
+            "output_tokens": stats.get("output_tokens", 0),
+        },
+        "duration_ms": stats.get("duration_ms"),
+        "tool_calls": stats.get("tool_calls"),
+    }
+    if stats.get("models"):
+        meta["model"] = next(iter(stats["models"]))
+    ok = result.get("status") == "success"
+    error = None if ok else str((result.get("error") or {}).get("message") or "error")
+    status = "success" if ok else ("api_error" if error and "API Error" in error else "error")
+    out.append(AgentEvent(kind="result", text=final, is_error=not ok))
+    return AgentSession(
+        ok=ok,
+        status=status,
+        final_text=final,
+        events=tuple(out),
+        skills_listed=None,
+        skill_invoked=invoked,
+        meta=meta,
+        error=error,
+    )
