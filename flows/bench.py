@@ -165,6 +165,36 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+def add_skill_options(p: argparse.ArgumentParser) -> None:
+    """Every key of the seed's config.yml is also a flag (flags win over the file)."""
+    s = argparse.SUPPRESS
+    p.add_argument(
+        "--skill", default=s, help="skill name (.claude/skills/<name>, ~/.claude/skills/<name>) or path"
+    )
+    p.add_argument(
+        "--config",
+        default=None,
+        help="config.yml (default: .claude/skills/skill-benchmark/config.yml, ~/...)",
+    )
+    p.add_argument("--tasks", default=s, metavar="DIR", help="the task-set folder (a fixed suite)")
+    p.add_argument("--runner", default=s, help="agent CLI: claude | codex | gemini-cli (default: claude)")
+    p.add_argument("--runner-model", default=s)
+    p.add_argument("--judge-model", default=s)
+    p.add_argument("--judge-executor", default=s, help="executor of the judge (default: anthropic)")
+    p.add_argument("--task-count", type=int, default=s)
+    p.add_argument("--negative-controls", type=int, default=s)
+    p.add_argument("--runs", type=int, default=s)
+    p.add_argument("--max-turns", type=int, default=s)
+    p.add_argument("--results-dir", default=s)
+    p.add_argument(
+        "--timeout", type=float, default=s, help="seconds per session (the process group is killed)"
+    )
+    p.add_argument("--concurrency", type=int, default=s)
+    p.add_argument("--base-url", default=s, help="the runner's API endpoint")
+    p.add_argument("--output-dir", default=s, help="also write the report JSON here (for `report`)")
+    p.add_argument("--seed", type=int, default=s)
+
+
 def build_parser() -> Parser:
     parser = Parser(
         prog="skillab",
@@ -194,6 +224,21 @@ def build_parser() -> Parser:
         help="also require every comparison's verdict to be BETTER, or not WORSE",
     )
     ci.set_defaults(handler=cmd_ci)
+    skill = sub.add_parser("skill", help="agentic mode: benchmark a Claude Code skill with agent CLIs")
+    skill_sub = skill.add_subparsers(dest="skill_command", required=True, parser_class=Parser)
+    srun = skill_sub.add_parser(
+        "run", help="run the suite with and without the skill, grade, compare, report"
+    )
+    add_skill_options(srun)
+    srun.set_defaults(handler=cmd_skill_run)
+    gen = skill_sub.add_parser("generate-tasks", help="write a task suite with an LLM, for you to review")
+    add_skill_options(gen)
+    gen.add_argument("--out", required=True, help="folder to write the suite into (must not hold tasks yet)")
+    gen.add_argument(
+        "--executor", default="anthropic", help="executor of the writing model (default: anthropic)"
+    )
+    gen.add_argument("--model", default=None, help="writing model (default: the judge model)")
+    gen.set_defaults(handler=cmd_skill_generate)
     hist = sub.add_parser("history", help="the trend of a named suite over its runs")
     hist.add_argument("--suite", required=True)
     hist.add_argument("--reports-dir", default=None, help="reports folder (default: ~/.skillab/reports)")
@@ -393,6 +438,76 @@ def cmd_report(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         log_level="warning",
+    )
+    return EXIT_OK
+
+
+def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
+    from flows.skill_config import SkillBenchConfig, find_skill, load_config
+
+    cwd = Path.cwd()
+    overrides = {k: v for k, v in vars(args).items() if k in SkillBenchConfig.model_fields and k != "config"}
+    config = load_config(args.config, cwd, overrides)
+    return config, find_skill(config.skill, cwd)
+
+
+def cmd_skill_run(args: argparse.Namespace) -> int:
+    from executors.registry import EXECUTORS, get_executor
+    from flows.skill_config import load_tasks
+
+    config, skill = skill_inputs(args)
+    if not config.tasks:
+        raise UsageError(
+            "--tasks: name the task-set folder (a fixed suite; `skill generate-tasks` writes one)"
+        )
+    load_tasks(Path(config.tasks))  # every malformed file reported before any session starts
+    if config.runner not in EXECUTORS or not getattr(EXECUTORS[config.runner], "agentic", False):
+        raise UsageError(f"--runner: {config.runner!r} is not an agent CLI (claude, codex, gemini-cli)")
+    problem = get_executor(config.runner).problem()
+    if problem:
+        raise UsageError(f"--runner: {problem}")
+    configure_prefect()
+    from flows.skill_bench import InsufficientData, skill_bench
+
+    flow = skill_bench.with_options(
+        flow_run_name=f"skill {skill.name} · {config.runner}:{config.runner_model}"
+    )
+    state: Any = asyncio.run(
+        flow(
+            config,
+            skill.name,
+            str(skill.path),
+            str(Path(config.tasks).resolve()),  # type: ignore[arg-type]
+            return_state=True,
+        )
+    )
+    outcome = state.result(raise_on_failure=False)
+    if isinstance(outcome, InsufficientData):
+        print(f"skillab skill: {outcome}", file=sys.stderr)
+        return EXIT_FAIL
+    if isinstance(outcome, BaseException):
+        raise outcome
+    import json
+
+    report = json.loads(Path(outcome["report_path"]).read_text(encoding="utf-8"))
+    for comp in report["comparisons"]:
+        v = comp["verdict"]
+        print(f"with-skill vs baseline: {v['label']} (band: {v['band']}) — {v['reason']}")
+    print(f"report: {Path(outcome['results_dir']) / 'report.md'}")
+    return EXIT_OK
+
+
+def cmd_skill_generate(args: argparse.Namespace) -> int:
+    from flows.task_generation import generate_tasks
+
+    config, skill = skill_inputs(args)
+    written = asyncio.run(
+        generate_tasks(config, skill, Path(args.out), args.executor, args.model or config.judge_model)
+    )
+    for path in written:
+        print(f"wrote {path}")
+    print(
+        f"Review the {len(written)} tasks, then run: python -m flows.bench skill run --skill {skill.name} --tasks {args.out}"
     )
     return EXIT_OK
 

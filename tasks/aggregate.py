@@ -48,11 +48,12 @@ def frame(records: list[Record], scale: Scale) -> pd.DataFrame:
                 "duration_ms": r.result.latency_ms,
                 "total_tokens": r.result.usage.input_tokens + r.result.usage.output_tokens,
                 "cost_usd": r.result.cost_usd,
+                "gate": r.gate,
             }
         )
     df = pd.DataFrame(rows)
     if not df.empty:
-        df["passed"] = df["score"] >= scale.pass_threshold
+        df["passed"] = (df["score"] >= scale.pass_threshold) & df["gate"]
     return df
 
 
@@ -121,7 +122,7 @@ def case_stats(df: pd.DataFrame, scale: Scale) -> dict[str, dict[str, dict[str, 
     for (sample_id, variant), g in df.groupby(["sample_id", "variant"], sort=False):
         scores = g["score"].dropna()
         n = len(scores)
-        passes = int((scores >= scale.pass_threshold).sum())
+        passes = int(((g["score"] >= scale.pass_threshold) & g["gate"]).sum())
         out.setdefault(str(sample_id), {})[str(variant)] = {
             "avg": float(scores.mean()) if n else None,
             "best": float(scores.max()) if n else None,

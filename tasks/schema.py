@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from executors.base import ExecutorSettings
 from executors.schema import RunRequest, RunResult
@@ -49,6 +49,7 @@ class Record(Frozen):
     cluster: str | None = None
     result: RunResult
     grade: Grade | None = None
+    gate: bool = Field(default=True, description="False: never a pass, whatever the score (a failed check)")
 
 
 class Scale(Frozen):

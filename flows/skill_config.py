@@ -1,0 +1,144 @@
+"""Agentic mode's inputs: the seed's config.yml, skill discovery, and the fixed task suite."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from flows.errors import UsageError
+from flows.inputs import closest
+from graders.agent_task import AgentTask, parse_task
+
+CONFIG_NAME = "config.yml"
+
+
+class SkillBenchConfig(BaseModel):
+    """The seed's config.yml keys and defaults, plus what a program needs that a chat session did not."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    runner_model: str = "sonnet"
+    judge_model: str = "opus"
+    task_count: int = Field(5, ge=1)
+    negative_controls: int = Field(1, ge=0)
+    difficulties: dict[str, int] = Field(default_factory=lambda: {"easy": 2, "medium": 2, "hard": 1})
+    runs: int = Field(1, ge=1)
+    max_turns: int = Field(10, ge=1)
+    results_dir: str = "./skill-bench/results"
+    skill: str | None = None
+    # Beyond the seed:
+    tasks: str | None = Field(None, description="the task-set folder (a fixed, reviewed suite)")
+    runner: str = Field("claude", description="claude | codex | gemini-cli")
+    base_url: str | None = Field(None, description="the runner's API endpoint (e.g. a local model server)")
+    judge_executor: str = Field("anthropic", description="executor of the judge model")
+    timeout: float = Field(600.0, gt=0, description="seconds per session; the process group is killed after")
+    concurrency: int = Field(2, ge=1)
+    seed: int = 0
+    max_error_rate: float = Field(0.1, ge=0, le=1)
+    output_dir: str | None = Field(
+        None, description="also write the report JSON here (for the report server)"
+    )
+
+
+def config_candidates(explicit: str | None, cwd: Path) -> list[Path]:
+    """The seed's order: the skill directory's config.yml, then ~/.claude's, then the given path."""
+    found = [
+        cwd / ".claude" / "skills" / "skill-benchmark" / CONFIG_NAME,
+        Path.home() / ".claude" / "skills" / "skill-benchmark" / CONFIG_NAME,
+    ]
+    return [Path(explicit)] if explicit else found
+
+
+def load_config(explicit: str | None, cwd: Path, overrides: dict[str, Any]) -> SkillBenchConfig:
+    data: dict[str, Any] = {}
+    for path in config_candidates(explicit, cwd):
+        if path.is_file():
+            try:
+                loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                raise UsageError(f"{path}: line {mark.line + 1 if mark else '?'}: invalid YAML") from None
+            if not isinstance(loaded, dict):
+                raise UsageError(f"{path}: expected a mapping of key: value")
+            unknown = [k for k in loaded if k not in SkillBenchConfig.model_fields]
+            if unknown:
+                raise UsageError(
+                    [
+                        f"{path}: {k}: unknown key{closest(k, list(SkillBenchConfig.model_fields))}"
+                        for k in unknown
+                    ]
+                )
+            data = loaded
+            break
+        if explicit:
+            raise UsageError(f"{path}: file not found (--config)")
+    try:
+        return SkillBenchConfig(**(data | overrides))
+    except ValidationError as exc:
+        raise UsageError(
+            [f"config: {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+        ) from None
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    path: Path  # the folder holding SKILL.md
+
+    @property
+    def sha256(self) -> str:
+        digest = hashlib.sha256()
+        for f in sorted(p for p in self.path.rglob("*") if p.is_file()):
+            digest.update(str(f.relative_to(self.path)).encode() + b"\0" + f.read_bytes())
+        return digest.hexdigest()
+
+
+def find_skill(name: str | None, cwd: Path) -> Skill:
+    """.claude/skills/<name>/SKILL.md, ~/.claude/skills/<name>/SKILL.md, or a direct path."""
+    roots = [cwd / ".claude" / "skills", Path.home() / ".claude" / "skills"]
+    if not name:
+        raise UsageError("--skill: name the skill to benchmark" + _listing(roots))
+    direct = Path(name).expanduser()
+    if direct.name == "SKILL.md" and direct.is_file():
+        return Skill(direct.parent.name, direct.parent.resolve())
+    if (direct / "SKILL.md").is_file():
+        return Skill(direct.resolve().name, direct.resolve())
+    for root in roots:
+        if (root / name / "SKILL.md").is_file():
+            return Skill(name, (root / name).resolve())
+    raise UsageError(f"--skill: no skill {name!r}" + _listing(roots))
+
+
+def _listing(roots: list[Path]) -> str:
+    found = sorted({p.parent.name for r in roots if r.is_dir() for p in r.glob("*/SKILL.md")})
+    return (
+        f" (skills found: {', '.join(found)})"
+        if found
+        else " (no skills found in .claude/skills or ~/.claude/skills)"
+    )
+
+
+def load_tasks(folder: Path) -> tuple[list[AgentTask], str]:
+    """Every task-*.md of a suite, and the suite's hash (recorded, so runs stay comparable)."""
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: no task-set folder (--tasks); write one or run `skill generate-tasks`")
+    files = sorted(folder.glob("*.md"))
+    if not files:
+        raise UsageError(f"{folder}: no task files (*.md)")
+    tasks, problems = [], []
+    digest = hashlib.sha256()
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        digest.update(path.name.encode() + b"\0" + text.encode())
+        try:
+            tasks.append(parse_task(text, path.stem))
+        except ValueError as exc:
+            problems.append(f"{path}: {exc}")
+    if problems:
+        raise UsageError(problems)
+    return tasks, digest.hexdigest()

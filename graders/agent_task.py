@@ -1,0 +1,117 @@
+"""Agentic-mode tasks in the seed's markdown format, parsed without I/O.
+
+# Task: <name>
+difficulty: easy|medium|hard
+category: <domain>
+type: positive|negative-control
+## Prompt / ## Expected Outcome / ## Verification Checks / ## Grading Rubric / ## Tags
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+CHECK_KINDS = ("file_exists", "file_contains", "syntax_valid", "runs_without_error")
+DIFFICULTIES = ("easy", "medium", "hard")
+TYPES = ("positive", "negative-control")
+SECTIONS = ("prompt", "expected outcome", "verification checks", "grading rubric", "tags")
+
+
+class Check(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["file_exists", "file_contains", "syntax_valid", "runs_without_error"]
+    target: str  # file, pattern, language or file, or command
+    file: str | None = None  # file_contains: the file to search (None: every file)
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}: {self.target}" + (f" in {self.file}" if self.file else "")
+
+
+class AgentTask(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task_id: str  # the file stem, e.g. task-01-easy
+    name: str
+    difficulty: str
+    category: str
+    type: str
+    prompt: str
+    expected_outcome: str
+    checks: tuple[Check, ...]
+    rubric: str
+    tags: tuple[str, ...] = ()
+
+    @property
+    def negative_control(self) -> bool:
+        return self.type == "negative-control"
+
+
+def parse_check(line: str) -> Check:
+    kind, sep, rest = line.partition(":")
+    kind, rest = kind.strip(), rest.strip()
+    if not sep or kind not in CHECK_KINDS:
+        raise ValueError(f"unknown check {kind!r} (use {', '.join(CHECK_KINDS)})")
+    if not rest:
+        raise ValueError(f"{kind}: needs a value")
+    rest = rest.strip("`")
+    if kind == "file_contains":
+        match = re.match(r"^(.*\S)\s+in\s+(\S+)$", rest)
+        if match:
+            return Check(
+                kind="file_contains", target=match.group(1).strip("`\"'"), file=match.group(2).strip("`")
+            )
+        return Check(kind="file_contains", target=rest.strip("\"'"))
+    return Check(kind=kind, target=rest)  # type: ignore[arg-type]
+
+
+def parse_task(text: str, task_id: str) -> AgentTask:
+    """Raise ValueError('field: problem') on a malformed task file."""
+    title = re.search(r"^#\s*Task:\s*(.+)$", text, re.M)
+    if not title:
+        raise ValueError("title: the first heading must be '# Task: <name>'")
+    header = text[: text.find("\n##")] if "\n##" in text else text
+    fields = {
+        k.lower(): v.strip()
+        for k, v in re.findall(r"^(difficulty|category|type):\s*(.+)$", header, re.M | re.I)
+    }
+    sections: dict[str, str] = {}
+    for match in re.finditer(r"^##\s*(.+?)\s*$(.*?)(?=^##\s|\Z)", text, re.M | re.S):
+        sections[match.group(1).strip().lower()] = match.group(2).strip()
+    for name in ("prompt", "expected outcome", "verification checks", "grading rubric"):
+        if not sections.get(name):
+            raise ValueError(f"{name}: section '## {name.title()}' is missing or empty")
+    difficulty = fields.get("difficulty", "").lower()
+    kind = fields.get("type", "positive").lower()
+    if difficulty not in DIFFICULTIES:
+        raise ValueError(
+            f"difficulty: must be one of {', '.join(DIFFICULTIES)} (got {difficulty or 'nothing'!r})"
+        )
+    if kind not in TYPES:
+        raise ValueError(f"type: must be one of {', '.join(TYPES)} (got {kind!r})")
+    checks = []
+    for i, line in enumerate(sections["verification checks"].splitlines()):
+        line = line.strip()
+        if not line.startswith(("-", "*")):
+            continue
+        try:
+            checks.append(parse_check(line[1:].strip()))
+        except ValueError as exc:
+            raise ValueError(f"verification checks[{i}]: {exc}") from None
+    tags = tuple(t.strip() for t in sections.get("tags", "").replace("\n", ",").split(",") if t.strip())
+    return AgentTask(
+        task_id=task_id,
+        name=title.group(1).strip(),
+        difficulty=difficulty,
+        category=fields.get("category", "general"),
+        type=kind,
+        prompt=sections["prompt"],
+        expected_outcome=sections["expected outcome"],
+        checks=tuple(checks),
+        rubric=sections["grading rubric"],
+        tags=tags,
+    )

@@ -1,0 +1,29 @@
+"""Agent-session and sandbox-check tasks. No retries: a session writes into its sandbox, so a
+failed session is recorded as such (score 0), never silently re-run over a dirty sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from executors.agent import AgentExecutor
+from executors.base import ExecutorSettings
+from executors.registry import get_executor
+from executors.schema import AgentRequest, AgentSession
+from graders.agent_task import AgentTask
+from graders.checks import run_checks
+
+
+@task(name="agent-session", task_run_name="{label}", cache_policy=NO_CACHE, persist_result=False)
+async def run_agent_session(request: AgentRequest, base_url: str | None, label: str) -> AgentSession:
+    executor = get_executor(request.cli, ExecutorSettings(base_url=base_url, timeout_s=request.timeout_s))
+    assert isinstance(executor, AgentExecutor)
+    return await executor.session(request)
+
+
+@task(name="check-sandbox", task_run_name="checks · {label}", cache_policy=NO_CACHE, persist_result=False)
+def check_sandbox(agent_task: AgentTask, sandbox: str, label: str) -> dict[str, Any]:
+    return run_checks(agent_task, Path(sandbox))
