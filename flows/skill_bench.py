@@ -11,6 +11,7 @@ import asyncio
 import datetime as dt
 import json
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,19 +52,28 @@ class Session:
     index: int
     run: int
     mode: str
-    sandbox: Path
+    sandbox: Path  # where the agent works: outside the project (see isolation_root)
     home: Path
     outputs: Path
     grades: Path
+    archive: Path  # the seed's results/sandbox/... copy of the sandbox, made after grading
 
     @property
     def label(self) -> str:
         return f"{self.task.task_id} · {self.mode} · run {self.run}"
 
 
+def isolation_root(results: Path) -> Path:
+    """Sessions run outside the project: Claude Code also reads .claude/skills (and CLAUDE.md) of
+    every parent folder, so a sandbox under the project would hand the baseline the skill. (The
+    seed's layout, sandboxes under ./skill-bench/results, has exactly this leak.)"""
+    return Path(tempfile.gettempdir()) / "skillab-sandboxes" / results.name
+
+
 def plan_sessions(tasks: list[AgentTask], results: Path, runs: int) -> list[Session]:
     """The seed's tree; the run-N level only when runs > 1. Arms of a task run side by side."""
     out = []
+    isolated = isolation_root(results)
     for run in range(1, runs + 1):
         for index, task in enumerate(tasks, start=1):
             for mode in MODES:
@@ -74,10 +84,11 @@ def plan_sessions(tasks: list[AgentTask], results: Path, runs: int) -> list[Sess
                         index,
                         run,
                         mode,
-                        results / "sandbox" / level / mode,
-                        results / "home" / level / mode,
-                        results / "outputs" / level / mode,
-                        results / "grades" / level,
+                        sandbox=isolated / "sandbox" / level / mode,
+                        home=isolated / "home" / level / mode,
+                        outputs=results / "outputs" / level / mode,
+                        grades=results / "grades" / level,
+                        archive=results / "sandbox" / level / mode,
                     )
                 )
     return out
@@ -202,13 +213,15 @@ async def skill_bench(
     checks = [check_sandbox(s.task, str(s.sandbox), s.label) for s in plans]
     for s, c in zip(plans, checks, strict=True):
         atomic_write_json(s.grades / f"{s.mode}-checks.json", c)
+        if s.sandbox.exists():
+            shutil.copytree(s.sandbox, s.archive, symlinks=True, dirs_exist_ok=True)
     host, judge = judge_host(config, Path(config.results_dir) / ".cache")
     runner = UnitRunner(host, Progress(0, "judging", enabled=False))
     judged = [i for i, (session, bad) in enumerate(outcomes) if session.ok and bad is None]
     jobs = []
     for i in judged:
         s, (session, _) = plans[i], outcomes[i]
-        files = read_files(s.sandbox, sandbox_files(s.sandbox))
+        files = read_files(s.archive, sandbox_files(s.archive))
         prompt = criteria_prompt(
             s.task.prompt,
             s.task.expected_outcome,
@@ -286,6 +299,7 @@ async def skill_bench(
     atomic_write_text(results / "report.md", report_markdown(report))
     if config.output_dir:
         atomic_write_json(Path(config.output_dir) / f"{report['id']}.json", report)
+    shutil.rmtree(isolation_root(results), ignore_errors=True)
     if len(complete) < 2:
         raise InsufficientData(
             f"insufficient data: {len(complete)} task(s) completed in both arms (at least 2 are needed); "

@@ -9,6 +9,7 @@ if ! command -v chromium >/dev/null 2>&1; then
   echo "test: installing Debian's chromium for the browser tests" >&2
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
+bash scripts/install-agent-clis.sh
 export PREFECT_SERVER_ANALYTICS_ENABLED=false
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

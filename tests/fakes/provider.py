@@ -58,11 +58,13 @@ class FakeProvider:
         delay: float = 0.0,
         faults: list[Fault] | None = None,
         fault_for: Callable[[Call], Fault | None] | None = None,
+        agent: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None,
     ) -> None:
         self.answer = answer
         self.delay = delay
         self.faults = list(faults or [])
         self.fault_for = fault_for
+        self.agent = agent  # streaming Messages requests (agent CLIs): body -> content blocks
         self.calls: list[Call] = []
         self.lock = threading.Lock()
         self.port = _free_port()
@@ -70,6 +72,8 @@ class FakeProvider:
             routes=[
                 Route("/v1/chat/completions", self._openai, methods=["POST"]),
                 Route("/v1/messages", self._anthropic, methods=["POST"]),
+                Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
+                Route("/", self._root, methods=["GET", "HEAD"]),
                 Route("/v1beta/models/{model:path}", self._gemini, methods=["POST"]),
             ]
         )
@@ -178,8 +182,17 @@ class FakeProvider:
             }
         )
 
+    async def _root(self, request: Request) -> Response:
+        return Response("ok")
+
+    async def _count_tokens(self, request: Request) -> Response:
+        body = await request.body()
+        return JSONResponse({"input_tokens": max(1, len(body) // 4)})
+
     async def _anthropic(self, request: Request) -> Response:
         body = await request.json()
+        if body.get("stream"):
+            return await self._anthropic_stream(request, body)
         system = body.get("system") or ""
         if isinstance(system, list):
             system = " ".join(b.get("text", "") for b in system)
@@ -200,6 +213,77 @@ class FakeProvider:
                 "usage": {"input_tokens": len((system + prompt).split()), "output_tokens": len(text.split())},
             }
         )
+
+    async def _anthropic_stream(self, request: Request, body: dict[str, Any]) -> Response:
+        """Server-sent events of the Messages API, as Claude Code expects them."""
+        system = body.get("system") or ""
+        if isinstance(system, list):
+            system = " ".join(b.get("text", "") for b in system if isinstance(b, dict))
+        last = body["messages"][-1]["content"]
+        prompt = (
+            last
+            if isinstance(last, str)
+            else " ".join(b.get("text", "") for b in last if isinstance(b, dict))
+        )
+        fault = await self._fault(Call("anthropic", request.url.path, body, system, prompt, time.time()))
+        if fault is not None:
+            return fault
+        blocks = (
+            self.agent(body)
+            if self.agent
+            else [{"type": "text", "text": self.reply(system, prompt, body["model"])}]
+        )
+        events = [
+            (
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": f"msg_{len(self.calls)}",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": body["model"],
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": len(json.dumps(body)) // 4, "output_tokens": 1},
+                    },
+                },
+            )
+        ]
+        for i, block in enumerate(blocks):
+            start: dict[str, Any]
+            delta: dict[str, Any]
+            if block["type"] == "tool_use":
+                start = {
+                    "type": "tool_use",
+                    "id": block.get("id") or f"toolu_{len(self.calls)}_{i}",
+                    "name": block["name"],
+                    "input": {},
+                }
+                delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+            else:
+                start, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": block["text"]}
+            block_events: list[tuple[str, dict[str, Any]]] = [
+                ("content_block_start", {"type": "content_block_start", "index": i, "content_block": start}),
+                ("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}),
+                ("content_block_stop", {"type": "content_block_stop", "index": i}),
+            ]
+            events += block_events
+        stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
+        events += [
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
+                    "usage": {"output_tokens": 20},
+                },
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+        payload = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+        return Response(payload, media_type="text/event-stream")
 
     async def _gemini(self, request: Request) -> Response:
         body = await request.json()

@@ -1,0 +1,219 @@
+"""Agentic mode end to end with the real Claude Code CLI against a scripted model server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from executors.agent import find_binary, read_events
+from executors.claude_code import parse_claude
+from flows.bench import main
+from flows.skill_bench import contamination
+from tests.fakes.provider import Call, FakeProvider, Fault
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "agent-cli"
+SKILL = "---\nname: calc-skill\ndescription: Writes small, correct Python modules. Use for Python tasks.\n---\n# Calc\nAlways return the exact arithmetic result.\n"
+
+
+def task_md(name: str, prompt: str, difficulty: str = "easy", kind: str = "positive") -> str:
+    return f"""# Task: {name}
+difficulty: {difficulty}
+category: python
+type: {kind}
+
+## Prompt
+{prompt}
+
+## Expected Outcome
+calc.py defines add(a, b) returning a + b.
+
+## Verification Checks
+- file_exists: calc.py
+- file_contains: def add in calc.py
+- syntax_valid: python
+- runs_without_error: python3 -c "import calc; assert calc.add(2, 3) == 5"
+
+## Grading Rubric
+- Correctness: add returns the sum
+- Completeness: the function exists
+- Quality: clear code
+
+## Tags
+python
+"""
+
+
+def first_prompt(body: dict[str, Any]) -> str:
+    content = body["messages"][0]["content"]
+    return (
+        content
+        if isinstance(content, str)
+        else " ".join(b.get("text", "") for b in content if isinstance(b, dict))
+    )
+
+
+def agent(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """With the skill: load it, then write a correct file. Baseline: a wrong one."""
+    system = body.get("system") or ""
+    system = system if isinstance(system, str) else " ".join(b.get("text", "") for b in system)
+    done = sum(
+        1
+        for m in body["messages"]
+        if m["role"] == "user" and isinstance(m["content"], list)
+        for b in m["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    )
+    with_skill = "MUST first call the Skill tool" in system
+    body_op = "+" if with_skill else "-"
+    steps = (
+        [{"type": "tool_use", "name": "Skill", "input": {"skill": "calc-skill"}}] if with_skill else []
+    ) + [
+        {
+            "type": "tool_use",
+            "name": "Bash",
+            "input": {
+                "command": f"printf 'def add(a, b):\\n    return a {body_op} b\\n' > calc.py",
+                "description": "write",
+            },
+        }
+    ]
+    return [steps[done]] if done < len(steps) else [{"type": "text", "text": "calc.py is written."}]
+
+
+def judge(system: str, prompt: str) -> str:
+    good = "return a + b" in prompt
+    s = 90 if good else 40
+    return json.dumps(
+        {
+            k: {"score": s, "justification": "from the files"}
+            for k in ("correctness", "completeness", "quality", "efficiency")
+        }
+        | {"summary": "ok"}
+    )
+
+
+def faults(call: Call) -> Fault | None:
+    prompt = first_prompt(call.body) if call.body.get("messages") else ""
+    if "HANG" in prompt:
+        return Fault(delay=60)
+    if "FAIL500" in prompt:
+        return Fault(status=500)
+    return None
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    if find_binary("claude") is None:
+        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    root = tmp_path / "proj"
+    (root / ".claude" / "skills" / "calc-skill").mkdir(parents=True)
+    (root / ".claude" / "skills" / "calc-skill" / "SKILL.md").write_text(SKILL)
+    tasks = root / "suite"
+    tasks.mkdir()
+    (tasks / "task-01-easy.md").write_text(task_md("add numbers", "Create calc.py with add(a, b)."))
+    (tasks / "task-02-easy.md").write_text(task_md("add again", "Write calc.py defining add(a, b)."))
+    (tasks / "task-03-medium.md").write_text(task_md("hangs", "HANG: create calc.py", "medium"))
+    (tasks / "task-04-hard.md").write_text(task_md("api error", "FAIL500: create calc.py", "hard"))
+    return root
+
+
+def test_skill_run_end_to_end(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(project)
+    with FakeProvider(judge, agent=agent, fault_for=faults) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        code = main(
+            [
+                "skill",
+                "run",
+                "--skill",
+                "calc-skill",
+                "--tasks",
+                "suite",
+                "--base-url",
+                server.url,
+                "--judge-model",
+                "claude-opus-4",
+                "--results-dir",
+                str(project / "results"),
+                "--output-dir",
+                str(project / "reports"),
+                "--timeout",
+                "20",
+                "--concurrency",
+                "4",
+            ]
+        )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    (results,) = (project / "results").glob("calc-skill-*")
+    assert results.name.startswith("calc-skill-")
+    for part in (
+        "tasks/task-01-easy.md",
+        "sandbox/task-01/with-skill/calc.py",
+        "sandbox/task-01/baseline/calc.py",
+        "outputs/task-01/with-skill/raw_stream.jsonl",
+        "outputs/task-01/with-skill/response.json",
+        "outputs/task-01/with-skill/transcript.json",
+        "outputs/task-01/with-skill/meta.json",
+        "outputs/task-01/with-skill/behavior.json",
+        "grades/task-01/with-skill-checks.json",
+        "grades/task-01/baseline-grade.json",
+        "report.md",
+    ):
+        assert (results / part).exists(), part
+    assert not (results / "sandbox/task-01/baseline/.claude").exists()  # the skill only in its arm
+    meta = json.loads((results / "outputs/task-01/with-skill/meta.json").read_text())
+    assert meta["skill_invoked"] and "calc-skill" in meta["skills_listed"] and meta["contaminated"] is None
+    base_meta = json.loads((results / "outputs/task-01/baseline/meta.json").read_text())
+    assert "calc-skill" not in base_meta["skills_listed"] and not base_meta["skill_invoked"]
+    checks = json.loads((results / "grades/task-01/baseline-checks.json").read_text())
+    assert checks["runs_without_error"] is False and not checks["all_passed"]
+    good = json.loads((results / "grades/task-01/with-skill-grade.json").read_text())
+    bad = json.loads((results / "grades/task-01/baseline-grade.json").read_text())
+    assert good["weighted_total"] == 90 and bad["correctness"]["score"] == 40 and bad["weighted_total"] == 40
+    hang = json.loads((results / "outputs/task-03/with-skill/meta.json").read_text())
+    assert hang["status"] == "timeout"
+    failed = json.loads((results / "outputs/task-04/baseline/meta.json").read_text())
+    assert failed["status"] == "api_error" and failed["api_error_status"] == 500
+    assert json.loads((results / "grades/task-04/baseline-grade.json").read_text())["weighted_total"] == 0
+    behavior = json.loads((results / "outputs/task-01/with-skill/behavior.json").read_text())
+    assert behavior["tool_calls"] == {"Skill": 1, "Bash": 1} and behavior["skill_invoked"]
+    report = json.loads((results / "report.json").read_text())
+    assert report["meta"]["suiteSha256"] and report["summary"]["with-skill"]["errorCount"] == 2
+    assert (
+        report["deterministicPassRate"]["with-skill"] == 0.5
+        and report["deterministicPassRate"]["baseline"] == 0.0
+    )
+    md = (results / "report.md").read_text()
+    assert md.startswith("# Skill Benchmark Report: calc-skill") and "## Per-Task Breakdown" in md
+    assert "| add numbers | positive | easy | 90% | 40% | +50.0% | Skill |" in md
+    assert (project / "reports" / f"{report['id']}.json").exists()
+    assert "with-skill vs baseline:" in out
+
+
+def test_contamination_rules_on_captured_streams() -> None:
+    listed = parse_claude(read_events(FIXTURES / "claude-skill.jsonl"), "demo-skill")
+    unlisted = parse_claude(read_events(FIXTURES / "claude-stream.jsonl"), "demo-skill")
+    assert contamination(listed, "with-skill", "demo-skill") is None
+    assert "does not list" in (contamination(unlisted, "with-skill", "demo-skill") or "")
+    assert "lists 'demo-skill'" in (contamination(listed, "baseline", "demo-skill") or "")
+    assert contamination(unlisted, "baseline", "demo-skill") is None
+
+
+def test_bad_task_file_is_one_line_and_exit_2(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(project)
+    (project / "suite" / "task-05-easy.md").write_text("# Task: x\ndifficulty: easy\n\n## Prompt\np\n")
+    assert main(["skill", "run", "--skill", "calc-skill", "--tasks", "suite"]) == 2
+    err = capsys.readouterr().err
+    assert "task-05-easy.md: expected outcome: section '## Expected Outcome' is missing or empty" in err
+    assert main(["skill", "run", "--skill", "nope", "--tasks", "suite"]) == 2
+    assert "no skill 'nope' (skills found: calc-skill)" in capsys.readouterr().err
