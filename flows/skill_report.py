@@ -14,7 +14,11 @@ def _pct(v: float | None) -> str:
 
 
 def _delta(a: float | None, b: float | None, unit: str = "%") -> str:
-    return "—" if a is None or b is None else f"{a - b:+.1f}{unit}"
+    if a is None or b is None:
+        return "—"
+    if unit == "$":
+        return f"{'+' if a >= b else '-'}${abs(a - b):.4f}"
+    return f"{a - b:+.1f}{unit}"
 
 
 def report_markdown(report: dict[str, Any]) -> str:
@@ -124,9 +128,7 @@ def report_markdown(report: dict[str, Any]) -> str:
             if unit == "$"
             else (lambda v: "—" if v is None else f"{v:.1f}")
         )
-        lines.append(
-            f"| {label} | {fmt(a)} | {fmt(b)} | {_delta(a, b, '') if unit != '$' else _delta(a, b, '$')} |"
-        )
+        lines.append(f"| {label} | {fmt(a)} | {fmt(b)} | {_delta(a, b, unit or '')} |")
     lines.append(
         f"| Thrashing Detected | {s_b.get('thrashing', 0)}/{s_b.get('sessions', 0)} | "
         f"{b_b.get('thrashing', 0)}/{b_b.get('sessions', 0)} | |"
