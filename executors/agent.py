@@ -23,6 +23,7 @@ CLI_DIR_ENV = "SKILLAB_AGENT_CLI_DIR"
 DEFAULT_CLI_DIR = Path.home() / ".cache" / "skillab" / "agent-clis"
 # Variables of an enclosing Claude Code session that would make a nested `claude -p` refuse to run.
 NESTED = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")
+LOCAL_KEY = "skillab-local"  # sent to a local model server that needs no key
 STREAM_LIMIT = 64 * 1024 * 1024  # bytes of stream kept for parsing; a flood past this is cut
 
 

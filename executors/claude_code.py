@@ -6,12 +6,11 @@ and its load forced by an appended system prompt. Baseline: the Skill tool disal
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
-from executors.agent import AgentExecutor
+from executors.agent import LOCAL_KEY, AgentExecutor
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 
 TOOLS = "Read,Edit,Bash,Grep,Glob,Write"
@@ -64,7 +63,9 @@ class ClaudeCodeExecutor(AgentExecutor):
         env = self.base_env(request) | QUIET
         if self.settings.base_url:
             env["ANTHROPIC_BASE_URL"] = self.settings.base_url
-        env.setdefault("ANTHROPIC_API_KEY", os.environ.get("ANTHROPIC_API_KEY", ""))
+            env.setdefault(
+                "ANTHROPIC_API_KEY", LOCAL_KEY
+            )  # a local server needs no key, the CLI insists on one
         return argv, env
 
     def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:

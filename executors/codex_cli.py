@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from executors.agent import AgentExecutor
+from executors.agent import LOCAL_KEY, AgentExecutor
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 
 CONFIG = """\
@@ -76,7 +76,10 @@ class CodexExecutor(AgentExecutor):
             "apps",
             prompt,
         ]
-        return argv, self.base_env(request) | {"CODEX_HOME": str(codex_home)}
+        env = self.base_env(request) | {"CODEX_HOME": str(codex_home)}
+        if self.settings.base_url:
+            env.setdefault("OPENAI_API_KEY", LOCAL_KEY)  # a local server needs no key, the CLI insists on one
+        return argv, env
 
     def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
         return parse_codex(events, request.skill_name, forced=bool(request.skill_name and request.skill_dir))

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from executors.agent import AgentExecutor
+from executors.agent import LOCAL_KEY, AgentExecutor
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 
 EXIT_TURN_LIMIT = 53
@@ -55,6 +55,7 @@ class GeminiCliExecutor(AgentExecutor):
         }
         if self.settings.base_url:
             env["GOOGLE_GEMINI_BASE_URL"] = self.settings.base_url
+            env.setdefault("GEMINI_API_KEY", LOCAL_KEY)  # a local server needs no key, the CLI insists on one
         argv = [
             "-p",
             request.prompt,

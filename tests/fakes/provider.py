@@ -65,12 +65,15 @@ class FakeProvider:
         self.faults = list(faults or [])
         self.fault_for = fault_for
         self.agent = agent  # streaming Messages requests (agent CLIs): body -> content blocks
+        self.gemini_agent: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
+        self.responses_agent: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
         self.calls: list[Call] = []
         self.lock = threading.Lock()
         self.port = _free_port()
         self.app = app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._openai, methods=["POST"]),
+                Route("/v1/responses", self._responses, methods=["POST"]),
                 Route("/v1/messages", self._anthropic, methods=["POST"]),
                 Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
                 Route("/", self._root, methods=["GET", "HEAD"]),
@@ -285,8 +288,84 @@ class FakeProvider:
         payload = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
         return Response(payload, media_type="text/event-stream")
 
+    async def _responses(self, request: Request) -> Response:
+        """The Responses API as a stream of server-sent events, as the Codex CLI expects it.
+        ``responses_agent(body)`` gives output items (messages or function calls)."""
+        body = await request.json()
+        items_in = body.get("input") or []
+        last = next((i for i in reversed(items_in) if isinstance(i, dict) and i.get("role") == "user"), {})
+        content = last.get("content")
+        prompt = (
+            content
+            if isinstance(content, str)
+            else " ".join(c.get("text", "") for c in content or [] if isinstance(c, dict))
+        )
+        system = str(body.get("instructions") or "")
+        fault = await self._fault(Call("responses", request.url.path, body, system, prompt, time.time()))
+        if fault is not None:
+            return fault
+        items = (
+            self.responses_agent(body)
+            if self.responses_agent
+            else [
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": self.reply(system, prompt, body["model"])}],
+                }
+            ]
+        )
+        rid = f"resp_{len(self.calls)}"
+        events: list[dict[str, Any]] = [{"type": "response.created", "response": {"id": rid}}]
+        for i, item in enumerate(items):
+            item = {"id": f"item_{rid}_{i}", "status": "completed", **item}
+            events.append({"type": "response.output_item.done", "output_index": i, "item": item})
+        events.append(
+            {
+                "type": "response.completed",
+                "response": {
+                    "id": rid,
+                    "usage": {
+                        "input_tokens": len(json.dumps(body)) // 4,
+                        "input_tokens_details": {"cached_tokens": 0},
+                        "output_tokens": 12,
+                        "output_tokens_details": {"reasoning_tokens": 0},
+                        "total_tokens": len(json.dumps(body)) // 4 + 12,
+                    },
+                },
+            }
+        )
+        payload = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+        return Response(payload, media_type="text/event-stream")
+
+    async def _gemini_stream(self, request: Request, body: dict[str, Any]) -> Response:
+        """streamGenerateContent?alt=sse, as the Gemini CLI expects it. ``gemini_agent(body)`` gives parts."""
+        system = " ".join(p.get("text", "") for p in (body.get("systemInstruction") or {}).get("parts", []))
+        prompt = " ".join(p.get("text", "") for p in body["contents"][-1].get("parts", []) if "text" in p)
+        fault = await self._fault(Call("gemini", request.url.path, body, system, prompt, time.time()))
+        if fault is not None:
+            return fault
+        model = request.path_params["model"].split(":")[0]
+        parts = (
+            self.gemini_agent(body) if self.gemini_agent else [{"text": self.reply(system, prompt, model)}]
+        )
+        chunk = {
+            "candidates": [
+                {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+            ],
+            "usageMetadata": {
+                "promptTokenCount": len(json.dumps(body)) // 4,
+                "candidatesTokenCount": 10,
+                "totalTokenCount": len(json.dumps(body)) // 4 + 10,
+            },
+            "modelVersion": model,
+        }
+        return Response(f"data: {json.dumps(chunk)}\r\n\r\n", media_type="text/event-stream")
+
     async def _gemini(self, request: Request) -> Response:
         body = await request.json()
+        if request.path_params["model"].endswith(":streamGenerateContent"):
+            return await self._gemini_stream(request, body)
         system = " ".join(p["text"] for p in (body.get("systemInstruction") or {}).get("parts", []))
         prompt = " ".join(p["text"] for p in body["contents"][-1]["parts"])
         fault = await self._fault(Call("gemini", request.url.path, body, system, prompt, time.time()))

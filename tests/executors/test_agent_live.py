@@ -1,0 +1,145 @@
+"""The agent-CLI executors with the real binaries against a scripted server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from executors.agent import find_binary
+from executors.base import ExecutorSettings
+from executors.gemini_cli import GeminiCliExecutor
+from executors.schema import AgentRequest
+from tests.fakes.provider import FakeProvider, Fault
+
+SKILL = "---\nname: calc-skill\ndescription: Writes Python modules. Use for Python tasks.\n---\n# Calc\nBe exact.\n"
+
+
+def gemini_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Loads the skill when told to, then writes calc.py, then answers."""
+    text = json.dumps(body)
+    done = sum(1 for c in body["contents"] for p in c.get("parts", []) if "functionResponse" in p)
+    steps = (
+        [{"functionCall": {"name": "activate_skill", "args": {"name": "calc-skill"}}}]
+        if "MUST first call the activate_skill" in text
+        else []
+    )
+    steps.append(
+        {
+            "functionCall": {
+                "name": "write_file",
+                "args": {"file_path": "calc.py", "content": "def add(a, b):\n    return a + b\n"},
+            }
+        }
+    )
+    return [steps[done]] if done < len(steps) else [{"text": "calc.py written."}]
+
+
+@pytest.fixture
+def gemini() -> GeminiCliExecutor:
+    if find_binary("gemini") is None:
+        pytest.fail("the gemini CLI is missing: scripts/install-agent-clis.sh installs it")
+    return GeminiCliExecutor(ExecutorSettings())
+
+
+def request(tmp_path: Path, name: str, skill: bool, timeout: float = 60) -> AgentRequest:
+    skill_dir = tmp_path / "skill"
+    skill_dir.mkdir(exist_ok=True)
+    (skill_dir / "SKILL.md").write_text(SKILL)
+    return AgentRequest(
+        cli="gemini-cli",
+        model="gemini-2.5-pro",
+        prompt="Create calc.py with add(a, b).",
+        sandbox=str(tmp_path / name / "sb"),
+        home=str(tmp_path / name / "home"),
+        skill_name="calc-skill" if skill else None,
+        skill_dir=str(skill_dir) if skill else None,
+        timeout_s=timeout,
+        raw_stream=str(tmp_path / name / "out" / "raw_stream.jsonl"),
+    )
+
+
+def test_gemini_with_skill_and_baseline(tmp_path: Path, gemini: GeminiCliExecutor) -> None:
+    with FakeProvider() as server:
+        server.gemini_agent = gemini_agent
+        gemini.settings = ExecutorSettings(base_url=server.url)
+        with_skill = asyncio.run(gemini.session(request(tmp_path, "a", skill=True)))
+        baseline = asyncio.run(gemini.session(request(tmp_path, "b", skill=False)))
+    assert with_skill.ok and with_skill.skill_invoked and with_skill.final_text == "calc.py written."
+    assert [e.tool for e in with_skill.events if e.kind == "tool_use"] == ["activate_skill", "write_file"]
+    assert (tmp_path / "a" / "sb" / "calc.py").read_text().startswith("def add")
+    assert (tmp_path / "a" / "sb" / ".gemini" / "skills" / "calc-skill" / "SKILL.md").exists()
+    assert baseline.ok and not baseline.skill_invoked
+    assert not (tmp_path / "b" / "sb" / ".gemini").exists()
+
+
+def test_gemini_api_error_and_timeout(tmp_path: Path, gemini: GeminiCliExecutor) -> None:
+    with FakeProvider(fault_for=lambda call: Fault(status=500)) as server:
+        gemini.settings = ExecutorSettings(base_url=server.url)
+        failed = asyncio.run(gemini.session(request(tmp_path, "e", skill=False)))
+    assert not failed.ok and failed.status in {"api_error", "crashed"} and failed.exit_code == 244
+    with FakeProvider(fault_for=lambda call: Fault(delay=60)) as server:
+        gemini.settings = ExecutorSettings(base_url=server.url)
+        started = time.monotonic()
+        hung = asyncio.run(gemini.session(request(tmp_path, "t", skill=False, timeout=4)))
+    assert hung.status == "timeout" and time.monotonic() - started < 30
+
+
+def codex_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
+    outputs = [
+        i for i in body.get("input", []) if isinstance(i, dict) and i.get("type") == "function_call_output"
+    ]
+    if not outputs:
+        return [
+            {
+                "type": "function_call",
+                "name": "exec_command",
+                "call_id": "call_1",
+                "arguments": json.dumps({"cmd": "printf 'def add(a, b):\\n    return a + b\\n' > calc.py"}),
+            }
+        ]
+    return [
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "calc.py written."}],
+        }
+    ]
+
+
+def test_codex_with_skill_and_baseline(tmp_path: Path) -> None:
+    from executors.codex_cli import CodexExecutor
+
+    if find_binary("codex") is None:
+        pytest.fail("the codex CLI is missing: scripts/install-agent-clis.sh installs it")
+    with FakeProvider() as server:
+        server.responses_agent = codex_agent
+        codex = CodexExecutor(ExecutorSettings(base_url=f"{server.url}/v1"))
+        req = request(tmp_path, "c", skill=True).model_copy(update={"cli": "codex", "model": "gpt-5.5"})
+        with_skill = asyncio.run(codex.session(req))
+        base = asyncio.run(
+            codex.session(request(tmp_path, "d", skill=False).model_copy(update={"cli": "codex"}))
+        )
+        first = server.calls[0].body
+    assert with_skill.ok and with_skill.final_text == "calc.py written." and with_skill.skill_invoked
+    assert "Be exact." in json.dumps(first["input"])  # $calc-skill injected the skill's body
+    assert (tmp_path / "c" / "sb" / "calc.py").read_text().startswith("def add")
+    assert [e.tool for e in with_skill.events if e.kind == "tool_use"] == ["shell"]
+    assert base.ok and not base.skill_invoked and not (tmp_path / "d" / "sb" / ".agents").exists()
+
+
+def test_codex_api_error(tmp_path: Path) -> None:
+    from executors.codex_cli import CodexExecutor
+
+    with FakeProvider(
+        fault_for=lambda call: Fault(status=400, body='{"error": {"message": "bad model"}}')
+    ) as server:
+        codex = CodexExecutor(ExecutorSettings(base_url=f"{server.url}/v1"))
+        failed = asyncio.run(
+            codex.session(request(tmp_path, "x", skill=False).model_copy(update={"cli": "codex"}))
+        )
+    assert not failed.ok and failed.status in {"api_error", "crashed"}
