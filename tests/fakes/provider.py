@@ -199,7 +199,7 @@ class FakeProvider:
         system = body.get("system") or ""
         if isinstance(system, list):
             system = " ".join(b.get("text", "") for b in system)
-        content = body["messages"][-1]["content"]
+        content = next(m for m in reversed(body["messages"]) if m["role"] == "user")["content"]
         prompt = content if isinstance(content, str) else " ".join(b.get("text", "") for b in content)
         fault = await self._fault(Call("anthropic", request.url.path, body, system, prompt, time.time()))
         if fault is not None:
@@ -222,7 +222,9 @@ class FakeProvider:
         system = body.get("system") or ""
         if isinstance(system, list):
             system = " ".join(b.get("text", "") for b in system if isinstance(b, dict))
-        last = body["messages"][-1]["content"]
+        last = next(m for m in reversed(body["messages"]) if m["role"] == "user")[
+            "content"
+        ]  # Claude Code may end with a system message
         prompt = (
             last
             if isinstance(last, str)
