@@ -24,7 +24,7 @@ DEFAULT_CLI_DIR = Path.home() / ".cache" / "skillab" / "agent-clis"
 # Variables of an enclosing Claude Code session that would make a nested `claude -p` refuse to run.
 NESTED = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")
 LOCAL_KEY = "skillab-local"  # sent to a local model server that needs no key
-STREAM_LIMIT = 64 * 1024 * 1024  # bytes of stream kept for parsing; a flood past this is cut
+STREAM_LIMIT = 64 * 1024 * 1024  # a session writing more than this is killed (a flood, not an answer)
 
 
 def find_binary(name: str) -> str | None:
@@ -61,6 +61,7 @@ class AgentExecutor(Executor):
 
     binary: ClassVar[str]
     agentic = True
+    stream_limit: int = STREAM_LIMIT
 
     def problem(self) -> str | None:
         if find_binary(self.binary) is None:
@@ -102,17 +103,33 @@ class AgentExecutor(Executor):
                 cwd=request.sandbox,
                 env=env,
                 stdin=asyncio.subprocess.DEVNULL,
-                stdout=out,
+                stdout=asyncio.subprocess.PIPE,
                 stderr=err,
                 start_new_session=True,
             )
+            flooded = False
+
+            async def pump() -> None:
+                # Copied through Python so a flood is cut at the limit, not after filling the disk.
+                nonlocal flooded
+                assert proc.stdout is not None
+                written = 0
+                while chunk := await proc.stdout.read(1 << 16):
+                    written += len(chunk)
+                    if written > self.stream_limit:
+                        flooded = True
+                        kill_group(proc.pid)
+                        return
+                    out.write(chunk)
+                await proc.wait()
+
             timed_out = False
             try:
-                await asyncio.wait_for(proc.wait(), request.timeout_s)
+                await asyncio.wait_for(pump(), request.timeout_s)
             except TimeoutError:
                 timed_out = True
             finally:
-                if proc.returncode is None or timed_out:
+                if proc.returncode is None:
                     kill_group(proc.pid)
                     await proc.wait()
         elapsed = (time.perf_counter() - started) * 1000
@@ -120,6 +137,12 @@ class AgentExecutor(Executor):
         update: dict[str, Any] = {"exit_code": proc.returncode, "duration_ms": elapsed}
         if timed_out:
             update |= {"ok": False, "status": "timeout", "error": f"killed after {request.timeout_s:g}s"}
+        elif flooded:
+            update |= {
+                "ok": False,
+                "status": "flood",
+                "error": f"killed: more than {STREAM_LIMIT // (1024 * 1024)} MiB of output",
+            }
         elif session.status == "success" and proc.returncode not in (0, None):
             update |= {"ok": False, "status": "crashed", "error": f"exit code {proc.returncode}"}
         elif not session.events and proc.returncode != 0:

@@ -111,6 +111,13 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         "--retries", type=int, default=s, metavar="N", help="retries of transient failures (default: 3)"
     )
     g.add_argument(
+        "--retry-backoff",
+        type=float,
+        default=s,
+        metavar="S",
+        help="first retry delay, doubling each time, with jitter (default: 1)",
+    )
+    g.add_argument(
         "--no-cache", dest="cache", action="store_false", default=s, help="neither read nor write the cache"
     )
     g.add_argument("--cache-dir", default=s, metavar="DIR")

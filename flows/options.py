@@ -47,6 +47,7 @@ class BenchOptions(BaseModel):
     repeat: int = Field(1, ge=1, description="real, independent runs per sample and variant")
     timeout: float = Field(120.0, gt=0, description="seconds per model call")
     retries: int = Field(3, ge=0, description="retries of a transient failure (429, 5xx, timeout)")
+    retry_backoff: float = Field(1.0, ge=0, description="first retry delay in seconds, doubling each retry")
     prices: str | None = Field(
         None, description="YAML/JSON price overrides: {model: {input, output}} USD per 1M tokens"
     )

@@ -53,6 +53,7 @@ class Prepared:
         return CallPolicy(
             timeout_s=o.timeout,
             retries=o.retries,
+            backoff_s=o.retry_backoff,
             cache_dir=str(self.cache_dir) if self.cache_dir else None,
             base_url=o.base_url if target is self.target else None,
             prices_file=o.prices,

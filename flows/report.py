@@ -302,6 +302,13 @@ def print_summary(report: dict[str, Any], path: Path | None, console: Console | 
         )
     for insight in report["analysis"]["insights"]:
         console.print(f"  · {insight['message']}", highlight=False)
+    not_run = report["meta"].get("notRun") or []
+    if not_run:
+        console.print(
+            f"  not run: {len(not_run)} call(s): --max-calls or --budget-usd was reached; "
+            "re-run with a larger budget to complete them (finished calls are cached)",
+            highlight=False,
+        )
     for notice in report["meta"].get("notices", []):
         console.print(f"  note: {notice}", highlight=False)
     if path:
