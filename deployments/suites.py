@@ -36,13 +36,19 @@ class SuiteDeployment(BaseModel):
     @field_validator("cron")
     @classmethod
     def _cron(cls, value: str) -> str:
-        CronSchedule(cron=value)  # Prefect's own validation: what it accepts, we accept
+        try:
+            CronSchedule(cron=value)  # Prefect's own validation: what it accepts, we accept
+        except ValidationError:
+            raise ValueError(f"invalid cron string {value!r}") from None
         return value
 
     @field_validator("timezone")
     @classmethod
     def _timezone(cls, value: str) -> str:
-        CronSchedule(cron="0 0 * * *", timezone=value)
+        try:
+            CronSchedule(cron="0 0 * * *", timezone=value)
+        except ValidationError:
+            raise ValueError(f"invalid timezone {value!r} (an IANA name such as Europe/Paris)") from None
         return value
 
 
@@ -67,7 +73,7 @@ def load(path: Path) -> list[SuiteDeployment]:
         lines = []
         for err in exc.errors():
             loc = ".".join(str(p) for p in err["loc"])
-            lines.append(f"{path}: {loc}: {err['msg']}")
+            lines.append(f"{path}: {loc}: {err['msg'].removeprefix('Value error, ')}")
         raise UsageError(lines) from None
     problems: list[str] = []
     names = [s.name for s in spec.suites]

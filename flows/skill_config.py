@@ -56,6 +56,7 @@ def config_candidates(explicit: str | None, cwd: Path) -> list[Path]:
 
 def load_config(explicit: str | None, cwd: Path, overrides: dict[str, Any]) -> SkillBenchConfig:
     data: dict[str, Any] = {}
+    source = "config"
     for path in config_candidates(explicit, cwd):
         if path.is_file():
             try:
@@ -73,16 +74,23 @@ def load_config(explicit: str | None, cwd: Path, overrides: dict[str, Any]) -> S
                         for k in unknown
                     ]
                 )
-            data = loaded
+            data, source = loaded, str(path)
             break
         if explicit:
             raise UsageError(f"{path}: file not found (--config)")
     try:
         return SkillBenchConfig(**(data | overrides))
     except ValidationError as exc:
-        raise UsageError(
-            [f"config: {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
-        ) from None
+        lines = []
+        for e in exc.errors():
+            key = str(e["loc"][0])
+            where = (
+                f"--{key.replace('_', '-')}"
+                if key in overrides
+                else f"{source}: {'.'.join(map(str, e['loc']))}"
+            )
+            lines.append(f"{where}: {e['msg']} (got {e.get('input')!r})")
+        raise UsageError(lines) from None
 
 
 @dataclass(frozen=True)

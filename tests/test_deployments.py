@@ -41,12 +41,12 @@ def test_the_repository_file_validates_and_builds() -> None:
         (
             "suites:\n  - {name: ok, config: suite/skillab.yaml, cron: '61 3 * * *'}\n",
             None,
-            "Invalid cron string",
+            "invalid cron string",
         ),
         (
             "suites:\n  - {name: ok, config: suite/skillab.yaml, cron: '0 3 * * *', timezone: Mars/Base}\n",
             None,
-            "Invalid timezone",
+            "invalid timezone",
         ),
         (
             "suites:\n  - {name: ok, config: suite/skillab.yaml, cron: '0 3 * * *', crn: x}\n",

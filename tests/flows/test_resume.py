@@ -93,3 +93,24 @@ def test_corrupted_cache_entry_is_recomputed(tmp_path: Path, monkeypatch: pytest
         entries[0].write_text(entries[0].read_text().replace("Paris", "Pxris").replace("Tokyo", "Txkyo"))
         entries[1].write_text('{"truncated')
         assert main(args) == 0 and server.count() == 6
+
+
+def test_two_runs_into_one_reports_directory_at_once(tmp_path: Path) -> None:
+    from prefect.settings import PREFECT_API_URL
+
+    project = make_project(tmp_path / "p", n=6)
+    args = ["run", "--executor", "openai", "--output-dir", str(project / "reports"), "--cache-dir",
+            str(project / "cache"), "--concurrency", "4", "--quiet"]
+    with FakeProvider(answer, delay=0.1) as server:
+        env = os.environ | {"OPENAI_BASE_URL": f"{server.url}/v1", "OPENAI_API_KEY": "sk-test",
+                            "PREFECT_API_URL": str(PREFECT_API_URL.value()), "PYTHONPATH": str(ROOT)}
+        procs = [subprocess.Popen([sys.executable, "-m", "flows.bench", *args, *extra], cwd=project, env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                 for extra in ([], ["--blind"])]
+        codes = [p.wait(timeout=240) for p in procs]
+    assert codes == [0, 0], [p.stderr.read() for p in procs if p.stderr]
+    import json
+
+    reports = [json.loads(p.read_text()) for p in (project / "reports").glob("*.json")]
+    assert len(reports) == 2 and {bool(r.get("blindMapping")) for r in reports} == {True, False}
+    assert all(r["meta"]["sampleCount"] == 6 and len(r["results"]) == 6 for r in reports)

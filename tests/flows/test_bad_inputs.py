@@ -1,0 +1,79 @@
+"""The corpus of malformed inputs (tests/data/bad_inputs.yaml): each gives exactly its one error line
+on stderr and exit code 2, before any model call."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from flows.bench import main
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "bad_inputs.yaml"
+EXPECTED = Path(__file__).resolve().parents[1] / "data" / "bad_inputs_expected.yaml"
+CASES = yaml.safe_load(CORPUS.read_text())
+BASE_FILES = {
+    "eval-samples.json": '[{"sample_id": "s1", "prompt": "What is 2+2?", "assertions": [{"type": "contains", "value": "4"}]}]',
+    "skills/v1.md": "Answer.",
+    "skills/v2.md": "Answer briefly.",
+    ".claude/skills/calc/SKILL.md": "---\nname: calc\ndescription: calc\n---\n# Calc\n",
+    "suite/task-01-easy.md": "# Task: t\ndifficulty: easy\n\n## Prompt\np\n\n## Expected Outcome\no\n\n"
+    "## Verification Checks\n- file_exists: a.py\n\n## Grading Rubric\nr\n",
+}
+
+
+def run_case(case: dict, root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+    for name, content in (BASE_FILES | (case.get("files") or {})).items():
+        path = root / name
+        if content is None:
+            path.unlink(missing_ok=True)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        if case["args"][0] == "deployments":
+            from deployments.__main__ import main as deployments_main
+
+            code = deployments_main(case["args"][1:])
+        else:
+            try:
+                code = main(case["args"])
+            except SystemExit as exc:
+                code = int(exc.code or 0)
+    finally:
+        os.chdir(cwd)
+    err = capsys.readouterr().err
+    lines = [line.replace(str(root), "{dir}") for line in err.splitlines() if line.strip()]
+    return code, lines
+
+
+def test_corpus_is_large_and_named_uniquely() -> None:
+    names = [c["name"] for c in CASES]
+    assert len(names) >= 40 and len(set(names)) == len(names)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_bad_input(
+    case: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key in (
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_BASE_URL",
+        "GEMINI_API_KEY",
+    ):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no user-level skills or configs leak in
+    code, lines = run_case(case, tmp_path / "project", capsys)
+    expected = yaml.safe_load(EXPECTED.read_text()) if EXPECTED.exists() else {}
+    if os.environ.get("SKILLAB_RECORD_BAD_INPUTS"):
+        print(f"RECORD {case['name']}: {lines!r}")
+        return
+    assert code == 2, lines
+    assert len(lines) == 1, lines
+    assert lines[0] == expected.get(case["name"]), f"{case['name']}: {lines[0]!r}"
