@@ -19,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("kill_after", [3, 9])
+@pytest.mark.parametrize("kill_after", [3, 9, 14])
 def test_kill_9_then_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kill_after: int) -> None:
     from prefect.settings import PREFECT_API_URL
 
