@@ -99,14 +99,35 @@ def test_two_runs_into_one_reports_directory_at_once(tmp_path: Path) -> None:
     from prefect.settings import PREFECT_API_URL
 
     project = make_project(tmp_path / "p", n=6)
-    args = ["run", "--executor", "openai", "--output-dir", str(project / "reports"), "--cache-dir",
-            str(project / "cache"), "--concurrency", "4", "--quiet"]
+    args = [
+        "run",
+        "--executor",
+        "openai",
+        "--output-dir",
+        str(project / "reports"),
+        "--cache-dir",
+        str(project / "cache"),
+        "--concurrency",
+        "4",
+        "--quiet",
+    ]
     with FakeProvider(answer, delay=0.1) as server:
-        env = os.environ | {"OPENAI_BASE_URL": f"{server.url}/v1", "OPENAI_API_KEY": "sk-test",
-                            "PREFECT_API_URL": str(PREFECT_API_URL.value()), "PYTHONPATH": str(ROOT)}
-        procs = [subprocess.Popen([sys.executable, "-m", "flows.bench", *args, *extra], cwd=project, env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-                 for extra in ([], ["--blind"])]
+        env = os.environ | {
+            "OPENAI_BASE_URL": f"{server.url}/v1",
+            "OPENAI_API_KEY": "sk-test",
+            "PREFECT_API_URL": str(PREFECT_API_URL.value()),
+            "PYTHONPATH": str(ROOT),
+        }
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "flows.bench", *args, *extra],
+                cwd=project,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            for extra in ([], ["--blind"])
+        ]
         codes = [p.wait(timeout=240) for p in procs]
     assert codes == [0, 0], [p.stderr.read() for p in procs if p.stderr]
     import json
