@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jinja2 import Environment, FileSystemLoader, Undefined, select_autoescape
 from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -40,11 +40,15 @@ SORTS = {"date": "timestamp", "model": "model", "cost": "cost", "samples": "samp
 
 def environment() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
+
+    def blank(v: Any) -> bool:  # a missing figure (older or partial reports) shows as a dash
+        return v is None or isinstance(v, Undefined)
+
     env.filters["num"] = lambda v, d=2: (
-        "—" if v is None else (f"{v:.{d}f}" if isinstance(v, float) else str(v))
+        "—" if blank(v) else (f"{v:.{d}f}" if isinstance(v, float) else str(v))
     )
-    env.filters["pct"] = lambda v: "—" if v is None else f"{v * 100:.0f}%"
-    env.filters["signed"] = lambda v, d=2: "—" if v is None else f"{v:+.{d}f}"
+    env.filters["pct"] = lambda v: "—" if blank(v) else f"{v * 100:.0f}%"
+    env.filters["signed"] = lambda v, d=2: "—" if blank(v) else f"{v:+.{d}f}"
     return env
 
 
