@@ -188,6 +188,16 @@ class AgentExecutor(Executor):
         )
 
 
+def install_skill(request: AgentRequest, *where: str) -> bool:
+    """Copy the skill into the sandbox where the CLI looks for skills; False in the baseline arm."""
+    if not (request.skill_name and request.skill_dir):
+        return False
+    shutil.copytree(
+        request.skill_dir, Path(request.sandbox).joinpath(*where, request.skill_name), dirs_exist_ok=True
+    )
+    return True
+
+
 def kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)

@@ -6,11 +6,9 @@ and its load forced by an appended system prompt. Baseline: the Skill tool disal
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 from typing import Any
 
-from executors.agent import LOCAL_KEY, AgentExecutor
+from executors.agent import LOCAL_KEY, AgentExecutor, install_skill
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 
 TOOLS = "Read,Edit,Bash,Grep,Glob,Write"
@@ -49,9 +47,7 @@ class ClaudeCodeExecutor(AgentExecutor):
             str(request.max_turns),
         ]
         appended = []
-        if request.skill_name and request.skill_dir:
-            target = Path(request.sandbox) / ".claude" / "skills" / request.skill_name
-            shutil.copytree(request.skill_dir, target, dirs_exist_ok=True)
+        if install_skill(request, ".claude", "skills"):
             argv += ["--allowedTools", f"Skill({request.skill_name}),{TOOLS}"]
             appended.append(FORCE_SKILL.format(name=request.skill_name))
         else:

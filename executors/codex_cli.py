@@ -8,11 +8,10 @@ enforced by it, and the timeout bounds the session instead.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
-from executors.agent import LOCAL_KEY, AgentExecutor
+from executors.agent import LOCAL_KEY, AgentExecutor, install_skill
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 
 CONFIG = """\
@@ -53,12 +52,7 @@ class CodexExecutor(AgentExecutor):
         provider = PROVIDER.format(base_url=self.settings.base_url) if self.settings.base_url else ""
         (codex_home / "config.toml").write_text(CONFIG.format(provider=provider), encoding="utf-8")
         prompt = request.prompt
-        if request.skill_name and request.skill_dir:
-            shutil.copytree(
-                request.skill_dir,
-                Path(request.sandbox) / ".agents" / "skills" / request.skill_name,
-                dirs_exist_ok=True,
-            )
+        if install_skill(request, ".agents", "skills"):
             prompt = f"${request.skill_name} {prompt}"
         if request.system:
             (Path(request.sandbox) / "AGENTS.md").write_text(request.system, encoding="utf-8")

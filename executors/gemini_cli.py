@@ -7,11 +7,10 @@ The skill is installed at ``.gemini/skills/<name>/`` (it becomes an allowed name
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
-from executors.agent import LOCAL_KEY, AgentExecutor
+from executors.agent import LOCAL_KEY, AgentExecutor, install_skill
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 
 EXIT_TURN_LIMIT = 53
@@ -38,12 +37,7 @@ class GeminiCliExecutor(AgentExecutor):
         }
         (settings_dir / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
         context = []
-        if request.skill_name and request.skill_dir:
-            shutil.copytree(
-                request.skill_dir,
-                Path(request.sandbox) / ".gemini" / "skills" / request.skill_name,
-                dirs_exist_ok=True,
-            )
+        if install_skill(request, ".gemini", "skills"):
             context.append(FORCE_SKILL.format(name=request.skill_name))
         if request.system:
             context.append(request.system)

@@ -324,18 +324,10 @@ def execute(args: argparse.Namespace) -> tuple[BenchOptions, dict[str, Any] | No
 
 
 def print_plan(prepared: Any) -> None:
-    from flows.plan import estimate_tokens, execution_units
+    from flows.plan import estimate_tokens
 
     o = prepared.options
-    units = execution_units(
-        prepared.samples,
-        prepared.variants,
-        prepared.target,
-        repeat=o.repeat,
-        temperature=o.temperature,
-        max_tokens=o.max_tokens,
-        seed=o.seed,
-    )
+    units = prepared.units()
     tokens_in, tokens_out = estimate_tokens(units, o.max_tokens)
     price = prepared.target.executor.prices.lookup(prepared.target.model)
     cost = (

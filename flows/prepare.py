@@ -14,11 +14,11 @@ from executors.registry import EXECUTORS, get_executor
 from flows.errors import UsageError
 from flows.inputs import BASELINE, Variant, find_samples, load_samples, load_variants
 from flows.options import BenchOptions
-from flows.plan import Target
+from flows.plan import Target, execution_units
 from graders import registry
 from graders.judge import vendor_of
 from graders.schema import Sample
-from tasks.schema import CallPolicy
+from tasks.schema import CallPolicy, Unit
 
 
 def skillab_home() -> Path:
@@ -47,6 +47,19 @@ class Prepared:
     @property
     def output_dir(self) -> Path:
         return Path(self.options.output_dir) if self.options.output_dir else skillab_home() / "reports"
+
+    def units(self) -> list[Unit]:
+        """Every execution unit of the run, in its seeded interleaved order."""
+        o = self.options
+        return execution_units(
+            self.samples,
+            self.variants,
+            self.target,
+            repeat=o.repeat,
+            temperature=o.temperature,
+            max_tokens=o.max_tokens,
+            seed=o.seed,
+        )
 
     def policy(self, target: Target) -> CallPolicy:
         o = self.options

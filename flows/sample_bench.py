@@ -20,7 +20,7 @@ from executors.errors import TransientError
 from executors.schema import RunResult
 from flows.ci_outputs import append_github_summary, summary_markdown, write_junit
 from flows.options import BenchOptions
-from flows.plan import JudgeJob, Target, execution_units, judge_unit
+from flows.plan import JudgeJob, Target, judge_unit
 from flows.prepare import Prepared
 from flows.progress import Progress
 from flows.regression import regression_against_previous
@@ -270,15 +270,7 @@ async def run_benchmark(prepared: Prepared, cwd: Path, *, show_progress: bool = 
     opts = prepared.options
     started = time.time()
     started_at = dt.datetime.now(dt.UTC)
-    units = execution_units(
-        prepared.samples,
-        prepared.variants,
-        prepared.target,
-        repeat=opts.repeat,
-        temperature=opts.temperature,
-        max_tokens=opts.max_tokens,
-        seed=opts.seed,
-    )
+    units = prepared.units()
     shard_runs: list[dict[str, Any]] = []
     if opts.shards > 1:
         from flows.shard import dispatch_shards

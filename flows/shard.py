@@ -18,7 +18,6 @@ from prefect import flow
 from prefect.deployments import arun_deployment
 
 from flows.options import BenchOptions
-from flows.plan import execution_units
 from flows.prepare import Prepared, prepare
 from flows.progress import Progress
 from flows.sample_bench import UnitRunner
@@ -33,17 +32,7 @@ def shard_of(sample_id: str, shards: int) -> int:
 
 
 def units_of_shard(prepared: Prepared, shard: int, shards: int) -> list[Unit]:
-    o = prepared.options
-    units = execution_units(
-        prepared.samples,
-        prepared.variants,
-        prepared.target,
-        repeat=o.repeat,
-        temperature=o.temperature,
-        max_tokens=o.max_tokens,
-        seed=o.seed,
-    )
-    return [u for u in units if shard_of(u.sample_id, shards) == shard]
+    return [u for u in prepared.units() if shard_of(u.sample_id, shards) == shard]
 
 
 @flow(name=SHARD_FLOW, flow_run_name="shard {shard} of {shards}", log_prints=False)
