@@ -196,6 +196,17 @@ def test_skill_run_end_to_end(
     assert "| add numbers | positive | easy | 90% | 40% | +50.0% | Skill |" in md
     assert (project / "reports" / f"{report['id']}.json").exists()
     assert "with-skill vs baseline:" in out
+    # the report server shows agentic runs: checks, criteria, behaviour and the transcript
+    from starlette.testclient import TestClient
+
+    from flows.report_server import create_app
+
+    app = create_app(project / "reports", host="testserver", port=8000)
+    client = TestClient(app, base_url="http://testserver:8000")
+    page = client.get(f"/run/{report['id']}")
+    assert page.status_code == 200
+    for text in ("with-skill", "baseline", "checks:", "criteria:", "behaviour:", "transcript ("):
+        assert text in page.text, text
 
 
 def test_contamination_rules_on_captured_streams() -> None:
