@@ -31,7 +31,7 @@ def plan(i: int, attempt: int) -> Fault | None:
         0: Fault(status=429, headers={"Retry-After": "0.1"}),
         1: Fault(status=429),
         2: Fault(status=500),
-        3: Fault(delay=3.5),
+        3: Fault(delay=6),
         4: Fault(drop=True),
         5: Fault(malformed=True),
     }.get(kind)
@@ -86,8 +86,8 @@ def test_500_units_under_faults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert code == 0
     report = json.loads(next((tmp_path / "r").glob("*.json")).read_text())
     planned = sum(RETRIES + 1 if i % 10 == 6 else 1 if i % 10 in (7, 8, 9) else 2 for i in range(250)) * 2
-    # The report's attempts match the server's own log. (On 2 loaded cores an unfaulted call can also
-    # time out and be retried, so the log may hold a few calls more than planned; never fewer.)
+    # The report's attempts match the server's own log. The per-call timeout (5 s) is far above any
+    # unfaulted reply, so only the planned 6 s stalls time out, even on 2 loaded cores.
     attempts = sum(r["variants"][v]["attempts"] for r in report["results"] for v in ("v1", "v2"))
     assert attempts == calls and calls >= planned
     for variant in ("v1", "v2"):
