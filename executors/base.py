@@ -18,7 +18,6 @@ from executors.errors import PermanentError, TransientError, error_for_status
 from executors.pricing import PriceTable
 from executors.schema import RunRequest, RunResult
 
-
 POOL_SIZE = 8  # connections per httpx client (see HttpExecutor._client)
 
 
