@@ -433,7 +433,6 @@ def build_skill_report(
             "timestamp": started.isoformat().replace("+00:00", "Z"),
             "cliVersion": cli_version(),
             "totalCostUSD": sum(r.result.cost_usd for r in records),
-            "judge": judge_name_of(config),
             "contaminated": contaminated,
         },
         "summary": agg["summary"] if agg else {},
@@ -446,10 +445,6 @@ def build_skill_report(
         "results": results_list,
         "analysis": agg["analysis"] if agg else {"insights": [], "suggestions": []},
     }
-
-
-def judge_name_of(config: SkillBenchConfig) -> str:
-    return f"{config.judge_executor}:{config.judge_model}"
 
 
 def behavior_summary(entries: list[tuple[Any, ...]]) -> dict[str, dict[str, float]]:

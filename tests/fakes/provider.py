@@ -196,11 +196,7 @@ class FakeProvider:
         body = await request.json()
         if body.get("stream"):
             return await self._anthropic_stream(request, body)
-        system = body.get("system") or ""
-        if isinstance(system, list):
-            system = " ".join(b.get("text", "") for b in system)
-        content = next(m for m in reversed(body["messages"]) if m["role"] == "user")["content"]
-        prompt = content if isinstance(content, str) else " ".join(b.get("text", "") for b in content)
+        system, prompt = anthropic_text(body)
         fault = await self._fault(Call("anthropic", request.url.path, body, system, prompt, time.time()))
         if fault is not None:
             return fault
@@ -219,17 +215,7 @@ class FakeProvider:
 
     async def _anthropic_stream(self, request: Request, body: dict[str, Any]) -> Response:
         """Server-sent events of the Messages API, as Claude Code expects them."""
-        system = body.get("system") or ""
-        if isinstance(system, list):
-            system = " ".join(b.get("text", "") for b in system if isinstance(b, dict))
-        last = next(m for m in reversed(body["messages"]) if m["role"] == "user")[
-            "content"
-        ]  # Claude Code may end with a system message
-        prompt = (
-            last
-            if isinstance(last, str)
-            else " ".join(b.get("text", "") for b in last if isinstance(b, dict))
-        )
+        system, prompt = anthropic_text(body)
         fault = await self._fault(Call("anthropic", request.url.path, body, system, prompt, time.time()))
         if fault is not None:
             return fault
@@ -387,6 +373,21 @@ class FakeProvider:
                 "modelVersion": model,
             }
         )
+
+
+def anthropic_text(body: dict[str, Any]) -> tuple[str, str]:
+    """(system text, last user turn) of a Messages request. Claude Code may end the messages with
+    a role "system" message, so the prompt is the last user turn, not the last message."""
+    system = body.get("system") or ""
+    if isinstance(system, list):
+        system = " ".join(b.get("text", "") for b in system if isinstance(b, dict))
+    content = next(m for m in reversed(body["messages"]) if m["role"] == "user")["content"]
+    prompt = (
+        content
+        if isinstance(content, str)
+        else " ".join(b.get("text", "") for b in content if isinstance(b, dict))
+    )
+    return str(system), prompt
 
 
 def _free_port() -> int:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parents[2]
 CAPITALS = {
     "France": "Paris",
     "Japan": "Tokyo",
@@ -17,6 +19,17 @@ CAPITALS = {
     "Kenya": "Nairobi",
     "Chile": "Santiago",
 }
+
+
+def subprocess_env(server_url: str | None = None) -> dict[str, str]:
+    """The environment of a CLI or worker process started by a test: the test harness's Prefect
+    server, this checkout on the path, and (when given) the fake provider as the OpenAI endpoint."""
+    from prefect.settings import PREFECT_API_URL
+
+    env = os.environ | {"PREFECT_API_URL": str(PREFECT_API_URL.value()), "PYTHONPATH": str(ROOT)}
+    if server_url:
+        env |= {"OPENAI_BASE_URL": f"{server_url}/v1", "OPENAI_API_KEY": "sk-test"}
+    return env
 
 
 def make_project(

@@ -13,16 +13,13 @@ import pytest
 
 from flows.bench import main
 from tests.fakes.provider import FakeProvider
-from tests.flows.helpers import answer, make_project
+from tests.flows.helpers import answer, make_project, subprocess_env
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("kill_after", [3, 9, 14])
 def test_kill_9_then_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kill_after: int) -> None:
-    from prefect.settings import PREFECT_API_URL
-
     project = make_project(tmp_path / "p", n=8)
     args = [
         "run",
@@ -37,12 +34,7 @@ def test_kill_9_then_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kil
         "--quiet",
     ]
     with FakeProvider(answer, delay=0.4) as server:
-        env = os.environ | {
-            "OPENAI_BASE_URL": f"{server.url}/v1",
-            "OPENAI_API_KEY": "sk-test",
-            "PREFECT_API_URL": str(PREFECT_API_URL.value()),
-            "PYTHONPATH": str(ROOT),
-        }
+        env = subprocess_env(server.url)
         proc = subprocess.Popen(
             [sys.executable, "-m", "flows.bench", *args],
             cwd=project,
@@ -96,8 +88,6 @@ def test_corrupted_cache_entry_is_recomputed(tmp_path: Path, monkeypatch: pytest
 
 
 def test_two_runs_into_one_reports_directory_at_once(tmp_path: Path) -> None:
-    from prefect.settings import PREFECT_API_URL
-
     project = make_project(tmp_path / "p", n=6)
     args = [
         "run",
@@ -112,12 +102,7 @@ def test_two_runs_into_one_reports_directory_at_once(tmp_path: Path) -> None:
         "--quiet",
     ]
     with FakeProvider(answer, delay=0.1) as server:
-        env = os.environ | {
-            "OPENAI_BASE_URL": f"{server.url}/v1",
-            "OPENAI_API_KEY": "sk-test",
-            "PREFECT_API_URL": str(PREFECT_API_URL.value()),
-            "PYTHONPATH": str(ROOT),
-        }
+        env = subprocess_env(server.url)
         procs = [
             subprocess.Popen(
                 [sys.executable, "-m", "flows.bench", *args, *extra],

@@ -17,10 +17,9 @@ import pytest
 
 from flows.bench import main
 from tests.fakes.provider import FakeProvider
-from tests.flows.helpers import answer, make_project
+from tests.flows.helpers import ROOT, answer, make_project, subprocess_env
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
-ROOT = Path(__file__).resolve().parents[2]
 POOL = "skillab-test-pool"
 
 
@@ -36,8 +35,6 @@ async def create_pool() -> None:
 
 @pytest.fixture
 def workers(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProvider]:
-    from prefect.settings import PREFECT_API_URL
-
     from deployments.shards import register
 
     asyncio.run(create_pool())
@@ -45,7 +42,7 @@ def workers(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProvider]:
     with FakeProvider(answer) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-        env = os.environ | {"PREFECT_API_URL": str(PREFECT_API_URL.value()), "PYTHONPATH": str(ROOT)}
+        env = subprocess_env()
         procs = [
             subprocess.Popen(
                 [
