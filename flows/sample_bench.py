@@ -19,6 +19,7 @@ from prefect.utilities.annotations import quote
 from executors.errors import TransientError
 from executors.schema import RunResult
 from flows.ci_outputs import append_github_summary, summary_markdown, write_junit
+from flows.gc_tuning import lean_gc
 from flows.options import BenchOptions
 from flows.plan import JudgeJob, Target, judge_unit
 from flows.prepare import Prepared
@@ -106,7 +107,7 @@ class UnitRunner:
                     self.not_run.append(unit)
                     return
                 self.calls += 1
-                state = await call(unit, policy, return_state=True)
+                state = await call(unwalked(unit), unwalked(policy), return_state=True)
                 if state.is_completed():
                     result = await state.aresult()
                 else:
@@ -124,7 +125,8 @@ class UnitRunner:
             results[unit.key] = result
             self.progress.advance(ok=result.ok, cost=result.cost_usd)
 
-        await asyncio.gather(*(one(u) for u in units))
+        with lean_gc():
+            await asyncio.gather(*(one(u) for u in units))
         return results
 
 

@@ -79,8 +79,8 @@ def variant_summary(df: pd.DataFrame, variant: str) -> dict[str, Any]:
     case_means = v.groupby("sample_id")["score"].mean().dropna()
     ci = st.t_interval(case_means.tolist())
     runs = int(v["run"].nunique())
-    counts = [(int(g["score"].notna().sum()), int(g["passed"].sum())) for _, g in v.groupby("sample_id")]
-    counts = [(n, c) for n, c in counts if n > 0]
+    per_case = v.groupby("sample_id").agg(n=("score", "count"), c=("passed", "sum"))
+    counts = [(int(n), int(c)) for n, c in zip(per_case["n"], per_case["c"], strict=True) if n > 0]
     out: dict[str, Any] = {
         # The seed's fields.
         "totalSamples": int(v["sample_id"].nunique()),
@@ -118,16 +118,28 @@ def variant_summary(df: pd.DataFrame, variant: str) -> dict[str, Any]:
 
 def case_stats(df: pd.DataFrame, scale: Scale) -> dict[str, dict[str, dict[str, Any]]]:
     """Per case and variant, over runs: avg, best, worst, std_dev, pass@k and pass^k (k = runs)."""
+    # Whole-column group reductions: a Python loop over 1,000 groups took a third of a second.
+    keys = [df["sample_id"], df["variant"]]
+    score = df["score"].groupby(keys, sort=False)
+    hits = ((df["score"] >= scale.pass_threshold) & df["gate"]).groupby(keys, sort=False).sum()
+    table = pd.DataFrame(
+        {
+            "avg": score.mean(),
+            "best": score.max(),
+            "worst": score.min(),
+            "std": score.std(ddof=1),
+            "n": score.count(),
+            "passes": hits,
+        }
+    )
     out: dict[str, dict[str, dict[str, Any]]] = {}
-    for (sample_id, variant), g in df.groupby(["sample_id", "variant"], sort=False):
-        scores = g["score"].dropna()
-        n = len(scores)
-        passes = int(((g["score"] >= scale.pass_threshold) & g["gate"]).sum())
+    for (sample_id, variant), avg, best, worst, std, n, passes in table.itertuples(name=None):
+        n, passes = int(n), int(passes)
         out.setdefault(str(sample_id), {})[str(variant)] = {
-            "avg": float(scores.mean()) if n else None,
-            "best": float(scores.max()) if n else None,
-            "worst": float(scores.min()) if n else None,
-            "std_dev": float(scores.std(ddof=1)) if n > 1 else (0.0 if n == 1 else None),
+            "avg": float(avg) if n else None,
+            "best": float(best) if n else None,
+            "worst": float(worst) if n else None,
+            "std_dev": float(std) if n > 1 else (0.0 if n == 1 else None),
             "runs": n,
             "passes": passes,
             "pass@k": passes > 0 if n else None,

@@ -2,24 +2,37 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+_serial = itertools.count()
 
-def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+
+def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
+    """Write to a temporary sibling, then rename over `path`.
+
+    `durable=False` skips the fsync: the rename still makes the write all-or-nothing for any process
+    crash (kill -9 included); only a power loss can leave a damaged file, so use it only where a
+    checksum catches that (cache entries). An fsync costs milliseconds and blocks the event loop.
+    """
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{next(_serial)}.tmp"
     try:
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 

@@ -69,6 +69,7 @@ class FakeProvider:
         self.responses_agent: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
         self.calls: list[Call] = []
         self.lock = threading.Lock()
+        self.active = self.peak = 0  # requests being answered now, and the most at once
         self.port = _free_port()
         self.app = app = Starlette(
             routes=[
@@ -134,7 +135,16 @@ class FakeProvider:
     async def _fault(self, call: Call) -> Response | None:
         with self.lock:
             self.calls.append(call)
+            self.active += 1
+            self.peak = max(self.peak, self.active)
             fault = self.faults.pop(0) if self.faults else None
+        try:
+            return await self._scripted(call, fault)
+        finally:
+            with self.lock:
+                self.active -= 1
+
+    async def _scripted(self, call: Call, fault: Fault | None) -> Response | None:
         if fault is None and self.fault_for is not None:
             fault = self.fault_for(call)
         if fault is None:

@@ -92,6 +92,19 @@ def test_repeat_makes_real_calls_and_cache_resumes(
     assert again is not None and again["meta"]["cacheHits"] == 18 and again["meta"]["calls"] == 0
 
 
+def test_concurrency_caps_model_calls_at_the_server(
+    tmp_path: Path, server: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # More task runs than slots are in flight; the cap on calls the server sees must still hold.
+    server.delay = 0.15
+    project = make_project(tmp_path / "p", n=8)
+    code, report = run_cli(
+        project, "--repeat", "2", "--concurrency", "3", "--no-judge", monkeypatch=monkeypatch
+    )
+    assert code == 0 and report is not None and report["meta"]["calls"] == 32
+    assert server.peak == 3
+
+
 def test_transient_errors_retry_and_permanent_errors_are_recorded(
     tmp_path: Path, server: FakeProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
