@@ -6,7 +6,8 @@
 For each latency it prints, measured in one run (machines here are noisy, so ratios, not seconds):
 wall time over the ideal (units x latency / concurrency), client CPU per unit, peak memory of the
 benchmark process, and a fully cached re-run's wall time over the first run's, with its server calls.
-A Prefect server runs in its own process, as in production with PREFECT_API_URL set.
+A Prefect server runs in its own process, as in production with PREFECT_API_URL set, on a fresh
+database for every trial; `--trials N` repeats each scenario and adds the median of the ratios.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import asyncio
 import json
 import os
 import resource
+import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -107,6 +110,7 @@ def main() -> None:
     parser.add_argument("--units", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--latency", type=float, action="append", help="seconds per reply (repeatable)")
+    parser.add_argument("--trials", type=int, default=1, help="runs per latency, each on fresh servers")
     parser.add_argument("--scenario", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -114,79 +118,82 @@ def main() -> None:
         print(json.dumps(scenario(args)))
         return
     latencies = args.latency or [0.2, 2.0]
+    print(f"{args.units} units, concurrency {args.concurrency}")
+    for latency in latencies:
+        ratios = [trial(args, latency) for _ in range(args.trials)]
+        if args.trials > 1:
+            print(
+                f"latency {latency * 1000:.0f} ms: median wall/ideal over {args.trials} trials "
+                f"{statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f})"
+            )
+
+
+def trial(args: argparse.Namespace, latency: float) -> float:
+    """One measured first run and cached re-run, against a fresh Prefect server and provider."""
     home = Path(tempfile.mkdtemp(prefix="skillab-bench-"))
     from flows.bench import PREFECT_DEFAULTS
 
     # The server-side settings matter most here: the task-run recorder's batch sizes.
     env = os.environ | PREFECT_DEFAULTS | {"PREFECT_HOME": str(home / "prefect"), "PYTHONPATH": str(ROOT)}
-    port = free_port()
-    prefect = start(
-        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)], env
-    )
-    procs = [prefect]
+    port, fake_port = free_port(), free_port()
+    procs = [
+        start(
+            [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+            env,
+        ),
+        start(
+            [sys.executable, "-m", "tests.fakes.provider", "--delay", str(latency), "--port", str(fake_port)],
+            env,
+        ),
+    ]
     try:
         wait_http(f"http://127.0.0.1:{port}/api/health")
-        env["PREFECT_API_URL"] = f"http://127.0.0.1:{port}/api"
-        print(f"{args.units} units, concurrency {args.concurrency}; Prefect server on 127.0.0.1:{port}")
-        for latency in latencies:
-            fake_port = free_port()
-            fake = start(
-                [
-                    sys.executable,
-                    "-m",
-                    "tests.fakes.provider",
-                    "--delay",
-                    str(latency),
-                    "--port",
-                    str(fake_port),
-                ],
-                env,
-            )
-            procs.append(fake)
-            wait_http(f"http://127.0.0.1:{fake_port}/stats")
-            work = home / f"run-{latency}"
-            work.mkdir()
-            make_samples(work, args.units)
-            run_env = env | {
-                "OPENAI_BASE_URL": f"http://127.0.0.1:{fake_port}/v1",
-                "OPENAI_API_KEY": "sk-bench",
-            }
-            done = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "benchmarks.orchestration",
-                    "--scenario",
-                    "--workdir",
-                    str(work),
-                    "--concurrency",
-                    str(args.concurrency),
-                ],
-                cwd=ROOT,
-                env=run_env,
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            r = json.loads(done.stdout.strip().splitlines()[-1])
-            ideal = args.units * latency / args.concurrency
-            print(
-                f"latency {latency * 1000:.0f} ms: wall/ideal {r['first_wall'] / ideal:.2f} "
-                f"(wall {r['first_wall']:.1f} s, ideal {ideal:.1f} s); "
-                f"client CPU/unit {r['first_cpu'] / args.units * 1000:.1f} ms; peak RSS {r['peak_rss_mb']:.0f} MB; "
-                f"cached re-run/first {r['cached_wall'] / r['first_wall']:.3f} with {r['cached_calls']:.0f} server calls "
-                f"(first run {r['first_calls']:.0f} calls)"
-            )
-            fake.terminate()
-            fake.wait(timeout=10)
+        wait_http(f"http://127.0.0.1:{fake_port}/stats")
+        work = home / "run"
+        work.mkdir()
+        make_samples(work, args.units)
+        run_env = env | {
+            "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
+            "OPENAI_BASE_URL": f"http://127.0.0.1:{fake_port}/v1",
+            "OPENAI_API_KEY": "sk-bench",
+        }
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.orchestration",
+                "--scenario",
+                "--workdir",
+                str(work),
+                "--concurrency",
+                str(args.concurrency),
+            ],
+            cwd=ROOT,
+            env=run_env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     finally:
         for p in procs:
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+            p.terminate()
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(home, ignore_errors=True)
+    r = json.loads(done.stdout.strip().splitlines()[-1])
+    ideal = args.units * latency / args.concurrency
+    ratio = float(r["first_wall"] / ideal)
+    print(
+        f"latency {latency * 1000:.0f} ms: wall/ideal {ratio:.2f} "
+        f"(wall {r['first_wall']:.1f} s, ideal {ideal:.1f} s); "
+        f"client CPU/unit {r['first_cpu'] / args.units * 1000:.1f} ms; peak RSS {r['peak_rss_mb']:.0f} MB; "
+        f"cached re-run/first {r['cached_wall'] / r['first_wall']:.3f} with {r['cached_calls']:.0f} server calls "
+        f"(first run {r['first_calls']:.0f} calls)",
+        flush=True,
+    )
+    return ratio
 
 
 if __name__ == "__main__":
