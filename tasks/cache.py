@@ -4,7 +4,7 @@ Prefect's own task cache keys on the flow run by default and costs a task run pe
 consulted by the flow before fan-out, so a fully cached re-run starts no task at all, and it is a
 plain folder, so workers on several machines can share it. Each entry carries a checksum of its
 payload: a corrupted entry is detected, removed and recomputed. Writes are atomic but not fsynced
-(an fsync per unit blocked the event loop for seconds per 1,000 units): a process crash cannot tear
+(an fsync per entry cost seconds per 1,000 units): a process crash cannot tear
 an entry, and what a power loss might tear, the checksum catches.
 """
 

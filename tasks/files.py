@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
+import secrets
 from pathlib import Path
 from typing import Any
-
-_serial = itertools.count()
 
 
 def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
@@ -16,9 +14,10 @@ def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
 
     `durable=False` skips the fsync: the rename still makes the write all-or-nothing for any process
     crash (kill -9 included); only a power loss can leave a damaged file, so use it only where a
-    checksum catches that (cache entries). An fsync costs milliseconds and blocks the event loop.
+    checksum catches that (cache entries): an fsync costs milliseconds per file.
     """
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{next(_serial)}.tmp"
+    # Random, not pid-based: processes on several machines may share a folder (a shared cache).
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp"
     try:
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
