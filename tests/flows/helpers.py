@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 CAPITALS = {
     "France": "Paris",
@@ -27,9 +29,32 @@ def subprocess_env(server_url: str | None = None) -> dict[str, str]:
     from prefect.settings import PREFECT_API_URL
 
     env = os.environ | {"PREFECT_API_URL": str(PREFECT_API_URL.value()), "PYTHONPATH": str(ROOT)}
-    if server_url:
-        env |= {"OPENAI_BASE_URL": f"{server_url}/v1", "OPENAI_API_KEY": "sk-test"}
-    return env
+    return env | provider_env(server_url) if server_url else env
+
+
+def provider_env(server_url: str) -> dict[str, str]:
+    """The fake provider at `server_url` as the OpenAI endpoint."""
+    return {"OPENAI_BASE_URL": f"{server_url}/v1", "OPENAI_API_KEY": "sk-test"}
+
+
+def use_provider(monkeypatch: pytest.MonkeyPatch, server_url: str) -> None:
+    """The same, for a CLI run in this process."""
+    for key, value in provider_env(server_url).items():
+        monkeypatch.setenv(key, value)
+
+
+def run_bench(
+    project: Path, *args: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[int, dict[str, Any] | None]:
+    """`run` with the openai executor, from the project folder, reports into project/reports:
+    the exit code and the newest report."""
+    from flows.bench import main
+
+    monkeypatch.chdir(project)
+    out = project / "reports"
+    code = main(["run", "--executor", "openai", "--output-dir", str(out), "--quiet", *args])
+    reports = sorted(out.glob("*.json"), key=os.path.getmtime)
+    return code, json.loads(reports[-1].read_text()) if reports else None
 
 
 def make_project(

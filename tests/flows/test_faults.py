@@ -12,7 +12,7 @@ import pytest
 
 from flows.bench import main
 from tests.fakes.provider import Call, FakeProvider, Fault
-from tests.flows.helpers import make_project
+from tests.flows.helpers import make_project, use_provider
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 RETRIES = 2
@@ -61,8 +61,7 @@ def test_500_units_under_faults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.chdir(project)
     with FakeProvider(fault_for=fault_for) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        use_provider(monkeypatch, server.url)
         code = main(
             [
                 "run",
@@ -110,8 +109,7 @@ def test_budgets_stop_scheduling_and_report_what_did_not_run(
     (project / "prices.yaml").write_text("gpt-4o-mini: {input: 1000000, output: 0}\n")  # $1 per input token
     monkeypatch.chdir(project)
     with FakeProvider() as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        use_provider(monkeypatch, server.url)
         base = ["run", "--executor", "openai", "--no-cache", "--quiet", "--no-judge"]
         assert (
             main([*base, "--max-calls", "5", "--concurrency", "2", "--output-dir", str(tmp_path / "a")]) == 0

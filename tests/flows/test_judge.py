@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from flows.bench import main
 from tests.fakes.provider import Call, FakeProvider, Fault
-from tests.flows.helpers import answer, make_project
+from tests.flows.helpers import answer, make_project, run_bench, use_provider
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 GRADER = "strict, fair grader"
@@ -30,28 +29,11 @@ def answered(block_to_reply: Callable[[str, str], str]) -> Callable[[str, str], 
 
 
 def run(project: Path, monkeypatch: pytest.MonkeyPatch, server: FakeProvider, *args: str) -> dict:
-    monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.chdir(project)
-    out = project / "reports"
-    code = main(
-        [
-            "run",
-            "--executor",
-            "openai",
-            "--judge-executor",
-            "openai",
-            "--judge-model",
-            "gpt-4o",
-            "--output-dir",
-            str(out),
-            "--no-cache",
-            "--quiet",
-            *args,
-        ]
-    )
-    assert code == 0
-    return json.loads(next(out.glob("*.json")).read_text())
+    use_provider(monkeypatch, server.url)
+    judge = ("--judge-executor", "openai", "--judge-model", "gpt-4o")
+    code, report = run_bench(project, *judge, "--no-cache", *args, monkeypatch=monkeypatch)
+    assert code == 0 and report is not None
+    return report
 
 
 def judge_calls(server: FakeProvider) -> list[Call]:

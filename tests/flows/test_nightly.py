@@ -14,7 +14,7 @@ import pytest
 from flows.bench import main
 from flows.nightly import nightly_bench
 from tests.fakes.provider import FakeProvider
-from tests.flows.helpers import answer, make_project
+from tests.flows.helpers import answer, make_project, use_provider
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -42,8 +42,7 @@ def test_nightly_regression_fails_the_second_run(tmp_path: Path, monkeypatch: py
         f"executor: openai\nmodel: gpt-4o-mini\njudge: false\noutput_dir: {reports}\ncache_dir: {tmp_path / 'c'}\n"
     )
     with FakeProvider(answer) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        use_provider(monkeypatch, server.url)
         first = nightly_state(project / "skillab.yaml", "capitals")
         assert first.is_completed()
         # The artifact changes between nights and makes v2 chatty: every case loses 2 points.
@@ -92,8 +91,7 @@ def test_ci_exits_1_on_regression_and_history_prints_the_trend(
         "--quiet",
     ]
     with FakeProvider(answer) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        use_provider(monkeypatch, server.url)
         assert main(args) == 0
         (project / "skills" / "v2.md").write_text("Answer the question in full sentences.")
         assert main(args) == 1
@@ -109,8 +107,7 @@ def test_junit_and_github_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     junit, summary = tmp_path / "junit.xml", tmp_path / "summary.md"
     summary.write_text("earlier step\n")
     with FakeProvider(answer) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        use_provider(monkeypatch, server.url)
         code = main(
             [
                 "ci",

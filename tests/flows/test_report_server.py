@@ -18,7 +18,7 @@ import uvicorn
 from flows.bench import main
 from flows.report_server import create_app
 from tests.fakes.provider import FakeProvider
-from tests.flows.helpers import answer, make_project
+from tests.flows.helpers import answer, make_project, use_provider
 
 XSS = "<script>window.__pwned = 1; alert('xss')</script><img src=x onerror=\"alert('img')\">"
 TOKEN = "test-token"
@@ -37,8 +37,7 @@ def reports(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> 
     out = root / "reports"
     mp = pytest.MonkeyPatch()
     with FakeProvider(xss_answer) as server:
-        mp.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
-        mp.setenv("OPENAI_API_KEY", "sk-test")
+        use_provider(mp, server.url)
         mp.chdir(project)
         common = [
             "run",

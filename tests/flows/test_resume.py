@@ -13,26 +13,21 @@ import pytest
 
 from flows.bench import main
 from tests.fakes.provider import FakeProvider
-from tests.flows.helpers import answer, make_project, subprocess_env
+from tests.flows.helpers import answer, make_project, subprocess_env, use_provider
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+def run_args(project: Path, *, concurrency: int | None = None) -> list[str]:
+    args = ["run", "--executor", "openai", "--output-dir", str(project / "reports")]
+    args += ["--cache-dir", str(project / "cache"), "--quiet"]
+    return args + (["--concurrency", str(concurrency)] if concurrency else [])
 
 
 @pytest.mark.parametrize("kill_after", [3, 9, 14])
 def test_kill_9_then_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kill_after: int) -> None:
     project = make_project(tmp_path / "p", n=8)
-    args = [
-        "run",
-        "--executor",
-        "openai",
-        "--output-dir",
-        str(project / "reports"),
-        "--cache-dir",
-        str(project / "cache"),
-        "--concurrency",
-        "2",
-        "--quiet",
-    ]
+    args = run_args(project, concurrency=2)
     with FakeProvider(answer, delay=0.4) as server:
         env = subprocess_env(server.url)
         proc = subprocess.Popen(
@@ -54,8 +49,7 @@ def test_kill_9_then_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kil
         finished = len(list((project / "cache").rglob("*.json")))
         first = server.count()
         assert 0 < finished < 16 and not list((project / "reports").glob("*.json"))
-        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        use_provider(monkeypatch, server.url)
         monkeypatch.chdir(project)
         assert main(args) == 0
         assert server.count() - first == 16 - finished  # only unfinished units are called again
@@ -66,19 +60,9 @@ def test_kill_9_then_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kil
 
 def test_corrupted_cache_entry_is_recomputed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project = make_project(tmp_path / "p", n=2)
-    args = [
-        "run",
-        "--executor",
-        "openai",
-        "--output-dir",
-        str(project / "reports"),
-        "--cache-dir",
-        str(project / "cache"),
-        "--quiet",
-    ]
+    args = run_args(project)
     with FakeProvider(answer) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        use_provider(monkeypatch, server.url)
         monkeypatch.chdir(project)
         assert main(args) == 0 and server.count() == 4
         entries = sorted((project / "cache").rglob("*.json"))
@@ -89,18 +73,7 @@ def test_corrupted_cache_entry_is_recomputed(tmp_path: Path, monkeypatch: pytest
 
 def test_two_runs_into_one_reports_directory_at_once(tmp_path: Path) -> None:
     project = make_project(tmp_path / "p", n=6)
-    args = [
-        "run",
-        "--executor",
-        "openai",
-        "--output-dir",
-        str(project / "reports"),
-        "--cache-dir",
-        str(project / "cache"),
-        "--concurrency",
-        "4",
-        "--quiet",
-    ]
+    args = run_args(project, concurrency=4)
     with FakeProvider(answer, delay=0.1) as server:
         env = subprocess_env(server.url)
         procs = [

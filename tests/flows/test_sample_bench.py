@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from flows.bench import main
 from tests.fakes.provider import FakeProvider, Fault
-from tests.flows.helpers import answer, make_project
+from tests.flows.helpers import answer, make_project, run_bench, use_provider
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -18,31 +17,20 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch):
     with FakeProvider(answer) as s:
-        monkeypatch.setenv("OPENAI_BASE_URL", f"{s.url}/v1")
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        use_provider(monkeypatch, s.url)
         yield s
 
 
 def run_cli(project: Path, *args: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, dict | None]:
-    monkeypatch.chdir(project)
-    out = project / "reports"
-    code = main(
-        [
-            "run",
-            "--executor",
-            "openai",
-            "--model",
-            "gpt-4o-mini",
-            "--output-dir",
-            str(out),
-            "--cache-dir",
-            str(project / "cache"),
-            "--quiet",
-            *args,
-        ]
+    return run_bench(
+        project,
+        "--model",
+        "gpt-4o-mini",
+        "--cache-dir",
+        str(project / "cache"),
+        *args,
+        monkeypatch=monkeypatch,
     )
-    reports = sorted(out.glob("*.json"), key=os.path.getmtime)
-    return code, json.loads(reports[-1].read_text()) if reports else None
 
 
 def test_end_to_end_with_assertions_and_judge(

@@ -17,7 +17,7 @@ import pytest
 
 from flows.bench import main
 from tests.fakes.provider import FakeProvider
-from tests.flows.helpers import ROOT, answer, make_project, subprocess_env
+from tests.flows.helpers import ROOT, answer, make_project, subprocess_env, use_provider
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 POOL = "skillab-test-pool"
@@ -40,8 +40,7 @@ def workers(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProvider]:
     asyncio.run(create_pool())
     register(POOL)
     with FakeProvider(answer) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        use_provider(monkeypatch, server.url)
         env = subprocess_env()
         procs = [
             subprocess.Popen(
