@@ -72,11 +72,11 @@ def make_samples(root: Path, units: int, variants: int = 2) -> None:
 
 def scenario(args: argparse.Namespace) -> dict[str, float]:
     """One measured scenario, run in this (fresh) process."""
-    from flows.bench import configure_prefect
+    from flows.cli.main import configure_prefect
 
     configure_prefect()
-    from flows.options import BenchOptions
-    from flows.prepare import prepare
+    from flows.inputs.options import BenchOptions
+    from flows.inputs.prepare import prepare
     from flows.sample_bench import sample_bench
 
     work = Path(args.workdir)
@@ -131,7 +131,7 @@ def main() -> None:
 def trial(args: argparse.Namespace, latency: float) -> float:
     """One measured first run and cached re-run, against a fresh Prefect server and provider."""
     home = Path(tempfile.mkdtemp(prefix="skillab-bench-"))
-    from flows.bench import PREFECT_DEFAULTS
+    from flows.cli.main import PREFECT_DEFAULTS
 
     # The server-side settings matter most here: the task-run recorder's batch sizes.
     env = os.environ | PREFECT_DEFAULTS | {"PREFECT_HOME": str(home / "prefect"), "PYTHONPATH": str(ROOT)}

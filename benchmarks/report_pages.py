@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import uvicorn
 
-from flows.report_server import create_app
+from flows.report.server import create_app
 
 
 def fake_report(n: int) -> dict:

@@ -10,8 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from flows.bench import configure_prefect
-from flows.errors import UsageError
+from executors.errors import InputError
+from flows.cli.main import configure_prefect
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,10 +32,11 @@ def main(argv: list[str] | None = None) -> int:
     from deployments.suites import build, load
 
     if args.register_shards:
-        from deployments.shards import DEPLOYMENT, register
+        from deployments.shards import register
+        from flows.inputs.options import SHARD_DEPLOYMENT
 
         print(
-            f"deployment bench-shard/{DEPLOYMENT} on pool {args.register_shards}: {register(args.register_shards)}"
+            f"deployment {SHARD_DEPLOYMENT} on pool {args.register_shards}: {register(args.register_shards)}"
         )
         return 0
     path = Path(args.file)
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{s.name}: {s.config} at '{s.cron}' {s.timezone}" + (" (paused)" if s.paused else ""))
             return 0
         deployments = build(path)
-    except UsageError as exc:
+    except InputError as exc:
         for line in exc.lines:
             print(f"skillab: error: {line}", file=sys.stderr)
         return 2

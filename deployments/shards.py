@@ -9,17 +9,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from flows.inputs.options import SHARD_DEPLOYMENT_NAME
 from flows.shard import bench_shard
 
 ROOT = Path(__file__).resolve().parents[1]
-DEPLOYMENT = "skillab-shard"
 
 
 def register(work_pool: str, source: str = str(ROOT)) -> Any:
     """Create (or update) the deployment; returns its id. The pool must exist (process type)."""
     loaded: Any = bench_shard.from_source(source=source, entrypoint="flows/shard.py:bench_shard")
     return loaded.deploy(
-        name=DEPLOYMENT,
+        name=SHARD_DEPLOYMENT_NAME,
         work_pool_name=work_pool,
         build=False,
         push=False,

@@ -18,8 +18,8 @@ from prefect.client.schemas.schedules import CronSchedule
 from prefect.schedules import Cron
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from flows.errors import UsageError
-from flows.inputs import load_config
+from executors.errors import InputError
+from flows.inputs.samples import load_config
 from flows.nightly import nightly_bench
 
 
@@ -39,7 +39,7 @@ class SuiteDeployment(BaseModel):
         try:
             CronSchedule(cron=value)  # Prefect's own validation: what it accepts, we accept
         except ValidationError:
-            raise ValueError(f"invalid cron string {value!r}") from None
+            raise InputError(f"invalid cron string {value!r}") from None
         return value
 
     @field_validator("timezone")
@@ -48,7 +48,7 @@ class SuiteDeployment(BaseModel):
         try:
             CronSchedule(cron="0 0 * * *", timezone=value)
         except ValidationError:
-            raise ValueError(f"invalid timezone {value!r} (an IANA name such as Europe/Paris)") from None
+            raise InputError(f"invalid timezone {value!r} (an IANA name such as Europe/Paris)") from None
         return value
 
 
@@ -63,10 +63,10 @@ def load(path: Path) -> list[SuiteDeployment]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise UsageError(f"{path}: file not found") from None
+        raise InputError(f"{path}: file not found") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise UsageError(f"{path}: line {mark.line + 1 if mark else '?'}: invalid YAML") from None
+        raise InputError(f"{path}: line {mark.line + 1 if mark else '?'}: invalid YAML") from None
     try:
         spec = DeploymentsFile.model_validate(data)
     except ValidationError as exc:
@@ -74,7 +74,7 @@ def load(path: Path) -> list[SuiteDeployment]:
         for err in exc.errors():
             loc = ".".join(str(p) for p in err["loc"])
             lines.append(f"{path}: {loc}: {err['msg'].removeprefix('Value error, ')}")
-        raise UsageError(lines) from None
+        raise InputError(lines) from None
     problems: list[str] = []
     names = [s.name for s in spec.suites]
     for dup in sorted({n for n in names if names.count(n) > 1}):
@@ -83,10 +83,10 @@ def load(path: Path) -> list[SuiteDeployment]:
         config = (path.parent / suite.config).resolve()
         try:
             load_config(config)
-        except UsageError as exc:
+        except InputError as exc:
             problems += [f"{path}: suite {suite.name}: {line}" for line in exc.lines]
     if problems:
-        raise UsageError(problems)
+        raise InputError(problems)
     return list(spec.suites)
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from executors.base import Executor
-from executors.errors import PermanentError, TransientError
-from executors.schema import AgentRequest, AgentSession, RunRequest, RunResult, Usage
+from executors.errors import PermanentError, TransientError, is_transient_status
+from executors.schema import AgentRequest, AgentSession, RunRequest, RunResult, SessionStatus, Usage
 
 CLI_DIR_ENV = "SKILLAB_AGENT_CLI_DIR"
 DEFAULT_CLI_DIR = Path.home() / ".cache" / "skillab" / "agent-clis"
@@ -136,18 +136,26 @@ class AgentExecutor(Executor):
         session = self.parse(read_events(raw), request)
         update: dict[str, Any] = {"exit_code": proc.returncode, "duration_ms": elapsed}
         if timed_out:
-            update |= {"ok": False, "status": "timeout", "error": f"killed after {request.timeout_s:g}s"}
+            update |= {
+                "ok": False,
+                "status": SessionStatus.TIMEOUT,
+                "error": f"killed after {request.timeout_s:g}s",
+            }
         elif flooded:
             update |= {
                 "ok": False,
-                "status": "flood",
+                "status": SessionStatus.FLOOD,
                 "error": f"killed: more than {STREAM_LIMIT // (1024 * 1024)} MiB of output",
             }
-        elif session.status == "success" and proc.returncode not in (0, None):
-            update |= {"ok": False, "status": "crashed", "error": f"exit code {proc.returncode}"}
+        elif session.status == SessionStatus.SUCCESS and proc.returncode not in (0, None):
+            update |= {"ok": False, "status": SessionStatus.CRASHED, "error": f"exit code {proc.returncode}"}
         elif not session.events and proc.returncode != 0:
             tail = raw.with_name("stderr.txt").read_bytes()[-300:].decode("utf-8", "replace").strip()
-            update |= {"ok": False, "status": "crashed", "error": f"exit code {proc.returncode}: {tail}"}
+            update |= {
+                "ok": False,
+                "status": SessionStatus.CRASHED,
+                "error": f"exit code {proc.returncode}: {tail}",
+            }
         return session.model_copy(update=update)
 
     async def run(self, request: RunRequest) -> RunResult:
@@ -171,8 +179,11 @@ class AgentExecutor(Executor):
             )
         if not session.ok:
             status = session.meta.get("api_error_status")
-            if session.status == "timeout" or (isinstance(status, int) and (status == 429 or status >= 500)):
-                raise TransientError(f"{self.name}: {session.status}: {session.error}", status=status)
+            timed_out = session.status == SessionStatus.TIMEOUT
+            if timed_out or (isinstance(status, int) and is_transient_status(status)):
+                raise TransientError(
+                    f"{self.name}: {session.status}: {session.error}", status=status, timeout=timed_out
+                )
             raise PermanentError(f"{self.name}: {session.status}: {session.error}", status=status)
         usage = usage_of(session.meta)
         cost = session.meta.get("total_cost_usd")

@@ -117,7 +117,7 @@ class HttpExecutor(Executor):
             response = await self._client().post(url, json=body, headers=headers)
         except httpx.TimeoutException as exc:
             raise TransientError(
-                f"timeout after {self.settings.timeout_s:g}s ({type(exc).__name__})"
+                f"timeout after {self.settings.timeout_s:g}s ({type(exc).__name__})", timeout=True
             ) from exc
         except httpx.TransportError as exc:
             raise TransientError(f"connection error: {type(exc).__name__}: {exc}") from exc

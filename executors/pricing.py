@@ -11,6 +11,8 @@ from pathlib import Path
 
 import yaml
 
+from executors.errors import InputError
+
 # (input, output) USD per 1M tokens, public list prices.
 DEFAULT_PRICES: dict[str, tuple[float, float]] = {
     "gpt-4o-mini": (0.15, 0.60),
@@ -41,11 +43,11 @@ class PriceTable:
         text = path.read_text(encoding="utf-8")
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
         if not isinstance(data, dict):
-            raise ValueError(f"{path}: expected a mapping of model -> {{input, output}}")
+            raise InputError(f"{path}: expected a mapping of model -> {{input, output}}")
         table = cls()
         for model, entry in data.items():
             if not isinstance(entry, dict) or not {"input", "output"} <= set(entry):
-                raise ValueError(f"{path}: model {model!r}: field 'input'/'output' missing")
+                raise InputError(f"{path}: model {model!r}: field 'input'/'output' missing")
             table.prices[str(model)] = (float(entry["input"]), float(entry["output"]))
         return table
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 import threading
 
 from executors.anthropic import AnthropicExecutor
 from executors.base import Executor, ExecutorSettings
 from executors.claude_code import ClaudeCodeExecutor
 from executors.codex_cli import CodexExecutor
+from executors.errors import InputError
 from executors.gemini import GeminiExecutor
 from executors.gemini_cli import GeminiCliExecutor
 from executors.local import LocalExecutor
@@ -36,6 +38,26 @@ def get_executor(name: str, settings: ExecutorSettings | None = None) -> Executo
         if key not in _instances:
             _instances[key] = EXECUTORS[name](settings)
         return _instances[key]
+
+
+def usable_executor(
+    name: str, flag: str, settings: ExecutorSettings | None = None, *, agentic: bool | None = None
+) -> Executor:
+    """The executor a flag names, ready to call, or an InputError naming the flag: an unknown name
+    (with the closest one), the wrong kind, or what it lacks (a key, a binary)."""
+    if name not in EXECUTORS:
+        match = difflib.get_close_matches(name, list(EXECUTORS), n=1)
+        hint = f" (did you mean {match[0]!r}?)" if match else ""
+        raise InputError(f"{flag}: unknown executor {name!r}{hint}; choose from {', '.join(EXECUTORS)}")
+    if agentic is not None and getattr(EXECUTORS[name], "agentic", False) != agentic:
+        kinds = [n for n, cls in EXECUTORS.items() if getattr(cls, "agentic", False) == agentic]
+        kind = "an agent CLI" if agentic else "a model API"
+        raise InputError(f"{flag}: {name!r} is not {kind} ({', '.join(kinds)})")
+    executor = get_executor(name, settings)
+    problem = executor.problem()
+    if problem:
+        raise InputError(f"{flag}: {problem}")
+    return executor
 
 
 async def close_all() -> None:

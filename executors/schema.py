@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from executors.errors import ErrorKind
+
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    """The base of data that crosses a boundary: immutable, hashable, no unknown keys."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
 
 class RunRequest(Frozen):
@@ -35,6 +40,18 @@ class Usage(Frozen):
         return self.input_tokens + self.output_tokens
 
 
+class SessionStatus(StrEnum):
+    """How an agent session ended."""
+
+    SUCCESS = "success"
+    ERROR = "error"  # the CLI reported an error of its own
+    API_ERROR = "api_error"  # the model endpoint failed
+    MAX_TURNS = "max_turns"
+    TIMEOUT = "timeout"  # killed at the session's time limit
+    CRASHED = "crashed"  # exited non-zero or without a result
+    FLOOD = "flood"  # printed past the output cap and was killed
+
+
 class RunResult(Frozen):
     """What one call produced. A failed call is data too: ``ok`` False with its error and cause."""
 
@@ -45,7 +62,9 @@ class RunResult(Frozen):
     latency_ms: float = 0.0
     model: str = ""
     error: str | None = None
-    error_kind: str | None = Field(default=None, description="transient | permanent | timeout | budget")
+    error_kind: ErrorKind | SessionStatus | None = Field(
+        default=None, description="why the call failed (an agent session: how it ended)"
+    )
     attempts: int = 1
     cached: bool = False
 
@@ -81,10 +100,10 @@ class AgentEvent(Frozen):
 
 
 class AgentSession(Frozen):
-    """A parsed session. ``status`` is success, error, api_error, max_turns, timeout or crashed."""
+    """A parsed session; ``ok`` only when ``status`` is SUCCESS."""
 
     ok: bool
-    status: str
+    status: SessionStatus
     final_text: str = ""
     events: tuple[AgentEvent, ...] = ()
     skills_listed: tuple[str, ...] | None = Field(

@@ -7,8 +7,8 @@ from typing import Any
 
 from prefect import flow
 
-from flows.inputs import load_config
-from flows.options import BenchOptions
+from flows.inputs.options import BenchOptions
+from flows.inputs.samples import load_config
 from flows.sample_bench import sample_bench
 
 

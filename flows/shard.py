@@ -17,13 +17,11 @@ from typing import Any
 from prefect import flow
 from prefect.deployments import arun_deployment
 
-from flows.options import BenchOptions
-from flows.prepare import Prepared, prepare
-from flows.progress import Progress
-from flows.sample_bench import UnitRunner
+from flows.engine.progress import Progress
+from flows.engine.runner import RunnerConfig, UnitRunner
+from flows.inputs.options import SHARD_FLOW, BenchOptions
+from flows.inputs.prepare import Prepared, prepare
 from tasks.schema import Unit
-
-SHARD_FLOW = "bench-shard"
 
 
 def shard_of(sample_id: str, shards: int) -> int:
@@ -40,8 +38,8 @@ async def bench_shard(options: BenchOptions, cwd: str, shard: int, shards: int) 
     """Execute one shard's units into the shared cache."""
     prepared = prepare(options, Path(cwd))
     units = units_of_shard(prepared, shard, shards)
-    runner = UnitRunner(prepared, Progress(len(units), f"shard {shard}", enabled=False))
-    results = await runner.run(units, prepared.target)
+    runner = UnitRunner(RunnerConfig.of(prepared), Progress(len(units), f"shard {shard}", enabled=False))
+    results = await runner.run(units, prepared.policy(prepared.target))
     return {
         "shard": shard,
         "units": len(units),

@@ -14,6 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from executors.errors import InputError
+
 CHECK_KINDS = ("file_exists", "file_contains", "syntax_valid", "runs_without_error")
 DIFFICULTIES = ("easy", "medium", "hard")
 TYPES = ("positive", "negative-control")
@@ -55,9 +57,9 @@ def parse_check(line: str) -> Check:
     kind, sep, rest = line.partition(":")
     kind, rest = kind.strip(), rest.strip()
     if not sep or kind not in CHECK_KINDS:
-        raise ValueError(f"unknown check {kind!r} (use {', '.join(CHECK_KINDS)})")
+        raise InputError(f"unknown check {kind!r} (use {', '.join(CHECK_KINDS)})")
     if not rest:
-        raise ValueError(f"{kind}: needs a value")
+        raise InputError(f"{kind}: needs a value")
     rest = rest.strip("`")
     if kind == "file_contains":
         match = re.match(r"^(.*\S)\s+in\s+(\S+)$", rest)
@@ -73,7 +75,7 @@ def parse_task(text: str, task_id: str) -> AgentTask:
     """Raise ValueError('field: problem') on a malformed task file."""
     title = re.search(r"^#\s*Task:\s*(.+)$", text, re.M)
     if not title:
-        raise ValueError("title: the first heading must be '# Task: <name>'")
+        raise InputError("title: the first heading must be '# Task: <name>'")
     header = text[: text.find("\n##")] if "\n##" in text else text
     fields = {
         k.lower(): v.strip()
@@ -84,15 +86,15 @@ def parse_task(text: str, task_id: str) -> AgentTask:
         sections[match.group(1).strip().lower()] = match.group(2).strip()
     for name in ("prompt", "expected outcome", "verification checks", "grading rubric"):
         if not sections.get(name):
-            raise ValueError(f"{name}: section '## {name.title()}' is missing or empty")
+            raise InputError(f"{name}: section '## {name.title()}' is missing or empty")
     difficulty = fields.get("difficulty", "").lower()
     kind = fields.get("type", "positive").lower()
     if difficulty not in DIFFICULTIES:
-        raise ValueError(
+        raise InputError(
             f"difficulty: must be one of {', '.join(DIFFICULTIES)} (got {difficulty or 'nothing'!r})"
         )
     if kind not in TYPES:
-        raise ValueError(f"type: must be one of {', '.join(TYPES)} (got {kind!r})")
+        raise InputError(f"type: must be one of {', '.join(TYPES)} (got {kind!r})")
     checks = []
     for i, line in enumerate(sections["verification checks"].splitlines()):
         line = line.strip()
@@ -101,7 +103,7 @@ def parse_task(text: str, task_id: str) -> AgentTask:
         try:
             checks.append(parse_check(line[1:].strip()))
         except ValueError as exc:
-            raise ValueError(f"verification checks[{i}]: {exc}") from None
+            raise InputError(f"verification checks[{i}]: {exc}") from None
     tags = tuple(t.strip() for t in sections.get("tags", "").replace("\n", ",").split(",") if t.strip())
     return AgentTask(
         task_id=task_id,

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from executors.errors import InputError
 from graders.schema import Assertion, Observation
 
 Outcome = tuple[bool, str]
@@ -41,17 +42,17 @@ def resolve(fn: str, source_dir: str) -> Path:
 def validate_file(path: Path) -> None:
     """Load-time check without running user code: the file exists, parses, and defines check()."""
     if not path.is_file():
-        raise ValueError(f"custom assertion file not found: {path}")
+        raise InputError(f"custom assertion file not found: {path}")
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except SyntaxError as exc:
-        raise ValueError(
+        raise InputError(
             f"custom assertion file {path}: syntax error at line {exc.lineno}: {exc.msg}"
         ) from exc
     if not any(
         isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == "check" for n in tree.body
     ):
-        raise ValueError(f"custom assertion file {path} defines no function check(output, ctx)")
+        raise InputError(f"custom assertion file {path} defines no function check(output, ctx)")
 
 
 def run_custom(a: Assertion, obs: Observation) -> tuple[bool, str, float | None]:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from graders.schema import AssertionResult, JudgeResult, Sample
+from graders.schema import AssertionResult, JudgeResult, JudgeStatus, Sample
 
 #: Part of every judge cache key: bump when the prompts or schemas below change.
 PROMPT_VERSION = "2"
@@ -175,7 +175,7 @@ def judge_layer(
         first = next(iter(failed.values()))[-1]
         return (
             JudgeResult(
-                status="ungraded",
+                status=JudgeStatus.UNGRADED,
                 reason=f"UNGRADED: {', '.join(sorted(failed))}: {first.error or 'no usable judgement'}",
                 raw=first.raw,
             ),
@@ -196,7 +196,7 @@ def judge_layer(
             similarity[index] = AssertionResult(assertion=a, passed=passed, message=message, score=score)
     layer_aspects = [a for a in scored if not a.startswith("semantic_similarity#")]
     if not layer_aspects:
-        return JudgeResult(status="graded"), similarity
+        return JudgeResult(status=JudgeStatus.GRADED), similarity
 
     def layer_score(js_by_aspect: dict[str, list[Judgement]]) -> float:
         return _mean([_mean([j.score for j in js if j.score is not None]) for js in js_by_aspect.values()])
@@ -219,7 +219,7 @@ def judge_layer(
     )
     return (
         JudgeResult(
-            status="graded",
+            status=JudgeStatus.GRADED,
             score=layer_score(layer),
             reason=reason,
             dimension_scores=dims,

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from executors.errors import InputError
 from graders import custom, metrics, structured, text
 from graders.schema import Assertion, AssertionResult, Observation
 
@@ -62,16 +63,16 @@ def validate(a: Assertion, source_dir: str) -> None:
     spec = ASSERTIONS.get(a.type)
     if spec is None:
         hint = closest_type(a.type)
-        raise ValueError(
+        raise InputError(
             f"type: unknown assertion type {a.type!r}" + (f" (did you mean {hint!r}?)" if hint else "")
         )
     for name in spec.required:
         if getattr(a, name) is None:
-            raise ValueError(f"{FIELD_NAMES.get(name, name)}: required for type {a.type!r}")
+            raise InputError(f"{FIELD_NAMES.get(name, name)}: required for type {a.type!r}")
     if spec.numeric_value and (isinstance(a.value, bool) or not isinstance(a.value, numbers.Real)):
-        raise ValueError(f"value: type {a.type!r} needs a number, got {a.value!r}")
+        raise InputError(f"value: type {a.type!r} needs a number, got {a.value!r}")
     if a.weight < 0:
-        raise ValueError(f"weight: must be >= 0, got {a.weight}")
+        raise InputError(f"weight: must be >= 0, got {a.weight}")
     if a.type == "regex":
         text.compile_regex(str(a.pattern), a.flags)
     elif a.type == "json_schema":
@@ -79,7 +80,7 @@ def validate(a: Assertion, source_dir: str) -> None:
     elif a.type == "custom":
         custom.validate_file(custom.resolve(str(a.fn), source_dir))
     elif a.type == "semantic_similarity" and a.threshold is not None and not 1 <= a.threshold <= 5:
-        raise ValueError(f"threshold: must be between 1 and 5, got {a.threshold}")
+        raise InputError(f"threshold: must be between 1 and 5, got {a.threshold}")
 
 
 def run_assertion(a: Assertion, obs: Observation) -> AssertionResult:
@@ -92,7 +93,7 @@ def run_assertion(a: Assertion, obs: Observation) -> AssertionResult:
         elif spec.check is not None:
             passed, message = spec.check(a, obs)
         else:
-            raise ValueError(f"assertion {a.type!r} is graded by the judge")
+            raise InputError(f"assertion {a.type!r} is graded by the judge")
     except Exception as exc:  # a grader bug or odd input must not crash the run
         passed, message = False, f"check raised {type(exc).__name__}: {exc}"
     if a.negate:

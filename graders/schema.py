@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+from executors.schema import Frozen
 
 
 class Assertion(Frozen):
@@ -92,13 +91,16 @@ class AssertionResult(Frozen):
         return out
 
 
-JudgeStatus = Literal["graded", "ungraded", "skipped"]
+class JudgeStatus(StrEnum):
+    GRADED = "graded"
+    UNGRADED = "ungraded"  # the judge failed twice: no score, the raw reply kept, counted
+    SKIPPED = "skipped"  # no judged criterion, or --no-judge
 
 
 class JudgeResult(Frozen):
     """The judge layer for one output. UNGRADED keeps the raw reply and never counts as a score."""
 
-    status: JudgeStatus = "skipped"
+    status: JudgeStatus = JudgeStatus.SKIPPED
     score: float | None = None
     reason: str = ""
     dimension_scores: dict[str, float] | None = None

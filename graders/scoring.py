@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from graders.schema import AssertionResult, Grade, JudgeResult
+from graders.schema import AssertionResult, Grade, JudgeResult, JudgeStatus
 
 SCALE_MIN = 1.0  # an errored execution scores the scale's minimum in comparisons
 
@@ -20,7 +20,7 @@ def assertion_score(results: Sequence[AssertionResult]) -> float | None:
 
 def composite(assertions: float | None, judge: JudgeResult, judged: bool) -> float | None:
     """Mean of the layers present; 0 when neither; None when the judge layer is UNGRADED."""
-    if judge.status == "ungraded":
+    if judge.status == JudgeStatus.UNGRADED:
         return None
     layers = [s for s in (assertions, judge.score if judged else None) if s is not None]
     if not layers:

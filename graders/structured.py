@@ -7,6 +7,7 @@ from typing import Any
 
 import jsonschema
 
+from executors.errors import InputError
 from graders.schema import Assertion, Observation
 
 Outcome = tuple[bool, str]
@@ -40,8 +41,8 @@ def json_schema(a: Assertion, obs: Observation) -> Outcome:
 def check_schema(schema: Any) -> None:
     """Raise ValueError when the schema itself is invalid (checked at load time)."""
     if not isinstance(schema, dict):
-        raise ValueError("schema must be an object")
+        raise InputError("schema must be an object")
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:
-        raise ValueError(f"invalid JSON schema: {exc.message}") from exc
+        raise InputError(f"invalid JSON schema: {exc.message}") from exc

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from executors.errors import InputError
 from graders.schema import Assertion, Observation
 
 Outcome = tuple[bool, str]
@@ -17,12 +18,12 @@ def compile_regex(pattern: str, flags: str | None) -> re.Pattern[str]:
     value = 0
     for flag in "i" if flags is None else flags:
         if flag not in REGEX_FLAGS:
-            raise ValueError(f"unknown regex flag {flag!r} (use i, m, s)")
+            raise InputError(f"unknown regex flag {flag!r} (use i, m, s)")
         value |= REGEX_FLAGS[flag]
     try:
         return re.compile(pattern, value)
     except re.error as exc:
-        raise ValueError(f"bad regex {pattern!r}: {exc}") from exc
+        raise InputError(f"bad regex {pattern!r}: {exc}") from exc
 
 
 def _has(output: str, needle: object) -> bool:

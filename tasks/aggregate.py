@@ -14,7 +14,7 @@ import pandas as pd
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from graders.schema import Sample
+from graders.schema import JudgeStatus, Sample
 from tasks import statistics as st
 from tasks.agreement import agreement
 from tasks.schema import Record, Scale
@@ -44,7 +44,7 @@ def frame(records: list[Record], scale: Scale) -> pd.DataFrame:
                 "ungraded": ungraded,
                 "score": score,
                 "assertion_score": g.assertion_score if g else None,
-                "llm_score": g.judge.score if g and g.judge.status == "graded" else None,
+                "llm_score": g.judge.score if g and g.judge.status == JudgeStatus.GRADED else None,
                 "duration_ms": r.result.latency_ms,
                 "total_tokens": r.result.usage.input_tokens + r.result.usage.output_tokens,
                 "cost_usd": r.result.cost_usd,

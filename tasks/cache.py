@@ -32,7 +32,6 @@ def cache_key(namespace: str, payload: dict[str, Any]) -> str:
 class ResultCache:
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
-        self.corrupted = 0
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
@@ -50,7 +49,6 @@ class ResultCache:
         except FileNotFoundError:
             return None
         except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-            self.corrupted += 1
             path.unlink(missing_ok=True)
             return None
         return value if isinstance(value, dict) else None

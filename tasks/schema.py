@@ -2,21 +2,42 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from enum import StrEnum
+
+from pydantic import Field
 
 from executors.base import ExecutorSettings
-from executors.schema import RunRequest, RunResult
+from executors.schema import Frozen, RunRequest, RunResult
 from graders.schema import Grade
 
 
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class UnitKind(StrEnum):
+    EXECUTE = "execute"  # the model under test answers a case
+    JUDGE = "judge"  # a judge scores an answer
+
+
+class Arm(StrEnum):
+    """The two arms of agentic mode."""
+
+    WITH_SKILL = "with-skill"
+    BASELINE = "baseline"
+
+
+class VerdictLabel(StrEnum):
+    """The answer to "is B better than A, and how sure are we?" (see tasks.statistics.verdict)."""
+
+    BETTER = "BETTER"
+    WORSE = "WORSE"
+    EQUIVALENT = "EQUIVALENT"
+    UNDERPOWERED = "UNDERPOWERED"
+    INCONCLUSIVE = "INCONCLUSIVE"
+    INSUFFICIENT_DATA = "INSUFFICIENT DATA"
 
 
 class Unit(Frozen):
     """One model call: an execution (sample x variant x run) or a judgement."""
 
-    kind: str  # "execute" | "judge"
+    kind: UnitKind
     sample_id: str
     variant: str
     run: int
@@ -74,3 +95,21 @@ SAMPLE_SCALE = Scale(
 AGENTIC_SCALE = Scale(
     name="weighted total 0-100", minimum=0.0, maximum=100.0, pass_threshold=70.0, margin=2.0, min_effect=5.0
 )
+
+
+class NotRun(Frozen):
+    """A unit a budget (--max-calls, --budget-usd) kept from running."""
+
+    sample_id: str
+    variant: str
+    run: int
+    kind: UnitKind
+
+
+class RunStats(Frozen):
+    """What a unit runner did, frozen for the report: calls made, cache hits, spend, units not run."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    spent_by_kind: dict[str, float] = Field(default_factory=dict)
+    not_run: tuple[NotRun, ...] = ()

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy import stats
+
+from tasks.schema import VerdictLabel
 
 ALPHA = 0.05
 POWER = 0.8
@@ -32,9 +34,6 @@ class Interval:
     low: float | None
     high: float | None
     n: int
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def t_interval(values: Floats, confidence: float = 0.95) -> Interval:
@@ -224,14 +223,6 @@ def paired(diffs: Floats, *, seed: int, clusters: Sequence[str] | None = None) -
     return out
 
 
-BANDS = (
-    (10.0, "USE"),
-    (3.0, "LIKELY USE"),
-    (-3.0, "NEUTRAL"),
-    (-10.0, "LIKELY DON'T USE"),
-)
-
-
 def band(delta_points: float) -> str:
     """The seed's verdict band from the mean delta on the 0-100 scale (bands inclusive at ±10, ±3 inward)."""
     if delta_points >= 10:
@@ -271,7 +262,7 @@ def verdict(v: VerdictInputs) -> dict[str, Any]:
     }
     if n < 2 or mean is None:
         return out | {
-            "label": "INSUFFICIENT DATA",
+            "label": VerdictLabel.INSUFFICIENT_DATA,
             "reason": f"{n} paired case(s): at least 2 cases with results in both variants are needed.",
         }
     mde = minimum_detectable_effect(sd, n) if c["df"] else None
@@ -287,38 +278,44 @@ def verdict(v: VerdictInputs) -> dict[str, Any]:
     ci_text = f"mean difference {mean:+.3g}, 95% CI [{low:+.3g}, {high:+.3g}]"
     if worst_rate > v.max_error_rate:
         label, reason = (
-            "INCONCLUSIVE",
+            VerdictLabel.INCONCLUSIVE,
             (
                 f"{worst_rate:.0%} of runs errored or were ungraded in one variant (limit "
                 f"{v.max_error_rate:.0%}); no improvement can be claimed ({ci_text})."
             ),
         )
         if high < -v.margin and significant:
-            label, reason = "WORSE", f"worse even counting failures: {ci_text}."
+            label, reason = VerdictLabel.WORSE, f"worse even counting failures: {ci_text}."
         return out | {"label": label, "reason": reason}
     if degenerate and n < 6 and mean != 0:
         return out | {
-            "label": "UNDERPOWERED",
+            "label": VerdictLabel.UNDERPOWERED,
             "reason": f"all {n} differences equal {mean:+.3g}; fewer than 6 cases cannot rule out chance.",
         }
     if low > v.margin and significant:
-        return out | {"label": "BETTER", "reason": f"the whole interval lies above +{v.margin:g}: {ci_text}."}
+        return out | {
+            "label": VerdictLabel.BETTER,
+            "reason": f"the whole interval lies above +{v.margin:g}: {ci_text}.",
+        }
     if high < -v.margin and significant:
-        return out | {"label": "WORSE", "reason": f"the whole interval lies below -{v.margin:g}: {ci_text}."}
+        return out | {
+            "label": VerdictLabel.WORSE,
+            "reason": f"the whole interval lies below -{v.margin:g}: {ci_text}.",
+        }
     if low >= -v.margin and high <= v.margin and not (degenerate and n < 6):
         return out | {
-            "label": "EQUIVALENT",
+            "label": VerdictLabel.EQUIVALENT,
             "reason": f"the whole interval lies within ±{v.margin:g}: {ci_text}.",
         }
     if mde is not None and mde > v.min_effect:
         return out | {
-            "label": "UNDERPOWERED",
+            "label": VerdictLabel.UNDERPOWERED,
             "reason": (
                 f"not significant (p={p:.3g}) and the smallest detectable effect is {mde:.3g} > "
                 f"{v.min_effect:g}; about {out['cases_needed']} cases are needed ({ci_text})."
             ),
         }
     return out | {
-        "label": "INCONCLUSIVE",
+        "label": VerdictLabel.INCONCLUSIVE,
         "reason": f"the interval crosses the margin ±{v.margin:g} (p={p if p is None else f'{p:.3g}'}; {ci_text}).",
     }

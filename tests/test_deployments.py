@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from deployments.suites import build, load
-from flows.errors import UsageError
+from executors.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,6 +78,6 @@ def test_the_repository_file_validates_and_builds() -> None:
 )
 def test_bad_deployments(tmp_path: Path, body: str, config: str | None, expected: str) -> None:
     path = write(tmp_path, body, config or "variants: v1,v2\n")
-    with pytest.raises(UsageError) as info:
+    with pytest.raises(InputError) as info:
         load(path)
     assert any(expected in line for line in info.value.lines), info.value.lines

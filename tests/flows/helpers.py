@@ -48,7 +48,7 @@ def run_bench(
 ) -> tuple[int, dict[str, Any] | None]:
     """`run` with the openai executor, from the project folder, reports into project/reports:
     the exit code and the newest report."""
-    from flows.bench import main
+    from flows.cli.main import main
 
     monkeypatch.chdir(project)
     out = project / "reports"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from executors.agent import find_binary
-from flows.bench import main
+from flows.cli.main import main
 from graders.agent_task import parse_task
 from tests.fakes.provider import FakeProvider
 from tests.flows.helpers import answer, make_project

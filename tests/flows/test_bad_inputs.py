@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from flows.bench import main
+from flows.cli.main import main
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "bad_inputs.yaml"
 EXPECTED = Path(__file__).resolve().parents[1] / "data" / "bad_inputs_expected.yaml"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.bench import main
+from flows.cli.main import main
 from tests.flows.helpers import make_project
 
 

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("llama_cpp", reason="the 'local' extra is installed by scripts/setup.sh")
 
-from flows.bench import main
+from flows.cli.main import main
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.bench import main
+from flows.cli.main import main
 from tests.fakes.provider import Call, FakeProvider, Fault
 from tests.flows.helpers import make_project, use_provider
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from flows.gc_tuning import YOUNG_THRESHOLD, lean_gc
+from flows.engine.gc import YOUNG_THRESHOLD, lean_gc
 
 
 def test_lean_gc_is_reentrant_and_restores_cpython_settings() -> None:

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from flows.errors import UsageError
-from flows.inputs import load_config, load_samples, load_variants
+from executors.errors import InputError
+from flows.inputs.samples import load_config, load_samples, load_variants
 
 
 def lines_for(tmp_path: Path, content: str, name: str = "eval-samples.json") -> list[str]:
     path = tmp_path / name
     path.write_text(content)
-    with pytest.raises(UsageError) as info:
+    with pytest.raises(InputError) as info:
         load_samples(path)
     return info.value.lines
 
@@ -115,7 +115,7 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
 
 
 def test_unreadable_file(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="file not found"):
+    with pytest.raises(InputError, match="file not found"):
         load_samples(tmp_path / "missing.json")
 
 
@@ -127,7 +127,7 @@ def test_variants(tmp_path: Path) -> None:
     got = load_variants(skills, ("baseline", "v1", "v2"))
     assert [(v.name, v.artifact) for v in got] == [("baseline", None), ("v1", "one"), ("v2", "two")]
     assert got[1].sha256 == "7692c3ad3540bb803c020b3aee66cd8887123234ea0c6e7143c0add73ff431ed"
-    with pytest.raises(UsageError) as info:
+    with pytest.raises(InputError) as info:
         load_variants(skills, ("v1", "v3"))
     assert info.value.lines == [
         f"{skills}: variant 'v3': no v3.md or v3/SKILL.md (found: v1, v2; 'baseline' means no artifact)"
@@ -139,8 +139,8 @@ def test_config_file(tmp_path: Path) -> None:
     path.write_text("variants: a,b\nmax-tokens: 5\n")
     assert load_config(path) == {"variants": ["a", "b"], "max_tokens": 5}
     path.write_text("concurrenc: 3\n")
-    with pytest.raises(UsageError, match="concurrenc: unknown option \\(did you mean 'concurrency'\\?\\)"):
+    with pytest.raises(InputError, match="concurrenc: unknown option \\(did you mean 'concurrency'\\?\\)"):
         load_config(path)
     path.write_text("concurrency: many\n")
-    with pytest.raises(UsageError, match=r"skillab\.yaml: concurrency: "):
+    with pytest.raises(InputError, match=r"skillab\.yaml: concurrency: "):
         load_config(path)

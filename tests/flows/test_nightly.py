@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import pytest
 
-from flows.bench import main
+from flows.cli.main import main
 from flows.nightly import nightly_bench
 from tests.fakes.provider import FakeProvider
 from tests.flows.helpers import answer, make_project, use_provider

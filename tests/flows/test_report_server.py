@@ -15,8 +15,8 @@ import httpx
 import pytest
 import uvicorn
 
-from flows.bench import main
-from flows.report_server import create_app
+from flows.cli.main import main
+from flows.report.server import create_app
 from tests.fakes.provider import FakeProvider
 from tests.flows.helpers import answer, make_project, use_provider
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.bench import main
+from flows.cli.main import main
 from tests.fakes.provider import FakeProvider
 from tests.flows.helpers import answer, make_project, subprocess_env, use_provider
 

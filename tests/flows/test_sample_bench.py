@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.bench import main
+from flows.cli.main import main
 from tests.fakes.provider import FakeProvider, Fault
 from tests.flows.helpers import answer, make_project, run_bench, use_provider
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.bench import main
+from flows.cli.main import main
 from tests.fakes.provider import FakeProvider
 from tests.flows.helpers import ROOT, answer, make_project, subprocess_env, use_provider
 

@@ -10,8 +10,9 @@ import pytest
 
 from executors.agent import find_binary, read_events
 from executors.claude_code import parse_claude
-from flows.bench import main
-from flows.skill_bench import contamination
+from flows.cli.main import main
+from flows.engine.sessions import contamination
+from tasks.schema import Arm
 from tests.fakes.provider import Call, FakeProvider, Fault
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -199,7 +200,7 @@ def test_skill_run_end_to_end(
     # the report server shows agentic runs: checks, criteria, behaviour and the transcript
     from starlette.testclient import TestClient
 
-    from flows.report_server import create_app
+    from flows.report.server import create_app
 
     app = create_app(project / "reports", host="testserver", port=8000)
     client = TestClient(app, base_url="http://testserver:8000")
@@ -212,10 +213,10 @@ def test_skill_run_end_to_end(
 def test_contamination_rules_on_captured_streams() -> None:
     listed = parse_claude(read_events(FIXTURES / "claude-skill.jsonl"), "demo-skill")
     unlisted = parse_claude(read_events(FIXTURES / "claude-stream.jsonl"), "demo-skill")
-    assert contamination(listed, "with-skill", "demo-skill") is None
-    assert "does not list" in (contamination(unlisted, "with-skill", "demo-skill") or "")
-    assert "lists 'demo-skill'" in (contamination(listed, "baseline", "demo-skill") or "")
-    assert contamination(unlisted, "baseline", "demo-skill") is None
+    assert contamination(listed, Arm.WITH_SKILL, "demo-skill") is None
+    assert "does not list" in (contamination(unlisted, Arm.WITH_SKILL, "demo-skill") or "")
+    assert "lists 'demo-skill'" in (contamination(listed, Arm.BASELINE, "demo-skill") or "")
+    assert contamination(unlisted, Arm.BASELINE, "demo-skill") is None
 
 
 def test_bad_task_file_is_one_line_and_exit_2(

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from executors.base import Executor
 from executors.schema import RunRequest
-from flows.inputs import Variant
+from flows.inputs.samples import Variant
 from graders.judge import PROMPT_VERSION, SCORE_SCHEMA_JSON, JudgePrompt
 from graders.schema import Sample
 from tasks.cache import cache_key

@@ -6,6 +6,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: The shard flow and its deployment, as ``run_deployment`` names it: "<flow>/<deployment>".
+SHARD_FLOW = "bench-shard"
+SHARD_DEPLOYMENT_NAME = "skillab-shard"
+SHARD_DEPLOYMENT = f"{SHARD_FLOW}/{SHARD_DEPLOYMENT_NAME}"
+
 
 class BenchOptions(BaseModel):
     """The parameters of a run. Flags override ``skillab.yaml``, which overrides these defaults."""
@@ -68,6 +73,6 @@ class BenchOptions(BaseModel):
     budget_usd: float | None = Field(None, gt=0, description="stop scheduling new calls past this spend")
     max_calls: int | None = Field(None, ge=1, description="stop scheduling new calls past this count")
     shards: int = Field(1, ge=1, description="split execution over this many flow runs on a work pool")
-    shard_deployment: str = Field("bench-shard/skillab-shard", description="deployment that runs a shard")
+    shard_deployment: str = Field(SHARD_DEPLOYMENT, description="deployment that runs a shard")
     junit: str | None = Field(None, description="write a JUnit XML file")
     github_summary: str | None = Field(None, description="write a GitHub job summary (markdown)")

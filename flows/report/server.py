@@ -25,8 +25,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from flows import charts
-from flows.report_store import BadRequest, NotFound, ReportStore
+from flows.report import charts
+from flows.report.schema import Report
+from flows.report.store import BadRequest, NotFound, ReportStore
 
 HERE = Path(__file__).parent
 MAX_BODY = 16 * 1024
@@ -52,32 +53,27 @@ def environment() -> Environment:
     return env
 
 
-def case_entries(report: dict[str, Any]) -> list[dict[str, Any]]:
-    return report.get("results") or []
-
-
-def run_charts(report: dict[str, Any]) -> dict[str, Markup]:
-    scale = report.get("scale") or {"minimum": 1, "maximum": 5}
-    values: dict[str, list[float]] = {v: [] for v in report.get("summary", {})}
+def run_charts(report: Report) -> dict[str, Markup]:
+    values: dict[str, list[float]] = {v: [] for v in report.summary}
     cost: dict[str, list[tuple[float, float]]] = {v: [] for v in values}
     latency: dict[str, list[tuple[float, float]]] = {v: [] for v in values}
-    for case in case_entries(report):
-        for name, entry in case.get("variants", {}).items():
-            score = entry.get("compositeScore")
+    for case in report.results:
+        for name, entry in case.variants.items():
+            score = entry.composite_score
             if score is None or name not in values:
                 continue
             values[name].append(score)
-            cost[name].append((entry.get("costUSD") or 0.0, score))
-            latency[name].append((entry.get("durationMs") or 0.0, score))
+            cost[name].append((entry.cost_usd, score))
+            latency[name].append((entry.duration_ms or 0.0, score))
     out = {
         "distribution": charts.distribution(
-            values, scale["minimum"], scale["maximum"], "Score of every case, per variant (bar: mean)"
+            values, report.scale.minimum, report.scale.maximum, "Score of every case, per variant (bar: mean)"
         )
     }
-    for comp in report.get("comparisons") or []:
-        items = sorted((comp.get("perCase") or {}).items(), key=lambda kv: kv[1])
-        out[f"diff:{comp['treatment']}"] = charts.differences(
-            items, f"Per-case difference {comp['treatment']} − {comp['control']}"
+    for comp in report.comparisons:
+        items = sorted(comp.per_case.items(), key=lambda kv: kv[1])
+        out[f"diff:{comp.treatment}"] = charts.differences(
+            items, f"Per-case difference {comp.treatment} − {comp.control}"
         )
     out["cost"] = charts.scatter(cost, "cost USD", "score", "Score against cost")
     out["latency"] = charts.scatter(latency, "latency ms", "score", "Score against latency")
@@ -159,7 +155,7 @@ def create_app(
             report = store.load(request.path_params["run_id"])
         except NotFound:
             return HTMLResponse("no such run", status_code=404)
-        cases = case_entries(report)
+        cases = report.results
         pages = max(1, math.ceil(len(cases) / PAGE_SIZE))
         try:
             number = min(max(1, int(request.query_params.get("page", "1"))), pages)
@@ -228,7 +224,7 @@ def create_app(
 
     async def run_json(request: Request) -> Response:
         try:
-            return JSONResponse(store.load(request.path_params["run_id"]))
+            return JSONResponse(store.load(request.path_params["run_id"]).dump())
         except NotFound:
             return JSONResponse({"error": "no such run"}, status_code=404)
 
@@ -245,21 +241,21 @@ def create_app(
     return Guard(app, allowed_hosts)
 
 
-def compare_rows(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
+def compare_rows(a: Report, b: Report) -> list[dict[str, Any]]:
     """Per case and shared variant: score in run A, in run B, and the change."""
-    index_b = {r["sample_id"]: r for r in case_entries(b)}
+    index_b = {r.sample_id: r for r in b.results}
     rows = []
-    for case in case_entries(a):
-        other = index_b.get(case["sample_id"])
+    for case in a.results:
+        other = index_b.get(case.sample_id)
         if other is None:
             continue
-        for name, entry in case.get("variants", {}).items():
-            if name not in other.get("variants", {}):
+        for name, entry in case.variants.items():
+            if name not in other.variants:
                 continue
-            sa, sb = entry.get("compositeScore"), other["variants"][name].get("compositeScore")
+            sa, sb = entry.composite_score, other.variants[name].composite_score
             rows.append(
                 {
-                    "sample_id": case["sample_id"],
+                    "sample_id": case.sample_id,
                     "variant": name,
                     "a": sa,
                     "b": sb,
@@ -269,14 +265,13 @@ def compare_rows(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def export_html(report: dict[str, Any]) -> str:
+def export_html(report: Report) -> str:
     """One self-contained file (inline CSS and SVG, no script, no form) for CI artifacts."""
     env = environment()
     css = (HERE / "static" / "app.css").read_text(encoding="utf-8")
-    cases = case_entries(report)
     return env.get_template("run.html").render(
         report=report,
-        cases=cases,
+        cases=report.results,
         page=1,
         pages=1,
         charts=run_charts(report),

@@ -12,8 +12,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from flows.errors import UsageError, where
-from flows.options import BenchOptions
+from executors.errors import InputError, where
+from flows.inputs.options import BenchOptions
 from graders import registry
 from graders.schema import Assertion, Sample
 
@@ -26,9 +26,9 @@ def read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise UsageError(f"{path}: file not found") from None
+        raise InputError(f"{path}: file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read: {exc}") from None
+        raise InputError(f"{path}: cannot read: {exc}") from None
 
 
 def parse_data(path: Path, text: str) -> Any:
@@ -38,12 +38,12 @@ def parse_data(path: Path, text: str) -> Any:
             return json.loads(text)
         return yaml.safe_load(text)
     except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg}") from None
+        raise InputError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f"line {mark.line + 1}: " if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise UsageError(f"{path}: {line}invalid YAML: {problem}") from None
+        raise InputError(f"{path}: {line}invalid YAML: {problem}") from None
 
 
 def closest(name: str, options: list[str]) -> str:
@@ -74,7 +74,7 @@ def load_config(path: Path) -> dict[str, Any]:
     """Options from skillab.yaml: the same names as the flags (dashes or underscores)."""
     data = parse_data(path, read_text(path)) or {}
     if not isinstance(data, dict):
-        raise UsageError(f"{path}: expected a mapping of option: value")
+        raise InputError(f"{path}: expected a mapping of option: value")
     fields = list(BenchOptions.model_fields)
     out: dict[str, Any] = {}
     problems = []
@@ -87,11 +87,11 @@ def load_config(path: Path) -> dict[str, Any]:
             value = [v.strip() for v in value.split(",") if v.strip()]
         out[name] = value
     if problems:
-        raise UsageError(problems)
+        raise InputError(problems)
     try:
         BenchOptions(**out)
     except ValidationError as exc:
-        raise UsageError(_pydantic_lines(exc, str(path), fields)) from None
+        raise InputError(_pydantic_lines(exc, str(path), fields)) from None
     return out
 
 
@@ -104,7 +104,7 @@ def find_samples(given: str | None, base: Path = Path()) -> Path:
     for name in SAMPLE_FILES:
         if (base / name).is_file():
             return base / name
-    raise UsageError(f"{base.resolve()}: no samples file ({', '.join(SAMPLE_FILES)}); pass --samples PATH")
+    raise InputError(f"{base.resolve()}: no samples file ({', '.join(SAMPLE_FILES)}); pass --samples PATH")
 
 
 ASSERTION_FIELDS = [*Assertion.model_fields, "schema", "not"]
@@ -114,7 +114,7 @@ SAMPLE_FIELDS = [f for f in Sample.model_fields if f != "source_dir"]
 def load_samples(path: Path) -> list[Sample]:
     data = parse_data(path, read_text(path))
     if not isinstance(data, list):
-        raise UsageError(f"{path}: expected an array of samples, got {type(data).__name__}")
+        raise InputError(f"{path}: expected an array of samples, got {type(data).__name__}")
     problems: list[str] = []
     samples: list[Sample] = []
     seen: dict[str, int] = {}
@@ -167,9 +167,9 @@ def load_samples(path: Path) -> list[Sample]:
                     problems.append(f"{prefix}: assertions[{i}]: {exc}")
         samples.append(sample)
     if problems:
-        raise UsageError(problems)
+        raise InputError(problems)
     if not samples:
-        raise UsageError(f"{path}: no samples")
+        raise InputError(f"{path}: no samples")
     return samples
 
 
@@ -202,9 +202,9 @@ def available_variants(skill_dir: Path) -> list[str]:
 
 def load_variants(skill_dir: Path, names: tuple[str, ...]) -> list[Variant]:
     if not names:
-        raise UsageError("--variants: name at least one variant")
+        raise InputError("--variants: name at least one variant")
     if len(set(names)) != len(names):
-        raise UsageError(f"--variants: duplicate variant name in {','.join(names)}")
+        raise InputError(f"--variants: duplicate variant name in {','.join(names)}")
     variants, problems = [], []
     found = available_variants(skill_dir)
     for name in names:
@@ -222,5 +222,5 @@ def load_variants(skill_dir: Path, names: tuple[str, ...]) -> list[Variant]:
                 f"(found: {listing}; 'baseline' means no artifact)"
             )
     if problems:
-        raise UsageError(problems)
+        raise InputError(problems)
     return variants

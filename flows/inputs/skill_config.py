@@ -10,8 +10,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from flows.errors import UsageError
-from flows.inputs import closest
+from executors.errors import InputError
+from flows.inputs.samples import closest
 from graders.agent_task import AgentTask, parse_task
 
 CONFIG_NAME = "config.yml"
@@ -63,12 +63,12 @@ def load_config(explicit: str | None, cwd: Path, overrides: dict[str, Any]) -> S
                 loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
             except yaml.YAMLError as exc:
                 mark = getattr(exc, "problem_mark", None)
-                raise UsageError(f"{path}: line {mark.line + 1 if mark else '?'}: invalid YAML") from None
+                raise InputError(f"{path}: line {mark.line + 1 if mark else '?'}: invalid YAML") from None
             if not isinstance(loaded, dict):
-                raise UsageError(f"{path}: expected a mapping of key: value")
+                raise InputError(f"{path}: expected a mapping of key: value")
             unknown = [k for k in loaded if k not in SkillBenchConfig.model_fields]
             if unknown:
-                raise UsageError(
+                raise InputError(
                     [
                         f"{path}: {k}: unknown key{closest(k, list(SkillBenchConfig.model_fields))}"
                         for k in unknown
@@ -77,7 +77,7 @@ def load_config(explicit: str | None, cwd: Path, overrides: dict[str, Any]) -> S
             data, source = loaded, str(path)
             break
         if explicit:
-            raise UsageError(f"{path}: file not found (--config)")
+            raise InputError(f"{path}: file not found (--config)")
     try:
         return SkillBenchConfig(**(data | overrides))
     except ValidationError as exc:
@@ -90,7 +90,7 @@ def load_config(explicit: str | None, cwd: Path, overrides: dict[str, Any]) -> S
                 else f"{source}: {'.'.join(map(str, e['loc']))}"
             )
             lines.append(f"{where}: {e['msg']} (got {e.get('input')!r})")
-        raise UsageError(lines) from None
+        raise InputError(lines) from None
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ def find_skill(name: str | None, cwd: Path) -> Skill:
     """.claude/skills/<name>/SKILL.md, ~/.claude/skills/<name>/SKILL.md, or a direct path."""
     roots = [cwd / ".claude" / "skills", Path.home() / ".claude" / "skills"]
     if not name:
-        raise UsageError("--skill: name the skill to benchmark" + _listing(roots))
+        raise InputError("--skill: name the skill to benchmark" + _listing(roots))
     direct = Path(name).expanduser()
     if direct.name == "SKILL.md" and direct.is_file():
         return Skill(direct.parent.name, direct.parent.resolve())
@@ -119,7 +119,7 @@ def find_skill(name: str | None, cwd: Path) -> Skill:
     for root in roots:
         if (root / name / "SKILL.md").is_file():
             return Skill(name, (root / name).resolve())
-    raise UsageError(f"--skill: no skill {name!r}" + _listing(roots))
+    raise InputError(f"--skill: no skill {name!r}" + _listing(roots))
 
 
 def _listing(roots: list[Path]) -> str:
@@ -134,10 +134,10 @@ def _listing(roots: list[Path]) -> str:
 def load_tasks(folder: Path) -> tuple[list[AgentTask], str]:
     """Every task-*.md of a suite, and the suite's hash (recorded, so runs stay comparable)."""
     if not folder.is_dir():
-        raise UsageError(f"{folder}: no task-set folder (--tasks); write one or run `skill generate-tasks`")
+        raise InputError(f"{folder}: no task-set folder (--tasks); write one or run `skill generate-tasks`")
     files = sorted(folder.glob("*.md"))
     if not files:
-        raise UsageError(f"{folder}: no task files (*.md)")
+        raise InputError(f"{folder}: no task files (*.md)")
     tasks, problems = [], []
     digest = hashlib.sha256()
     for path in files:
@@ -148,5 +148,5 @@ def load_tasks(folder: Path) -> tuple[list[AgentTask], str]:
         except ValueError as exc:
             problems.append(f"{path}: {exc}")
     if problems:
-        raise UsageError(problems)
+        raise InputError(problems)
     return tasks, digest.hexdigest()

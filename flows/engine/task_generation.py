@@ -7,11 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from executors.base import ExecutorSettings
-from executors.errors import ExecutorError
-from executors.registry import EXECUTORS, get_executor
+from executors.errors import ExecutorError, InputError
+from executors.registry import usable_executor
 from executors.schema import RunRequest
-from flows.errors import UsageError
-from flows.skill_config import Skill, SkillBenchConfig
+from flows.inputs.skill_config import Skill, SkillBenchConfig
 from graders.agent_task import parse_task
 
 TEMPLATE = """# Task: <descriptive-name>
@@ -47,6 +46,10 @@ SYSTEM = (
 )
 
 
+class GenerationError(Exception):
+    """The model could not write a usable task: not the user's input at fault (exit 1, not 2)."""
+
+
 def plan(config: SkillBenchConfig) -> list[tuple[str, str]]:
     """(difficulty, type) per task: the positive difficulties, then the negative controls."""
     out = [(d, "positive") for d, n in config.difficulties.items() for _ in range(n)]
@@ -70,14 +73,9 @@ def task_prompt(skill_text: str, difficulty: str, kind: str, index: int, earlier
 async def generate_tasks(
     config: SkillBenchConfig, skill: Skill, out: Path, executor: str, model: str
 ) -> list[Path]:
-    if executor not in EXECUTORS:
-        raise UsageError(f"--executor: unknown executor {executor!r}")
     if out.exists() and any(out.glob("*.md")):
-        raise UsageError(f"{out}: already holds tasks; generate into a new folder and review it")
-    ex = get_executor(executor, ExecutorSettings(timeout_s=config.timeout))
-    problem = ex.problem()
-    if problem:
-        raise UsageError(f"--executor: {problem}")
+        raise InputError(f"{out}: already holds tasks; generate into a new folder and review it")
+    ex = usable_executor(executor, "--executor", ExecutorSettings(timeout_s=config.timeout))
     skill_text = (skill.path / "SKILL.md").read_text(encoding="utf-8")
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
@@ -123,7 +121,7 @@ async def generate_tasks(
             names.append(task.name)
             break
         else:
-            raise UsageError(
+            raise GenerationError(
                 f"{out}: task {index} ({difficulty}, {kind}) could not be generated: {last_error}"
             )
     return written

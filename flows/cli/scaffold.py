@@ -5,16 +5,16 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from flows.errors import UsageError
+from executors.errors import InputError
 
-DEMO = Path(__file__).with_name("demo")
+DEMO = Path(__file__).parents[1] / "demo"
 
 
 def scaffold(target: Path) -> list[Path]:
     files = sorted(p for p in DEMO.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
     clashes = [target / p.relative_to(DEMO) for p in files if (target / p.relative_to(DEMO)).exists()]
     if clashes:
-        raise UsageError(f"{clashes[0]}: already exists; init writes only into a new or empty folder")
+        raise InputError(f"{clashes[0]}: already exists; init writes only into a new or empty folder")
     written = []
     for src in files:
         dest = target / src.relative_to(DEMO)

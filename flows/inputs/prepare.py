@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from executors.base import ExecutorSettings, HttpExecutor
+from executors.errors import InputError
 from executors.local import DEFAULT_MODEL as LOCAL_MODEL
 from executors.local import weights_origin
-from executors.registry import EXECUTORS, get_executor
-from flows.errors import UsageError
-from flows.inputs import BASELINE, Variant, find_samples, load_samples, load_variants
-from flows.options import BenchOptions
-from flows.plan import Target, execution_units
+from executors.registry import EXECUTORS, usable_executor
+from flows.inputs.options import BenchOptions
+from flows.inputs.plan import Target, execution_units
+from flows.inputs.samples import BASELINE, Variant, find_samples, load_samples, load_variants
 from graders import registry
 from graders.judge import vendor_of
 from graders.schema import Sample
@@ -73,26 +72,15 @@ class Prepared:
         )
 
 
-def _executor_name(name: str, flag: str) -> str:
-    if name not in EXECUTORS:
-        match = difflib.get_close_matches(name, list(EXECUTORS), n=1)
-        hint = f" (did you mean {match[0]!r}?)" if match else ""
-        raise UsageError(f"{flag}: unknown executor {name!r}{hint}; choose from {', '.join(EXECUTORS)}")
-    return name
-
-
 def make_target(
     executor: str, model: str | None, options: BenchOptions, flag: str, base_url: str | None
 ) -> Target:
-    name = _executor_name(executor, flag)
     settings = ExecutorSettings(base_url=base_url, timeout_s=options.timeout, prices_file=options.prices)
-    ex = get_executor(name, settings)
-    problem = ex.problem()
-    if problem:
-        raise UsageError(f"{flag}: {problem}")
+    ex = usable_executor(executor, flag, settings)
+    name = ex.name
     model = model or ex.default_model
     if name == "local" and model != LOCAL_MODEL and not Path(model).expanduser().is_file():
-        raise UsageError(f"--model: GGUF file not found: {model}")
+        raise InputError(f"--model: GGUF file not found: {model}")
     endpoint = ex.base_url if isinstance(ex, HttpExecutor) else "in-process"
     return Target(ex, model, endpoint)
 
@@ -104,11 +92,11 @@ def prepare(options: BenchOptions, cwd: Path) -> Prepared:
     names = [v.name for v in variants]
     control = options.control or (BASELINE if BASELINE in names else names[0])
     if control not in names:
-        raise UsageError(f"--control: {control!r} is not among the variants {','.join(names)}")
+        raise InputError(f"--control: {control!r} is not among the variants {','.join(names)}")
     if options.prices and not (cwd / options.prices).is_file():
-        raise UsageError(f"--prices: file not found: {options.prices}")
+        raise InputError(f"--prices: file not found: {options.prices}")
     if options.shards > 1 and not options.cache:
-        raise UsageError(
+        raise InputError(
             "--shards: needs the cache (shards hand their results over through it); drop --no-cache"
         )
     notices: list[str] = []

@@ -1,0 +1,128 @@
+"""The unit runner: Prefect tasks under a concurrency cap, cached units skipped, budgets honoured.
+
+The runner knows nothing of samples, reports or modes. Sample mode, agentic judging and shards all
+drive it with a ``RunnerConfig``; what it did is read back as a frozen ``RunStats``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar, cast
+
+from prefect.utilities.annotations import quote
+
+from executors.errors import TransientError
+from executors.schema import ErrorKind, RunResult
+from flows.engine.gc import lean_gc
+from flows.engine.progress import Progress
+from flows.inputs.prepare import Prepared
+from tasks.cache import ResultCache
+from tasks.execute import with_policy
+from tasks.schema import CallPolicy, NotRun, RunStats, Unit
+
+T = TypeVar("T")
+
+
+def unwalked(value: T) -> T:
+    """Hand a large parameter to a task without Prefect walking every element (seconds at 1,000 units)."""
+    return cast(T, quote(value))
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    """What bounds a run: concurrent calls, where finished calls are cached, and the budgets."""
+
+    concurrency: int
+    cache_dir: Path | None = None
+    max_calls: int | None = None
+    budget_usd: float | None = None
+
+    @classmethod
+    def of(cls, prepared: Prepared) -> RunnerConfig:
+        o = prepared.options
+        return cls(o.concurrency, prepared.cache_dir, max_calls=o.max_calls, budget_usd=o.budget_usd)
+
+
+def failed_result(exc: BaseException | None, unit: Unit, policy: CallPolicy) -> RunResult:
+    """A call that still failed after its retries, as data: its cause, kind and attempts."""
+    message = str(exc) or type(exc).__name__
+    kind = getattr(exc, "kind", ErrorKind.ERROR)
+    if isinstance(exc, TransientError) and exc.timeout:
+        kind = ErrorKind.TIMEOUT
+    attempts = policy.retries + 1 if isinstance(exc, TransientError) else 1
+    return RunResult(ok=False, error=message, error_kind=kind, attempts=attempts, model=unit.request.model)
+
+
+class UnitRunner:
+    """Runs units as Prefect tasks under a concurrency cap, skipping cached ones, within budgets."""
+
+    def __init__(self, config: RunnerConfig, progress: Progress) -> None:
+        self.config = config
+        self.progress = progress
+        self.cache = ResultCache(config.cache_dir) if config.cache_dir else None
+        self.semaphore = asyncio.Semaphore(config.concurrency)
+        self.calls = 0
+        self.cache_hits = 0
+        self.spent = 0.0
+        self.spent_by_kind: dict[str, float] = {}
+        self.not_run: list[Unit] = []
+
+    def over_budget(self) -> bool:
+        c = self.config
+        return (c.max_calls is not None and self.calls >= c.max_calls) or (
+            c.budget_usd is not None and self.spent >= c.budget_usd
+        )
+
+    def cached(self, unit: Unit) -> RunResult | None:
+        if self.cache is None:
+            return None
+        value = self.cache.get(unit.key)
+        if value is None:
+            return None
+        try:
+            return RunResult(**{**value, "cached": True})
+        except ValueError:
+            return None
+
+    def stats(self) -> RunStats:
+        """A frozen copy of what the runner did so far, for the report."""
+        return RunStats(
+            calls=self.calls,
+            cache_hits=self.cache_hits,
+            spent_by_kind=dict(self.spent_by_kind),
+            not_run=tuple(
+                NotRun(sample_id=u.sample_id, variant=u.variant, run=u.run, kind=u.kind) for u in self.not_run
+            ),
+        )
+
+    async def run(self, units: list[Unit], policy: CallPolicy) -> dict[str, RunResult]:
+        results: dict[str, RunResult] = {}
+        call = with_policy(policy)
+
+        async def one(unit: Unit) -> None:
+            hit = self.cached(unit)
+            if hit is not None:
+                self.cache_hits += 1
+                results[unit.key] = hit
+                self.progress.advance(ok=True, cached=True)
+                return
+            async with self.semaphore:
+                if self.over_budget():
+                    self.not_run.append(unit)
+                    return
+                self.calls += 1
+                state = await call(unwalked(unit), unwalked(policy), return_state=True)
+                if state.is_completed():
+                    result = await state.aresult()
+                else:
+                    result = failed_result(await state.aresult(raise_on_failure=False), unit, policy)
+            self.spent += result.cost_usd
+            self.spent_by_kind[unit.kind] = self.spent_by_kind.get(unit.kind, 0.0) + result.cost_usd
+            results[unit.key] = result
+            self.progress.advance(ok=result.ok, cost=result.cost_usd)
+
+        with lean_gc():
+            await asyncio.gather(*(one(u) for u in units))
+        return results

@@ -1,0 +1,272 @@
+"""Building the report: one assembly path (``assemble``) for every mode, fed by each mode's parts.
+
+Sample mode gives its meta and per-case results from the prepared inputs, the records and the
+runner's ``RunStats``; agentic mode (``flows.report.agentic``) gives its own. Figures come from
+``tasks.aggregate``. Blind runs are aggregated on their labels ("Variant A", ...), so no name can
+leak through a figure or a message, and nothing but labels is relabelled.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import platform
+import random
+import re
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from flows.inputs.prepare import Prepared
+from flows.report.schema import REPORT_VERSION, Mode, Report
+from graders.schema import JudgeStatus
+from tasks.files import atomic_write_json
+from tasks.schema import Record, RunStats, Scale
+
+#: Plain-language notes for readers who are not statisticians; written into every report.
+GUIDE = {
+    "unit": "The case (sample) is the unit: each case's runs are averaged before variants are compared, "
+    "because repeats of one case are not independent evidence.",
+    "primary": "comparisons[].paired is the primary comparison: per-case differences (treatment minus "
+    "control), their mean, a 95% interval (the range the true average difference plausibly lies in), "
+    "the paired t-test and Wilcoxon p-values (how surprising the difference would be if the variants were "
+    "equal), a seeded bootstrap interval, the effect size d_z, and cases improved/regressed/unchanged.",
+    "verdict": "BETTER / WORSE: the whole interval lies beyond the practical margin. EQUIVALENT: it lies "
+    "within the margin. UNDERPOWERED: too few cases to detect the effect you care about (min_effect); "
+    "cases_needed says how many would. INCONCLUSIVE: none of these. INSUFFICIENT DATA: under 2 cases. "
+    "If errored or ungraded runs pass max_error_rate, no improvement is claimed.",
+    "seed": "Also computed as the original tools did, and labelled so: per-variant mean, std and 95% "
+    "interval (summary), Welch's t-test over run means with --repeat (comparisons[].welchRuns), pass@k "
+    "and pass^k (unbiased estimators, summary and caseStats), and the band USE .. DON'T USE from the mean "
+    "delta in points of the scale's range (verdict.band).",
+    "failures": "An errored call scores the scale minimum and is counted (errorRate); an UNGRADED judgement "
+    "is excluded from means and counted (ungradedRate). Nothing is silently dropped.",
+}
+PREVIEW_CHARS = 200
+#: Variant names in a file name are cut here: file systems refuse names over 255 bytes.
+ID_NAMES_CHARS = 80
+
+
+def cli_version() -> str:
+    try:
+        return metadata.version("skillab")
+    except metadata.PackageNotFoundError:
+        return "0.0.0+unknown"
+
+
+def timestamp(at: dt.datetime) -> str:
+    return at.isoformat().replace("+00:00", "Z")
+
+
+def new_report_id(started_at: dt.datetime, names: list[str]) -> str:
+    """The run id (and file name): start time, the variant names (cut to fit), a random suffix."""
+    stamp = started_at.strftime("%Y-%m-%dT%H-%M-%S")
+    suffix = hashlib.sha256(f"{started_at.isoformat()}{random.random()}".encode()).hexdigest()[:6]
+    joined = "-".join(re.sub(r"[^A-Za-z0-9_.]", "_", n) for n in names)[:ID_NAMES_CHARS]
+    return f"{stamp}-{joined}-{suffix}"
+
+
+def blind_labels(names: list[str], seed: int, report_id: str) -> dict[str, str]:
+    """name -> "Variant A/B/...", in an order seeded by the run so labels say nothing of the names."""
+    shuffled = list(names)
+    random.Random(f"blind-{seed}-{report_id}").shuffle(shuffled)
+    return {name: f"Variant {chr(ord('A') + i)}" for i, name in enumerate(shuffled)}
+
+
+def relabel(records: list[Record], labels: dict[str, str]) -> list[Record]:
+    return [r.model_copy(update={"variant": labels[r.variant]}) for r in records]
+
+
+# ---------------------------------------------------------------- the one assembly path
+
+
+def assemble(
+    mode: Mode,
+    report_id: str,
+    meta: dict[str, Any],
+    scale: Scale,
+    aggregate: dict[str, Any] | None,
+    results: list[dict[str, Any]],
+    **parts: Any,
+) -> Report:
+    """Every mode's report is made here: the figures of ``aggregate`` plus the mode's own parts,
+    validated into the typed model (a missing or misnamed field fails here, not in a reader)."""
+    agg = aggregate or {}
+    data: dict[str, Any] = {
+        "version": REPORT_VERSION,
+        "id": report_id,
+        "mode": mode,
+        "meta": meta,
+        "summary": agg.get("summary", {}),
+        "comparisons": agg.get("comparisons", []),
+        "scale": scale.model_dump(),
+        "results": results,
+        "analysis": agg.get("analysis", {"insights": [], "suggestions": []}),
+        **parts,
+    }
+    return Report.model_validate(data)
+
+
+# ---------------------------------------------------------------- sample mode
+
+
+def run_entry(record: Record) -> dict[str, Any]:
+    """One execution in the seed's result shape, with the full output and any error."""
+    r, g = record.result, record.grade
+    entry: dict[str, Any] = {
+        "run": record.run,
+        "ok": r.ok,
+        "compositeScore": g.composite if g else None,
+        "assertions": None,
+        "llmScore": g.judge.score if g else None,
+        "llmReason": g.judge.reason if g else None,
+        "judgeStatus": g.judge.status if g else None,
+        "durationMs": round(r.latency_ms, 1),
+        "inputTokens": r.usage.input_tokens,
+        "outputTokens": r.usage.output_tokens,
+        "totalTokens": r.usage.total_tokens,
+        "costUSD": r.cost_usd,
+        "outputPreview": r.output[:PREVIEW_CHARS],
+        "output": r.output,
+        "error": r.error,
+        "errorKind": r.error_kind,
+        "attempts": r.attempts,
+        "cached": r.cached,
+    }
+    if g is not None:
+        entry["assertions"] = {
+            "passed": sum(1 for a in g.assertions if a.passed),
+            "total": len(g.assertions),
+            "score": g.assertion_score,
+            "details": [a.detail() for a in g.assertions],
+        }
+        if g.judge.dimension_scores:
+            entry["dimensionScores"] = g.judge.dimension_scores
+        if g.judge.judges:
+            entry["judgeScores"] = g.judge.judges
+        if g.judge.status == JudgeStatus.UNGRADED:
+            entry["judgeRaw"] = g.judge.raw
+    return entry
+
+
+def variant_entry(runs: list[dict[str, Any]], stats: dict[str, Any], mean: float | None) -> dict[str, Any]:
+    """A case's entry for one variant: the first run's fields, the case mean, and every run."""
+    entry = dict(runs[0])
+    if len(runs) > 1:
+        entry["compositeScore"] = mean
+        entry["ok"] = all(r["ok"] for r in runs)
+        entry["runs"] = runs
+    entry["caseStats"] = stats
+    return entry
+
+
+def sample_results(
+    prepared: Prepared, records: list[Record], variants: list[str], case_stats: dict[str, Any]
+) -> list[dict[str, Any]]:
+    by_case: dict[str, dict[str, list[Record]]] = {}
+    for rec in sorted(records, key=lambda r: r.run):
+        by_case.setdefault(rec.sample_id, {}).setdefault(rec.variant, []).append(rec)
+    results = []
+    for sample in prepared.samples:
+        entries: dict[str, Any] = {}
+        for name in variants:
+            recs = by_case.get(sample.sample_id, {}).get(name, [])
+            if recs:
+                stats = case_stats.get(sample.sample_id, {}).get(name, {})
+                entries[name] = variant_entry([run_entry(r) for r in recs], stats, stats.get("avg"))
+        results.append(
+            {
+                "sample_id": sample.sample_id,
+                "prompt": sample.full_prompt,
+                "rubric": sample.rubric,
+                "dimensions": sample.dimensions,
+                "tags": list(sample.tags),
+                "cluster": sample.cluster,
+                "variants": entries,
+            }
+        )
+    return results
+
+
+def sample_meta(
+    prepared: Prepared,
+    records: list[Record],
+    stats: RunStats,
+    started_at: dt.datetime,
+    duration_s: float,
+    labels: dict[str, str],
+) -> dict[str, Any]:
+    o = prepared.options
+    return {
+        "variants": (sorted if o.blind else list)(labels[v.name] for v in prepared.variants),
+        "control": labels[prepared.control],
+        "model": prepared.target.model,
+        "judgeModel": ", ".join(f"{j.executor.name}:{j.model}" for j in prepared.judges) or None,
+        "executor": prepared.target.executor.name,
+        "sampleCount": len(prepared.samples),
+        "taskCount": len(records),
+        "totalCostUSD": round(sum(r.result.cost_usd for r in records), 6),
+        "judgeCostUSD": round(stats.spent_by_kind.get("judge", 0.0), 6),
+        "timestamp": timestamp(started_at),
+        "cliVersion": cli_version(),
+        "pythonVersion": platform.python_version(),
+        "skillHashes": {labels[v.name]: v.sha256 for v in prepared.variants},
+        "seed": o.seed,
+        "repeat": o.repeat,
+        "concurrency": o.concurrency,
+        "temperature": o.temperature,
+        "maxTokens": o.max_tokens,
+        "samplesFile": str(prepared.samples_path),
+        "samplesSha256": hashlib.sha256(prepared.samples_path.read_bytes()).hexdigest(),
+        "suite": o.suite,
+        "calls": stats.calls,
+        "cacheHits": stats.cache_hits,
+        "notRun": [u.model_dump(mode="json") for u in stats.not_run],
+        "durationS": round(duration_s, 2),
+        "notices": prepared.notices,
+        "blind": o.blind,
+    }
+
+
+def build_report(
+    prepared: Prepared,
+    report_id: str,
+    records: list[Record],
+    aggregate: dict[str, Any],
+    stats: RunStats,
+    started_at: dt.datetime,
+    duration_s: float,
+    labels: dict[str, str],
+) -> Report:
+    """The sample-mode report. ``records`` and ``aggregate`` already carry the labels (blind runs)."""
+    variants = [labels[v.name] for v in prepared.variants]
+    parts: dict[str, Any] = {
+        "multipleComparisons": aggregate["multipleComparisons"],
+        "judge": aggregate.get("judge"),
+        "pairwise": aggregate.get("pairwise"),
+        "guide": GUIDE,
+    }
+    if prepared.options.blind:
+        parts["blindMapping"] = {label: name for name, label in labels.items()}
+    return assemble(
+        "sample",
+        report_id,
+        sample_meta(prepared, records, stats, started_at, duration_s, labels),
+        Scale.model_validate(aggregate["scale"]),
+        aggregate,
+        sample_results(prepared, records, variants, aggregate["caseStats"]),
+        **parts,
+    )
+
+
+# ---------------------------------------------------------------- writing
+
+
+def report_path(output_dir: Path, report_id: str) -> Path:
+    return output_dir / f"{report_id}.json"
+
+
+def publish(report: Report, output_dir: Path) -> Path:
+    path = report_path(output_dir, report.id)
+    atomic_write_json(path, report.dump())
+    return path

@@ -1,0 +1,110 @@
+"""CI outputs: a JUnit XML file (one test case per sample x variant) and a GitHub job summary."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from flows.report.console import fmt
+from flows.report.schema import Report, VariantResult
+from tasks.files import atomic_write_text
+
+
+def case_failure(entry: VariantResult, threshold: float) -> str | None:
+    """Why a sample x variant fails the gate, or None when it passes."""
+    if not entry.ok:
+        runs = entry.runs or [entry]
+        errors = sorted({f"{r.error_kind}: {r.error}" for r in runs if not r.ok})
+        return "execution failed: " + "; ".join(errors)
+    score = entry.composite_score
+    if score is None:
+        return "UNGRADED: the judge gave no usable score"
+    if score < threshold:
+        failed = [
+            a.type + (f" ({a.message})" if a.message else "")
+            for a in (entry.assertions.details if entry.assertions else [])
+            if not a.passed
+        ]
+        reason = f"score {score:.2f} < threshold {threshold:g}"
+        if failed:
+            reason += "; failed assertions: " + ", ".join(failed)
+        if entry.llm_score is not None:
+            reason += f"; judge {entry.llm_score:.2f}: {entry.llm_reason or ''}"
+        return reason
+    return None
+
+
+def write_junit(report: Report, path: Path, threshold: float) -> None:
+    suites = ET.Element("testsuites", name=f"skillab {report.id}")
+    total_failures = 0
+    for variant in report.summary:
+        suite = ET.SubElement(suites, "testsuite", name=f"skillab.{variant}")
+        tests = failures = 0
+        for case in report.results:
+            entry = case.variants.get(variant)
+            if entry is None:
+                continue
+            tests += 1
+            tc = ET.SubElement(
+                suite,
+                "testcase",
+                classname=f"skillab.{variant}",
+                name=case.sample_id,
+                time=f"{(entry.duration_ms or 0) / 1000:.3f}",
+            )
+            reason = case_failure(entry, threshold)
+            if reason:
+                failures += 1
+                failure = ET.SubElement(tc, "failure", message=reason[:500], type="skillab")
+                failure.text = reason
+        suite.set("tests", str(tests))
+        suite.set("failures", str(failures))
+        total_failures += failures
+    suites.set("tests", str(sum(int(s.get("tests", 0)) for s in suites)))
+    suites.set("failures", str(total_failures))
+    ET.indent(suites)
+    atomic_write_text(path, ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")
+
+
+def summary_markdown(report: Report, threshold: float | None = None) -> str:
+    meta = report.meta
+    lines = [
+        f"## skillab: {', '.join(meta.variants)} on {meta.model}",
+        "",
+        f"{meta.sample_count} samples × {meta.repeat} run(s) · executor {meta.executor} · "
+        f"judge {meta.judge_model or 'none'} · cost ${meta.total_cost_usd:.4f} · report `{report.id}`",
+        "",
+        "| variant | score | 95% CI | pass | errors | ungraded |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, s in report.summary.items():
+        low, high = [*s.composite_ci95, None, None][:2]
+        rate = "—" if s.pass_rate is None else f"{s.pass_rate:.0%}"
+        lines.append(
+            f"| {name} | {fmt(s.avg_composite_score)} | [{fmt(low)}, {fmt(high)}] | {rate} | "
+            f"{s.error_count}/{s.executions} | {s.ungraded_count} |"
+        )
+    lines.append("")
+    for c in report.comparisons:
+        v = c.verdict
+        lines.append(f"**{c.treatment} vs {c.control}: {v.label}** (band {v.band}) — {v.reason}")
+    regression = report.regression
+    if regression:
+        lines += [
+            "",
+            f"Against the previous run `{regression.previous}`: "
+            + (
+                "**REGRESSION in " + ", ".join(regression.regressed) + "**"
+                if regression.regressed
+                else "no significant regression."
+            ),
+        ]
+    if threshold is not None:
+        lines += ["", f"CI threshold: {threshold:g}"]
+    return "\n".join(lines) + "\n"
+
+
+def append_github_summary(report: Report, path: Path, threshold: float | None) -> None:
+    """Appends, as $GITHUB_STEP_SUMMARY expects (several steps may write to it)."""
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(summary_markdown(report, threshold))

@@ -1,0 +1,97 @@
+"""The terminal summary of a report: the per-variant table, each verdict, insights and notices."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from flows.report.schema import Report
+
+COLUMNS = (
+    "variant",
+    "score",
+    "95% CI",
+    "assertions",
+    "judge",
+    "pass",
+    "errors",
+    "ungraded",
+    "tokens",
+    "latency ms",
+    "cost $",
+)
+
+
+def fmt(value: float | int | str | None, digits: int = 2) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def summary_table(report: Report) -> Table:
+    meta = report.meta
+    table = Table(
+        title=f"skillab · {meta.model} · {meta.sample_count} samples × {meta.repeat} run(s) · {report.scale.name}"
+    )
+    for column in COLUMNS:
+        table.add_column(column, justify="left" if column == "variant" else "right")
+    for name, s in report.summary.items():
+        low, high = [*s.composite_ci95, None, None][:2]
+        table.add_row(
+            name,
+            fmt(s.avg_composite_score),
+            f"[{fmt(low)}, {fmt(high)}]",
+            fmt(s.avg_assertion_score),
+            fmt(s.avg_llm_score),
+            fmt(s.pass_rate * 100 if s.pass_rate is not None else None, 0) + "%",
+            f"{s.error_count}/{s.executions}",
+            str(s.ungraded_count),
+            fmt(s.avg_total_tokens, 0),
+            fmt(s.avg_duration_ms, 0),
+            f"{s.total_cost_usd:.4f}",
+        )
+    return table
+
+
+def print_summary(report: Report, path: Path | None, console: Console | None = None) -> None:
+    console = console or Console(width=None if sys.stdout.isatty() else 160)
+    console.print(summary_table(report))
+    for comp in report.comparisons:
+        v, p = comp.verdict, comp.paired
+        console.print(
+            f"[bold]{comp.treatment} vs {comp.control}[/bold]: [bold]{v.label}[/bold] "
+            f"(band: {v.band}) — {v.reason}  "
+            f"improved {p.improved} / regressed {p.regressed} / unchanged {p.unchanged} cases",
+            highlight=False,
+        )
+    for pw in report.pairwise or []:
+        console.print(
+            f"pairwise {pw.treatment} vs {pw.control}: wins {pw.wins} / ties {pw.ties} / "
+            f"losses {pw.losses} (sign test p={pw.p_sign:.3g})",
+            highlight=False,
+        )
+    agreement = report.judge.agreement if report.judge else None
+    for pair in agreement.pairs if agreement else []:
+        console.print(
+            f"judges {' & '.join(pair.judges)}: mean |diff| {fmt(pair.mean_abs_diff)}, "
+            f"Pearson {fmt(pair.pearson)}, Krippendorff alpha (ordinal, all judges) "
+            f"{fmt(agreement.krippendorff_alpha_ordinal if agreement else None)}",
+            highlight=False,
+        )
+    for insight in report.analysis.insights:
+        console.print(f"  · {insight.message}", highlight=False)
+    if report.meta.not_run:
+        console.print(
+            f"  not run: {len(report.meta.not_run)} call(s): --max-calls or --budget-usd was reached; "
+            "re-run with a larger budget to complete them (finished calls are cached)",
+            highlight=False,
+        )
+    for notice in report.meta.notices:
+        console.print(f"  note: {notice}", highlight=False)
+    if path:
+        console.print(f"report: {path}", highlight=False)

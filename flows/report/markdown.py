@@ -1,0 +1,190 @@
+"""report.md in the seed's format, with the paired verdict beside the seed's band."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from flows.report.schema import BehaviorSummary, CaseResult, Comparison, Report
+from graders.criteria import WEIGHTS
+from tasks.schema import Arm, VerdictLabel
+
+EMOJI = {"USE": "✅", "LIKELY USE": "👍", "NEUTRAL": "➖", "LIKELY DON'T USE": "⚠️", "DON'T USE": "❌"}
+BEHAVIOR_ROWS = (
+    ("avg_tool_calls", "Avg Tool Calls", ""),
+    ("avg_turns", "Avg Turns", ""),
+    ("avg_duration_s", "Avg Duration (s)", ""),
+    ("avg_cost_usd", "Avg Cost", "$"),
+    ("total_cost_usd", "Total Cost", "$"),
+)
+
+
+def _pct(v: float | None) -> str:
+    return "—" if v is None else f"{v:.0f}%"
+
+
+def _delta(a: float | None, b: float | None, unit: str = "%") -> str:
+    if a is None or b is None:
+        return "—"
+    if unit == "$":
+        return f"{'+' if a >= b else '-'}${abs(a - b):.4f}"
+    return f"{a - b:+.1f}{unit}"
+
+
+def _score(case: CaseResult, arm: Arm) -> float | None:
+    entry = case.variants.get(arm)
+    return entry.composite_score if entry else None
+
+
+def _header(report: Report, comp: Comparison | None) -> list[str]:
+    meta = report.meta
+    skill, base = report.summary.get(Arm.WITH_SKILL), report.summary.get(Arm.BASELINE)
+    verdict = comp.verdict if comp else None
+    band = (verdict.band if verdict else None) or "INSUFFICIENT DATA"
+    mean_s = skill.avg_composite_score if skill else None
+    mean_b = base.avg_composite_score if base else None
+    delta = None if mean_s is None or mean_b is None else mean_s - mean_b
+    lines = [
+        f"# Skill Benchmark Report: {meta.skill}",
+        f"Date: {meta.timestamp[:16].replace('T', ' ')}",
+        f"Runner Model: {meta.model} ({meta.executor}) | Judge Model: {meta.judge_model} | "
+        f"Tasks: {meta.sample_count} | Runs: {meta.runs}",
+        "",
+        f"## Verdict: {EMOJI.get(band, '')} {band}",
+        f"**Skill scores {abs(delta or 0):.1f}% {'higher' if (delta or 0) >= 0 else 'lower'} than baseline on average.**"
+        if delta is not None
+        else "**Not enough completed sessions to compare.**",
+        "",
+        f"Paired analysis over tasks: **{verdict.label if verdict else 'INSUFFICIENT DATA'}** — "
+        f"{verdict.reason if verdict else ''}",
+        "",
+        "## Summary",
+        "| Metric | With Skill | Baseline | Delta |",
+        "|--------|-----------|----------|-------|",
+        f"| Avg Score | {_pct(mean_s)} | {_pct(mean_b)} | {_delta(mean_s, mean_b)} |",
+    ]
+    crit = report.criteria or {}
+    for name in WEIGHTS:
+        a, b = crit.get(Arm.WITH_SKILL, {}).get(name), crit.get(Arm.BASELINE, {}).get(name)
+        lines.append(f"| {name.title()} | {_pct(a)} | {_pct(b)} | {_delta(a, b)} |")
+    return lines
+
+
+def _checks(report: Report) -> list[str]:
+    rates = report.deterministic_pass_rate or {}
+    n = report.meta.sample_count * (report.meta.runs or 1)
+    lines = ["", "## Deterministic Check Pass Rate", "| Condition | Pass Rate |", "|-----------|-----------|"]
+    for mode, label in ((Arm.WITH_SKILL, "With Skill"), (Arm.BASELINE, "Baseline")):
+        r = rates.get(mode)
+        lines.append(
+            f"| {label} | {round((r or 0) * n)}/{n} sessions ({_pct(None if r is None else r * 100)}) |"
+        )
+    return lines
+
+
+def _tasks(report: Report) -> tuple[list[str], list[CaseResult], list[CaseResult]]:
+    lines = [
+        "",
+        "## Per-Task Breakdown",
+        "| # | Task | Type | Difficulty | Skill | Baseline | Delta | Winner |",
+        "|---|------|------|-----------|-------|----------|-------|--------|",
+    ]
+    helps, hurts = [], []
+    for i, r in enumerate(report.results, start=1):
+        s, b = _score(r, Arm.WITH_SKILL), _score(r, Arm.BASELINE)
+        winner = "—" if s is None or b is None else "Skill" if s > b else "Baseline" if b > s else "Tie"
+        if winner == "Skill":
+            helps.append(r)
+        elif winner == "Baseline":
+            hurts.append(r)
+        kind = "negative" if r.type == "negative-control" else "positive"
+        lines.append(
+            f"| {i} | {r.name} | {kind} | {r.difficulty if kind == 'positive' else '-'} | "
+            f"{_pct(s)} | {_pct(b)} | {_delta(s, b)} | {winner} |"
+        )
+    lines += ["", "## Negative Control Results"]
+    negatives = report.negative_controls or []
+    if not negatives:
+        lines.append(
+            "No negative-control task in this suite: add one to catch a skill that hurts unrelated work."
+        )
+    for r in negatives:
+        s, b = _score(r, Arm.WITH_SKILL), _score(r, Arm.BASELINE)
+        hurt = s is not None and b is not None and s < b - 3
+        flag = " **The skill hurt an out-of-domain task: a red flag.**" if hurt else ""
+        lines.append(f"- {r.name}: with skill {_pct(s)}, baseline {_pct(b)}.{flag}")
+    lines += ["", "## Where Skill Helps"] + (
+        [f"- {r.name} ({r.difficulty}, {r.category})" for r in helps]
+        or ["- No task where the skill scored higher."]
+    )
+    lines += ["", "## Where Skill Hurts"] + (
+        [f"- {r.name} ({r.difficulty}, {r.category})" for r in hurts]
+        or ["- No task where the baseline scored higher."]
+    )
+    return lines, helps, hurts
+
+
+def _behavior(s_b: BehaviorSummary | None, b_b: BehaviorSummary | None) -> list[str]:
+    lines = [
+        "",
+        "## Behavioral Analysis",
+        "| Metric | With Skill | Baseline | Delta |",
+        "|--------|-----------|----------|-------|",
+    ]
+    for key, label, unit in BEHAVIOR_ROWS:
+        a = getattr(s_b, key) if s_b else None
+        b = getattr(b_b, key) if b_b else None
+        fmt: Callable[[float | None], str] = (
+            (lambda v: "—" if v is None else f"${v:.4f}")
+            if unit == "$"
+            else (lambda v: "—" if v is None else f"{v:.1f}")
+        )
+        lines.append(f"| {label} | {fmt(a)} | {fmt(b)} | {_delta(a, b, unit)} |")
+
+    def ratio(summary: BehaviorSummary | None, field: str) -> str:
+        return f"{getattr(summary, field) if summary else 0}/{summary.sessions if summary else 0}"
+
+    lines.append(f"| Thrashing Detected | {ratio(s_b, 'thrashing')} | {ratio(b_b, 'thrashing')} | |")
+    lines.append(f"| Skill Invoked | {ratio(s_b, 'skill_invoked')} | {ratio(b_b, 'skill_invoked')} | |")
+    return lines
+
+
+def _recommendations(
+    report: Report, comp: Comparison | None, hurts: list[CaseResult], s_b: BehaviorSummary | None
+) -> list[str]:
+    recs = list(report.analysis.suggestions)
+    verdict = comp.verdict if comp else None
+    if verdict and verdict.label == VerdictLabel.UNDERPOWERED:
+        recs.append(
+            f"Add tasks: about {verdict.cases_needed} are needed to detect {verdict.min_effect} points."
+        )
+    if hurts:
+        recs.append(
+            "Review the tasks where the baseline won: " + ", ".join(r.name or r.sample_id for r in hurts)
+        )
+    contaminated = report.meta.contaminated
+    if contaminated:
+        recs.append(
+            f"{len(contaminated)} session(s) were contaminated and excluded: "
+            + "; ".join(f"{c.task} {c.mode}: {c.reason}" for c in contaminated)
+        )
+    if s_b and s_b.sessions and s_b.skill_invoked < s_b.sessions:
+        recs.append("The skill was not invoked in every with-skill session: check its trigger description.")
+    return ["", "## Recommendations"] + ([f"- {r}" for r in recs] or ["- None."])
+
+
+def report_markdown(report: Report) -> str:
+    comp = report.comparisons[0] if report.comparisons else None
+    behavior = report.behavior or {}
+    s_b, b_b = behavior.get(Arm.WITH_SKILL), behavior.get(Arm.BASELINE)
+    tasks, _, hurts = _tasks(report)
+    lines = [
+        *_header(report, comp),
+        *_checks(report),
+        *tasks,
+        *_behavior(s_b, b_b),
+        *_recommendations(report, comp, hurts, s_b),
+        "",
+        f"Full results: {report.meta.results_dir} (suite sha256 {(report.meta.suite_sha256 or '')[:12]})",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,112 @@
+"""Regression tracking: each run of a named suite against the previous run of the same suite.
+
+The previous run must have used the same model; cases are matched by sample_id (cases added or
+removed since are counted, not compared). Per variant, the paired statistics of the case-level
+differences (this run minus the previous one) give a verdict; WORSE is a regression.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from flows.report.schema import Regression, Report
+from flows.report.store import read_reports
+from tasks import statistics as st
+from tasks.schema import VerdictLabel
+
+
+def suite_reports(reports_dir: Path, suite: str) -> list[Report]:
+    """Every readable report of the suite, oldest first."""
+    found = [r for r in read_reports(reports_dir) if r.meta.suite == suite]
+    return sorted(found, key=lambda r: r.meta.timestamp)
+
+
+def case_scores(report: Report) -> dict[str, dict[str, float]]:
+    """variant -> sample_id -> the case's composite (mean over runs); blind labels resolved."""
+    out: dict[str, dict[str, float]] = {}
+    for case in report.results:
+        for label, entry in case.variants.items():
+            if entry.composite_score is not None:
+                out.setdefault(report.variant_name(label), {})[case.sample_id] = float(entry.composite_score)
+    return out
+
+
+def compare_variant(
+    before: dict[str, float], after: dict[str, float], report: Report, seed: int
+) -> dict[str, Any]:
+    scale = report.scale
+    shared = sorted(set(before) & set(after))
+    diffs = [after[s] - before[s] for s in shared]
+    paired = st.paired(diffs, seed=seed)
+    verdict = st.verdict(
+        st.VerdictInputs(
+            comparison=paired,
+            margin=scale.margin,
+            min_effect=scale.min_effect,
+            p_value=paired["p_ttest"],
+            points_per_unit=100.0 / (scale.maximum - scale.minimum),
+            error_rates=(0.0, 0.0),
+            max_error_rate=1.0,
+        )
+    )
+    return {
+        "cases": len(shared),
+        "casesAdded": len(set(after) - set(before)),
+        "casesRemoved": len(set(before) - set(after)),
+        "meanBefore": sum(before[s] for s in shared) / len(shared) if shared else None,
+        "meanAfter": sum(after[s] for s in shared) / len(shared) if shared else None,
+        "paired": paired,
+        "verdict": verdict,
+        "perCase": {s: d for s, d in zip(shared, diffs, strict=True) if d != 0},
+    }
+
+
+def compare_runs(previous: Report, current: Report, *, seed: int) -> Regression:
+    before, after = case_scores(previous), case_scores(current)
+    per_variant = {
+        variant: compare_variant(before[variant], after[variant], current, seed)
+        for variant in sorted(set(before) & set(after))
+    }
+    return Regression.model_validate(
+        {
+            "previous": previous.id,
+            "previousTimestamp": previous.meta.timestamp,
+            "perVariant": per_variant,
+            "regressed": sorted(
+                v for v, r in per_variant.items() if r["verdict"]["label"] == VerdictLabel.WORSE
+            ),
+        }
+    )
+
+
+def regression_against_previous(reports_dir: Path, report: Report) -> Regression | None:
+    """The comparison with the newest earlier run of the same suite and model, if any."""
+    suite = report.meta.suite
+    if not suite:
+        return None
+    earlier = [
+        r
+        for r in suite_reports(reports_dir, suite)
+        if r.id != report.id
+        and r.meta.model == report.meta.model
+        and r.meta.timestamp < report.meta.timestamp
+    ]
+    if not earlier:
+        return None
+    return compare_runs(earlier[-1], report, seed=report.meta.seed)
+
+
+def history(reports_dir: Path, suite: str) -> list[dict[str, Any]]:
+    """One row per run of the suite: when, which model, each variant's mean, verdicts, regressions."""
+    return [
+        {
+            "id": report.id,
+            "timestamp": report.meta.timestamp,
+            "model": report.meta.model,
+            "means": {report.variant_name(k): v.avg_composite_score for k, v in report.summary.items()},
+            "verdicts": [str(c.verdict.label) for c in report.comparisons],
+            "regressed": report.regression.regressed if report.regression else [],
+        }
+        for report in suite_reports(reports_dir, suite)
+    ]

@@ -1,0 +1,148 @@
+"""Reading the reports folder, and writing human feedback into a report safely.
+
+Feedback is appended under a lock (a thread lock plus an flock, so two server processes are safe too)
+and written atomically (temp file, rename): concurrent posts lose nothing, readers never see half a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import re
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from flows.report.schema import Feedback, Report, load_report
+from tasks.files import atomic_write_json
+
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
+MAX_COMMENT = 2000
+
+
+class NotFound(Exception):
+    pass
+
+
+class BadRequest(Exception):
+    pass
+
+
+def run_summary(report: Report) -> dict[str, Any]:
+    """One row of the runs list."""
+    meta = report.meta
+    return {
+        "id": report.id,
+        "timestamp": meta.timestamp,
+        "mode": report.mode,
+        "variants": meta.variants,
+        "model": meta.model,
+        "executor": meta.executor,
+        "suite": meta.suite,
+        "samples": meta.sample_count,
+        "cost": meta.total_cost_usd + (meta.judge_cost_usd or 0.0),
+        "verdicts": [f"{c.treatment} vs {c.control}: {c.verdict.label}" for c in report.comparisons],
+        "labels": [str(c.verdict.label) for c in report.comparisons],
+        "blind": meta.blind or bool(report.blind_mapping),
+    }
+
+
+def warn_unreadable(path: Path, reason: str) -> None:
+    print(f"skillab: warning: skipped {path}: {reason}", file=sys.stderr)
+
+
+def read_reports(root: Path, *, warn: Callable[[Path, str], None] = warn_unreadable) -> Iterator[Report]:
+    """Every report in a folder. A file that is not a readable report (not UTF-8, truncated, foreign
+    JSON, a FIFO or another special file) is skipped with one warning naming it, never an error."""
+    for path in sorted(root.glob("*.json")):
+        try:
+            if not path.is_file():  # a FIFO would block the reader, a folder cannot be read
+                raise ValueError("not a regular file")
+            yield load_report(path)
+        except (ValueError, ValidationError) as exc:
+            warn(path, str(exc).splitlines()[0][:200])
+
+
+class ReportStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._lock = threading.Lock()
+        self._summaries: dict[Path, tuple[float, dict[str, Any]]] = {}
+        self._warned: set[tuple[Path, float]] = set()
+
+    def path(self, run_id: str) -> Path:
+        if not RUN_ID.match(run_id):
+            raise NotFound(run_id)
+        path = (self.root / f"{run_id}.json").resolve()
+        if path.parent != self.root.resolve() or not path.is_file():
+            raise NotFound(run_id)
+        return path
+
+    def load(self, run_id: str) -> Report:
+        try:
+            return load_report(self.path(run_id))
+        except (ValueError, ValidationError) as exc:
+            raise NotFound(run_id) from exc
+
+    def runs(self) -> list[dict[str, Any]]:
+        """Summaries of every readable report, cached by modification time; others warned once."""
+        out = []
+        for path in sorted(self.root.glob("*.json")):
+            mtime = 0.0
+            try:
+                mtime = path.stat().st_mtime
+                cached = self._summaries.get(path)
+                if cached is None or cached[0] != mtime:
+                    if not path.is_file():
+                        raise ValueError("not a regular file")
+                    cached = (mtime, run_summary(load_report(path)))
+                    self._summaries[path] = cached
+                out.append(cached[1])
+            except (OSError, ValueError, ValidationError) as exc:
+                if (path, mtime) not in self._warned:
+                    self._warned.add((path, mtime))
+                    warn_unreadable(path, str(exc).splitlines()[0][:200])
+        return out
+
+    @contextlib.contextmanager
+    def _locked(self, path: Path) -> Iterator[None]:
+        lock_path = path.with_name(f".{path.name}.lock")
+        with self._lock, open(lock_path, "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def add_feedback(
+        self, run_id: str, sample_id: str, variant: str, rating: Any, comment: Any
+    ) -> dict[str, Any]:
+        try:
+            stars = int(rating)
+        except (TypeError, ValueError):
+            raise BadRequest("rating must be a whole number from 1 to 5") from None
+        if not 1 <= stars <= 5:
+            raise BadRequest("rating must be a whole number from 1 to 5")
+        text = "" if comment is None else str(comment)
+        if len(text) > MAX_COMMENT:
+            raise BadRequest(f"comment longer than {MAX_COMMENT} characters")
+        path = self.path(run_id)
+        with self._locked(path):
+            report = self.load(run_id)
+            result = next((r for r in report.results if r.sample_id == sample_id), None)
+            if result is None or variant not in result.variants:
+                raise BadRequest("no such sample and variant in this run")
+            entry = Feedback(
+                rating=stars,
+                comment=text,
+                at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            )
+            target = result.variants[variant]
+            target.feedback = [*target.feedback, entry]  # assigned, so the dump keeps it
+            atomic_write_json(path, report.dump())
+        return entry.model_dump()
