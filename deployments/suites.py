@@ -13,12 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from prefect.client.schemas.schedules import CronSchedule
 from prefect.schedules import Cron
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from executors.errors import InputError
+from flows.inputs.files import located, parse_data, read_text, validation_lines
 from flows.inputs.samples import load_config
 from flows.nightly import nightly_bench
 
@@ -60,21 +60,11 @@ class DeploymentsFile(BaseModel):
 
 def load(path: Path) -> list[SuiteDeployment]:
     """Validate every suite: its name, cron, timezone, and its options file against BenchOptions."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"{path}: line {mark.line + 1 if mark else '?'}: invalid YAML") from None
+    data = parse_data(path, read_text(path))
     try:
         spec = DeploymentsFile.model_validate(data)
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            loc = ".".join(str(p) for p in err["loc"])
-            lines.append(f"{path}: {loc}: {err['msg'].removeprefix('Value error, ')}")
-        raise InputError(lines) from None
+        raise InputError(validation_lines(exc, located(str(path)), list(SuiteDeployment.model_fields))) from None
     problems: list[str] = []
     names = [s.name for s in spec.suites]
     for dup in sorted({n for n in names if names.count(n) > 1}):

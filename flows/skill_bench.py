@@ -21,8 +21,9 @@ from executors.schema import AgentRequest, AgentSession, RunResult, Usage
 from flows.engine.judging import run_judge_jobs
 from flows.engine.progress import Progress
 from flows.engine.runner import RunnerConfig, UnitRunner
-from flows.engine.sessions import Session, contamination, isolation_root, plan_sessions, write_outputs
+from flows.engine.sessions import contamination, write_outputs
 from flows.inputs.plan import JudgeJob, Target
+from flows.inputs.sessions import Session, isolation_root, plan_sessions
 from flows.inputs.skill_config import Skill, SkillBenchConfig, load_tasks
 from flows.report.agentic import REPORT_ARMS, Graded, build_skill_report
 from flows.report.markdown import report_markdown

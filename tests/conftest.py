@@ -35,6 +35,16 @@ def prefect_harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def reports_match_the_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every report any test writes validates against the JSON Schema in the repository."""
+    yield
+    from tests.report_files import invalid_reports
+
+    problems = invalid_reports(tmp_path_factory.getbasetemp())
+    assert not problems, "reports that do not match flows/report/report.schema.json:\n" + "\n".join(problems)
+
+
 @pytest.fixture
 def skillab_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SKILLAB_HOME", str(tmp_path / "home"))

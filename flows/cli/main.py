@@ -17,7 +17,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from executors.errors import InputError
-from flows.inputs.options import SHARD_DEPLOYMENT, BenchOptions
+from flows.cli.flags import add_model_flags
+from flows.inputs.files import validation_lines
+from flows.inputs.options import BenchOptions
+from flows.inputs.skill_config import SkillBenchConfig
 from flows.report.schema import Report
 from tasks.schema import VerdictLabel
 
@@ -51,157 +54,61 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"skillab: error: {message} (see --help)\n")
 
 
-def _csv(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
+#: BenchOptions fields by flag group; "ci" only on the ci command. Every field has exactly one flag.
+RUN_GROUPS: dict[str, tuple[str, ...]] = {
+    "inputs": ("samples", "skill_dir", "variants", "control"),
+    "model": ("executor", "model", "base_url", "temperature", "max_tokens", "seed", "prices"),
+    "judge": ("judge", "judge_executor", "judge_model", "judge_models", "judge_repeat", "pairwise"),
+    "execution": (
+        "concurrency",
+        "repeat",
+        "timeout",
+        "retries",
+        "retry_backoff",
+        "cache",
+        "cache_dir",
+        "budget_usd",
+        "max_calls",
+        "shards",
+        "shard_deployment",
+        "dry_run",
+    ),
+    "report": (
+        "output_dir",
+        "blind",
+        "margin",
+        "min_effect",
+        "max_error_rate",
+        "suite",
+        "junit",
+        "github_summary",
+    ),
+}
+CI_GROUPS: dict[str, tuple[str, ...]] = {"ci gate": ("threshold", "require")}
+#: SkillBenchConfig fields that are not flags: a mapping has no flag form (set it in config.yml).
+SKILL_NOT_FLAGS = ("difficulties",)
 
 
-def add_run_options(p: argparse.ArgumentParser) -> None:
-    s = argparse.SUPPRESS  # only flags given on the command line override skillab.yaml
-    g = p.add_argument_group("inputs")
-    g.add_argument(
-        "--samples", default=s, metavar="PATH", help="samples file (default: eval-samples.json/.yaml/.yml)"
+def add_run_options(p: argparse.ArgumentParser) -> set[str]:
+    p.add_argument(
+        "--config",
+        default=argparse.SUPPRESS,
+        metavar="PATH",
+        help="options file (default: ./skillab.yaml if present)",
     )
-    g.add_argument("--skill-dir", default=s, metavar="DIR", help="artifact folder (default: skills)")
-    g.add_argument(
-        "--variants",
-        type=_csv,
-        default=s,
-        metavar="A,B",
-        help="variants: skills/<name>.md or skills/<name>/SKILL.md; 'baseline' = no artifact (default: v1,v2)",
-    )
-    g.add_argument("--control", default=s, metavar="NAME", help="variant the others are compared with")
-    g.add_argument(
-        "--config", default=s, metavar="PATH", help="options file (default: ./skillab.yaml if present)"
-    )
-    g = p.add_argument_group("model")
-    g.add_argument(
-        "--executor",
-        default=s,
-        help="openai | anthropic | gemini | local (default: local, the embedded model)",
-    )
-    g.add_argument("--model", default=s, help="model under test (default: the executor's default)")
-    g.add_argument(
-        "--base-url", default=s, metavar="URL", help="provider endpoint (else OPENAI_BASE_URL etc.)"
-    )
-    g.add_argument("--temperature", type=float, default=s)
-    g.add_argument("--max-tokens", type=int, default=s)
-    g.add_argument(
-        "--seed", type=int, default=s, help="seed for the model, shuffling and bootstrap (default: 0)"
-    )
-    g.add_argument("--prices", default=s, metavar="PATH", help="price overrides (YAML/JSON)")
-    g = p.add_argument_group("judge")
-    g.add_argument("--no-judge", dest="judge", action="store_false", default=s, help="skip the LLM judge")
-    g.add_argument("--judge-executor", default=s)
-    g.add_argument("--judge-model", default=s)
-    g.add_argument(
-        "--judge-models", type=_csv, default=s, metavar="A,B", help="judge ensemble (executor:model)"
-    )
-    g.add_argument("--judge-repeat", type=int, default=s, metavar="N", help="judgements per output, averaged")
-    g.add_argument(
-        "--pairwise",
-        action="store_true",
-        default=s,
-        help="also compare outputs pairwise (both orders; a flip is a tie) with a sign test",
-    )
-    g = p.add_argument_group("execution")
-    g.add_argument(
-        "--concurrency", type=int, default=s, metavar="N", help="model calls in flight (default: 4)"
-    )
-    g.add_argument("--repeat", type=int, default=s, metavar="N", help="real runs per sample and variant")
-    g.add_argument("--timeout", type=float, default=s, metavar="S", help="seconds per call (default: 120)")
-    g.add_argument(
-        "--retries", type=int, default=s, metavar="N", help="retries of transient failures (default: 3)"
-    )
-    g.add_argument(
-        "--retry-backoff",
-        type=float,
-        default=s,
-        metavar="S",
-        help="first retry delay, doubling each time, with jitter (default: 1)",
-    )
-    g.add_argument(
-        "--no-cache", dest="cache", action="store_false", default=s, help="neither read nor write the cache"
-    )
-    g.add_argument("--cache-dir", default=s, metavar="DIR")
-    g.add_argument(
-        "--budget-usd", type=float, default=s, metavar="USD", help="stop scheduling calls past this spend"
-    )
-    g.add_argument(
-        "--max-calls", type=int, default=s, metavar="N", help="stop scheduling calls past this count"
-    )
-    g.add_argument(
-        "--shards",
-        type=int,
-        default=s,
-        metavar="N",
-        help="split execution over N flow runs on a work pool's workers (see README)",
-    )
-    g.add_argument(
-        "--shard-deployment",
-        default=s,
-        metavar="FLOW/NAME",
-        help=f"the deployment that runs a shard (default: {SHARD_DEPLOYMENT})",
-    )
-    g.add_argument(
-        "--dry-run", action="store_true", default=s, help="print the plan and estimated cost; call nothing"
-    )
-    g = p.add_argument_group("report")
-    g.add_argument(
-        "--output-dir", default=s, metavar="DIR", help="reports folder (default: ~/.skillab/reports)"
-    )
-    g.add_argument(
-        "--blind", action="store_true", default=s, help="label variants Variant A/B/... in the report"
-    )
-    g.add_argument(
-        "--margin", type=float, default=s, help="practical margin of the verdict (default: 0.1 on 1-5)"
-    )
-    g.add_argument(
-        "--min-effect", type=float, default=s, help="effect to detect, for power (default: 0.3 on 1-5)"
-    )
-    g.add_argument(
-        "--max-error-rate",
-        type=float,
-        default=s,
-        help="errored+ungraded share that blocks a claim (default: 0.1)",
-    )
-    g.add_argument(
-        "--suite", default=s, help="suite name: each run is compared with the suite's previous run"
-    )
-    g.add_argument(
-        "--junit", default=s, metavar="FILE", help="write JUnit XML (one test per sample x variant)"
-    )
-    g.add_argument("--github-summary", default=s, metavar="FILE", help="append a markdown job summary")
-    g.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return add_model_flags(p, BenchOptions, RUN_GROUPS)
 
 
 def add_skill_options(p: argparse.ArgumentParser) -> None:
     """Every key of the seed's config.yml is also a flag (flags win over the file)."""
-    s = argparse.SUPPRESS
-    p.add_argument(
-        "--skill", default=s, help="skill name (.claude/skills/<name>, ~/.claude/skills/<name>) or path"
-    )
     p.add_argument(
         "--config",
         default=None,
         help="config.yml (default: .claude/skills/skill-benchmark/config.yml, ~/...)",
     )
-    p.add_argument("--tasks", default=s, metavar="DIR", help="the task-set folder (a fixed suite)")
-    p.add_argument("--runner", default=s, help="agent CLI: claude | codex | gemini-cli (default: claude)")
-    p.add_argument("--runner-model", default=s)
-    p.add_argument("--judge-model", default=s)
-    p.add_argument("--judge-executor", default=s, help="executor of the judge (default: anthropic)")
-    p.add_argument("--task-count", type=int, default=s)
-    p.add_argument("--negative-controls", type=int, default=s)
-    p.add_argument("--runs", type=int, default=s)
-    p.add_argument("--max-turns", type=int, default=s)
-    p.add_argument("--results-dir", default=s)
-    p.add_argument(
-        "--timeout", type=float, default=s, help="seconds per session (the process group is killed)"
-    )
-    p.add_argument("--concurrency", type=int, default=s)
-    p.add_argument("--base-url", default=s, help="the runner's API endpoint")
-    p.add_argument("--output-dir", default=s, help="also write the report JSON here (for `report`)")
-    p.add_argument("--seed", type=int, default=s)
+    names = tuple(n for n in SkillBenchConfig.model_fields if n not in SKILL_NOT_FLAGS)
+    add_model_flags(p, SkillBenchConfig, {"": names})
 
 
 def build_parser() -> Parser:
@@ -219,19 +126,10 @@ def build_parser() -> Parser:
     add_run_options(run)
     run.set_defaults(handler=cmd_run)
     ci = sub.add_parser("ci", help="run, then exit 1 when a variant is below --threshold or the gate fails")
-    add_run_options(ci)
-    ci.add_argument(
-        "--threshold",
-        type=float,
-        default=argparse.SUPPRESS,
-        help="minimum average composite score (1-5) of every variant (default: 3.5)",
-    )
-    ci.add_argument(
-        "--require",
-        choices=["none", "better", "not-worse"],
-        default=argparse.SUPPRESS,
-        help="also require every comparison's verdict to be BETTER, or not WORSE",
-    )
+    covered = add_run_options(ci) | add_model_flags(ci, BenchOptions, CI_GROUPS)
+    missing = set(BenchOptions.model_fields) - covered
+    if missing:  # a new option without a flag is a bug, caught by every test that builds the parser
+        raise RuntimeError(f"options without a flag: {sorted(missing)}")
     ci.set_defaults(handler=cmd_ci)
     skill = sub.add_parser("skill", help="agentic mode: benchmark a Claude Code skill with agent CLIs")
     skill_sub = skill.add_subparsers(dest="skill_command", required=True, parser_class=Parser)
@@ -285,11 +183,8 @@ def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
     try:
         return BenchOptions(**{**config, **given})
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            flag = "--" + str(err["loc"][0]).replace("_", "-")
-            lines.append(f"{flag}: {err['msg']} (got {err.get('input')!r})")
-        raise InputError(lines) from None
+        flag = lambda loc: "--" + str(loc[0] if loc else "options").replace("_", "-")  # noqa: E731
+        raise InputError(validation_lines(exc, flag)) from None
 
 
 def execute(args: argparse.Namespace) -> tuple[BenchOptions, Report | None, Path | None]:

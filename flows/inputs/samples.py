@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import difflib
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from executors.errors import InputError, where
+from flows.inputs.files import closest, located, parse_data, read_text, validation_lines
 from flows.inputs.options import BenchOptions
 from graders import registry
 from graders.schema import Assertion, Sample
@@ -20,51 +18,6 @@ from graders.schema import Assertion, Sample
 SAMPLE_FILES = ("eval-samples.json", "eval-samples.yaml", "eval-samples.yml")
 CONFIG_FILE = "skillab.yaml"
 BASELINE = "baseline"
-
-
-def read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
-
-
-def parse_data(path: Path, text: str) -> Any:
-    """JSON or YAML by extension; a syntax error names its line."""
-    try:
-        if path.suffix == ".json":
-            return json.loads(text)
-        return yaml.safe_load(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f"line {mark.line + 1}: " if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(f"{path}: {line}invalid YAML: {problem}") from None
-
-
-def closest(name: str, options: list[str]) -> str:
-    match = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
-    return f" (did you mean {match[0]!r}?)" if match else ""
-
-
-def _pydantic_lines(exc: ValidationError, prefix: str, fields: list[str], root: str = "") -> list[str]:
-    lines = []
-    for err in exc.errors():
-        loc = root + ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in err["loc"]).replace(
-            ".[", "["
-        )
-        if err["type"] == "extra_forbidden":
-            name = str(err["loc"][-1])
-            lines.append(f"{prefix}: {loc}: unknown field{closest(name, fields)}")
-        elif err["type"] == "missing":
-            lines.append(f"{prefix}: {loc}: required field missing")
-        else:
-            lines.append(f"{prefix}: {loc}: {err['msg']} (got {err.get('input')!r})")
-    return lines
 
 
 # ---------------------------------------------------------------- config
@@ -91,7 +44,7 @@ def load_config(path: Path) -> dict[str, Any]:
     try:
         BenchOptions(**out)
     except ValidationError as exc:
-        raise InputError(_pydantic_lines(exc, str(path), fields)) from None
+        raise InputError(validation_lines(exc, located(str(path)), fields)) from None
     return out
 
 
@@ -149,7 +102,7 @@ def load_samples(path: Path) -> list[Sample]:
                 fields["sample_id"] = str(sample_id)
             sample = Sample(**fields)
         except ValidationError as exc:
-            problems.extend(_pydantic_lines(exc, prefix, SAMPLE_FIELDS + ASSERTION_FIELDS))
+            problems.extend(validation_lines(exc, located(prefix), SAMPLE_FIELDS + ASSERTION_FIELDS))
             continue
         if not sample.prompt.strip():
             problems.append(f"{prefix}: prompt: must not be empty")

@@ -7,11 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from executors.errors import InputError
-from flows.inputs.samples import closest
+from flows.inputs.files import closest, dotted, parse_data, read_text, validation_lines
 from graders.agent_task import AgentTask, parse_task
 
 CONFIG_NAME = "config.yml"
@@ -22,27 +21,43 @@ class SkillBenchConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    runner_model: str = "sonnet"
-    judge_model: str = "opus"
-    task_count: int = Field(5, ge=1)
-    negative_controls: int = Field(1, ge=0)
-    difficulties: dict[str, int] = Field(default_factory=lambda: {"easy": 2, "medium": 2, "hard": 1})
-    runs: int = Field(1, ge=1)
-    max_turns: int = Field(10, ge=1)
-    results_dir: str = "./skill-bench/results"
-    skill: str | None = None
+    runner_model: str = Field("sonnet", description="model of the agent under test")
+    judge_model: str = Field("opus", description="model of the four-criterion judge")
+    task_count: int = Field(
+        5, ge=1, description="positive tasks generate-tasks writes (= sum of difficulties)"
+    )
+    negative_controls: int = Field(1, ge=0, description="out-of-domain tasks generate-tasks adds")
+    difficulties: dict[str, int] = Field(
+        default_factory=lambda: {"easy": 2, "medium": 2, "hard": 1},
+        description="positive tasks per difficulty (config.yml only)",
+    )
+    runs: int = Field(1, ge=1, description="sessions per task and arm")
+    max_turns: int = Field(10, ge=1, description="turn limit of each session")
+    results_dir: str = Field("./skill-bench/results", description="where each run's results tree goes")
+    skill: str | None = Field(
+        None, description="skill name (.claude/skills/<name>, ~/.claude/skills/<name>) or a path"
+    )
     # Beyond the seed:
     tasks: str | None = Field(None, description="the task-set folder (a fixed, reviewed suite)")
-    runner: str = Field("claude", description="claude | codex | gemini-cli")
+    runner: str = Field("claude", description="agent CLI: claude | codex | gemini-cli")
     base_url: str | None = Field(None, description="the runner's API endpoint (e.g. a local model server)")
     judge_executor: str = Field("anthropic", description="executor of the judge model")
     timeout: float = Field(600.0, gt=0, description="seconds per session; the process group is killed after")
-    concurrency: int = Field(2, ge=1)
-    seed: int = 0
-    max_error_rate: float = Field(0.1, ge=0, le=1)
+    concurrency: int = Field(2, ge=1, description="sessions at once")
+    seed: int = Field(0, description="seed for shuffling, the bootstrap and task generation")
+    max_error_rate: float = Field(0.1, ge=0, le=1, description="failed share of an arm that blocks a claim")
     output_dir: str | None = Field(
         None, description="also write the report JSON here (for the report server)"
     )
+
+    @model_validator(mode="after")
+    def _task_count_matches(self) -> SkillBenchConfig:
+        positives = sum(self.difficulties.values())
+        if positives != self.task_count:
+            raise ValueError(
+                f"task_count is {self.task_count} but difficulties add up to {positives} positive tasks"
+            )
+        return self
 
 
 def config_candidates(explicit: str | None, cwd: Path) -> list[Path]:
@@ -59,11 +74,7 @@ def load_config(explicit: str | None, cwd: Path, overrides: dict[str, Any]) -> S
     source = "config"
     for path in config_candidates(explicit, cwd):
         if path.is_file():
-            try:
-                loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-            except yaml.YAMLError as exc:
-                mark = getattr(exc, "problem_mark", None)
-                raise InputError(f"{path}: line {mark.line + 1 if mark else '?'}: invalid YAML") from None
+            loaded = parse_data(path, read_text(path)) or {}
             if not isinstance(loaded, dict):
                 raise InputError(f"{path}: expected a mapping of key: value")
             unknown = [k for k in loaded if k not in SkillBenchConfig.model_fields]
@@ -81,16 +92,14 @@ def load_config(explicit: str | None, cwd: Path, overrides: dict[str, Any]) -> S
     try:
         return SkillBenchConfig(**(data | overrides))
     except ValidationError as exc:
-        lines = []
-        for e in exc.errors():
-            key = str(e["loc"][0])
-            where = (
-                f"--{key.replace('_', '-')}"
-                if key in overrides
-                else f"{source}: {'.'.join(map(str, e['loc']))}"
+
+        def where(loc: tuple[int | str, ...]) -> str:
+            key = str(loc[0]) if loc else ""
+            return (
+                f"--{key.replace('_', '-')}" if key in overrides else f"{source}: {dotted(loc) or 'config'}"
             )
-            lines.append(f"{where}: {e['msg']} (got {e.get('input')!r})")
-        raise InputError(lines) from None
+
+        raise InputError(validation_lines(exc, where, list(SkillBenchConfig.model_fields))) from None
 
 
 @dataclass(frozen=True)

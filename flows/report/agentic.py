@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from executors.schema import AgentSession
-from flows.engine.sessions import Session
+from flows.inputs.sessions import Session
 from flows.inputs.skill_config import Skill, SkillBenchConfig
 from flows.report.build import assemble, cli_version, timestamp, variant_entry
 from flows.report.schema import Report

@@ -1,0 +1,72 @@
+"""Reading the user's files: text, JSON or YAML with the line of a syntax error, and pydantic errors
+as one line each naming the file, the case and the field. Every loader of flows/inputs (and the
+deployments file) goes through these, so bad input reads the same everywhere."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from executors.errors import InputError
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+
+
+def parse_data(path: Path, text: str) -> Any:
+    """JSON or YAML by extension; a syntax error names its line."""
+    try:
+        if path.suffix == ".json":
+            return json.loads(text)
+        return yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"{path}: {line}invalid YAML: {problem}") from None
+
+
+def closest(name: str, options: list[str]) -> str:
+    match = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
+def dotted(loc: tuple[int | str, ...]) -> str:
+    """("assertions", 0, "type") -> "assertions[0].type"."""
+    return ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc).replace(".[", "[")
+
+
+def located(prefix: str) -> Callable[[tuple[int | str, ...]], str]:
+    """``where`` for validation_lines: the prefix, then the dotted field."""
+    return lambda loc: f"{prefix}: {dotted(loc)}"
+
+
+def validation_lines(
+    exc: ValidationError, where: Callable[[tuple[int | str, ...]], str], fields: list[str] | None = None
+) -> list[str]:
+    """One line per pydantic error: ``where(loc)`` says where (file, case, field or flag)."""
+    lines = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        if err["type"] == "extra_forbidden":
+            lines.append(f"{where(loc)}: unknown field{closest(str(loc[-1]), fields or [])}")
+        elif err["type"] == "missing":
+            lines.append(f"{where(loc)}: required field missing")
+        else:
+            message = str(err["msg"]).removeprefix("Value error, ")
+            lines.append(f"{where(loc)}: {message} (got {err.get('input')!r})")
+    return lines

@@ -1,0 +1,26 @@
+"""The report's JSON Schema is generated from the models and kept in the repository."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from flows.report.schema import SCHEMA_FILE, json_schema
+from tests.report_files import invalid_reports
+
+
+def test_schema_file_is_current() -> None:
+    assert json.loads(SCHEMA_FILE.read_text(encoding="utf-8")) == json_schema(), (
+        "regenerate it: python -m flows.report.schema"
+    )
+
+
+def test_a_report_that_breaks_the_schema_is_found() -> None:
+    # Outside pytest's temporary folder: the session's own check would (rightly) reject this file.
+    with tempfile.TemporaryDirectory() as tmp:
+        bad = {"version": 2, "id": "x", "mode": "sample", "meta": {"variants": "not a list"}}
+        (Path(tmp) / "r.json").write_text(json.dumps(bad), encoding="utf-8")
+        (Path(tmp) / "other.json").write_text("{}", encoding="utf-8")  # not a report: ignored
+        problems = invalid_reports(Path(tmp))
+    assert len(problems) == 1 and "r.json" in problems[0]
