@@ -72,7 +72,7 @@ def make_samples(root: Path, units: int, variants: int = 2) -> None:
 
 def scenario(args: argparse.Namespace) -> dict[str, float]:
     """One measured scenario, run in this (fresh) process."""
-    from flows.cli.main import configure_prefect
+    from flows.cli.prefect_env import configure_prefect
 
     configure_prefect()
     from flows.inputs.options import BenchOptions
@@ -131,7 +131,7 @@ def main() -> None:
 def trial(args: argparse.Namespace, latency: float) -> float:
     """One measured first run and cached re-run, against a fresh Prefect server and provider."""
     home = Path(tempfile.mkdtemp(prefix="skillab-bench-"))
-    from flows.cli.main import PREFECT_DEFAULTS
+    from flows.cli.prefect_env import PREFECT_DEFAULTS
 
     # The server-side settings matter most here: the task-run recorder's batch sizes.
     env = os.environ | PREFECT_DEFAULTS | {"PREFECT_HOME": str(home / "prefect"), "PYTHONPATH": str(ROOT)}

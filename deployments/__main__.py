@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from executors.errors import InputError
-from flows.cli.main import configure_prefect
+from flows.cli.prefect_env import configure_prefect
 
 
 def main(argv: list[str] | None = None) -> int:

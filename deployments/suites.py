@@ -64,7 +64,9 @@ def load(path: Path) -> list[SuiteDeployment]:
     try:
         spec = DeploymentsFile.model_validate(data)
     except ValidationError as exc:
-        raise InputError(validation_lines(exc, located(str(path)), list(SuiteDeployment.model_fields))) from None
+        raise InputError(
+            validation_lines(exc, located(str(path)), list(SuiteDeployment.model_fields))
+        ) from None
     problems: list[str] = []
     names = [s.name for s in spec.suites]
     for dup in sorted({n for n in names if names.count(n) > 1}):

@@ -14,6 +14,7 @@ from typing import Any
 from prefect import flow
 from prefect.artifacts import acreate_link_artifact, acreate_markdown_artifact, acreate_table_artifact
 
+from executors.registry import close_all
 from executors.schema import RunResult
 from flows.engine.judging import combine, judge_outputs, pairwise
 from flows.engine.progress import Progress
@@ -149,7 +150,10 @@ def write_outputs(report: Report, prepared: Prepared) -> Path:
 async def sample_bench(options: BenchOptions, cwd: str = ".", show_progress: bool = True) -> dict[str, Any]:
     """Sample mode: does artifact B beat artifact A on the same model and the same cases?"""
     prepared = prepare(options, Path(cwd))
-    outcome = await run_benchmark(prepared, Path(cwd), show_progress=show_progress)
+    try:
+        outcome = await run_benchmark(prepared, Path(cwd), show_progress=show_progress)
+    finally:
+        await close_all()  # connection pools belong to this flow run's event loop
     await publish_artifacts(outcome)
     regression = outcome.report.regression
     if regression and regression.regressed:

@@ -16,7 +16,7 @@ from typing import Any
 from prefect import flow
 
 from executors.base import HttpExecutor
-from executors.registry import usable_executor
+from executors.registry import close_all, usable_executor
 from executors.schema import AgentRequest, AgentSession, RunResult, Usage
 from flows.engine.judging import run_judge_jobs
 from flows.engine.progress import Progress
@@ -187,7 +187,10 @@ async def skill_bench(
     plans = plan_sessions(tasks, results, config.runs, isolated)
     outcomes = await run_sessions(config, skill, plans)
     checks = check_sessions(plans)
-    grades = await judge_sessions(config, plans, outcomes, checks)
+    try:
+        grades = await judge_sessions(config, plans, outcomes, checks)
+    finally:
+        await close_all()
     graded = grade_sessions(plans, outcomes, checks, grades)
     records = [session_record(g, config) for g in graded if not g.contaminated]
     report = build_skill_report(config, skill, tasks, suite_hash, results, started, graded, records)

@@ -20,7 +20,8 @@ from graders.checks import run_checks
 @task(name="agent-session", task_run_name="{label}", cache_policy=NO_CACHE, persist_result=False)
 async def run_agent_session(request: AgentRequest, base_url: str | None, label: str) -> AgentSession:
     executor = get_executor(request.cli, ExecutorSettings(base_url=base_url, timeout_s=request.timeout_s))
-    assert isinstance(executor, AgentExecutor)
+    if not isinstance(executor, AgentExecutor):
+        raise TypeError(f"{request.cli!r} is not an agent CLI executor")
     return await executor.session(request)
 
 

@@ -17,7 +17,10 @@ from prefect.cache_policies import NO_CACHE
 from graders.schema import JudgeStatus, Sample
 from tasks import statistics as st
 from tasks.agreement import agreement
-from tasks.schema import Record, Scale
+from tasks.schema import Record, Scale, VerdictLabel
+
+#: Verdicts that leave the question open: the report suggests how many cases would settle it.
+UNDECIDED = {VerdictLabel.UNDERPOWERED, VerdictLabel.INCONCLUSIVE, VerdictLabel.INSUFFICIENT_DATA}
 
 
 def frame(records: list[Record], scale: Scale) -> pd.DataFrame:
@@ -179,18 +182,14 @@ def compare(df: pd.DataFrame, control: str, treatment: str, scale: Scale, seed: 
     return out
 
 
-def insights(
-    df: pd.DataFrame,
-    samples: list[Sample],
-    variants: list[str],
-    scale: Scale,
-    details: dict[tuple[str, str, int], list[bool]],
-    comparisons: list[dict[str, Any]],
-    max_error_rate: float,
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """The auto-analysis of STATISTICS.md, each insight naming the samples or assertions concerned."""
-    found: list[dict[str, Any]] = []
-    suggestions: list[str] = []
+def _insight(kind: str, severity: str, items: list[str], message: str, **extra: str) -> dict[str, Any]:
+    return {"type": kind, "severity": severity, "items": items, "message": message, **extra}
+
+
+def assertion_insights(
+    samples: list[Sample], variants: list[str], details: dict[tuple[str, str, int], list[bool]]
+) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """Assertions that pass everywhere, fail everywhere, or never tell variants apart."""
     by_assertion: dict[tuple[str, int], dict[str, list[bool]]] = {}
     for (sample_id, variant, _run), passes in details.items():
         for i, passed in enumerate(passes):
@@ -209,89 +208,106 @@ def insights(
             all_fail.append(name)
         elif len({tuple(ps) for ps in per_variant.values()}) == 1:
             low_disc.append(name)
+    found = []
     if all_pass:
         found.append(
-            {
-                "type": "all_pass_assertions",
-                "severity": "info",
-                "items": all_pass,
-                "message": f"{len(all_pass)} assertion(s) pass in every variant and run: too loose to tell variants apart",
-            }
+            _insight(
+                "all_pass_assertions",
+                "info",
+                all_pass,
+                f"{len(all_pass)} assertion(s) pass in every variant and run: too loose to tell variants apart",
+            )
         )
     if all_fail:
         found.append(
-            {
-                "type": "all_fail_assertions",
-                "severity": "warning",
-                "items": all_fail,
-                "message": f"{len(all_fail)} assertion(s) fail in every variant and run: too strict, or broken",
-            }
+            _insight(
+                "all_fail_assertions",
+                "warning",
+                all_fail,
+                f"{len(all_fail)} assertion(s) fail in every variant and run: too strict, or broken",
+            )
         )
     if low_disc:
         found.append(
-            {
-                "type": "low_discrimination",
-                "severity": "info",
-                "items": low_disc,
-                "message": f"{len(low_disc)} assertion(s) give the same results in every variant",
-            }
+            _insight(
+                "low_discrimination",
+                "info",
+                low_disc,
+                f"{len(low_disc)} assertion(s) give the same results in every variant",
+            )
         )
+    return found, all_pass, all_fail
+
+
+def case_insights(df: pd.DataFrame, variants: list[str], scale: Scale) -> list[dict[str, Any]]:
+    """Cases where the variants barely differ, and cases that cost far more than the others."""
+    found = []
     per_case = df.groupby(["sample_id", "variant"])["score"].mean().unstack("variant")
     if len(variants) > 1 and not per_case.empty:
+        width = 0.5 * (scale.maximum - scale.minimum) / 4
         spread = per_case[variants].max(axis=1) - per_case[variants].min(axis=1)
-        uniform = [
-            str(s) for s, d in spread.items() if pd.notna(d) and d < 0.5 * (scale.maximum - scale.minimum) / 4
-        ]
+        uniform = [str(s) for s, d in spread.items() if pd.notna(d) and d < width]
         if uniform:
             found.append(
-                {
-                    "type": "uniform_scores",
-                    "severity": "info",
-                    "items": uniform,
-                    "message": f"{len(uniform)}/{len(per_case)} samples show score difference < "
-                    f"{0.5 * (scale.maximum - scale.minimum) / 4:g} between variants",
-                }
+                _insight(
+                    "uniform_scores",
+                    "info",
+                    uniform,
+                    f"{len(uniform)}/{len(per_case)} samples show score difference < {width:g} between variants",
+                )
             )
     case_cost = df.groupby("sample_id")["cost_usd"].mean()
     if len(case_cost) >= 3 and case_cost.median() > 0:
         high = [str(s) for s, c in case_cost.items() if c > 3 * case_cost.median()]
         if high:
             found.append(
-                {
-                    "type": "high_cost",
-                    "severity": "info",
-                    "items": high,
-                    "message": f"{len(high)} sample(s) cost over 3x the median sample (${case_cost.median():.5f})",
-                }
+                _insight(
+                    "high_cost",
+                    "info",
+                    high,
+                    f"{len(high)} sample(s) cost over 3x the median sample (${case_cost.median():.5f})",
+                )
             )
+    return found
+
+
+def failure_insights(df: pd.DataFrame, variants: list[str], max_error_rate: float) -> list[dict[str, Any]]:
+    """Per variant: the runs that errored and the runs the judge left UNGRADED."""
+    found = []
     for variant in variants:
         v = df[df["variant"] == variant]
         if not len(v):
             continue
-        errors, ungraded = int((~v["ok"]).sum()), int(v["ungraded"].sum())
-        for kind, count, label in (
-            ("error_rate", errors, "errored"),
-            ("ungraded_rate", ungraded, "were UNGRADED by the judge"),
+        for kind, mask, label in (
+            ("error_rate", ~v["ok"], "errored"),
+            ("ungraded_rate", v["ungraded"].astype(bool), "were UNGRADED by the judge"),
         ):
+            count = int(mask.sum())
             if count:
                 rate = count / len(v)
-                items = sorted(
-                    set(v.loc[~v["ok"] if kind == "error_rate" else v["ungraded"], "sample_id"].astype(str))
-                )
-                found.append(
-                    {
-                        "type": kind,
-                        "severity": "warning" if rate > max_error_rate else "info",
-                        "variant": variant,
-                        "items": items,
-                        "message": f"{variant}: {count}/{len(v)} runs {label} ({rate:.0%})",
-                    }
-                )
+                items = sorted(set(v.loc[mask, "sample_id"].astype(str)))
+                severity = "warning" if rate > max_error_rate else "info"
+                message = f"{variant}: {count}/{len(v)} runs {label} ({rate:.0%})"
+                found.append(_insight(kind, severity, items, message, variant=variant))
+    return found
+
+
+def insights(
+    df: pd.DataFrame,
+    samples: list[Sample],
+    variants: list[str],
+    scale: Scale,
+    details: dict[tuple[str, str, int], list[bool]],
+    comparisons: list[dict[str, Any]],
+    max_error_rate: float,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The auto-analysis of STATISTICS.md, each insight naming the samples or assertions concerned."""
+    found, all_pass, all_fail = assertion_insights(samples, variants, details)
+    found += case_insights(df, variants, scale) + failure_insights(df, variants, max_error_rate)
+    suggestions: list[str] = []
     for comp in comparisons:
         verdict = comp.get("verdict", {})
-        if verdict.get("label") in {"UNDERPOWERED", "INCONCLUSIVE", "INSUFFICIENT DATA"} and verdict.get(
-            "cases_needed"
-        ):
+        if verdict.get("label") in UNDECIDED and verdict.get("cases_needed"):
             suggestions.append(
                 f"{comp['treatment']} vs {comp['control']}: about {verdict['cases_needed']} cases are needed to "
                 f"detect a difference of {verdict['min_effect']:g} (you have {comp['cases']}); add cases "

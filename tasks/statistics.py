@@ -195,10 +195,10 @@ def paired(diffs: Floats, *, seed: int, clusters: Sequence[str] | None = None) -
         return out
     sd = float(d.std(ddof=1))
     out["sd"] = sd
-    use_clusters = clusters is not None and len(set(clusters)) >= 2 and len(set(clusters)) < n
+    groups = list(clusters) if clusters is not None else []
+    use_clusters = 2 <= len(set(groups)) < n
     if use_clusters:
-        assert clusters is not None
-        se, g = cluster_se(d, clusters)
+        se, g = cluster_se(d, groups)
         df = g - 1
         out["se_method"], out["clusters"] = "cluster-robust (CR1)", g
     else:
@@ -218,7 +218,7 @@ def paired(diffs: Floats, *, seed: int, clusters: Sequence[str] | None = None) -
     else:
         out["p_wilcoxon"] = 1.0
     out["bootstrap_low"], out["bootstrap_high"] = bootstrap_interval(
-        d, seed, list(clusters) if use_clusters and clusters is not None else None
+        d, seed, groups if use_clusters else None
     )
     return out
 
@@ -245,6 +245,20 @@ class VerdictInputs:
     points_per_unit: float  # 25 on the 1-5 scale (a 4-point range), 1 on 0-100
     error_rates: tuple[float, float]  # (control, treatment): errored or ungraded share
     max_error_rate: float
+
+
+def _error_capped(v: VerdictInputs, clearly_worse: bool, ci_text: str) -> dict[str, Any]:
+    """Too many failures in one variant: no improvement can be claimed; a clear loss still shows."""
+    worst = max(v.error_rates)
+    if clearly_worse:
+        return {"label": VerdictLabel.WORSE, "reason": f"worse even counting failures: {ci_text}."}
+    return {
+        "label": VerdictLabel.INCONCLUSIVE,
+        "reason": (
+            f"{worst:.0%} of runs errored or were ungraded in one variant (limit "
+            f"{v.max_error_rate:.0%}); no improvement can be claimed ({ci_text})."
+        ),
+    }
 
 
 def verdict(v: VerdictInputs) -> dict[str, Any]:
@@ -274,19 +288,9 @@ def verdict(v: VerdictInputs) -> dict[str, Any]:
     p = v.p_value if not degenerate else c["p_sign"]
     significant = p is not None and p < ALPHA
     low, high = c["ci_low"], c["ci_high"]
-    worst_rate = max(v.error_rates)
     ci_text = f"mean difference {mean:+.3g}, 95% CI [{low:+.3g}, {high:+.3g}]"
-    if worst_rate > v.max_error_rate:
-        label, reason = (
-            VerdictLabel.INCONCLUSIVE,
-            (
-                f"{worst_rate:.0%} of runs errored or were ungraded in one variant (limit "
-                f"{v.max_error_rate:.0%}); no improvement can be claimed ({ci_text})."
-            ),
-        )
-        if high < -v.margin and significant:
-            label, reason = VerdictLabel.WORSE, f"worse even counting failures: {ci_text}."
-        return out | {"label": label, "reason": reason}
+    if max(v.error_rates) > v.max_error_rate:
+        return out | _error_capped(v, significant and high < -v.margin, ci_text)
     if degenerate and n < 6 and mean != 0:
         return out | {
             "label": VerdictLabel.UNDERPOWERED,

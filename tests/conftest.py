@@ -26,7 +26,7 @@ def provider() -> Iterator[FakeProvider]:
 def prefect_harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     home = tmp_path_factory.mktemp("prefect-home")
     os.environ["PREFECT_HOME"] = str(home)
-    from flows.cli.main import configure_prefect
+    from flows.cli.prefect_env import configure_prefect
 
     configure_prefect()
     from prefect.testing.utilities import prefect_test_harness

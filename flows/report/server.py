@@ -9,6 +9,7 @@ run ids are validated; bodies are size-limited; nothing deletes or shuts down.
 
 from __future__ import annotations
 
+import json
 import math
 import secrets
 from collections.abc import MutableMapping
@@ -112,20 +113,22 @@ class Guard:
         await self.app(scope, receive, send_with_headers)
 
 
-def create_app(
-    reports_dir: Path, *, host: str = "127.0.0.1", port: int = 7799, token: str | None = None
-) -> ASGIApp:
-    store = ReportStore(reports_dir)
-    env = environment()
-    secret = token or secrets.token_urlsafe(24)
-    origins = {f"http://{host}:{port}"} | ({f"http://localhost:{port}"} if host == "127.0.0.1" else set())
-    allowed_hosts = {o.removeprefix("http://") for o in origins}
+class ReportApp:
+    """The pages and the feedback endpoint over one reports folder."""
 
-    def page(name: str, **context: Any) -> HTMLResponse:
-        return HTMLResponse(env.get_template(name).render(token=secret, export=False, **context))
+    def __init__(self, reports_dir: Path, host: str, port: int, token: str | None) -> None:
+        self.store = ReportStore(reports_dir)
+        self.env = environment()
+        self.secret = token or secrets.token_urlsafe(24)
+        self.origins = {f"http://{host}:{port}"} | (
+            {f"http://localhost:{port}"} if host == "127.0.0.1" else set()
+        )
 
-    async def index(request: Request) -> Response:
-        runs = store.runs()
+    def page(self, name: str, **context: Any) -> HTMLResponse:
+        return HTMLResponse(self.env.get_template(name).render(token=self.secret, export=False, **context))
+
+    async def index(self, request: Request) -> Response:
+        runs = self.store.runs()
         q = request.query_params.get("q", "").strip().lower()
         label = request.query_params.get("verdict", "")
         if q:
@@ -146,13 +149,13 @@ def create_app(
             ),
             reverse=descending,
         )
-        return page(
+        return self.page(
             "index.html", runs=runs, q=q, verdict=label, sort=sort, order="desc" if descending else "asc"
         )
 
-    async def run_page(request: Request) -> Response:
+    async def run_page(self, request: Request) -> Response:
         try:
-            report = store.load(request.path_params["run_id"])
+            report = self.store.load(request.path_params["run_id"])
         except NotFound:
             return HTMLResponse("no such run", status_code=404)
         cases = report.results
@@ -162,51 +165,58 @@ def create_app(
         except ValueError:
             number = 1
         shown = cases[(number - 1) * PAGE_SIZE : number * PAGE_SIZE]
-        return page(
+        return self.page(
             "run.html", report=report, cases=shown, page=number, pages=pages, charts=run_charts(report)
         )
 
-    async def compare(request: Request) -> Response:
+    async def compare(self, request: Request) -> Response:
         try:
-            a, b = (
-                store.load(request.query_params.get("a", "")),
-                store.load(request.query_params.get("b", "")),
-            )
+            a = self.store.load(request.query_params.get("a", ""))
+            b = self.store.load(request.query_params.get("b", ""))
         except NotFound:
             return HTMLResponse("choose two existing runs", status_code=404)
-        return page("compare.html", a=a, b=b, rows=compare_rows(a, b))
+        return self.page("compare.html", a=a, b=b, rows=compare_rows(a, b))
 
-    async def feedback(request: Request) -> Response:
+    def same_origin(self, request: Request) -> bool:
         origin = request.headers.get("origin") or ""
         referer = request.headers.get("referer") or ""
-        if origin not in origins and not any(referer.startswith(o + "/") for o in origins if not origin):
-            return JSONResponse({"error": "cross-origin request refused"}, status_code=403)
+        return origin in self.origins or (
+            not origin and any(referer.startswith(o + "/") for o in self.origins)
+        )
+
+    async def form(self, request: Request) -> dict[str, Any] | JSONResponse:
+        """The posted fields (form or JSON), or the error response: size-limited, never trusted."""
         size = request.headers.get("content-length")
+        too_big = JSONResponse({"error": f"body must be under {MAX_BODY} bytes"}, status_code=413)
         if size is None or not size.isdigit() or int(size) > MAX_BODY:
-            return JSONResponse({"error": f"body must be under {MAX_BODY} bytes"}, status_code=413)
+            return too_big
         raw = b""
         async for chunk in request.stream():
             raw += chunk
             if len(raw) > MAX_BODY:
-                return JSONResponse({"error": f"body must be under {MAX_BODY} bytes"}, status_code=413)
-        is_json = request.headers.get("content-type", "").startswith("application/json")
+                return too_big
         try:
-            if is_json:
-                import json
-
+            if request.headers.get("content-type", "").startswith("application/json"):
                 data = json.loads(raw or b"{}")
                 if not isinstance(data, dict):
                     raise ValueError
-            else:
-                data = {k: v[0] for k, v in parse_qs(raw.decode("utf-8")).items()}
+                return data
+            return {k: v[0] for k, v in parse_qs(raw.decode("utf-8")).items()}
         except (ValueError, UnicodeDecodeError):
             return JSONResponse({"error": "malformed body"}, status_code=400)
+
+    async def feedback(self, request: Request) -> Response:
+        if not self.same_origin(request):
+            return JSONResponse({"error": "cross-origin request refused"}, status_code=403)
+        data = await self.form(request)
+        if isinstance(data, JSONResponse):
+            return data
         given = str(data.get("token") or request.headers.get("x-skillab-token") or "")
-        if not secrets.compare_digest(given, secret):
+        if not secrets.compare_digest(given, self.secret):
             return JSONResponse({"error": "missing or wrong token"}, status_code=403)
         run_id = request.path_params["run_id"]
         try:
-            entry = store.add_feedback(
+            entry = self.store.add_feedback(
                 run_id,
                 str(data.get("sample_id", "")),
                 str(data.get("variant", "")),
@@ -217,28 +227,33 @@ def create_app(
             return JSONResponse({"error": "no such run"}, status_code=404)
         except BadRequest as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
-        if is_json:
+        if request.headers.get("content-type", "").startswith("application/json"):
             return JSONResponse({"ok": True, "feedback": entry})
         anchor = f"case-{data.get('sample_id', '')}"
         return RedirectResponse(f"/run/{run_id}?page={data.get('page', 1)}#{anchor}", status_code=303)
 
-    async def run_json(request: Request) -> Response:
+    async def run_json(self, request: Request) -> Response:
         try:
-            return JSONResponse(store.load(request.path_params["run_id"]).dump())
+            return JSONResponse(self.store.load(request.path_params["run_id"]).dump())
         except NotFound:
             return JSONResponse({"error": "no such run"}, status_code=404)
 
-    app = Starlette(
+
+def create_app(
+    reports_dir: Path, *, host: str = "127.0.0.1", port: int = 7799, token: str | None = None
+) -> ASGIApp:
+    app = ReportApp(reports_dir, host, port, token)
+    routes = Starlette(
         routes=[
-            Route("/", index),
-            Route("/run/{run_id}", run_page),
-            Route("/compare", compare),
-            Route("/api/run/{run_id}", run_json),
-            Route("/api/run/{run_id}/feedback", feedback, methods=["POST"]),
+            Route("/", app.index),
+            Route("/run/{run_id}", app.run_page),
+            Route("/compare", app.compare),
+            Route("/api/run/{run_id}", app.run_json),
+            Route("/api/run/{run_id}/feedback", app.feedback, methods=["POST"]),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ]
     )
-    return Guard(app, allowed_hosts)
+    return Guard(routes, {o.removeprefix("http://") for o in app.origins})
 
 
 def compare_rows(a: Report, b: Report) -> list[dict[str, Any]]:

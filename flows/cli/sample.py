@@ -1,0 +1,145 @@
+"""``run`` and ``ci``: sample mode from the command line, and the CI gate."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from executors.errors import InputError
+from flows.cli.codes import EXIT_FAIL, EXIT_OK
+from flows.cli.prefect_env import configure_prefect
+from flows.inputs.files import validation_lines
+from flows.inputs.options import BenchOptions
+from flows.report.schema import Report
+from tasks.schema import VerdictLabel
+
+
+def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
+    from flows.inputs.samples import CONFIG_FILE, load_config
+
+    given = {k: v for k, v in vars(args).items() if k in BenchOptions.model_fields}
+    config_path = Path(getattr(args, "config", "") or cwd / CONFIG_FILE)
+    if getattr(args, "config", None) and not config_path.is_file():
+        raise InputError(f"{config_path}: file not found (--config)")
+    config = load_config(config_path) if config_path.is_file() else {}
+    try:
+        return BenchOptions(**{**config, **given})
+    except ValidationError as exc:
+        flag = lambda loc: "--" + str(loc[0] if loc else "options").replace("_", "-")  # noqa: E731
+        raise InputError(validation_lines(exc, flag)) from None
+
+
+def execute(args: argparse.Namespace) -> tuple[BenchOptions, Report | None, Path | None]:
+    """Validate, print the plan or run the flow; returns the report (None for a dry run)."""
+    from flows.inputs.prepare import prepare
+
+    cwd = Path.cwd()
+    options = options_from(args, cwd)
+    prepared = prepare(options, cwd)
+    for notice in prepared.notices:
+        print(f"skillab: {notice}", file=sys.stderr)
+    if options.dry_run:
+        print_plan(prepared)
+        return options, None, None
+    configure_prefect()
+    from flows.report.console import print_summary
+    from flows.report.schema import load_report
+    from flows.sample_bench import RegressionError, sample_bench
+
+    names = ",".join(options.variants)
+    flow = sample_bench.with_options(flow_run_name=f"{options.suite or prepared.samples_path.name} · {names}")
+    state: Any = asyncio.run(flow(options, str(cwd), not args.quiet, return_state=True))  # type: ignore[arg-type]
+    outcome = state.result(raise_on_failure=False)
+    if isinstance(outcome, RegressionError):
+        path = Path(outcome.report_path)
+    elif isinstance(outcome, BaseException):
+        raise outcome
+    else:
+        path = Path(outcome["report_path"])
+    report = load_report(path)
+    print_summary(report, path)
+    return options, report, path
+
+
+def print_plan(prepared: Any) -> None:
+    from flows.inputs.plan import estimate_tokens
+
+    o = prepared.options
+    units = prepared.units()
+    tokens_in, tokens_out = estimate_tokens(units, o.max_tokens)
+    price = prepared.target.executor.prices.lookup(prepared.target.model)
+    cost = (
+        "unknown price" if price is None else f"${(tokens_in * price[0] + tokens_out * price[1]) / 1e6:.4f}"
+    )
+    if prepared.target.executor.name == "local":
+        cost = "$0 (local)"
+    judge_calls = 0
+    if prepared.judges:
+        from graders.judge import prompts_for
+
+        per_output = (
+            sum(len(prompts_for(s, "")) for s in prepared.samples) * len(prepared.variants) * o.repeat
+        )
+        judge_calls = per_output * len(prepared.judges) * o.judge_repeat
+    cache = "off" if prepared.cache_dir is None else str(prepared.cache_dir)
+    print(
+        f"plan: {len(prepared.samples)} samples x {len(prepared.variants)} variants "
+        f"({', '.join(v.name for v in prepared.variants)}) x {o.repeat} run(s) = {len(units)} model calls"
+    )
+    print(f"model: {prepared.target.executor.describe(prepared.target.model)}; concurrency {o.concurrency}")
+    print(
+        f"judge: {', '.join(f'{j.executor.name}:{j.model}' for j in prepared.judges) or 'none'}; "
+        f"up to {judge_calls} judge calls"
+    )
+    print(f"estimated tokens: ~{tokens_in} in, <= {tokens_out} out; estimated cost (upper bound): {cost}")
+    print(f"cache: {cache} (finished calls are never repeated)")
+    for v in prepared.variants:
+        print(f"  {v.name}: {v.path or 'no artifact'}" + (f" sha256 {v.sha256[:12]}" if v.sha256 else ""))
+
+
+def regression_failures(report: Report | None) -> list[str]:
+    regression = report.regression if report else None
+    if regression is None:
+        return []
+    return [
+        f"{v}: regression against {regression.previous}: {regression.per_variant[v].verdict.reason}"
+        for v in regression.regressed
+    ]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    _, report, _ = execute(args)
+    failures = regression_failures(report)
+    for line in failures:
+        print(f"skillab: REGRESSION {line} (the flow run is marked Failed)", file=sys.stderr)
+    return EXIT_FAIL if failures else EXIT_OK
+
+
+def cmd_ci(args: argparse.Namespace) -> int:
+    options, report, _ = execute(args)
+    if report is None:
+        return EXIT_OK
+    failures = []
+    for name, s in report.summary.items():
+        score = s.avg_composite_score
+        if score is None or score < options.threshold:
+            failures.append(
+                f"{name}: average composite {score if score is None else f'{score:.2f}'} < threshold {options.threshold:g}"
+            )
+    for comp in report.comparisons:
+        label = comp.verdict.label
+        if options.require == "better" and label != VerdictLabel.BETTER:
+            failures.append(f"{comp.treatment} vs {comp.control}: verdict {label}, required BETTER")
+        if options.require == "not-worse" and label == VerdictLabel.WORSE:
+            failures.append(f"{comp.treatment} vs {comp.control}: verdict WORSE")
+    failures += regression_failures(report)
+    for line in failures:
+        print(f"skillab ci: FAIL {line}", file=sys.stderr)
+    if not failures:
+        print("skillab ci: PASS", file=sys.stderr)
+    return EXIT_FAIL if failures else EXIT_OK

@@ -1,0 +1,83 @@
+"""``skill run`` and ``skill generate-tasks``: agentic mode from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from executors.errors import InputError
+from flows.cli.codes import EXIT_FAIL, EXIT_OK
+from flows.cli.prefect_env import configure_prefect
+
+
+def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
+    from flows.inputs.skill_config import SkillBenchConfig, find_skill, load_config
+
+    cwd = Path.cwd()
+    overrides = {k: v for k, v in vars(args).items() if k in SkillBenchConfig.model_fields and k != "config"}
+    config = load_config(args.config, cwd, overrides)
+    return config, find_skill(config.skill, cwd)
+
+
+def cmd_skill_run(args: argparse.Namespace) -> int:
+    from executors.registry import usable_executor
+    from flows.inputs.skill_config import load_tasks
+
+    config, skill = skill_inputs(args)
+    if not config.tasks:
+        raise InputError(
+            "--tasks: name the task-set folder (a fixed suite; `skill generate-tasks` writes one)"
+        )
+    load_tasks(Path(config.tasks))  # every malformed file reported before any session starts
+    usable_executor(config.runner, "--runner", agentic=True)
+    configure_prefect()
+    from flows.skill_bench import InsufficientData, skill_bench
+
+    flow = skill_bench.with_options(
+        flow_run_name=f"skill {skill.name} · {config.runner}:{config.runner_model}"
+    )
+    state: Any = asyncio.run(
+        flow(
+            config,
+            skill.name,
+            str(skill.path),
+            str(Path(config.tasks).resolve()),  # type: ignore[arg-type]
+            return_state=True,
+        )
+    )
+    outcome = state.result(raise_on_failure=False)
+    if isinstance(outcome, InsufficientData):
+        print(f"skillab skill: {outcome}", file=sys.stderr)
+        return EXIT_FAIL
+    if isinstance(outcome, BaseException):
+        raise outcome
+    from flows.report.schema import load_report
+
+    report = load_report(Path(outcome["report_path"]))
+    for comp in report.comparisons:
+        v = comp.verdict
+        print(f"with-skill vs baseline: {v.label} (band: {v.band}) — {v.reason}")
+    print(f"report: {Path(outcome['results_dir']) / 'report.md'}")
+    return EXIT_OK
+
+
+def cmd_skill_generate(args: argparse.Namespace) -> int:
+    from flows.engine.task_generation import GenerationError, generate_tasks
+
+    config, skill = skill_inputs(args)
+    try:
+        written = asyncio.run(
+            generate_tasks(config, skill, Path(args.out), args.executor, args.model or config.judge_model)
+        )
+    except GenerationError as exc:
+        print(f"skillab: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    for path in written:
+        print(f"wrote {path}")
+    print(
+        f"Review the {len(written)} tasks, then run: python -m flows.bench skill run --skill {skill.name} --tasks {args.out}"
+    )
+    return EXIT_OK
