@@ -7,11 +7,11 @@ from pathlib import Path
 
 import jsonschema
 
-from flows.report.schema import SCHEMA_FILE
+from flows.report.schema import REPORT_VERSION, SCHEMA_FILE
 
 
 def report_files(root: Path) -> list[Path]:
-    """JSON files under ``root`` that are skillab reports (an id, a mode and a meta object)."""
+    """JSON files under ``root`` that are reports of the current version."""
     found = []
     for path in root.rglob("*.json"):
         if not path.is_file() or path.stat().st_size > 50_000_000:
@@ -20,7 +20,12 @@ def report_files(root: Path) -> list[Path]:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError, OSError):
             continue
-        if isinstance(data, dict) and {"id", "mode", "meta", "version"} <= set(data):
+        # Reports of earlier versions are migrated when read, not rewritten: only current ones count.
+        if (
+            isinstance(data, dict)
+            and {"id", "mode", "meta"} <= set(data)
+            and data.get("version") == REPORT_VERSION
+        ):
             found.append(path)
     return found
 

@@ -11,8 +11,8 @@ import yaml
 
 from flows.cli.main import main
 
-CORPUS = Path(__file__).resolve().parents[1] / "data" / "bad_inputs.yaml"
-EXPECTED = Path(__file__).resolve().parents[1] / "data" / "bad_inputs_expected.yaml"
+CORPUS = Path(__file__).resolve().parents[3] / "tests" / "data" / "bad_inputs.yaml"
+EXPECTED = Path(__file__).resolve().parents[3] / "tests" / "data" / "bad_inputs_expected.yaml"
 CASES = yaml.safe_load(CORPUS.read_text())
 BASE_FILES = {
     "eval-samples.json": '[{"sample_id": "s1", "prompt": "What is 2+2?", "assertions": [{"type": "contains", "value": "4"}]}]',
