@@ -1,0 +1,1 @@
+"""The command line: one module per family of commands, and flags generated from the options models."""

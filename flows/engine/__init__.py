@@ -1,0 +1,2 @@
+"""Running: units as Prefect tasks under budgets (``runner``), judging, agentic sessions after they
+ran, task generation, progress, and the garbage-collector settings while units run."""

@@ -30,7 +30,9 @@ Mode = Literal["sample", "agentic", "trigger"]
 class Model(BaseModel):
     """Report parts: JSON names are the aliases; unknown keys are refused so the schema is complete."""
 
-    model_config = ConfigDict(populate_by_name=True, extra="forbid", serialize_by_alias=True)
+    model_config = ConfigDict(
+        populate_by_name=True, extra="forbid", serialize_by_alias=True, use_attribute_docstrings=True
+    )
 
 
 class SessionGradeStatus(StrEnum):
@@ -92,8 +94,11 @@ class Welch(Model):
     """Welch's t-test over run means (the original tool's test with --repeat)."""
 
     t: float | None
+    """Welch's t statistic"""
     p: float | None
+    """two-sided p-value"""
     significant: bool
+    """p < 0.05"""
 
 
 class McNemar(Model):
@@ -102,71 +107,104 @@ class McNemar(Model):
     b_only: int = Field(description="cases only the treatment passed")
     a_only: int = Field(description="cases only the control passed")
     p: float
+    """exact two-sided p-value"""
     significant: bool
+    """p < 0.05"""
 
 
 class Comparison(Model):
     """One treatment against the control."""
 
     control: str
+    """the variant compared against"""
     treatment: str
+    """the variant under comparison"""
     cases: int = Field(description="cases compared (a score in both variants)")
     cases_dropped: int = Field(alias="casesDropped", description="cases missing in either variant")
     paired: Paired
+    """the paired per-case statistics (the primary comparison)"""
     per_case: dict[str, float] = Field(alias="perCase", description="sample_id -> difference")
     mcnemar: McNemar | None = None
+    """with single runs: McNemar on pass/fail"""
     welch_runs: Welch | None = Field(default=None, alias="welchRuns")
+    """with --repeat: Welch's t-test over run means"""
     verdict: Verdict
+    """the verdict and its reason"""
 
 
 class RepeatStats(Model):
     """With --repeat: the per-run means and their interval."""
 
     run_means: list[float] = Field(alias="runMeans")
+    """mean score of each run"""
     mean: float | None
+    """mean of the run means"""
     std: float | None
+    """sd of the run means"""
     ci95: list[float | None]
+    """95% t-interval of the mean of run means"""
 
 
 class VariantSummary(Model):
     """Per-variant figures: the original tool's fields, then the ones beyond it."""
 
     total_samples: int = Field(alias="totalSamples")
+    """cases with at least one execution"""
     success_count: int = Field(alias="successCount", description="executions that did not error")
     error_count: int = Field(alias="errorCount")
+    """executions that errored"""
     avg_composite_score: float | None = Field(
         alias="avgCompositeScore", description="mean score (errors at minimum)"
     )
     avg_assertion_score: float | None = Field(alias="avgAssertionScore")
+    """mean assertion score of successful executions"""
     avg_llm_score: float | None = Field(alias="avgLlmScore")
+    """mean judge score of graded executions"""
     avg_duration_ms: float | None = Field(alias="avgDurationMs")
+    """mean latency of successful executions"""
     avg_total_tokens: float | None = Field(alias="avgTotalTokens")
+    """mean tokens (in + out) of successful executions"""
     total_cost_usd: float = Field(alias="totalCostUSD")
+    """cost of the executions (judging excluded)"""
     runs: int
+    """runs per case (--repeat)"""
     executions: int
+    """executions in all"""
     ungraded_count: int = Field(alias="ungradedCount")
+    """executions the judge left UNGRADED"""
     error_rate: float = Field(alias="errorRate")
+    """errored share of executions"""
     ungraded_rate: float = Field(alias="ungradedRate")
+    """UNGRADED share of executions"""
     errors_by_kind: dict[str, int] = Field(alias="errorsByKind")
+    """errored executions per cause"""
     composite_std: float | None = Field(alias="compositeStd", description="sd of the case means")
     composite_ci95: list[float | None] = Field(
         alias="compositeCI95", description="95% t-interval of the mean"
     )
     pass_rate: float | None = Field(alias="passRate")
+    """share of scored executions at or above the pass threshold"""
     pass_at_k: dict[int, float] = Field(alias="pass@k", description="unbiased pass@k by k")
     pass_hat_k: dict[int, float] = Field(alias="pass^k", description="unbiased pass^k by k")
     repeat: RepeatStats | None = None
+    """with --repeat: the run means and their interval"""
 
 
 class CaseStats(Model):
     """One case and variant over its runs."""
 
     avg: float | None
+    """mean score over runs"""
     best: float | None
+    """best run"""
     worst: float | None
+    """worst run"""
     std_dev: float | None
+    """sd over runs"""
     runs: int
+    """runs with a score"""
     passes: int
+    """runs that passed"""
     pass_at_k: bool | None = Field(alias="pass@k", description="at least one run passed")
     pass_hat_k: bool | None = Field(alias="pass^k", description="every run passed")
 
@@ -175,73 +213,118 @@ class Insight(Model):
     """One finding of the auto-analysis, naming what it concerns."""
 
     type: str
+    """what kind of finding"""
     severity: Literal["info", "warning"]
+    """info or warning"""
     items: list[str]
+    """the cases or assertions concerned"""
     message: str
+    """the finding in one sentence"""
     variant: str | None = None
+    """the variant concerned, when one is"""
 
 
 class Analysis(Model):
+    """The auto-analysis: findings naming their items, and suggestions."""
+
     insights: list[Insight] = Field(default_factory=list)
+    """findings of the auto-analysis"""
     suggestions: list[str] = Field(default_factory=list)
+    """what to change in the suite"""
 
 
 class Scale(Model):
     """The score scale of the mode."""
 
     name: str
+    """the scale's name"""
     minimum: float
+    """lowest score (an errored execution scores this)"""
     maximum: float
+    """highest score"""
     pass_threshold: float
+    """a run passes at or above this"""
     margin: float
+    """default practical margin of the verdict"""
     min_effect: float
+    """default effect to detect"""
 
 
 class JudgePair(Model):
+    """Agreement of two judges of an ensemble."""
+
     judges: list[str]
+    """the two judges"""
     mean_abs_diff: float | None = Field(alias="meanAbsDiff")
+    """mean absolute difference of their scores"""
     pearson: float | None
+    """Pearson correlation of their scores"""
     n: int
+    """outputs both scored"""
 
 
 class JudgeAgreement(Model):
     """How far an ensemble's judges agree (ordinal Krippendorff's alpha over all of them)."""
 
     judges: list[str]
+    """judges of the ensemble"""
     pairs: list[JudgePair]
+    """agreement of each pair"""
     krippendorff_alpha_ordinal: float | None = Field(alias="krippendorffAlphaOrdinal")
+    """ordinal Krippendorff's alpha over all judges"""
 
 
 class JudgeSummary(Model):
     """Each judge's mean per variant and, for an ensemble, how far the judges agree."""
 
     judges: list[str]
+    """judge ids (executor:model)"""
     mean_by_variant: dict[str, dict[str, float | None]] = Field(alias="meanByVariant")
+    """judge -> variant -> mean score"""
     agreement: JudgeAgreement | None = None
+    """for an ensemble: how far the judges agree"""
 
 
 class PairwiseSummary(Model):
     """--pairwise: wins, ties and losses over cases with an exact sign test."""
 
     control: str
+    """the control variant"""
     treatment: str
+    """the treatment variant"""
     wins: int
+    """cases the treatment won"""
     ties: int
+    """cases tied (a preference that flips with the order is a tie)"""
     losses: int
+    """cases the control won"""
     unresolved: int
+    """judgements that failed"""
     p_sign: float
+    """exact sign test on wins vs losses"""
     per_case: dict[str, int] = Field(alias="perCase")
+    """sample_id -> net wins"""
 
 
 class RegressionVariant(Model):
+    """One variant of this run against the same variant of the previous run."""
+
     cases: int
+    """cases in both runs"""
     cases_added: int = Field(alias="casesAdded")
+    """cases new in this run"""
     cases_removed: int = Field(alias="casesRemoved")
+    """cases gone since"""
     mean_before: float | None = Field(alias="meanBefore")
+    """mean over shared cases, previous run"""
     mean_after: float | None = Field(alias="meanAfter")
+    """mean over shared cases, this run"""
     paired: Paired
+    """paired statistics of this run minus the previous"""
     verdict: Verdict
+    """WORSE is a regression"""
     per_case: dict[str, float] = Field(alias="perCase")
+    """sample_id -> change (unchanged cases left out)"""
 
 
 class Regression(Model):
@@ -249,7 +332,9 @@ class Regression(Model):
 
     previous: str = Field(description="id of the previous run")
     previous_timestamp: str | None = Field(alias="previousTimestamp")
+    """when the previous run started"""
     per_variant: dict[str, RegressionVariant] = Field(alias="perVariant")
+    """the comparison per variant"""
     regressed: list[str] = Field(description="variants whose verdict against the previous run is WORSE")
 
 
@@ -260,46 +345,79 @@ class Feedback(Model):
     """A human's rating of one output, from the report server."""
 
     rating: int = Field(ge=1, le=5)
+    """1-5 stars"""
     comment: str = ""
+    """free text"""
     at: str
+    """when, ISO 8601 UTC"""
 
 
 class AssertionDetail(Model):
     """One assertion as configured (its parameters) and how it came out."""
 
     type: str
+    """assertion type"""
     passed: bool
+    """whether it passed (after negation)"""
     weight: float
+    """its weight in the assertion score"""
     message: str | None = None
+    """why it failed, or what it found"""
     score: float | None = None
+    """a custom check's own score"""
     value: Any = None
+    """the expected value"""
     values: list[str] | None = None
+    """the expected values"""
     pattern: str | None = None
+    """the regular expression"""
     flags: str | None = None
+    """regex flags"""
     reference: str | None = None
+    """the reference text"""
     threshold: float | None = None
+    """the similarity threshold"""
     fn: str | None = None
+    """the custom check's file"""
     json_schema: dict[str, Any] | None = Field(default=None, alias="schema")
+    """the JSON Schema"""
     negate: bool | None = Field(default=None, alias="not")
+    """true: the assertion is negated"""
 
 
 class AssertionSummary(Model):
+    """The assertions of one execution."""
+
     passed: int
+    """assertions that passed"""
     total: int
+    """assertions in all"""
     score: float | None
+    """1 + 4 x passed weight / total weight"""
     details: list[AssertionDetail]
+    """each assertion"""
 
 
 class TranscriptStep(Model):
+    """One step of an agent session, as the report shows it."""
+
     kind: str
+    """init, text, tool_use, tool_result, error or result"""
     tool: str | None
+    """the tool, for tool steps"""
     text: str
+    """the text or the tool input, shortened"""
     is_error: bool
+    """the step reported an error"""
 
 
 class CriterionScore(Model):
+    """One of the four criteria."""
+
     score: float
+    """0-100"""
     reasoning: str = ""
+    """the judge's justification"""
 
 
 class SessionGrade(Model):
@@ -308,12 +426,19 @@ class SessionGrade(Model):
     model_config = ConfigDict(extra="allow")  # the four criteria, each {score, reasoning}
 
     status: SessionGradeStatus = SessionGradeStatus.GRADED
+    """graded, ungraded, contaminated or failed"""
     weighted_total: float | None = None
+    """the four criteria weighted 40/25/20/15, computed in code"""
     deterministic_checks_passed: bool | None = None
+    """every sandbox check passed"""
     summary: str | None = None
+    """the judge's summary"""
     reason: str | None = None
+    """why there is no judgement"""
     error: str | None = None
+    """the judge's last error"""
     raw: str | None = None
+    """the judge's last reply, when it could not be parsed"""
 
     _status_case = field_validator("status", mode="before")(_lower)
 
@@ -322,38 +447,69 @@ class RunEntry(Model):
     """One execution of a case and variant (sample mode) or one session (agentic mode)."""
 
     run: int
+    """run index, from 1"""
     ok: bool
+    """the execution (or session) succeeded"""
     composite_score: float | None = Field(alias="compositeScore")
+    """the score on the mode's scale (a case's mean over runs at the variant level)"""
     output: str = ""
+    """the full output"""
     error: str | None = None
+    """the error, when it failed"""
     duration_ms: float | None = Field(default=None, alias="durationMs")
+    """latency"""
     cost_usd: float = Field(default=0.0, alias="costUSD")
+    """cost"""
     # sample mode
     assertions: AssertionSummary | None = None
+    """the assertions and their results"""
     llm_score: float | None = Field(default=None, alias="llmScore")
+    """the judge's score (rubric, or mean of dimensions)"""
     llm_reason: str | None = Field(default=None, alias="llmReason")
+    """the judge's reason"""
     judge_status: str | None = Field(default=None, alias="judgeStatus")
+    """graded, ungraded or skipped"""
     input_tokens: int | None = Field(default=None, alias="inputTokens")
+    """input tokens"""
     output_tokens: int | None = Field(default=None, alias="outputTokens")
+    """output tokens"""
     total_tokens: int | None = Field(default=None, alias="totalTokens")
+    """input + output tokens"""
     output_preview: str | None = Field(default=None, alias="outputPreview")
+    """the output's first 200 characters"""
     error_kind: str | None = Field(default=None, alias="errorKind")
+    """why it failed (transient, permanent, timeout, ... or how a session ended)"""
     attempts: int | None = None
+    """calls made, retries included"""
     cached: bool | None = None
+    """taken from the result cache"""
     dimension_scores: dict[str, float] | None = Field(default=None, alias="dimensionScores")
+    """per dimension, when the sample has dimensions"""
     judge_scores: dict[str, float] | None = Field(default=None, alias="judgeScores")
+    """per judge, for an ensemble"""
     judge_raw: str | None = Field(default=None, alias="judgeRaw")
+    """the judge's reply, when UNGRADED"""
     # agentic mode
     status: str | None = None
+    """how the session ended, or contaminated"""
     grade: SessionGrade | None = None
+    """the session's judgement"""
     contaminated: str | None = None
+    """why the session was excluded"""
     checks: dict[str, Any] | None = None
+    """sandbox check totals"""
     check_details: list[dict[str, Any]] | None = Field(default=None, alias="checkDetails")
+    """each sandbox check"""
     criteria: dict[str, float] | None = None
+    """the four criteria's scores"""
     behavior: dict[str, Any] | None = None
+    """transcript analysis"""
     usage: dict[str, Any] | None = None
+    """tokens as the CLI reported them"""
     num_turns: int | None = Field(default=None, alias="numTurns")
+    """turns the session took"""
     transcript: list[TranscriptStep] | None = None
+    """the session's steps"""
     outputs: str | None = Field(default=None, description="folder of the session's raw outputs")
 
 
@@ -361,104 +517,173 @@ class VariantResult(RunEntry):
     """A case's entry for one variant: the first run's fields, the case mean, and every run."""
 
     case_stats: CaseStats | dict[str, Any] = Field(default_factory=dict, alias="caseStats")
+    """the case over its runs"""
     runs: list[RunEntry] | None = None
+    """every run, when there are several"""
     feedback: list[Feedback] = Field(default_factory=list)
+    """human ratings from the report server"""
 
 
 class CaseResult(Model):
     """One case (a sample or a task) with each variant's result."""
 
     sample_id: str
+    """the case's id"""
     prompt: str
+    """what the model received"""
     tags: list[str] = Field(default_factory=list)
+    """the case's tags"""
     rubric: str | None = None
+    """the judge's rubric"""
     dimensions: dict[str, str] | None = None
+    """the judge's dimensions"""
     cluster: str | None = None
+    """the case's cluster (cluster-robust statistics)"""
     # agentic tasks
     name: str | None = None
+    """the task's name"""
     type: str | None = None
+    """positive or negative-control"""
     difficulty: str | None = None
+    """easy, medium or hard"""
     category: str | None = None
+    """the task's domain"""
     variants: dict[str, VariantResult]
+    """variant -> result"""
 
 
 # ---------------------------------------------------------------- the report
 
 
 class NotRunUnit(Model):
+    """A unit a budget kept from running."""
+
     sample_id: str
+    """the case"""
     variant: str
+    """the variant"""
     run: int
+    """the run"""
     kind: str
+    """execute or judge"""
 
 
 class Contamination(Model):
+    """A session excluded because its arm saw (or lacked) the skill."""
+
     task: str
+    """the task"""
     mode: Arm
+    """the arm"""
     run: int
+    """the run"""
     reason: str
+    """what the init event or the session showed"""
 
 
 class Meta(Model):
     """What was run, on what, when, with which inputs (their hashes), and what it cost."""
 
     variants: list[str]
+    """variant names (labels when blind)"""
     control: str
+    """the variant others are compared with"""
     model: str
+    """the model under test"""
     executor: str
+    """the executor or agent CLI"""
     judge_model: str | None = Field(alias="judgeModel")
+    """judge ids (executor:model)"""
     sample_count: int = Field(alias="sampleCount", description="cases")
     task_count: int = Field(alias="taskCount", description="executions (cases x variants x runs)")
     total_cost_usd: float = Field(alias="totalCostUSD")
+    """cost of the executions"""
     timestamp: str = Field(description="start, ISO 8601 UTC")
     cli_version: str = Field(alias="cliVersion")
+    """skillab's version"""
     seed: int
+    """seed of shuffling, the bootstrap and the model"""
     repeat: int = 1
+    """runs per case"""
     suite: str | None = None
+    """suite name (regression history)"""
     blind: bool = False
+    """variants are labelled Variant A/B/..."""
     # sample mode
     judge_cost_usd: float | None = Field(default=None, alias="judgeCostUSD")
+    """cost of the judge calls"""
     python_version: str | None = Field(default=None, alias="pythonVersion")
+    """Python's version"""
     skill_hashes: dict[str, str | None] | None = Field(default=None, alias="skillHashes")
+    """variant -> SHA-256 of its artifact"""
     concurrency: int | None = None
+    """calls in flight at once"""
     temperature: float | None = None
+    """sampling temperature passed through"""
     max_tokens: int | None = Field(default=None, alias="maxTokens")
+    """output token limit passed through"""
     samples_file: str | None = Field(default=None, alias="samplesFile")
+    """the samples file"""
     samples_sha256: str | None = Field(default=None, alias="samplesSha256")
+    """its SHA-256"""
     calls: int | None = Field(default=None, description="model calls made (cache hits excluded)")
     cache_hits: int | None = Field(default=None, alias="cacheHits")
+    """units taken from the cache"""
     not_run: list[NotRunUnit] = Field(
         default_factory=list, alias="notRun", description="units a budget stopped"
     )
     duration_s: float | None = Field(default=None, alias="durationS")
+    """wall time of the run"""
     notices: list[str] = Field(default_factory=list)
+    """what the user was told before the run"""
     shards: list[dict[str, Any]] | None = None
+    """the shard flow runs, when sharded"""
     # agentic mode
     skill: str | None = None
+    """the skill under test"""
     skill_path: str | None = Field(default=None, alias="skillPath")
+    """its folder"""
     skill_sha256: str | None = Field(default=None, alias="skillSha256")
+    """SHA-256 of its files"""
     runs: int | None = None
+    """sessions per task and arm"""
     max_turns: int | None = Field(default=None, alias="maxTurns")
+    """turn limit per session"""
     suite_sha256: str | None = Field(default=None, alias="suiteSha256")
+    """SHA-256 of the task suite"""
     results_dir: str | None = Field(default=None, alias="resultsDir")
+    """the run's results tree"""
     contaminated: list[Contamination] = Field(default_factory=list)
+    """sessions excluded as contaminated"""
 
 
 class BehaviorSummary(Model):
     """Transcript analysis of one arm, averaged over its sessions."""
 
     avg_tool_calls: float = Field(alias="avgToolCalls")
+    """tool calls per session"""
     avg_turns: float = Field(alias="avgTurns")
+    """turns per session"""
     thrashing: int
+    """sessions that repeated themselves"""
     sessions: int
+    """sessions counted"""
     avg_duration_s: float = Field(alias="avgDurationS")
+    """seconds per session"""
     avg_cost_usd: float = Field(alias="avgCostUSD")
+    """cost per session"""
     total_cost_usd: float = Field(alias="totalCostUSD")
+    """cost of the arm"""
     skill_invoked: int = Field(alias="skillInvoked")
+    """sessions that invoked the skill"""
     errors_encountered: int = Field(alias="errorsEncountered")
+    """tool errors"""
     errors_recovered: int = Field(alias="errorsRecovered")
+    """tool errors followed by a success"""
     max_turns_hit: int = Field(alias="maxTurnsHit")
+    """sessions that hit the turn limit"""
     permission_denials: int = Field(alias="permissionDenials")
+    """tool calls the CLI denied"""
 
 
 class Report(Model):
@@ -467,25 +692,41 @@ class Report(Model):
     version: int = Field(REPORT_VERSION, description="report format version; older files are migrated")
     id: str = Field(description="run id; also the file name")
     mode: Mode
+    """sample, agentic or trigger"""
     meta: Meta
+    """what ran, on what, when"""
     summary: dict[str, VariantSummary] = Field(default_factory=dict)
+    """variant -> figures"""
     comparisons: list[Comparison] = Field(default_factory=list)
+    """each treatment against the control"""
     multiple_comparisons: str | None = Field(default=None, alias="multipleComparisons")
+    """holm, when several comparisons were adjusted"""
     judge: JudgeSummary | None = None
+    """per-judge figures"""
     pairwise: list[PairwiseSummary] | None = None
+    """--pairwise results"""
     scale: Scale
+    """the score scale"""
     guide: dict[str, str] | None = Field(default=None, description="plain-language notes for readers")
     results: list[CaseResult] = Field(default_factory=list)
+    """every case with each variant's result"""
     analysis: Analysis = Field(default_factory=Analysis)
+    """insights and suggestions"""
     regression: Regression | None = None
+    """against the suite's previous run"""
     blind_mapping: dict[str, str] | None = Field(default=None, alias="blindMapping")
+    """label -> variant, for the reveal"""
     # agentic mode
     criteria: dict[str, dict[str, float | None]] | None = None
+    """arm -> mean of each criterion"""
     deterministic_pass_rate: dict[str, float | None] | None = Field(
         default=None, alias="deterministicPassRate"
     )
+    """arm -> share of sessions whose checks all passed"""
     negative_controls: list[CaseResult] | None = Field(default=None, alias="negativeControls")
+    """the negative-control tasks"""
     behavior: dict[str, BehaviorSummary] | None = None
+    """arm -> transcript analysis"""
 
     def dump(self) -> dict[str, Any]:
         """The JSON-ready dict, keeping the file's layout (fields never set are left out)."""

@@ -24,3 +24,24 @@ def test_a_report_that_breaks_the_schema_is_found() -> None:
         (Path(tmp) / "other.json").write_text("{}", encoding="utf-8")  # not a report: ignored
         problems = invalid_reports(Path(tmp))
     assert len(problems) == 1 and "r.json" in problems[0]
+
+
+def test_every_part_and_field_of_the_report_is_described() -> None:
+    import inspect
+
+    from pydantic import BaseModel
+
+    from flows.report import schema
+
+    models = [
+        obj
+        for obj in vars(schema).values()
+        if inspect.isclass(obj) and issubclass(obj, BaseModel) and obj.__module__ == schema.__name__
+    ]
+    undocumented = [m.__name__ for m in models if not m.__doc__] + [
+        f"{m.__name__}.{name}"
+        for m in models
+        for name, info in m.model_fields.items()
+        if not info.description
+    ]
+    assert len(models) > 20 and not undocumented, undocumented
