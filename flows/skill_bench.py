@@ -15,13 +15,14 @@ from typing import Any
 
 from prefect import flow
 
+from executors.agent import read_events
 from executors.base import HttpExecutor
 from executors.registry import close_all, usable_executor
 from executors.schema import AgentRequest, AgentSession, RunResult, Usage
 from flows.engine.judging import run_judge_jobs
 from flows.engine.progress import Progress
 from flows.engine.runner import RunnerConfig, UnitRunner
-from flows.engine.sessions import contamination, write_outputs
+from flows.engine.sessions import contamination, init_event, write_outputs
 from flows.inputs.plan import JudgeJob, Target
 from flows.inputs.sessions import Session, isolation_root, plan_sessions
 from flows.inputs.skill_config import Skill, SkillBenchConfig, load_tasks
@@ -63,9 +64,12 @@ async def run_sessions(
         )
         async with semaphore:
             session = await run_agent_session(request, config.base_url, s.label)
-        contaminated = contamination(session, s.mode, skill.name)
-        write_outputs(s, session, skill.name, contaminated)
-        progress.advance(ok=session.ok and contaminated is None)
+        raw = read_events(s.outputs / "raw_stream.jsonl")
+        contaminated = contamination(session, s.mode, skill.name, init_event(raw), skill.description)
+        write_outputs(s, session, skill.name, contaminated, raw)
+        progress.advance(
+            ok=session.ok and contaminated is None, cost=float(session.meta.get("total_cost_usd") or 0)
+        )
         return session, contaminated
 
     try:

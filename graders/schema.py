@@ -113,3 +113,8 @@ class Grade(Frozen):
     assertion_score: float | None = None
     judge: JudgeResult = JudgeResult()
     composite: float | None = Field(default=0.0, description="None when a judged layer is UNGRADED")
+    scored: bool = Field(
+        default=True,
+        description="False when no criterion applied (no weighted assertion, no judge): the seed's "
+        "composite 0, which no statistic may count",
+    )

@@ -36,4 +36,5 @@ def make_grade(results: Sequence[AssertionResult], judge: JudgeResult, judged: b
         assertion_score=score,
         judge=judge,
         composite=value,
+        scored=score is not None or (judged and judge.status != JudgeStatus.SKIPPED),
     )

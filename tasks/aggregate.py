@@ -30,9 +30,10 @@ def frame(records: list[Record], scale: Scale) -> pd.DataFrame:
     for r in records:
         g = r.grade
         ungraded = r.result.ok and g is not None and g.composite is None
+        unscored = r.result.ok and g is not None and not g.scored
         if not r.result.ok:
-            score: float = scale.minimum
-        elif g is None or g.composite is None:
+            score: float = scale.minimum if scale.errors_score_minimum else math.nan
+        elif g is None or g.composite is None or unscored:
             score = math.nan
         else:
             score = g.composite
@@ -45,6 +46,7 @@ def frame(records: list[Record], scale: Scale) -> pd.DataFrame:
                 "ok": r.result.ok,
                 "error_kind": r.result.error_kind,
                 "ungraded": ungraded,
+                "unscored": unscored,
                 "score": score,
                 "assertion_score": g.assertion_score if g else None,
                 "llm_score": g.judge.score if g and g.judge.status == JudgeStatus.GRADED else None,
@@ -76,11 +78,11 @@ def _round(value: Any, digits: int = 6) -> Any:
     return value
 
 
-def variant_summary(df: pd.DataFrame, variant: str) -> dict[str, Any]:
+def variant_summary(df: pd.DataFrame, variant: str, scale: Scale) -> dict[str, Any]:
     v = df[df["variant"] == variant]
     ok = v[v["ok"]]
     case_means = v.groupby("sample_id")["score"].mean().dropna()
-    ci = st.t_interval(case_means.tolist())
+    ci = st.t_interval(case_means.tolist(), bounds=(scale.minimum, scale.maximum))
     runs = int(v["run"].nunique())
     per_case = v.groupby("sample_id").agg(n=("score", "count"), c=("passed", "sum"))
     counts = [(int(n), int(c)) for n, c in zip(per_case["n"], per_case["c"], strict=True) if n > 0]
@@ -99,6 +101,7 @@ def variant_summary(df: pd.DataFrame, variant: str) -> dict[str, Any]:
         "runs": runs,
         "executions": len(v),
         "ungradedCount": int(v["ungraded"].sum()),
+        "unscoredCount": int(v["unscored"].sum()),
         "errorRate": float((~v["ok"]).mean()) if len(v) else 0.0,
         "ungradedRate": float(v["ungraded"].mean()) if len(v) else 0.0,
         "errorsByKind": {str(k): int(n) for k, n in v.loc[~v["ok"], "error_kind"].value_counts().items()},
@@ -109,7 +112,7 @@ def variant_summary(df: pd.DataFrame, variant: str) -> dict[str, Any]:
     }
     if runs > 1:
         run_means = v.groupby("run")["score"].mean().dropna()
-        rci = st.t_interval(run_means.tolist())
+        rci = st.t_interval(run_means.tolist(), bounds=(scale.minimum, scale.maximum))
         out["repeat"] = {
             "runMeans": [float(x) for x in run_means],
             "mean": rci.mean,
@@ -154,6 +157,8 @@ def case_stats(df: pd.DataFrame, scale: Scale) -> dict[str, dict[str, dict[str, 
 def compare(df: pd.DataFrame, control: str, treatment: str, scale: Scale, seed: int) -> dict[str, Any]:
     """Paired analysis over cases present (with a score) in both variants; run-level Welch with repeats."""
     per_case = df.groupby(["sample_id", "variant"])["score"].mean().unstack("variant")
+    # an arm whose every run was excluded has no column: compare it as empty (insufficient data)
+    per_case = per_case.reindex(columns=list(dict.fromkeys([*per_case.columns, control, treatment])))
     both = per_case[[control, treatment]].dropna()
     clusters_map = df.drop_duplicates("sample_id").set_index("sample_id")["cluster"]
     clusters = [clusters_map.get(s) for s in both.index]
@@ -272,12 +277,25 @@ def case_insights(df: pd.DataFrame, variants: list[str], scale: Scale) -> list[d
 
 
 def failure_insights(df: pd.DataFrame, variants: list[str], max_error_rate: float) -> list[dict[str, Any]]:
-    """Per variant: the runs that errored and the runs the judge left UNGRADED."""
+    """Per variant: the runs that errored, that the judge left UNGRADED, and that no criterion scored."""
     found = []
     for variant in variants:
         v = df[df["variant"] == variant]
         if not len(v):
             continue
+        unscored = sorted(set(v.loc[v["unscored"].astype(bool), "sample_id"].astype(str)))
+        if unscored:
+            found.append(
+                _insight(
+                    "unscored_cases",
+                    "warning",
+                    unscored,
+                    f"{variant}: {len(unscored)} case(s) have no criterion in this run (no assertion, and no "
+                    "judge or --no-judge): the original tool's composite 0 is kept in the results but "
+                    "excluded from every statistic and verdict",
+                    variant=variant,
+                )
+            )
         for kind, mask, label in (
             ("error_rate", ~v["ok"], "errored"),
             ("ungraded_rate", v["ungraded"].astype(bool), "were UNGRADED by the judge"),
@@ -337,7 +355,7 @@ def aggregate(
     df = frame(records, scale)
     margin = scale.margin if margin is None else margin
     min_effect = scale.min_effect if min_effect is None else min_effect
-    summary = {v: variant_summary(df, v) for v in variants}
+    summary = {v: variant_summary(df, v, scale) for v in variants}
     comparisons = [compare(df, control, t, scale, seed) for t in variants if t != control]
     adjusted = st.holm([c["paired"]["p_ttest"] for c in comparisons])
     for comp, p_adj in zip(comparisons, adjusted, strict=True):

@@ -82,6 +82,11 @@ class Scale(Frozen):
     pass_threshold: float
     margin: float
     min_effect: float
+    errors_score_minimum: bool = Field(
+        default=True,
+        description="an errored execution scores the minimum (sample mode: failures are data); False: "
+        "it is excluded from scores and only counted (agentic mode: a failed session is no 0 score)",
+    )
 
     @property
     def points_per_unit(self) -> float:
@@ -93,7 +98,13 @@ SAMPLE_SCALE = Scale(
     name="composite 1-5", minimum=1.0, maximum=5.0, pass_threshold=3.5, margin=0.1, min_effect=0.3
 )
 AGENTIC_SCALE = Scale(
-    name="weighted total 0-100", minimum=0.0, maximum=100.0, pass_threshold=70.0, margin=2.0, min_effect=5.0
+    name="weighted total 0-100",
+    minimum=0.0,
+    maximum=100.0,
+    pass_threshold=70.0,
+    margin=2.0,
+    min_effect=5.0,
+    errors_score_minimum=False,
 )
 
 

@@ -36,8 +36,12 @@ class Interval:
     n: int
 
 
-def t_interval(values: Floats, confidence: float = 0.95) -> Interval:
-    """Mean, sample sd and the t-interval of the mean; no interval below two values."""
+def t_interval(
+    values: Floats, confidence: float = 0.95, bounds: tuple[float, float] | None = None
+) -> Interval:
+    """Mean, sample sd and the t-interval of the mean; no interval below two values. With ``bounds``
+    (the scale's), the interval is cut to them: a mean of scores cannot leave the scale, and with
+    two cases a raw t-interval on 0-100 reads [-19.6, 183.6]."""
     x = np.asarray(values, dtype=float)
     n = len(x)
     if n == 0:
@@ -47,13 +51,24 @@ def t_interval(values: Floats, confidence: float = 0.95) -> Interval:
         return Interval(mean, None, None, None, 1)
     sd = float(x.std(ddof=1))
     half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
-    return Interval(mean, sd, mean - half, mean + half, n)
+    low, high = mean - half, mean + half
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return Interval(mean, sd, low, high, n)
 
 
 def welch(a: Floats, b: Floats) -> dict[str, Any]:
     """Welch's t-test (unequal variances), as the seed asks: significant at p < 0.05."""
     if len(a) < 2 or len(b) < 2:
         return {"t": None, "p": None, "significant": False, "note": "needs at least 2 values per side"}
+    if np.var(a) == 0 and np.var(b) == 0:
+        # scipy answers p = 0 (or NaN) here; with no spread on either side the test is undefined
+        return {
+            "t": None,
+            "p": None,
+            "significant": False,
+            "note": "undefined: both groups have zero variance",
+        }
     res = stats.ttest_ind(np.asarray(b, float), np.asarray(a, float), equal_var=False)
     p = _finite(float(res.pvalue))
     return {"t": _finite(float(res.statistic)), "p": p, "significant": p is not None and p < ALPHA}
@@ -261,8 +276,7 @@ def _error_capped(v: VerdictInputs, clearly_worse: bool, ci_text: str) -> dict[s
     }
 
 
-def verdict(v: VerdictInputs) -> dict[str, Any]:
-    """BETTER / WORSE / EQUIVALENT / INCONCLUSIVE / UNDERPOWERED / INSUFFICIENT DATA, with a reason."""
+def _verdict(v: VerdictInputs) -> dict[str, Any]:
     c = v.comparison
     n, mean = c["n"], c["mean"]
     sd = c["sd"] or 0.0
@@ -323,3 +337,24 @@ def verdict(v: VerdictInputs) -> dict[str, Any]:
         "label": VerdictLabel.INCONCLUSIVE,
         "reason": f"the interval crosses the margin ±{v.margin:g} (p={p if p is None else f'{p:.3g}'}; {ci_text}).",
     }
+
+
+#: The seed's band read as advice only where the interval settles the question.
+SETTLED = {VerdictLabel.BETTER, VerdictLabel.WORSE}
+
+
+def verdict(v: VerdictInputs) -> dict[str, Any]:
+    """BETTER / WORSE / EQUIVALENT / INCONCLUSIVE / UNDERPOWERED / INSUFFICIENT DATA, with a reason.
+
+    The seed's band (USE .. DON'T USE, from the mean delta alone) is shown only beside BETTER or
+    WORSE: elsewhere the delta may be noise (on A/A runs most bands read USE or DON'T USE), so it is
+    withheld and ``band_note`` says why."""
+    out = _verdict(v)
+    if out["label"] not in SETTLED and out["band"] is not None:
+        out["band_note"] = (
+            f"band {out['band']} withheld: the verdict is {out['label']}, so the mean delta alone is no advice"
+        )
+        out["band"] = None
+    else:
+        out["band_note"] = None
+    return out

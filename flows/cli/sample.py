@@ -15,8 +15,8 @@ from flows.cli.codes import EXIT_FAIL, EXIT_OK
 from flows.cli.prefect_env import configure_prefect
 from flows.inputs.files import validation_lines
 from flows.inputs.options import BenchOptions
+from flows.report.gates import gate_failures, regression_failures
 from flows.report.schema import Report
-from tasks.schema import VerdictLabel
 
 
 def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
@@ -102,16 +102,6 @@ def print_plan(prepared: Any) -> None:
         print(f"  {v.name}: {v.path or 'no artifact'}" + (f" sha256 {v.sha256[:12]}" if v.sha256 else ""))
 
 
-def regression_failures(report: Report | None) -> list[str]:
-    regression = report.regression if report else None
-    if regression is None:
-        return []
-    return [
-        f"{v}: regression against {regression.previous}: {regression.per_variant[v].verdict.reason}"
-        for v in regression.regressed
-    ]
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     _, report, _ = execute(args)
     failures = regression_failures(report)
@@ -124,20 +114,7 @@ def cmd_ci(args: argparse.Namespace) -> int:
     options, report, _ = execute(args)
     if report is None:
         return EXIT_OK
-    failures = []
-    for name, s in report.summary.items():
-        score = s.avg_composite_score
-        if score is None or score < options.threshold:
-            failures.append(
-                f"{name}: average composite {score if score is None else f'{score:.2f}'} < threshold {options.threshold:g}"
-            )
-    for comp in report.comparisons:
-        label = comp.verdict.label
-        if options.require == "better" and label != VerdictLabel.BETTER:
-            failures.append(f"{comp.treatment} vs {comp.control}: verdict {label}, required BETTER")
-        if options.require == "not-worse" and label == VerdictLabel.WORSE:
-            failures.append(f"{comp.treatment} vs {comp.control}: verdict WORSE")
-    failures += regression_failures(report)
+    failures = gate_failures(report, threshold=options.threshold, require=options.require)
     for line in failures:
         print(f"skillab ci: FAIL {line}", file=sys.stderr)
     if not failures:

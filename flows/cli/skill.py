@@ -54,14 +54,25 @@ def cmd_skill_run(args: argparse.Namespace) -> int:
         return EXIT_FAIL
     if isinstance(outcome, BaseException):
         raise outcome
+    from flows.report.gates import gate_failures
     from flows.report.schema import load_report
+    from tasks.schema import Arm
 
     report = load_report(Path(outcome["report_path"]))
     for comp in report.comparisons:
         v = comp.verdict
-        print(f"with-skill vs baseline: {v.label} (band: {v.band}) — {v.reason}")
+        print(f"with-skill vs baseline: {v.label} ({v.band_text()}) — {v.reason}")
     print(f"report: {Path(outcome['results_dir']) / 'report.md'}")
-    return EXIT_OK
+    failures = gate_failures(
+        report,
+        threshold=config.threshold,
+        require=config.require,
+        variants=[Arm.WITH_SKILL],
+        score_name="average score",
+    )
+    for line in failures:
+        print(f"skillab skill: FAIL {line}", file=sys.stderr)
+    return EXIT_FAIL if failures else EXIT_OK
 
 
 def cmd_skill_generate(args: argparse.Namespace) -> int:

@@ -3,15 +3,42 @@
 
 from __future__ import annotations
 
-from executors.agent import read_events
+import json
+import re
+from typing import Any
+
 from executors.schema import AgentSession
 from flows.inputs.sessions import Session
 from tasks.files import atomic_write_json
 from tasks.schema import Arm
 
 
-def contamination(session: AgentSession, mode: Arm, skill: str) -> str | None:
-    """The init event must list the skill in the with-skill arm and must not in the baseline."""
+def baseline_leak(init: dict[str, Any], skill: str, description: str) -> str | None:
+    """What of the skill the baseline's init event shows: its name among the listed skills, slash
+    commands or agents, or its name or description anywhere else in the event (the working
+    directory is part of the model's system prompt)."""
+    for key in ("skills", "slash_commands", "agents"):
+        names = init.get(key) or []
+        if isinstance(names, list) and any(str(n).split(":")[-1] == skill for n in names):
+            return f"the baseline session's init event lists {skill!r} in {key}"
+    # The working directory is ours (a random neutral path, see isolation_root): not searched.
+    rest = {k: v for k, v in init.items() if k not in {"skills", "slash_commands", "agents", "cwd"}}
+    text = json.dumps(rest)
+    if re.search(rf"[/\"]{re.escape(skill)}[/\"]", text):
+        return "the baseline session's init event carries the skill's name"
+    if len(description) >= 20 and json.dumps(description)[1:-1] in text:
+        return "the baseline session's init event carries the skill's description"
+    return None
+
+
+def contamination(
+    session: AgentSession, mode: Arm, skill: str, init: dict[str, Any] | None = None, description: str = ""
+) -> str | None:
+    """The init event must list the skill in the with-skill arm; the baseline must see nothing of it."""
+    if mode == Arm.BASELINE and init:
+        leak = baseline_leak(init, skill, description)
+        if leak:
+            return leak
     listed = session.skills_listed
     if mode == Arm.WITH_SKILL and listed is not None and skill not in listed:
         return f"the with-skill session's init event does not list {skill!r}"
@@ -22,8 +49,13 @@ def contamination(session: AgentSession, mode: Arm, skill: str) -> str | None:
     return None
 
 
-def write_outputs(s: Session, session: AgentSession, skill: str, contaminated: str | None) -> None:
-    raw = read_events(s.outputs / "raw_stream.jsonl")
+def init_event(raw: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return next((e for e in raw if e.get("type") == "system" and e.get("subtype") == "init"), None)
+
+
+def write_outputs(
+    s: Session, session: AgentSession, skill: str, contaminated: str | None, raw: list[dict[str, Any]]
+) -> None:
     results = [e for e in raw if e.get("type") == "result"]
     atomic_write_json(s.outputs / "response.json", results[-1] if results else {"error": session.error})
     atomic_write_json(s.outputs / "transcript.json", raw)

@@ -15,7 +15,8 @@ SHARD_DEPLOYMENT = f"{SHARD_FLOW}/{SHARD_DEPLOYMENT_NAME}"
 class BenchOptions(BaseModel):
     """The parameters of a run. Flags override ``skillab.yaml``, which overrides these defaults."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # NaN and infinity are refused everywhere: `--threshold nan` would pass every gate.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     samples: str | None = Field(None, description="samples file; default eval-samples.json/.yaml/.yml")
     skill_dir: str = Field("skills", description="folder of the artifact variants")
@@ -26,7 +27,7 @@ class BenchOptions(BaseModel):
     executor: str | None = Field(None, description="openai | anthropic | gemini | local (default: local)")
     model: str | None = Field(None, description="model under test (default: the executor's default)")
     base_url: str | None = Field(None, description="override the provider endpoint")
-    temperature: float | None = Field(None, description="sampling temperature, passed through")
+    temperature: float | None = Field(None, ge=0, le=2, description="sampling temperature, passed through")
     max_tokens: int | None = Field(None, ge=1, description="output token limit, passed through")
     seed: int = Field(0, description="seed for the model (where supported), shuffling and bootstrap")
     judge: bool = Field(True, description="false = skip the LLM judge (--no-judge)")
@@ -65,7 +66,7 @@ class BenchOptions(BaseModel):
     max_error_rate: float = Field(
         0.1, ge=0, le=1, description="errored+ungraded share above which no improvement is claimed"
     )
-    threshold: float = Field(3.5, description="ci: minimum average composite score per variant")
+    threshold: float = Field(3.5, ge=1, le=5, description="ci: minimum average composite score per variant")
     require: Literal["none", "better", "not-worse"] = Field(
         "none", description="ci: also gate on the verdict"
     )

@@ -77,10 +77,18 @@ def load_samples(path: Path) -> list[Sample]:
             problems.append(f"{path}: sample #{index + 1}: expected an object, got {type(raw).__name__}")
             continue
         sample_id = raw.get("sample_id")
-        case = str(sample_id) if sample_id is not None else f"#{index + 1}"
+        case = (
+            str(sample_id)
+            if sample_id not in (None, "") and not isinstance(sample_id, bool)
+            else f"#{index + 1}"
+        )
         prefix = where(path, case)
-        if sample_id is not None and not isinstance(sample_id, str | int):
+        # bool is an int in Python: `sample_id: true` must not become the case "True"
+        if sample_id is not None and (isinstance(sample_id, bool) or not isinstance(sample_id, str | int)):
             problems.append(f"{prefix}: sample_id: must be a string")
+            continue
+        if isinstance(sample_id, str) and not sample_id.strip():
+            problems.append(f"{prefix}: sample_id: must not be empty")
             continue
         if "source_dir" in raw:
             problems.append(f"{prefix}: source_dir: unknown field")

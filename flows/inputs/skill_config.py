@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from executors.errors import InputError
@@ -19,7 +20,7 @@ CONFIG_NAME = "config.yml"
 class SkillBenchConfig(BaseModel):
     """The seed's config.yml keys and defaults, plus what a program needs that a chat session did not."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     runner_model: str = Field("sonnet", description="model of the agent under test")
     judge_model: str = Field("opus", description="model of the four-criterion judge")
@@ -48,6 +49,12 @@ class SkillBenchConfig(BaseModel):
     max_error_rate: float = Field(0.1, ge=0, le=1, description="failed share of an arm that blocks a claim")
     output_dir: str | None = Field(
         None, description="also write the report JSON here (for the report server)"
+    )
+    threshold: float | None = Field(
+        None, ge=0, le=100, description="CI gate: minimum average with-skill score (0-100); exit 1 below it"
+    )
+    require: Literal["none", "better", "not-worse"] = Field(
+        "none", description="CI gate: the with-skill verdict required (exit 1 otherwise)"
     )
 
     @model_validator(mode="after")
@@ -106,6 +113,21 @@ def load_config(explicit: str | None, cwd: Path, overrides: dict[str, Any]) -> S
 class Skill:
     name: str
     path: Path  # the folder holding SKILL.md
+
+    @property
+    def description(self) -> str:
+        """The front matter's description: all the model sees of a skill before invoking it."""
+        try:
+            text = (self.path / "SKILL.md").read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return ""
+        if not text.startswith("---"):
+            return ""
+        try:
+            front = yaml.safe_load(text.split("---", 2)[1]) or {}
+        except yaml.YAMLError:
+            return ""
+        return str(front.get("description") or "") if isinstance(front, dict) else ""
 
     @property
     def sha256(self) -> str:

@@ -42,7 +42,8 @@ def session_entry(g: Graded) -> dict[str, Any]:
         "run": s.run,
         "ok": session.ok,
         "status": "contaminated" if g.contaminated else session.status,
-        "compositeScore": g.grade.get("weighted_total"),
+        # a failed or excluded session is an error, not a 0: it has no score (the grade file keeps the seed's)
+        "compositeScore": g.grade.get("weighted_total") if session.ok and not g.contaminated else None,
         "grade": g.grade,
         "contaminated": g.contaminated,
         "checks": {k: v for k, v in g.checks.items() if k != "details"},

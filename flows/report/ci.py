@@ -87,7 +87,7 @@ def summary_markdown(report: Report, threshold: float | None = None) -> str:
     lines.append("")
     for c in report.comparisons:
         v = c.verdict
-        lines.append(f"**{c.treatment} vs {c.control}: {v.label}** (band {v.band}) — {v.reason}")
+        lines.append(f"**{c.treatment} vs {c.control}: {v.label}** ({v.band_text()}) — {v.reason}")
     regression = report.regression
     if regression:
         lines += [

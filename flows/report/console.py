@@ -65,7 +65,7 @@ def print_summary(report: Report, path: Path | None, console: Console | None = N
         v, p = comp.verdict, comp.paired
         console.print(
             f"[bold]{comp.treatment} vs {comp.control}[/bold]: [bold]{v.label}[/bold] "
-            f"(band: {v.band}) — {v.reason}  "
+            f"({v.band_text()}) — {v.reason}  "
             f"improved {p.improved} / regressed {p.regressed} / unchanged {p.unchanged} cases",
             highlight=False,
         )

@@ -39,7 +39,8 @@ def _header(report: Report, comp: Comparison | None) -> list[str]:
     meta = report.meta
     skill, base = report.summary.get(Arm.WITH_SKILL), report.summary.get(Arm.BASELINE)
     verdict = comp.verdict if comp else None
-    band = (verdict.band if verdict else None) or "INSUFFICIENT DATA"
+    # the headline is the band only where the verdict settles it, else the verdict itself
+    band = (verdict.band or str(verdict.label)) if verdict else "INSUFFICIENT DATA"
     mean_s = skill.avg_composite_score if skill else None
     mean_b = base.avg_composite_score if base else None
     delta = None if mean_s is None or mean_b is None else mean_s - mean_b
@@ -148,9 +149,20 @@ def _behavior(s_b: BehaviorSummary | None, b_b: BehaviorSummary | None) -> list[
     return lines
 
 
-def _recommendations(
-    report: Report, comp: Comparison | None, hurts: list[CaseResult], s_b: BehaviorSummary | None
-) -> list[str]:
+def _not_invoked_on_positive_tasks(report: Report) -> int:
+    """With-skill sessions of positive tasks in which the skill was never invoked."""
+    missed = 0
+    for case in report.results:
+        entry = case.variants.get(Arm.WITH_SKILL)
+        if case.type == "negative-control" or entry is None:
+            continue
+        for run in entry.runs or [entry]:
+            if run.behavior is not None and not run.behavior.get("skill_invoked") and run.ok:
+                missed += 1
+    return missed
+
+
+def _recommendations(report: Report, comp: Comparison | None, hurts: list[CaseResult]) -> list[str]:
     recs = list(report.analysis.suggestions)
     verdict = comp.verdict if comp else None
     if verdict and verdict.label == VerdictLabel.UNDERPOWERED:
@@ -167,8 +179,12 @@ def _recommendations(
             f"{len(contaminated)} session(s) were contaminated and excluded: "
             + "; ".join(f"{c.task} {c.mode}: {c.reason}" for c in contaminated)
         )
-    if s_b and s_b.sessions and s_b.skill_invoked < s_b.sessions:
-        recs.append("The skill was not invoked in every with-skill session: check its trigger description.")
+    missed = _not_invoked_on_positive_tasks(report)
+    if missed:
+        recs.append(
+            f"The skill was not invoked in {missed} with-skill session(s) of tasks it should help "
+            "(negative controls aside, where staying away is right): check its trigger description."
+        )
     return ["", "## Recommendations"] + ([f"- {r}" for r in recs] or ["- None."])
 
 
@@ -182,7 +198,7 @@ def report_markdown(report: Report) -> str:
         *_checks(report),
         *tasks,
         *_behavior(s_b, b_b),
-        *_recommendations(report, comp, hurts, s_b),
+        *_recommendations(report, comp, hurts),
         "",
         f"Full results: {report.meta.results_dir} (suite sha256 {(report.meta.suite_sha256 or '')[:12]})",
         "",

@@ -88,6 +88,13 @@ class Verdict(Model):
     cases_needed: int | None = Field(description="cases needed to detect min_effect")
     band: str | None = Field(description="the original tool's band (USE .. DON'T USE) from delta_points")
     delta_points: float | None = Field(description="mean difference in points of the scale's range")
+    band_note: str | None = Field(
+        default=None, description="why the band is withheld (a verdict other than BETTER/WORSE)"
+    )
+
+    def band_text(self) -> str:
+        """The band beside a settled verdict, else why there is none."""
+        return f"band: {self.band}" if self.band else (self.band_note or "no band")
 
 
 class Welch(Model):
@@ -99,6 +106,8 @@ class Welch(Model):
     """two-sided p-value"""
     significant: bool
     """p < 0.05"""
+    note: str | None = None
+    """why the test is undefined, when it is"""
 
 
 class McNemar(Model):
@@ -172,6 +181,8 @@ class VariantSummary(Model):
     """executions in all"""
     ungraded_count: int = Field(alias="ungradedCount")
     """executions the judge left UNGRADED"""
+    unscored_count: int = Field(default=0, alias="unscoredCount")
+    """executions no criterion scored (excluded from every statistic)"""
     error_rate: float = Field(alias="errorRate")
     """errored share of executions"""
     ungraded_rate: float = Field(alias="ungradedRate")
@@ -248,6 +259,8 @@ class Scale(Model):
     """default practical margin of the verdict"""
     min_effect: float
     """default effect to detect"""
+    errors_score_minimum: bool = True
+    """an errored execution scores the minimum (sample mode); else it is excluded and counted"""
 
 
 class JudgePair(Model):

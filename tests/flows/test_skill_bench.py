@@ -229,3 +229,63 @@ def test_bad_task_file_is_one_line_and_exit_2(
     assert "task-05-easy.md: expected outcome: section '## Expected Outcome' is missing or empty" in err
     assert main(["skill", "run", "--skill", "nope", "--tasks", "suite"]) == 2
     assert "no skill 'nope' (skills found: calc-skill)" in capsys.readouterr().err
+
+
+def baseline_fails(call: Call) -> Fault | None:
+    """Every request of a baseline session (no forced skill in its system prompt) gets HTTP 500;
+    the judge's calls (not streamed) are answered."""
+    if not call.body.get("stream"):
+        return None
+    system = call.body.get("system") or ""
+    text = system if isinstance(system, str) else " ".join(b.get("text", "") for b in system)
+    return (
+        None
+        if "MUST first call the Skill tool" in text or not call.body.get("messages")
+        else Fault(status=500)
+    )
+
+
+def test_every_baseline_failed_still_writes_the_report(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Failed sessions are errors: excluded from scores, counted per arm; with no baseline left the
+    run says "insufficient data" (exit 1) and still writes both reports, whose headline agrees."""
+    for path in (project / "suite").glob("task-0[34]*"):
+        path.unlink()
+    monkeypatch.chdir(project)
+    with FakeProvider(judge, agent=agent, fault_for=baseline_fails) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", server.url]
+        args += ["--judge-model", "claude-opus-4", "--results-dir", str(project / "results")]
+        code = main([*args, "--timeout", "20", "--concurrency", "4", "--require", "better"])
+    err = capsys.readouterr().err
+    assert code == 1 and "insufficient data" in err
+    (results,) = (project / "results").glob("calc-skill-*")
+    report = json.loads((results / "report.json").read_text())
+    base = report["summary"]["baseline"]
+    assert base["errorCount"] == 2 and base["errorRate"] == 1.0 and base["avgCompositeScore"] is None
+    assert report["summary"]["with-skill"]["avgCompositeScore"] == 90
+    verdict = report["comparisons"][0]["verdict"]
+    assert verdict["label"] == "INSUFFICIENT DATA" and verdict["band"] is None
+    for case in report["results"]:
+        assert case["variants"]["baseline"]["compositeScore"] is None  # an error, not a 0
+    md = (results / "report.md").read_text()
+    assert "## Verdict:  INSUFFICIENT DATA" in md and "DON'T USE" not in md
+
+
+def test_skill_run_gate_fails_below_the_threshold(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for path in (project / "suite").glob("task-0[34]*"):
+        path.unlink()
+    monkeypatch.chdir(project)
+    with FakeProvider(judge, agent=agent) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        common = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", server.url]
+        common += ["--judge-model", "claude-opus-4", "--results-dir", str(project / "results")]
+        common += ["--timeout", "20", "--concurrency", "4"]
+        assert main([*common, "--threshold", "95"]) == 1
+        assert "with-skill: average score 90.00 < threshold 95" in capsys.readouterr().err
+        assert main([*common, "--threshold", "85"]) == 0

@@ -1,0 +1,50 @@
+"""CI gates on a report: a score threshold, a required verdict, and no regression. Pure functions,
+used by `ci` (every variant) and `skill run` (the with-skill arm)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from flows.report.schema import Report
+from tasks.schema import VerdictLabel
+
+Require = Literal["none", "better", "not-worse"]
+
+
+def regression_failures(report: Report | None) -> list[str]:
+    regression = report.regression if report else None
+    if regression is None:
+        return []
+    return [
+        f"{v}: regression against {regression.previous}: {regression.per_variant[v].verdict.reason}"
+        for v in regression.regressed
+    ]
+
+
+def gate_failures(
+    report: Report,
+    *,
+    threshold: float | None,
+    require: Require,
+    variants: Iterable[str] | None = None,
+    score_name: str = "average composite",
+) -> list[str]:
+    """Why the report fails the gate (empty when it passes). ``variants``: which the threshold
+    applies to (default: all)."""
+    failures = []
+    chosen = set(report.summary) if variants is None else set(variants)
+    for name, s in report.summary.items():
+        score = s.avg_composite_score
+        if threshold is not None and name in chosen and (score is None or score < threshold):
+            shown = "none" if score is None else f"{score:.2f}"
+            failures.append(f"{name}: {score_name} {shown} < threshold {threshold:g}")
+    for comp in report.comparisons:
+        label = comp.verdict.label
+        if require == "better" and label != VerdictLabel.BETTER:
+            failures.append(f"{comp.treatment} vs {comp.control}: verdict {label}, required BETTER")
+        if require == "not-worse" and label == VerdictLabel.WORSE:
+            failures.append(f"{comp.treatment} vs {comp.control}: verdict WORSE")
+    if require != "none" and not report.comparisons:
+        failures.append(f"no comparison to gate on: {require} required")
+    return failures + regression_failures(report)
