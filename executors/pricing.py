@@ -7,6 +7,7 @@ Unknown models cost 0 and the report says the price was unknown.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import yaml
@@ -33,6 +34,17 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 }
 
 
+def price(entry: dict[object, object], key: str, path: Path, model: object) -> float:
+    """A price from a user's file: a finite, non-negative number (a negative price would let
+    --budget-usd never trigger)."""
+    value = entry[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise InputError(
+            f"{path}: model {model!r}: {key}: must be a price >= 0 in USD per 1M tokens, got {value!r}"
+        )
+    return float(value)
+
+
 class PriceTable:
     def __init__(self, prices: dict[str, tuple[float, float]] | None = None) -> None:
         self.prices = dict(DEFAULT_PRICES if prices is None else prices)
@@ -40,15 +52,21 @@ class PriceTable:
     @classmethod
     def from_file(cls, path: Path) -> PriceTable:
         """Load overrides: ``{model: {input: x, output: y}}`` merged over the defaults."""
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        try:
+            text = path.read_text(encoding="utf-8")
+            data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError, RecursionError) as exc:
+            raise InputError(f"{path}: not a readable price file: {str(exc).splitlines()[0]}") from None
         if not isinstance(data, dict):
             raise InputError(f"{path}: expected a mapping of model -> {{input, output}}")
         table = cls()
         for model, entry in data.items():
             if not isinstance(entry, dict) or not {"input", "output"} <= set(entry):
                 raise InputError(f"{path}: model {model!r}: field 'input'/'output' missing")
-            table.prices[str(model)] = (float(entry["input"]), float(entry["output"]))
+            table.prices[str(model)] = (
+                price(entry, "input", path, model),
+                price(entry, "output", path, model),
+            )
         return table
 
     def lookup(self, model: str) -> tuple[float, float] | None:

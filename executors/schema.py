@@ -67,6 +67,9 @@ class RunResult(Frozen):
     )
     attempts: int = 1
     cached: bool = False
+    cache_error: str | None = Field(
+        default=None, description="why the result could not be cached (it is kept all the same)"
+    )
 
 
 class AgentRequest(Frozen):

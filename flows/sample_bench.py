@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,14 +138,34 @@ async def run_benchmark(prepared: Prepared, cwd: Path, *, show_progress: bool = 
 
 
 def write_outputs(report: Report, prepared: Prepared) -> Path:
-    """The report JSON, and the CI files asked for."""
+    """The report JSON, and the CI files asked for. Every call is paid for by now: a location that
+    fails this late gets a warning and the report goes somewhere it can, never lost."""
     opts = prepared.options
-    path = publish(report, prepared.output_dir)
-    if opts.junit:
-        write_junit(report, Path(opts.junit), opts.threshold)
-    if opts.github_summary:
-        append_github_summary(report, Path(opts.github_summary), opts.threshold)
+    try:
+        path = publish(report, prepared.output_dir)
+    except OSError as exc:
+        path = publish(report, fallback_reports_dir())
+        warn(
+            f"could not write the report into {prepared.output_dir} ({exc.strerror or exc}); it is at {path}"
+        )
+    for flag, target, write in (
+        ("--junit", opts.junit, write_junit),
+        ("--github-summary", opts.github_summary, append_github_summary),
+    ):
+        if target:
+            try:
+                write(report, Path(target), opts.threshold)
+            except OSError as exc:
+                warn(f"{flag}: could not write {target} ({exc.strerror or exc}); the report is at {path}")
     return path
+
+
+def fallback_reports_dir() -> Path:
+    return Path(tempfile.gettempdir()) / "skillab-reports"
+
+
+def warn(message: str) -> None:
+    print(f"skillab: warning: {message}", file=sys.stderr)
 
 
 @flow(name="sample-bench", log_prints=False)

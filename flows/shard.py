@@ -15,8 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow
+from prefect.client.orchestration import get_client
 from prefect.deployments import arun_deployment
+from prefect.exceptions import ObjectNotFound
 
+from executors.errors import InputError
 from flows.engine.progress import Progress
 from flows.engine.runner import RunnerConfig, UnitRunner
 from flows.inputs.options import SHARD_FLOW, BenchOptions
@@ -49,9 +52,22 @@ async def bench_shard(options: BenchOptions, cwd: str, shard: int, shards: int) 
     }
 
 
+async def require_deployment(name: str) -> None:
+    """The shard deployment must exist before any shard (or call) starts."""
+    async with get_client() as client:
+        try:
+            await client.read_deployment_by_name(name)
+        except ObjectNotFound:
+            raise InputError(
+                f"--shards: no deployment {name!r} on the Prefect server; register it once with "
+                "`python -m deployments --register-shards POOL`"
+            ) from None
+
+
 async def dispatch_shards(prepared: Prepared, cwd: Path) -> list[dict[str, Any]]:
     """One flow run per shard on the work pool's workers; waits for all of them."""
     o = prepared.options
+    await require_deployment(o.shard_deployment)
     runs = await asyncio.gather(
         *(
             arun_deployment(

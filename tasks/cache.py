@@ -46,8 +46,8 @@ class ResultCache:
                 or entry["sha256"] != hashlib.sha256(canonical(value).encode()).hexdigest()
             ):
                 raise ValueError("checksum mismatch")
-        except FileNotFoundError:
-            return None
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None  # a folder where an entry should be: a miss (the write will report its failure)
         except (ValueError, KeyError, TypeError, UnicodeDecodeError):
             path.unlink(missing_ok=True)
             return None

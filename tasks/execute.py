@@ -50,7 +50,13 @@ async def call_model(unit: Unit, policy: CallPolicy) -> RunResult:
     if policy.cache_dir:
         # In a worker thread: creating a file waits on the filesystem journal while other processes
         # write (the Prefect server's database), 0.7 s per 1,000 units of a blocked event loop here.
-        await asyncio.to_thread(ResultCache(policy.cache_dir).put, unit.key, result.model_dump(mode="json"))
+        try:
+            await asyncio.to_thread(
+                ResultCache(policy.cache_dir).put, unit.key, result.model_dump(mode="json")
+            )
+        except OSError as exc:
+            # A paid answer is never dropped because the disk is full: it goes on, uncached.
+            result = result.model_copy(update={"cache_error": f"{type(exc).__name__}: {exc}"})
     return result
 
 

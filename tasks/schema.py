@@ -124,3 +124,5 @@ class RunStats(Frozen):
     cache_hits: int = 0
     spent_by_kind: dict[str, float] = Field(default_factory=dict)
     not_run: tuple[NotRun, ...] = ()
+    cache_errors: int = 0
+    cache_error: str | None = Field(default=None, description="the first reason a result was not cached")

@@ -18,7 +18,7 @@ def report_files(root: Path) -> list[Path]:
             continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, OSError):
+        except (UnicodeDecodeError, json.JSONDecodeError, OSError, RecursionError):
             continue
         # Reports of earlier versions are migrated when read, not rewritten: only current ones count.
         if (

@@ -87,6 +87,13 @@ def add_skill_options(p: argparse.ArgumentParser) -> None:
     add_model_flags(p, SkillBenchConfig, {"": names})
 
 
+def port_number(value: str) -> int:
+    port = int(value)
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port (1-65535)")
+    return port
+
+
 def build_parser() -> Parser:
     parser = Parser(
         prog="skillab",
@@ -131,7 +138,7 @@ def build_parser() -> Parser:
     )
     report.add_argument(
         "--port",
-        type=int,
+        type=port_number,
         default=int(os.environ.get("SKILLAB_REPORT_PORT") or 7799),
         help="port (default: $SKILLAB_REPORT_PORT or 7799)",
     )

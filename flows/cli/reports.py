@@ -17,6 +17,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     reports = Path(args.reports_dir) if args.reports_dir else skillab_home() / "reports"
     if not reports.is_dir():
         raise InputError(f"{reports}: no reports folder (--reports-dir)")
+    if args.export and Path(args.export).is_dir():
+        raise InputError(f"--export: {args.export} is a folder; name the .html file to write")
     if args.export:
         from flows.report.server import export_html
         from tasks.files import atomic_write_text

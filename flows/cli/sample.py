@@ -53,7 +53,12 @@ def execute(args: argparse.Namespace) -> tuple[BenchOptions, Report | None, Path
 
     names = ",".join(options.variants)
     flow = sample_bench.with_options(flow_run_name=f"{options.suite or prepared.samples_path.name} · {names}")
-    state: Any = asyncio.run(flow(options, str(cwd), not args.quiet, return_state=True))  # type: ignore[arg-type]
+    try:
+        state: Any = asyncio.run(flow(options, str(cwd), not args.quiet, return_state=True))  # type: ignore[arg-type]
+    except RuntimeError as exc:
+        if "Failed to reach API" not in str(exc):
+            raise
+        raise InputError(f"PREFECT_API_URL: {exc} (start the server, or unset it for a local one)") from None
     outcome = state.result(raise_on_failure=False)
     if isinstance(outcome, RegressionError):
         path = Path(outcome.report_path)

@@ -68,6 +68,7 @@ class UnitRunner:
         self.spent = 0.0
         self.spent_by_kind: dict[str, float] = {}
         self.not_run: list[Unit] = []
+        self.cache_errors: list[str] = []
 
     def over_budget(self) -> bool:
         c = self.config
@@ -95,6 +96,8 @@ class UnitRunner:
             not_run=tuple(
                 NotRun(sample_id=u.sample_id, variant=u.variant, run=u.run, kind=u.kind) for u in self.not_run
             ),
+            cache_errors=len(self.cache_errors),
+            cache_error=self.cache_errors[0] if self.cache_errors else None,
         )
 
     async def run(self, units: list[Unit], policy: CallPolicy) -> dict[str, RunResult]:
@@ -118,6 +121,8 @@ class UnitRunner:
                     result = await state.aresult()
                 else:
                     result = failed_result(await state.aresult(raise_on_failure=False), unit, policy)
+            if result.cache_error:
+                self.cache_errors.append(result.cache_error)
             self.spent += result.cost_usd
             self.spent_by_kind[unit.kind] = self.spent_by_kind.get(unit.kind, 0.0) + result.cost_usd
             results[unit.key] = result

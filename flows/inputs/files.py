@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,8 @@ def parse_data(path: Path, text: str) -> Any:
         return yaml.safe_load(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply to be a samples or options file") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f"line {mark.line + 1}: " if mark is not None else ""
@@ -68,5 +71,29 @@ def validation_lines(
             lines.append(f"{where(loc)}: required field missing")
         else:
             message = str(err["msg"]).removeprefix("Value error, ")
-            lines.append(f"{where(loc)}: {message} (got {err.get('input')!r})")
+            # a check across fields (no location) gets the whole input: not worth repeating
+            got = f" (got {err.get('input')!r})" if loc else ""
+            lines.append(f"{where(loc)}: {message}{got}")
     return lines
+
+
+def writable_folder(path: Path, flag: str) -> None:
+    """``path`` is (or can be made) a folder this user may write into; checked without creating it,
+    before any call, so no paid answer is lost to a location that was never usable."""
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    where = f"{path}" if probe == path else f"{path}: {probe}"
+    if not probe.is_dir():
+        raise InputError(f"{flag}: {where} is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise InputError(f"{flag}: {where} is not writable")
+
+
+def writable_file(path: Path, flag: str) -> None:
+    """``path`` can be written as a file: not a folder, in a folder that is or can be made writable."""
+    if path.is_dir():
+        raise InputError(f"{flag}: {path} is a folder, not a file")
+    writable_folder(path.parent, flag)

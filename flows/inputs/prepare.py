@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from executors.errors import InputError
 from executors.local import DEFAULT_MODEL as LOCAL_MODEL
 from executors.local import weights_origin
 from executors.registry import EXECUTORS, usable_executor
+from flows.inputs.files import writable_file, writable_folder
 from flows.inputs.options import BenchOptions
 from flows.inputs.plan import Target, execution_units
 from flows.inputs.samples import BASELINE, Variant, find_samples, load_samples, load_variants
@@ -22,6 +24,14 @@ from tasks.schema import CallPolicy, Unit
 
 def skillab_home() -> Path:
     return Path(os.environ.get("SKILLAB_HOME") or Path.home() / ".skillab")
+
+
+def prepared_cache_dir(options: BenchOptions) -> Path:
+    return Path(options.cache_dir) if options.cache_dir else skillab_home() / "cache"
+
+
+def prepared_output_dir(options: BenchOptions) -> Path:
+    return Path(options.output_dir) if options.output_dir else skillab_home() / "reports"
 
 
 @dataclass
@@ -39,13 +49,11 @@ class Prepared:
 
     @property
     def cache_dir(self) -> Path | None:
-        if not self.options.cache:
-            return None
-        return Path(self.options.cache_dir) if self.options.cache_dir else skillab_home() / "cache"
+        return prepared_cache_dir(self.options) if self.options.cache else None
 
     @property
     def output_dir(self) -> Path:
-        return Path(self.options.output_dir) if self.options.output_dir else skillab_home() / "reports"
+        return prepared_output_dir(self.options)
 
     def units(self) -> list[Unit]:
         """Every execution unit of the run, in its seeded interleaved order."""
@@ -72,9 +80,22 @@ class Prepared:
         )
 
 
+def check_endpoint(url: str, source: str) -> None:
+    """An http(s) URL with a host and a valid port, before any call (else every call fails)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        raise InputError(f"{source}: {url!r} is not a URL ({exc})") from None
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise InputError(f"{source}: {url!r} is not an http(s) URL with a host")
+
+
 def make_target(
     executor: str, model: str | None, options: BenchOptions, flag: str, base_url: str | None
 ) -> Target:
+    if model is not None and (not model.strip() or model != model.strip()):
+        raise InputError(f"--model: {model!r} is not a model name (empty, or surrounded by spaces)")
     settings = ExecutorSettings(base_url=base_url, timeout_s=options.timeout, prices_file=options.prices)
     ex = usable_executor(executor, flag, settings)
     name = ex.name
@@ -82,6 +103,8 @@ def make_target(
     if name == "local" and model != LOCAL_MODEL and not Path(model).expanduser().is_file():
         raise InputError(f"--model: GGUF file not found: {model}")
     endpoint = ex.base_url if isinstance(ex, HttpExecutor) else "in-process"
+    if isinstance(ex, HttpExecutor):
+        check_endpoint(endpoint, "--base-url" if base_url else ex.env_base_url)
     return Target(ex, model, endpoint)
 
 
@@ -95,6 +118,12 @@ def prepare(options: BenchOptions, cwd: Path) -> Prepared:
         raise InputError(f"--control: {control!r} is not among the variants {','.join(names)}")
     if options.prices and not (cwd / options.prices).is_file():
         raise InputError(f"--prices: file not found: {options.prices}")
+    writable_folder(prepared_output_dir(options), "--output-dir")
+    if options.cache:
+        writable_folder(prepared_cache_dir(options), "--cache-dir")
+    for flag, ci_file in (("--junit", options.junit), ("--github-summary", options.github_summary)):
+        if ci_file:
+            writable_file(cwd / ci_file, flag)
     if options.shards > 1 and not options.cache:
         raise InputError(
             "--shards: needs the cache (shards hand their results over through it); drop --no-cache"

@@ -77,11 +77,8 @@ def load_samples(path: Path) -> list[Sample]:
             problems.append(f"{path}: sample #{index + 1}: expected an object, got {type(raw).__name__}")
             continue
         sample_id = raw.get("sample_id")
-        case = (
-            str(sample_id)
-            if sample_id not in (None, "") and not isinstance(sample_id, bool)
-            else f"#{index + 1}"
-        )
+        usable = sample_id is not None and not isinstance(sample_id, bool) and str(sample_id).strip()
+        case = str(sample_id) if usable else f"#{index + 1}"
         prefix = where(path, case)
         # bool is an int in Python: `sample_id: true` must not become the case "True"
         if sample_id is not None and (isinstance(sample_id, bool) or not isinstance(sample_id, str | int)):
@@ -120,6 +117,8 @@ def load_samples(path: Path) -> list[Sample]:
         for i, assertion in enumerate(sample.assertions):
             try:
                 registry.validate(assertion, source_dir)
+            except (OSError, RuntimeError) as exc:  # a symlink loop, an unreadable file
+                problems.append(f"{prefix}: assertions[{i}].fn: cannot read: {exc}")
             except ValueError as exc:
                 field, _, message = str(exc).partition(": ")
                 if field in ASSERTION_FIELDS:

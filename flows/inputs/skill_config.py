@@ -172,7 +172,7 @@ def load_tasks(folder: Path) -> tuple[list[AgentTask], str]:
     tasks, problems = [], []
     digest = hashlib.sha256()
     for path in files:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
         digest.update(path.name.encode() + b"\0" + text.encode())
         try:
             tasks.append(parse_task(text, path.stem))

@@ -223,9 +223,18 @@ def sample_meta(
         "cacheHits": stats.cache_hits,
         "notRun": [u.model_dump(mode="json") for u in stats.not_run],
         "durationS": round(duration_s, 2),
-        "notices": prepared.notices,
+        "notices": prepared.notices + cache_notices(stats),
         "blind": o.blind,
     }
+
+
+def cache_notices(stats: RunStats) -> list[str]:
+    if not stats.cache_errors:
+        return []
+    return [
+        f"Warning: {stats.cache_errors} result(s) could not be cached ({stats.cache_error}); they are in "
+        "this report, but a re-run would call them again."
+    ]
 
 
 def build_report(

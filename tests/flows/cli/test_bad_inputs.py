@@ -24,14 +24,28 @@ BASE_FILES = {
 }
 
 
-def run_case(case: dict, root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+def write_files(case: dict, root: Path) -> None:
+    """``files`` (text; "hex:..." for bytes; "{deep}" expands to brackets nested ``deep`` times),
+    ``dirs`` (folders where a file is expected) and ``symlinks`` (name -> target)."""
+    deep = int(case.get("deep", 0))
     for name, content in (BASE_FILES | (case.get("files") or {})).items():
         path = root / name
         if content is None:
             path.unlink(missing_ok=True)
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content)
+        if content.startswith("hex:"):
+            path.write_bytes(bytes.fromhex(content[4:]))
+        else:
+            path.write_text(content.replace("{deep}", "[" * deep + "]" * deep))
+    for name in case.get("dirs") or []:
+        (root / name).mkdir(parents=True, exist_ok=True)
+    for name, target in (case.get("symlinks") or {}).items():
+        (root / name).symlink_to(target)
+
+
+def run_case(case: dict, root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+    write_files(case, root)
     cwd = os.getcwd()
     os.chdir(root)
     try:
@@ -69,6 +83,8 @@ def test_bad_input(
     ):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no user-level skills or configs leak in
+    for key, value in (case.get("env") or {}).items():
+        monkeypatch.setenv(key, value)
     code, lines = run_case(case, tmp_path / "project", capsys)
     expected = yaml.safe_load(EXPECTED.read_text()) if EXPECTED.exists() else {}
     if os.environ.get("SKILLAB_RECORD_BAD_INPUTS"):
