@@ -8,6 +8,8 @@ ExecutorError
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class ExecutorError(Exception):
     """A model or agent call failed; ``kind`` names the cause for reports."""
@@ -59,3 +61,26 @@ def parse_retry_after(value: str | None) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, (when - dt.datetime.now(dt.UTC)).total_seconds())
+
+
+class InputError(ValueError):
+    """Bad input a user can fix (a file, a flag, a field): the one error type raised while loading.
+
+    Each of ``lines`` is printed on its own and is complete (file, case, field); the command line
+    catches this type once and exits 2. It subclasses ValueError so pydantic validators and the
+    graders' parameter checks can raise it where a ValueError is expected.
+    """
+
+    def __init__(self, lines: str | Iterable[str]) -> None:
+        self.lines = [lines] if isinstance(lines, str) else list(lines)
+        super().__init__("; ".join(self.lines))
+
+
+def where(file: object, case: str | None = None, field: str | None = None) -> str:
+    """The location prefix of an input error: ``file: sample ID: field``."""
+    parts = [str(file)]
+    if case is not None:
+        parts.append(f"sample {case}")
+    if field:
+        parts.append(field)
+    return ": ".join(parts)
