@@ -131,7 +131,7 @@ def test_file_level_errors(tmp_path: Path, name: str, text: str, message: str) -
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="nope.yaml: file not found"):
+    with pytest.raises(InputError, match=r"nope\.yaml: file not found"):
         load_queries(tmp_path / "nope.yaml")
 
 

@@ -27,7 +27,10 @@ def call(tool: str, tid: str, **data: Any) -> list[AgentEvent]:
 
 
 def session(
-    *events: AgentEvent, status: str = "success", listed: tuple[str, ...] | None = LISTED, final: str = "Done."
+    *events: AgentEvent,
+    status: str = "success",
+    listed: tuple[str, ...] | None = LISTED,
+    final: str = "Done.",
 ) -> AgentSession:
     body = (AgentEvent(kind="init"), *events, AgentEvent(kind="text", text=final))
     return AgentSession(
