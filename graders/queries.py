@@ -194,6 +194,8 @@ def check_expectations(queries: Sequence[Query], installed: Iterable[str], sourc
     """Every ``expect`` must name an installed skill (the names the CLI lists them by) or none."""
     names = list(dict.fromkeys(installed))
     listing = ", ".join(names) if names else "none"
+    if NONE in names:
+        raise InputError(f"{source}: skill {NONE!r}: the name means 'no skill should fire'; rename the skill")
     problems = [
         f"{source}: query {q.id}: expect: no installed skill {q.expect!r}{_closest(q.expect, names)} "
         f"(installed: {listing}; {NONE!r} means no skill should fire)"
@@ -202,6 +204,17 @@ def check_expectations(queries: Sequence[Query], installed: Iterable[str], sourc
     ]
     if problems:
         raise InputError(problems)
+
+
+def dump_queries(queries: Iterable[Query]) -> str:
+    """YAML text of queries that :func:`load_queries` reads back unchanged (``generate`` writes it)."""
+    rows = []
+    for q in queries:
+        row: dict[str, Any] = {"id": q.id, "query": q.query, "expect": q.expected}
+        if q.tags:
+            row["tags"] = list(q.tags)
+        rows.append(row)
+    return yaml.safe_dump({"queries": rows}, sort_keys=False, allow_unicode=True, width=100)
 
 
 # ---------------------------------------------------------------- holdout split

@@ -237,3 +237,21 @@ def install_problem(name: str, folder: str | Path) -> str | None:
     if not isinstance(description, str) or not description.strip():
         return f"{skill_md}: description: missing or empty; it is all the model sees before it decides"
     return None
+
+
+def sandbox_problems(sandbox: str | Path, names: Iterable[str]) -> list[str]:
+    """What in a sandbox's location would spoil a trigger measurement: skills in a parent folder's
+    ``.claude/skills`` (Claude Code loads those too) and a skill's name in the path (the working
+    directory is part of the system prompt, so the model would read the name there)."""
+    path = Path(sandbox).resolve()
+    problems = [
+        f"{parent / '.claude' / 'skills'}: a parent folder of the sandbox holds skills, which the CLI also loads"
+        for parent in path.parents
+        if (parent / ".claude" / "skills").is_dir()
+    ]
+    problems += [
+        f"{path}: the sandbox path contains the skill name {name!r}, which the model sees in its prompt"
+        for name in names
+        if name and name.lower() in str(path).lower()
+    ]
+    return problems

@@ -327,6 +327,9 @@ def summarize(
     """Per-query rates, per-skill recall / false-fire / precision / F1 (overall and per tag) and
     routing, for one variant's trials. ``skills`` are the candidates, in the order reports show them."""
     variant, chosen = _variant_of(trials, variant)
+    unknown = sorted({t.expect for t in chosen if t.expect is not None and t.expect not in skills})
+    if unknown:
+        raise ValueError(f"trials expect skills that are not candidates: {', '.join(unknown)}")
     groups = _group(chosen)
     queries = tuple(_query_rate(sessions, skills) for sessions in groups.values())
     return TriggerSummary(

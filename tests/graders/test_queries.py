@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 from executors.errors import InputError
-from graders.queries import Query, check_expectations, load_queries, parse_queries, split, stratum
+from graders.queries import (
+    Query,
+    check_expectations,
+    dump_queries,
+    load_queries,
+    parse_queries,
+    split,
+    stratum,
+)
 
 YAML = """\
 queries:
@@ -189,3 +197,14 @@ def test_split_edges() -> None:
         split(queries, 1.0, seed=1)
     singles = [Query(id=str(i), query="q", expect=f"s{i}") for i in range(10)]
     assert len(split(singles, 0.3, seed=3).holdout) == 3  # one-query strata still reach the fraction
+
+
+def test_dump_round_trips(tmp_path: Path) -> None:
+    original = load_queries(write(tmp_path, "queries.yaml", YAML))
+    again = load_queries(write(tmp_path, "again.yaml", dump_queries(original.queries)))
+    assert again.queries == original.queries
+
+
+def test_a_skill_named_none_is_refused() -> None:
+    with pytest.raises(InputError, match="'none': the name means 'no skill should fire'"):
+        check_expectations([], ["none", "csv"], "q.yaml")

@@ -13,7 +13,15 @@ from executors.claude_code import parse_claude
 from executors.codex_cli import parse_codex
 from executors.gemini_cli import parse_gemini
 from executors.schema import AgentEvent, AgentSession
-from graders.triggers import TriggerStatus, detect, firings, install_problem, matches, turns
+from graders.triggers import (
+    TriggerStatus,
+    detect,
+    firings,
+    install_problem,
+    matches,
+    sandbox_problems,
+    turns,
+)
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "agent-cli"
 LISTED = ("demo-skill", "deep-research", "debug")
@@ -220,3 +228,17 @@ def test_install_problems(tmp_path: Path) -> None:
     command.write_text("---\ndescription: x\n---\n")
     assert "slash command, not a skill" in (install_problem("csv", command) or "")
     assert "no SKILL.md" in (install_problem("nothing", tmp_path / "nothing") or "")
+
+
+def test_sandbox_problems(tmp_path: Path) -> None:
+    clean = tmp_path / "runs" / "s1" / "sb"
+    clean.mkdir(parents=True)
+    assert sandbox_problems(clean, ["csv-insights"]) == []
+    named = tmp_path / "runs" / "csv-insights-1" / "sb"
+    named.mkdir(parents=True)
+    assert [p.split(": ", 1)[1] for p in sandbox_problems(named, ["csv-insights"])] == [
+        "the sandbox path contains the skill name 'csv-insights', which the model sees in its prompt"
+    ]
+    (tmp_path / "runs" / ".claude" / "skills").mkdir(parents=True)
+    (problem,) = sandbox_problems(clean, ["csv-insights"])
+    assert problem.startswith(str(tmp_path / "runs" / ".claude" / "skills"))

@@ -195,3 +195,8 @@ def test_ab_without_split_and_unknown_variant() -> None:
     )
     with pytest.raises(ValueError, match="no trials of variant 'C'"):
         compare_variants(trials, ["a"], "A", "C")
+
+
+def test_expected_skills_must_be_candidates() -> None:
+    with pytest.raises(ValueError, match="not candidates: c"):
+        summarize(runs("q", "c", ("c",)), ["a"])
