@@ -200,7 +200,10 @@ class AgentExecutor(Executor):
 
 
 def install_skill(request: AgentRequest, *where: str) -> bool:
-    """Copy the skill into the sandbox where the CLI looks for skills; False in the baseline arm."""
+    """Copy the skill (and any further ``request.skills``) into the sandbox where the CLI looks for
+    skills, each under the name it is listed by; False when the skill under test is not installed."""
+    for extra in request.skills:
+        shutil.copytree(extra.path, Path(request.sandbox).joinpath(*where, extra.name), dirs_exist_ok=True)
     if not (request.skill_name and request.skill_dir):
         return False
     shutil.copytree(

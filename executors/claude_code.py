@@ -1,7 +1,8 @@
 """Claude Code headless: ``claude -p --output-format stream-json`` with the seed's flags.
 
 With the skill: installed at ``.claude/skills/<name>/`` in the sandbox, allowed as ``Skill(<name>)``,
-and its load forced by an appended system prompt. Baseline: the Skill tool disallowed.
+and its load forced by an appended system prompt. Baseline: the Skill tool disallowed. Trigger mode
+(``force_skill`` False): skills installed, the Skill tool kept, nothing forced.
 """
 
 from __future__ import annotations
@@ -47,7 +48,10 @@ class ClaudeCodeExecutor(AgentExecutor):
             str(request.max_turns),
         ]
         appended = []
-        if install_skill(request, ".claude", "skills"):
+        installed = install_skill(request, ".claude", "skills")
+        if not request.force_skill:  # trigger mode: listed, never forced, the Skill tool kept
+            argv += ["--allowedTools", f"Skill,{TOOLS}"]
+        elif installed:
             argv += ["--allowedTools", f"Skill({request.skill_name}),{TOOLS}"]
             appended.append(FORCE_SKILL.format(name=request.skill_name))
         else:

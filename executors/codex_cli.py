@@ -1,7 +1,7 @@
 """Codex CLI headless: ``codex exec --json`` with a config that keeps it quiet and local.
 
 The skill is installed at ``.agents/skills/<name>/`` and its body injected by ``$<name>`` in the prompt
-(Codex has no Skill tool and no skill event). Codex has no turn limit flag: ``max_turns`` is not
+(Codex has no Skill tool and no skill event); in trigger mode (``force_skill`` False) only installed. Codex has no turn limit flag: ``max_turns`` is not
 enforced by it, and the timeout bounds the session instead.
 """
 
@@ -52,7 +52,7 @@ class CodexExecutor(AgentExecutor):
         provider = PROVIDER.format(base_url=self.settings.base_url) if self.settings.base_url else ""
         (codex_home / "config.toml").write_text(CONFIG.format(provider=provider), encoding="utf-8")
         prompt = request.prompt
-        if install_skill(request, ".agents", "skills"):
+        if install_skill(request, ".agents", "skills") and request.force_skill:
             prompt = f"${request.skill_name} {prompt}"
         if request.system:
             (Path(request.sandbox) / "AGENTS.md").write_text(request.system, encoding="utf-8")
@@ -76,7 +76,8 @@ class CodexExecutor(AgentExecutor):
         return argv, env
 
     def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
-        return parse_codex(events, request.skill_name, forced=bool(request.skill_name and request.skill_dir))
+        forced = bool(request.skill_name and request.skill_dir and request.force_skill)
+        return parse_codex(events, request.skill_name, forced=forced)
 
 
 def parse_codex(

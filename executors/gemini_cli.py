@@ -1,7 +1,8 @@
 """Gemini CLI headless: ``gemini -p --output-format stream-json --approval-mode yolo``.
 
 The skill is installed at ``.gemini/skills/<name>/`` (it becomes an allowed name of the
-``activate_skill`` tool) and its load is asked for in the sandbox's GEMINI.md context file.
+``activate_skill`` tool) and its load is asked for in the sandbox's GEMINI.md context file (not in
+trigger mode, ``force_skill`` False).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class GeminiCliExecutor(AgentExecutor):
         }
         (settings_dir / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
         context = []
-        if install_skill(request, ".gemini", "skills"):
+        if install_skill(request, ".gemini", "skills") and request.force_skill:
             context.append(FORCE_SKILL.format(name=request.skill_name))
         if request.system:
             context.append(request.system)

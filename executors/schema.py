@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from executors.errors import ErrorKind
 
@@ -72,6 +72,20 @@ class RunResult(Frozen):
     )
 
 
+class InstalledSkill(Frozen):
+    """A skill copied into the sandbox under ``name``, the name the CLI lists it by."""
+
+    name: str = Field(description="folder name, which is the name the CLI lists")
+    path: str = Field(description="folder holding SKILL.md")
+
+    @field_validator("name")
+    @classmethod
+    def _one_folder(cls, name: str) -> str:
+        if name in ("", ".", "..") or any(c in name for c in "/\\\0"):
+            raise ValueError(f"a skill name must be a plain folder name, got {name!r}")
+        return name
+
+
 class AgentRequest(Frozen):
     """One headless agent session in its own sandbox."""
 
@@ -88,6 +102,15 @@ class AgentRequest(Frozen):
     max_turns: int = 10
     timeout_s: float = 600.0
     raw_stream: str = Field(description="file the CLI's output stream is written to")
+    # Trigger mode (does a skill fire on its own?): install, never force, keep the Skill tool.
+    force_skill: bool = Field(
+        default=True,
+        description="True: the skill under test is forced and the baseline has no Skill tool (agentic "
+        "mode); False: skills are only installed and listed, and the model decides (trigger mode)",
+    )
+    skills: tuple[InstalledSkill, ...] = Field(
+        default=(), description="further skills installed beside skill_name, never forced"
+    )
 
 
 class AgentEvent(Frozen):

@@ -8,11 +8,12 @@ back every call it received.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +66,8 @@ class FakeProvider:
         self.faults = list(faults or [])
         self.fault_for = fault_for
         self.agent = agent  # streaming Messages requests (agent CLIs): body -> content blocks
+        # The same with the request's headers (Claude Code sends its session id in one): see SkillScript.
+        self.claude_agent: Callable[[dict[str, Any], Mapping[str, str]], list[dict[str, Any]]] | None = None
         self.gemini_agent: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
         self.responses_agent: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
         self.calls: list[Call] = []
@@ -230,7 +233,9 @@ class FakeProvider:
         if fault is not None:
             return fault
         blocks = (
-            self.agent(body)
+            self.claude_agent(body, request.headers)
+            if self.claude_agent
+            else self.agent(body)
             if self.agent
             else [{"type": "text", "text": self.reply(system, prompt, body["model"])}]
         )
@@ -398,6 +403,173 @@ def anthropic_text(body: dict[str, Any]) -> tuple[str, str]:
         else " ".join(b.get("text", "") for b in content if isinstance(b, dict))
     )
     return str(system), prompt
+
+
+# ------------------------------------------------------------ scripted skill triggering (Claude Code)
+
+SKILL_LISTING = "The following skills are available for use with the Skill tool"
+SESSION_HEADER = "x-claude-code-session-id"
+
+
+def _texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    return [str(b.get("text", "")) for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
+
+
+def skill_listing(body: dict[str, Any]) -> dict[str, str]:
+    """The skills Claude Code lists to the model in a Messages request, name -> description.
+
+    The listing is one text (2.1.x: a ``role: "system"`` message inside ``messages``) that starts
+    with SKILL_LISTING and continues with ``- <name>: <description>`` lines."""
+    system = body.get("system") or ""
+    texts = _texts(system if isinstance(system, str | list) else "")
+    for message in body.get("messages") or []:
+        texts += _texts(message.get("content"))
+    for text in texts:
+        start = text.find(SKILL_LISTING)
+        if start < 0:
+            continue
+        listing: dict[str, str] = {}
+        last: str | None = None
+        for line in text[start:].splitlines()[1:]:
+            if line.startswith("- "):
+                name, _, description = line[2:].partition(":")
+                last = name.strip()
+                listing[last] = description.strip()
+            elif not line.strip():
+                if listing:
+                    break
+            elif last is not None:
+                listing[last] += " " + line.strip()
+        return listing
+    return {}
+
+
+def session_id(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> str:
+    """Claude Code's session id: the X-Claude-Code-Session-Id header, else metadata.user_id's JSON."""
+    if headers is not None and headers.get(SESSION_HEADER):
+        return str(headers[SESSION_HEADER])
+    raw = (body.get("metadata") or {}).get("user_id")
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else {}
+    except json.JSONDecodeError:
+        data = {}
+    return str(data.get("session_id") or raw or "")
+
+
+def user_query(body: dict[str, Any]) -> str:
+    """The session's prompt: the first user message's text without Claude Code's system reminders."""
+    first: dict[str, Any] = next((m for m in body.get("messages") or [] if m.get("role") == "user"), {})
+    return "\n".join(
+        t for t in _texts(first.get("content")) if not t.lstrip().startswith("<system-reminder>")
+    )
+
+
+def coin(seed: int, *parts: str) -> float:
+    """A uniform number in [0, 1) fixed by the seed and the parts (the same on every run)."""
+    digest = hashlib.sha256("\0".join([str(seed), *parts]).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+@dataclass
+class SkillScript:
+    """A Claude model that decides once per session, by a seeded coin on (session id, query), whether
+    to call the Skill tool for ``skill``; install with :meth:`install`.
+
+    - ``p``: the chance of firing; ``p_by_query`` overrides it for a query (the prompt text).
+    - ``boost``: (phrase, chance): when the description the request lists for ``skill`` contains the
+      phrase, that chance is used instead (a description A/B with a known effect).
+    - ``before``: tools called first, in order ("Read", "Bash"), whatever the coin says.
+    - ``mode``: "call" calls Skill; "prose" only names the skill in its final text; "error" answers
+      every request with HTTP ``status``.
+    - ``key``: "session" tosses the coin on (session id, query); "order" on (query, how many sessions
+      of that query came before), so the number of firings per query is fixed by the seed even though
+      Claude Code draws a random session id (each session still decides once, on its first request).
+
+    ``decisions`` records each session's coin (session id -> fires), ``listings`` what it was shown.
+    """
+
+    skill: str
+    p: float = 1.0
+    p_by_query: dict[str, float] = field(default_factory=dict)
+    seed: int = 0
+    before: tuple[str, ...] = ()
+    mode: str = "call"
+    boost: tuple[str, float] | None = None
+    status: int = 500
+    key: str = "session"
+    decisions: dict[str, bool] = field(default_factory=dict)
+    listings: dict[str, dict[str, str]] = field(default_factory=dict)
+    queries: dict[str, str] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def install(self, server: FakeProvider) -> SkillScript:
+        server.claude_agent = self
+        if self.mode == "error":
+            server.fault_for = self.fault
+        return self
+
+    def chance(self, query: str, listing: Mapping[str, str]) -> float:
+        if self.boost is not None and self.boost[0] in listing.get(self.skill, ""):
+            return self.boost[1]
+        return self.p_by_query.get(query, self.p)
+
+    def fires(self, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> bool:
+        sid, query, listing = session_id(body, headers), user_query(body), skill_listing(body)
+        with self.lock:
+            if sid not in self.decisions:
+                earlier = sum(1 for q in self.queries.values() if q == query)
+                draw = (
+                    coin(self.seed, query, str(earlier))
+                    if self.key == "order"
+                    else coin(self.seed, sid, query)
+                )
+                self.decisions[sid] = self.skill in listing and draw < self.chance(query, listing)
+                self.listings[sid], self.queries[sid] = listing, query
+            return self.decisions[sid]
+
+    def fault(self, call: Call) -> Fault | None:
+        return Fault(status=self.status) if self.mode == "error" else None
+
+    def __call__(self, body: dict[str, Any], headers: Mapping[str, str]) -> list[dict[str, Any]]:
+        fires = self.fires(body, headers)
+        done = sum(
+            1
+            for m in body.get("messages") or []
+            if m.get("role") == "user" and isinstance(m.get("content"), list)
+            for b in m["content"]
+            if isinstance(b, dict) and b.get("type") == "tool_result"
+        )
+        steps = [self._tool(name, body) for name in self.before]
+        if fires and self.mode == "call":
+            steps.append({"type": "tool_use", "name": "Skill", "input": {"skill": self.skill}})
+        if done < len(steps):
+            return [steps[done]]
+        if fires and self.mode == "prose":
+            return [{"type": "text", "text": f"The {self.skill} skill would fit here; I answered directly."}]
+        return [{"type": "text", "text": "Done." if fires else "Answered without a skill."}]
+
+    @staticmethod
+    def _tool(name: str, body: dict[str, Any]) -> dict[str, Any]:
+        system, _ = anthropic_text(body)
+        cwd = next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in system.splitlines()
+                if "Primary working directory:" in line
+            ),
+            "/tmp",
+        )
+        if name == "Read":
+            return {"type": "tool_use", "name": "Read", "input": {"file_path": f"{cwd}/README.md"}}
+        if name == "Bash":
+            return {
+                "type": "tool_use",
+                "name": "Bash",
+                "input": {"command": "ls -a", "description": "List files"},
+            }
+        raise ValueError(f"SkillScript: no scripted call for tool {name!r}")
 
 
 def _free_port() -> int:

@@ -1,0 +1,532 @@
+"""Statistics of a trigger benchmark (does a skill fire when it should?). Pure numpy/scipy, no Prefect.
+
+The unit is the QUERY, not the session: a query's sessions are repeats of one case, so each query
+contributes its firing rate, rates are averaged over queries, and every interval resamples queries
+(a seeded bootstrap, stratified by should-fire / should-not). Per query, the firing rate over its
+sessions carries a Wilson 95% interval.
+
+Sessions that did not count (``error``: API error, timeout, crash; ``not_listed``: setup failure)
+are counted and shown but never enter a denominator. A query with no counted session drops out of
+the rates (and is listed as such).
+
+Vocabulary: a *should-fire* query of skill S expects S; a *should-not* query of S expects anything
+else (another skill or none). Recall = mean over S's should-fire queries of P(S fired); false-fire
+rate = mean over its should-not queries of P(S fired); precision = the expected firings of S on
+should-fire queries over its expected firings on all queries (each query weighted once); F1 their
+harmonic mean. Routing looks at the first candidate that fired in a session ("none" if none did).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+from scipy import stats
+
+from executors.schema import Frozen
+from graders.queries import NONE, Query
+from graders.triggers import SessionTriggers, TriggerStatus
+from tasks.statistics import BOOTSTRAP_DRAWS, VerdictInputs, paired, verdict
+
+Z95 = float(stats.norm.ppf(0.975))
+DEFAULT_MARGIN = 0.05  # on the rate scale: 5 percentage points
+DEFAULT_MIN_EFFECT = 0.10
+DEFAULT_MAX_ERROR_RATE = 0.10
+DEFAULT_VARIANT = "default"
+PARTS = ("all", "train", "holdout")
+
+
+class Trial(Frozen):
+    """One session of one query (under one description variant), reduced to what the rates need."""
+
+    query_id: str
+    expect: str | None  # the skill that should fire; None: none should
+    status: TriggerStatus
+    fired: tuple[str, ...] = ()  # skills that fired, in the order they first fired
+    tags: tuple[str, ...] = ()
+    variant: str = DEFAULT_VARIANT
+    part: str | None = None  # "train" | "holdout" when the queries were split
+
+    @property
+    def counted(self) -> bool:
+        return self.status == TriggerStatus.OK
+
+
+def trial(
+    query: Query, triggers: SessionTriggers, *, variant: str = DEFAULT_VARIANT, part: str | None = None
+) -> Trial:
+    """The trial of one detected session of ``query``."""
+    return Trial(
+        query_id=query.id,
+        expect=query.expect,
+        status=triggers.status,
+        fired=triggers.fired,
+        tags=query.tags,
+        variant=variant,
+        part=part,
+    )
+
+
+class Rate(Frozen):
+    """k of n with the Wilson 95% interval (None without data)."""
+
+    k: int
+    n: int
+    rate: float | None
+    low: float | None
+    high: float | None
+
+
+def wilson(k: int, n: int, z: float = Z95) -> Rate:
+    """The Wilson score interval: sensible at 0 and n, unlike the normal approximation."""
+    if n <= 0:
+        return Rate(k=k, n=n, rate=None, low=None, high=None)
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return Rate(k=k, n=n, rate=p, low=max(0.0, centre - half), high=min(1.0, centre + half))
+
+
+class Estimate(Frozen):
+    """A query-level figure with its seeded bootstrap 95% interval over queries."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    queries: int = 0
+
+
+class QueryRate(Frozen):
+    """One query's sessions: how often its expected skill fired (or, expecting none, any candidate)."""
+
+    query_id: str
+    expect: str  # skill name or "none"
+    tags: tuple[str, ...]
+    sessions: int  # all sessions, counted or not
+    errors: int
+    not_listed: int
+    trigger: Rate  # should-fire: the expected skill fired; expect none: some candidate fired
+    correct: Rate  # the first candidate to fire was the expected one ("none" when none should)
+    fired: dict[str, int]  # counted sessions in which each skill fired (non-candidates too)
+
+
+class SkillStats(Frozen):
+    skill: str
+    should_fire: int  # queries with counted sessions
+    should_not: int
+    recall: Estimate
+    false_fire: Estimate
+    precision: Estimate
+    f1: Estimate
+    by_tag: dict[str, SkillStats] = Field(default_factory=dict)
+
+
+class Routing(Frozen):
+    labels: tuple[str, ...]  # rows (expected) and columns (first fired): the candidates, then "none"
+    confusion: tuple[tuple[int, ...], ...]  # counted sessions
+    accuracy: Estimate  # top-1: per-query share of sessions routed to the expected label, averaged
+    collisions: int  # counted sessions in which two or more candidates fired
+    collision_queries: tuple[str, ...]
+    other_fired: int  # counted sessions in which a skill outside the candidates fired
+
+
+class TriggerSummary(Frozen):
+    variant: str
+    skills: tuple[str, ...]
+    sessions: int
+    counted: int
+    errors: int
+    not_listed: int
+    dropped_queries: tuple[str, ...]  # queries without a counted session
+    queries: tuple[QueryRate, ...]
+    per_skill: tuple[SkillStats, ...]
+    routing: Routing
+    seed: int
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _group(trials: Iterable[Trial]) -> dict[str, list[Trial]]:
+    out: dict[str, list[Trial]] = {}
+    for t in trials:
+        out.setdefault(t.query_id, []).append(t)
+    return out
+
+
+def routed(t: Trial, skills: Sequence[str]) -> str:
+    """The first candidate that fired in a session, or "none"."""
+    return next((s for s in t.fired if s in skills), NONE)
+
+
+def _fire_rate(sessions: Sequence[Trial], skill: str | None, skills: Sequence[str]) -> float | None:
+    """Share of counted sessions in which ``skill`` fired (None: any candidate)."""
+    counted = [t for t in sessions if t.counted]
+    if not counted:
+        return None
+    if skill is None:
+        return sum(1 for t in counted if any(s in skills for s in t.fired)) / len(counted)
+    return sum(1 for t in counted if skill in t.fired) / len(counted)
+
+
+def _interval(draws: np.ndarray) -> tuple[float | None, float | None]:
+    finite = draws[np.isfinite(draws)]
+    if finite.size == 0:
+        return None, None
+    return float(np.percentile(finite, 2.5)), float(np.percentile(finite, 97.5))
+
+
+def _resample(values: np.ndarray, rng: np.random.Generator, draws: int) -> np.ndarray:
+    """Row-wise means and sums need the resampled values: shape (draws, len(values))."""
+    if values.size == 0:
+        return np.zeros((draws, 0))
+    return values[rng.integers(0, values.size, size=(draws, values.size))]
+
+
+def skill_figures(
+    pos: Sequence[float], neg: Sequence[float], *, seed: int, draws: int = BOOTSTRAP_DRAWS
+) -> dict[str, Estimate]:
+    """Recall, false-fire rate, precision and F1 from per-query firing rates of one skill on its
+    should-fire (``pos``) and should-not (``neg``) queries, each with a bootstrap interval that
+    resamples queries within each group (no interval for a group of fewer than 2 queries)."""
+    p, n = np.asarray(pos, float), np.asarray(neg, float)
+
+    def point(pp: np.ndarray, nn: np.ndarray) -> tuple[np.ndarray, ...]:
+        # The last axis holds queries; a bootstrap adds a leading axis of draws.
+        tp, fp = pp.sum(axis=-1), nn.sum(axis=-1)
+        npos, nneg = pp.shape[-1], nn.shape[-1]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            recall = tp / npos if npos else np.full(np.shape(tp), np.nan)
+            false_fire = fp / nneg if nneg else np.full(np.shape(fp), np.nan)
+            precision = np.where(tp + fp > 0, tp / (tp + fp), np.nan)
+            # Nothing of S fired on its own queries: F1 is 0 (recall 0), not undefined.
+            f1 = np.where(recall > 0, 2 * precision * recall / (precision + recall), 0.0 if npos else np.nan)
+        return recall, false_fire, precision, f1
+
+    values = [float(v) if np.isfinite(v) else None for v in point(p, n)]
+    rng = np.random.default_rng(seed)
+    boot = point(_resample(p, rng, draws), _resample(n, rng, draws))
+    enough_pos, enough_neg = p.size >= 2, n.size >= 2
+    names = ("recall", "false_fire", "precision", "f1")
+    allowed = (enough_pos, enough_neg, enough_pos and n.size != 1, enough_pos and n.size != 1)
+    out = {}
+    for name, value, draws_of, ok in zip(names, values, boot, allowed, strict=True):
+        low, high = _interval(draws_of) if ok and value is not None else (None, None)
+        size = n.size if name == "false_fire" else p.size if name == "recall" else p.size + n.size
+        out[name] = Estimate(value=value, low=low, high=high, queries=size)
+    return out
+
+
+def _skill_stats(
+    skill: str, groups: dict[str, list[Trial]], skills: Sequence[str], seed: int, with_tags: bool
+) -> SkillStats:
+    pos: list[float] = []
+    neg: list[float] = []
+    for sessions in groups.values():
+        rate = _fire_rate(sessions, skill, skills)
+        if rate is None:
+            continue
+        (pos if sessions[0].expect == skill else neg).append(rate)
+    figures = skill_figures(pos, neg, seed=seed)
+    by_tag = {}
+    if with_tags:
+        tags = sorted({tag for sessions in groups.values() for tag in sessions[0].tags})
+        for tag in tags:
+            sub = {q: s for q, s in groups.items() if tag in s[0].tags}
+            by_tag[tag] = _skill_stats(skill, sub, skills, seed, with_tags=False)
+    return SkillStats(skill=skill, should_fire=len(pos), should_not=len(neg), by_tag=by_tag, **figures)
+
+
+def _query_rate(sessions: Sequence[Trial], skills: Sequence[str]) -> QueryRate:
+    first = sessions[0]
+    counted = [t for t in sessions if t.counted]
+    expected = first.expect or NONE
+    if first.expect is None:
+        hits = sum(1 for t in counted if any(s in skills for s in t.fired))
+    else:
+        hits = sum(1 for t in counted if first.expect in t.fired)
+    fired: dict[str, int] = {}
+    for t in counted:
+        for s in t.fired:
+            fired[s] = fired.get(s, 0) + 1
+    return QueryRate(
+        query_id=first.query_id,
+        expect=expected,
+        tags=first.tags,
+        sessions=len(sessions),
+        errors=sum(1 for t in sessions if t.status == TriggerStatus.ERROR),
+        not_listed=sum(1 for t in sessions if t.status == TriggerStatus.NOT_LISTED),
+        trigger=wilson(hits, len(counted)),
+        correct=wilson(sum(1 for t in counted if routed(t, skills) == expected), len(counted)),
+        fired=dict(sorted(fired.items())),
+    )
+
+
+def _routing(groups: dict[str, list[Trial]], skills: Sequence[str], seed: int) -> Routing:
+    labels = (*skills, NONE)
+    index = {label: i for i, label in enumerate(labels)}
+    matrix = np.zeros((len(labels), len(labels)), dtype=int)
+    per_query, collided, collisions, other = [], [], 0, 0
+    for qid, sessions in groups.items():
+        counted = [t for t in sessions if t.counted]
+        if not counted:
+            continue
+        expected = sessions[0].expect or NONE
+        hits = 0
+        for t in counted:
+            got = routed(t, skills)
+            if expected in index:
+                matrix[index[expected], index[got]] += 1
+            hits += got == expected
+            if sum(1 for s in t.fired if s in skills) >= 2:
+                collisions += 1
+                collided.append(qid)
+            other += any(s not in skills for s in t.fired)
+        per_query.append(hits / len(counted))
+    acc = np.asarray(per_query, float)
+    low = high = None
+    if acc.size >= 2:
+        rng = np.random.default_rng(seed)
+        low, high = _interval(_resample(acc, rng, BOOTSTRAP_DRAWS).mean(axis=1))
+    return Routing(
+        labels=labels,
+        confusion=tuple(tuple(int(v) for v in row) for row in matrix),
+        accuracy=Estimate(
+            value=float(acc.mean()) if acc.size else None, low=low, high=high, queries=acc.size
+        ),
+        collisions=collisions,
+        collision_queries=tuple(dict.fromkeys(collided)),
+        other_fired=other,
+    )
+
+
+def _variant_of(trials: Sequence[Trial], variant: str | None) -> tuple[str, list[Trial]]:
+    names = list(dict.fromkeys(t.variant for t in trials))
+    if variant is None:
+        if len(names) > 1:
+            raise ValueError(
+                f"trials of several variants ({', '.join(names)}): name the variant to summarise"
+            )
+        variant = names[0] if names else DEFAULT_VARIANT
+    return variant, [t for t in trials if t.variant == variant]
+
+
+# ---------------------------------------------------------------- summary
+
+
+def summarize(
+    trials: Sequence[Trial], skills: Sequence[str], *, variant: str | None = None, seed: int = 0
+) -> TriggerSummary:
+    """Per-query rates, per-skill recall / false-fire / precision / F1 (overall and per tag) and
+    routing, for one variant's trials. ``skills`` are the candidates, in the order reports show them."""
+    variant, chosen = _variant_of(trials, variant)
+    unknown = sorted({t.expect for t in chosen if t.expect is not None and t.expect not in skills})
+    if unknown:
+        raise ValueError(f"trials expect skills that are not candidates: {', '.join(unknown)}")
+    groups = _group(chosen)
+    queries = tuple(_query_rate(sessions, skills) for sessions in groups.values())
+    return TriggerSummary(
+        variant=variant,
+        skills=tuple(skills),
+        sessions=len(chosen),
+        counted=sum(1 for t in chosen if t.counted),
+        errors=sum(1 for t in chosen if t.status == TriggerStatus.ERROR),
+        not_listed=sum(1 for t in chosen if t.status == TriggerStatus.NOT_LISTED),
+        dropped_queries=tuple(q.query_id for q in queries if q.trigger.n == 0),
+        queries=queries,
+        per_skill=tuple(_skill_stats(s, groups, skills, seed, with_tags=True) for s in skills),
+        routing=_routing(groups, skills, seed),
+        seed=seed,
+    )
+
+
+# ---------------------------------------------------------------- description A/B
+
+
+class MetricComparison(Frozen):
+    """A paired comparison of one rate over the queries both variants have counted sessions for.
+
+    ``difference`` is treatment minus control. The statistics and the verdict are computed on the
+    improvement (the difference for recall, its negative for the false-fire rate), so BETTER always
+    means the treatment's description is the better one."""
+
+    metric: str  # "recall" | "false_fire"
+    higher_is_better: bool
+    queries: int
+    control: float | None
+    treatment: float | None
+    difference: float | None
+    comparison: dict[str, Any]  # tasks.statistics.paired on the improvement
+    verdict: dict[str, Any]  # tasks.statistics.verdict: label, reason, band, ...
+
+
+class PartComparison(Frozen):
+    part: str  # "all" | "train" | "holdout"
+    recall: MetricComparison
+    false_fire: MetricComparison
+
+
+class VariantComparison(Frozen):
+    control: str
+    treatment: str
+    skill: str | None  # None: pooled over the candidates
+    margin: float
+    error_rates: tuple[float, float]  # (control, treatment): sessions that did not count
+    parts: dict[str, PartComparison]
+    overfit: bool
+    warnings: tuple[str, ...]
+    seed: int
+
+
+def _rates(
+    trials: Sequence[Trial], skills: Sequence[str], skill: str | None, should_fire: bool
+) -> dict[str, float]:
+    """Per query, the rate the metric averages: P(skill fired) on its should-fire or should-not
+    queries; pooled (skill None): P(expected skill fired) / P(any candidate fired on an expect-none query)."""
+    out = {}
+    for qid, sessions in _group(trials).items():
+        expect = sessions[0].expect
+        if skill is None:
+            if should_fire != (expect is not None):
+                continue
+            rate = _fire_rate(sessions, expect, skills)
+        else:
+            if should_fire != (expect == skill):
+                continue
+            rate = _fire_rate(sessions, skill, skills)
+        if rate is not None:
+            out[qid] = rate
+    return out
+
+
+def _compare_metric(
+    metric: str,
+    control: Sequence[Trial],
+    treatment: Sequence[Trial],
+    skills: Sequence[str],
+    skill: str | None,
+    *,
+    margin: float,
+    min_effect: float,
+    max_error_rate: float,
+    error_rates: tuple[float, float],
+    seed: int,
+) -> MetricComparison:
+    should_fire = metric == "recall"
+    a = _rates(control, skills, skill, should_fire)
+    b = _rates(treatment, skills, skill, should_fire)
+    common = sorted(set(a) & set(b))
+    diffs = np.asarray([b[q] - a[q] for q in common], float)
+    sign = 1.0 if should_fire else -1.0
+    comparison = paired(sign * diffs, seed=seed)
+    judged = verdict(
+        VerdictInputs(
+            comparison=comparison,
+            margin=margin,
+            min_effect=min_effect,
+            p_value=comparison["p_ttest"],
+            points_per_unit=100.0,
+            error_rates=error_rates,
+            max_error_rate=max_error_rate,
+        )
+    )
+    return MetricComparison(
+        metric=metric,
+        higher_is_better=should_fire,
+        queries=len(common),
+        control=float(np.mean([a[q] for q in common])) if common else None,
+        treatment=float(np.mean([b[q] for q in common])) if common else None,
+        difference=float(diffs.mean()) if common else None,
+        comparison=comparison,
+        verdict={k: str(v) if k == "label" else v for k, v in judged.items()},
+    )
+
+
+def _error_rate(trials: Sequence[Trial]) -> float:
+    return sum(1 for t in trials if not t.counted) / len(trials) if trials else 0.0
+
+
+def compare_variants(
+    trials: Sequence[Trial],
+    skills: Sequence[str],
+    control: str,
+    treatment: str,
+    *,
+    skill: str | None = None,
+    margin: float = DEFAULT_MARGIN,
+    min_effect: float = DEFAULT_MIN_EFFECT,
+    max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
+    seed: int = 0,
+) -> VariantComparison:
+    """Description A/B: recall and false-fire rate of ``treatment`` against ``control``, paired by
+    query, on all queries and separately on the train and holdout parts (trials' ``part``).
+
+    ``overfit`` is raised when a metric improves by more than the margin on train but not on holdout
+    (the description was tuned to the queries it was tuned on)."""
+    a = [t for t in trials if t.variant == control]
+    b = [t for t in trials if t.variant == treatment]
+    if not a or not b:
+        missing = control if not a else treatment
+        raise ValueError(f"no trials of variant {missing!r}")
+    parts: dict[str, PartComparison] = {}
+    for part in PARTS:
+        pa = [t for t in a if part == "all" or t.part == part]
+        pb = [t for t in b if part == "all" or t.part == part]
+        if part != "all" and not (pa or pb):
+            continue
+        rates = (_error_rate(pa), _error_rate(pb))
+        kwargs: dict[str, Any] = {
+            "margin": margin,
+            "min_effect": min_effect,
+            "max_error_rate": max_error_rate,
+            "error_rates": rates,
+            "seed": seed,
+        }
+        parts[part] = PartComparison(
+            part=part,
+            recall=_compare_metric("recall", pa, pb, skills, skill, **kwargs),
+            false_fire=_compare_metric("false_fire", pa, pb, skills, skill, **kwargs),
+        )
+    warnings: list[str] = []
+    overfit = False
+    if "train" in parts:
+        if "holdout" not in parts:
+            warnings.append("no holdout queries: overfitting to the queries cannot be checked")
+        else:
+            for metric in ("recall", "false_fire"):
+                train: MetricComparison = getattr(parts["train"], metric)
+                hold: MetricComparison = getattr(parts["holdout"], metric)
+                gain_train = _improvement(train)
+                gain_hold = _improvement(hold)
+                if (
+                    gain_train is not None
+                    and gain_train > margin
+                    and (gain_hold is None or gain_hold <= margin)
+                ):
+                    overfit = True
+                    shown = "no data" if gain_hold is None else f"{gain_hold:+.3f}"
+                    warnings.append(
+                        f"overfit: {metric} improves by {gain_train:+.3f} on train but {shown} on holdout "
+                        f"(margin {margin:g}); the new description may fit the training queries only"
+                    )
+    return VariantComparison(
+        control=control,
+        treatment=treatment,
+        skill=skill,
+        margin=margin,
+        error_rates=(_error_rate(a), _error_rate(b)),
+        parts=parts,
+        overfit=overfit,
+        warnings=tuple(warnings),
+        seed=seed,
+    )
+
+
+def _improvement(m: MetricComparison) -> float | None:
+    if m.difference is None:
+        return None
+    return m.difference if m.higher_is_better else -m.difference
