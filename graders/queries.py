@@ -183,6 +183,8 @@ def load_queries(path: str | Path) -> QuerySet:
         data = _parse(path, raw)
     except UnicodeDecodeError:
         raise InputError(f"{path}: cannot read: not UTF-8 text") from None
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply to be a queries file") from None
     queries = parse_queries(data, str(path))
     return QuerySet(path=str(path), sha256=hashlib.sha256(raw).hexdigest(), queries=queries)
 

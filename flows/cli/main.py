@@ -179,6 +179,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("skillab: interrupted; finished calls are cached, re-run to resume", file=sys.stderr)
         return 130
+    except BaseException as exc:
+        # SIGTERM during a flow arrives as Prefect's TerminationSignal (a BaseException)
+        if type(exc).__name__ != "TerminationSignal":
+            raise
+        print("skillab: terminated; finished calls are cached, re-run to resume", file=sys.stderr)
+        return 143
 
 
 if __name__ == "__main__":

@@ -775,7 +775,7 @@ def load_report(path: Path) -> Report:
     """Read a report file; ValueError (with the reason) when it is unreadable or not a report."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ValueError(f"{path}: unreadable: {exc}") from exc
     return parse_report(data)
 

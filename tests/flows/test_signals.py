@@ -1,0 +1,63 @@
+"""Ctrl-C and SIGTERM end a run within seconds, and what finished stays in the cache."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.provider import Call, FakeProvider, Fault
+from tests.flows.helpers import make_project, subprocess_env
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+@pytest.mark.parametrize(
+    ("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
+def test_a_signal_ends_the_run_and_keeps_finished_calls(
+    tmp_path: Path, sig: signal.Signals, code: int, word: str
+) -> None:
+    project = make_project(tmp_path / "p", n=8)
+    served: list[Call] = []
+
+    def four_then_hang(call: Call) -> Fault | None:
+        served.append(call)
+        return None if len(served) <= 4 else Fault(delay=120)
+
+    with FakeProvider(fault_for=four_then_hang) as server:
+        args = [
+            "run",
+            "--executor",
+            "openai",
+            "--concurrency",
+            "2",
+            "--quiet",
+            "--cache-dir",
+            str(tmp_path / "c"),
+        ]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "flows.bench", *args, "--output-dir", str(tmp_path / "r")],
+            cwd=project,
+            env=subprocess_env(server.url) | {"SKILLAB_HOME": str(tmp_path / "home")},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 120
+        while len(served) < 6 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(served) >= 6, "the run never reached the hanging calls"
+        proc.send_signal(sig)
+        try:
+            _, err = proc.communicate(timeout=60)  # a hang fails here, not a timing
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail(f"{sig.name} did not end the run")
+    assert proc.returncode == code, err[-2000:]
+    assert f"skillab: {word}; finished calls are cached" in err
+    assert len(list((tmp_path / "c").rglob("*.json"))) == 4  # the four answered calls
