@@ -44,6 +44,8 @@ def add_field(group: argparse._ActionsContainer, name: str, info: FieldInfo) -> 
             group.add_argument(f"--no-{name.replace('_', '-')}", action="store_false", **common)
         else:
             group.add_argument(flag, action="store_true", **common)
+    elif get_origin(kind) is tuple and (info.json_schema_extra or {}).get("append"):  # type: ignore[union-attr]
+        group.add_argument(flag, action="append", **common)
     elif get_origin(kind) is tuple:
         group.add_argument(flag, type=csv_list, metavar="A,B", **common)
     elif get_origin(kind) is Literal:

@@ -19,8 +19,10 @@ from flows.cli.flags import add_model_flags
 from flows.cli.reports import cmd_history, cmd_report
 from flows.cli.sample import cmd_ci, cmd_run
 from flows.cli.skill import cmd_skill_generate, cmd_skill_run
+from flows.cli.triggers import cmd_triggers_generate, cmd_triggers_run
 from flows.inputs.options import BenchOptions
 from flows.inputs.skill_config import SkillBenchConfig
+from flows.inputs.triggers import TriggerOptions
 
 
 class Parser(argparse.ArgumentParser):
@@ -129,6 +131,25 @@ def build_parser() -> Parser:
     )
     gen.add_argument("--model", default=None, help="writing model (default: the judge model)")
     gen.set_defaults(handler=cmd_skill_generate)
+    triggers = skill_sub.add_parser("triggers", help="trigger mode: does the skill fire when it should?")
+    trig_sub = triggers.add_subparsers(dest="triggers_command", required=True, parser_class=Parser)
+    trun = trig_sub.add_parser(
+        "run", help="run every query with the skill(s) listed, never forced; rates with intervals"
+    )
+    add_model_flags(trun, TriggerOptions, {"": tuple(TriggerOptions.model_fields)})
+    trun.add_argument("--quiet", action="store_true", help="no progress bar")
+    trun.set_defaults(handler=cmd_triggers_run)
+    tgen = trig_sub.add_parser(
+        "generate", help="draft a balanced queries file with an LLM, for you to review"
+    )
+    tgen.add_argument("--skill", required=True, help="the skill (name or folder)")
+    tgen.add_argument("--out", required=True, help="the queries file to write (must not exist)")
+    tgen.add_argument("--count", type=int, default=20, help="queries to draft (default: 20)")
+    tgen.add_argument(
+        "--executor", default="anthropic", help="executor of the drafting model (default: anthropic)"
+    )
+    tgen.add_argument("--model", default=None, help="drafting model (default: the executor's default)")
+    tgen.set_defaults(handler=cmd_triggers_generate)
     hist = sub.add_parser("history", help="the trend of a named suite over its runs")
     hist.add_argument("--suite", required=True)
     hist.add_argument("--reports-dir", default=None, help="reports folder (default: ~/.skillab/reports)")

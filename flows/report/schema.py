@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tasks.schema import Arm, VerdictLabel
+from tasks.trigger_stats import TriggerSummary, VariantComparison
 
 REPORT_VERSION = 2
 SCHEMA_FILE = Path(__file__).with_name("report.schema.json")
@@ -523,6 +524,13 @@ class RunEntry(Model):
     """turns the session took"""
     transcript: list[TranscriptStep] | None = None
     """the session's steps"""
+    fired: list[str] | None = None
+    """trigger mode: the skills that fired, in order"""
+    first_turns: dict[str, int] | None = Field(default=None, alias="firstTurns")
+    """trigger mode: the turn in which each skill first fired"""
+    listed: list[str] | None = None
+    """trigger mode: the skills the CLI listed to the model"""
+    """the session's steps"""
     outputs: str | None = Field(default=None, description="folder of the session's raw outputs")
 
 
@@ -563,6 +571,8 @@ class CaseResult(Model):
     """the task's domain"""
     variants: dict[str, VariantResult]
     """variant -> result"""
+    expect: str | None = None
+    """trigger mode: the skill that should fire, or none"""
 
 
 # ---------------------------------------------------------------- the report
@@ -699,6 +709,23 @@ class BehaviorSummary(Model):
     """tool calls the CLI denied"""
 
 
+class TriggerFigures(Model):
+    """Trigger mode: per variant, rates per query and per skill with intervals, routing; A/B comparisons."""
+
+    candidates: list[str]
+    """the skills installed and detected"""
+    queries_file: str = Field(alias="queriesFile")
+    """the fixed queries file"""
+    queries_sha256: str = Field(alias="queriesSha256")
+    """its SHA-256"""
+    split: dict[str, Any] | None = None
+    """the holdout split (fraction, seed, which query in which part)"""
+    summaries: list[TriggerSummary]
+    """one per variant"""
+    comparisons: list[VariantComparison] = Field(default_factory=list)
+    """each variant against the first, paired by query"""
+
+
 class Report(Model):
     """A benchmark run: what ran, the figures, every case's results, and the analysis."""
 
@@ -740,6 +767,8 @@ class Report(Model):
     """the negative-control tasks"""
     behavior: dict[str, BehaviorSummary] | None = None
     """arm -> transcript analysis"""
+    triggers: TriggerFigures | None = None
+    """trigger mode's figures"""
 
     def dump(self) -> dict[str, Any]:
         """The JSON-ready dict, keeping the file's layout (fields never set are left out)."""

@@ -1,0 +1,112 @@
+"""Running trigger sessions: each in a fresh neutral sandbox with the variant's skills installed and
+nothing forced, one Prefect task per session, finished sessions cached (a re-run after kill -9
+repeats none), budgets honoured; each session reduced to what fired, when, and how it ended."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from executors.schema import AgentRequest, AgentSession, InstalledSkill
+from flows.engine.progress import Progress
+from flows.inputs.sessions import isolation_root
+from flows.inputs.triggers import TriggerPlan, TriggerSession
+from graders.triggers import SessionTriggers, TriggerStatus, detect
+from tasks.agent import run_agent_session
+from tasks.cache import ResultCache
+
+TRANSCRIPT_CHARS = 400
+
+
+def outcome_of(session: AgentSession, triggers: SessionTriggers) -> dict[str, Any]:
+    """What the report keeps of a session (and the cache stores)."""
+    return {
+        "status": str(triggers.status),
+        "triggers": triggers.model_dump(mode="json"),
+        "fired": list(triggers.fired),
+        "firstTurns": triggers.first_turns(),
+        "sessionStatus": str(session.status),
+        "ok": session.ok,
+        "error": session.error,
+        "output": session.final_text,
+        "durationMs": session.duration_ms,
+        "costUSD": float(session.meta.get("total_cost_usd") or 0.0),
+        "listed": list(session.skills_listed) if session.skills_listed is not None else None,
+        "transcript": [
+            {
+                "kind": e.kind,
+                "tool": e.tool,
+                "text": (e.text or str(e.input or ""))[:TRANSCRIPT_CHARS],
+                "is_error": e.is_error,
+            }
+            for e in session.events
+        ],
+    }
+
+
+@dataclass
+class TriggerRunner:
+    plan: TriggerPlan
+    cache: ResultCache | None
+    progress: Progress
+    sessions_started: int = 0
+    cache_hits: int = 0
+    spent: float = 0.0
+    not_run: list[TriggerSession] = field(default_factory=list)
+
+    def over_budget(self) -> bool:
+        o = self.plan.options
+        return (o.max_calls is not None and self.sessions_started >= o.max_calls) or (
+            o.budget_usd is not None and self.spent >= o.budget_usd
+        )
+
+    def request(self, s: TriggerSession, root: Path) -> AgentRequest:
+        o = self.plan.options
+        sandbox = root / s.key[:16]
+        return AgentRequest(
+            cli=o.runner,
+            model=o.runner_model,
+            prompt=s.query.query,
+            sandbox=str(sandbox / "work"),
+            home=str(sandbox / "home"),
+            skills=tuple(InstalledSkill(name=k.name, path=str(k.path)) for k in s.variant.skills),
+            force_skill=False,
+            max_turns=o.max_turns,
+            timeout_s=o.timeout,
+            raw_stream=str(sandbox / "raw_stream.jsonl"),
+        )
+
+    async def one(self, s: TriggerSession, semaphore: asyncio.Semaphore, root: Path) -> dict[str, Any] | None:
+        hit = self.cache.get(s.key) if self.cache else None
+        if hit is not None:
+            self.cache_hits += 1
+            self.progress.advance(ok=hit.get("status") == TriggerStatus.OK, cached=True)
+            return {**hit, "cached": True}
+        async with semaphore:
+            if self.over_budget():
+                self.not_run.append(s)
+                return None
+            self.sessions_started += 1
+            session = await run_agent_session(self.request(s, root), self.plan.options.base_url, s.label)
+        out = outcome_of(session, detect(session, self.plan.candidates))
+        self.spent += out["costUSD"]
+        if self.cache is not None and out["status"] != TriggerStatus.ERROR:
+            try:
+                self.cache.put(s.key, out)
+            except OSError as exc:  # the session is kept all the same
+                out["cacheError"] = str(exc)
+        self.progress.advance(ok=out["status"] == TriggerStatus.OK, cost=out["costUSD"])
+        return out
+
+    async def run(self) -> dict[str, dict[str, Any]]:
+        """key -> outcome of every session that ran or was cached."""
+        root = isolation_root()
+        semaphore = asyncio.Semaphore(self.plan.options.concurrency)
+        try:
+            outcomes = await asyncio.gather(*(self.one(s, semaphore, root) for s in self.plan.sessions))
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        return {s.key: o for s, o in zip(self.plan.sessions, outcomes, strict=True) if o is not None}

@@ -1,0 +1,176 @@
+"""Trigger mode's inputs: does a skill fire when it should, given only its listing?
+
+The options (every field a flag), the skill variants (one skill; several folders of the same skill
+for a description A/B; or a whole skills folder for routing), the fixed queries file (hashed), the
+optional holdout split, and the sessions: one per query x variant x run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from executors.errors import InputError
+from flows.inputs.files import writable_folder
+from flows.inputs.skill_config import Skill, find_skill
+from graders.queries import Query, QuerySet, Split, check_expectations, load_queries, split
+from graders.triggers import install_problem
+from tasks.cache import cache_key
+
+DEFAULT_VARIANT = "default"
+
+
+class TriggerOptions(BaseModel):
+    """The parameters of a trigger run; every one is also a flag."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    skill: tuple[str, ...] = Field(
+        (),
+        description="a skill (name or folder with SKILL.md); repeat with folders of one skill for a description A/B",
+        json_schema_extra={"append": True},
+    )
+    skills_dir: str | None = Field(None, description="install every skill of this folder at once (routing)")
+    queries: str | None = Field(
+        None, description="the queries file (YAML or JSON; `skill triggers generate` drafts one)"
+    )
+    runs: int = Field(5, ge=1, description="sessions per query and variant")
+    holdout: float = Field(0.0, ge=0, lt=1, description="share of queries held out (stratified, seeded)")
+    runner: Literal["claude", "codex", "gemini-cli"] = Field("claude", description="the agent CLI")
+    runner_model: str = Field("sonnet", description="model of the agent")
+    base_url: str | None = Field(None, description="the runner's API endpoint (e.g. a local model server)")
+    timeout: float = Field(
+        300.0, gt=0, description="seconds per session: generous, a skill called on turn three counts"
+    )
+    max_turns: int = Field(10, ge=1, description="turn limit of each session")
+    concurrency: int = Field(4, ge=1, description="sessions at once")
+    seed: int = Field(0, description="seed of the split and the bootstrap intervals")
+    results_dir: str = Field("./skill-bench/triggers", description="where each run's report and sessions go")
+    output_dir: str | None = Field(
+        None, description="also write the report JSON here (for the report server)"
+    )
+    cache: bool = Field(True, description="false = neither read nor write the session cache (--no-cache)")
+    cache_dir: str | None = Field(None, description="session cache (default ~/.skillab/cache)")
+    max_calls: int | None = Field(None, ge=1, description="stop starting sessions past this count")
+    budget_usd: float | None = Field(None, gt=0, description="stop starting sessions past this spend")
+    dry_run: bool = Field(False, description="print the plan (sessions, estimated cost); run nothing")
+    margin: float = Field(
+        0.05, ge=0, le=1, description="practical margin of an A/B verdict on the rate scale"
+    )
+    min_effect: float = Field(0.10, gt=0, le=1, description="rate difference an A/B should detect")
+    max_error_rate: float = Field(0.1, ge=0, le=1, description="failed share of sessions that blocks a claim")
+    min_recall: float | None = Field(
+        None, ge=0, le=1, description="CI gate: every skill's recall at least this"
+    )
+    max_false_fire: float | None = Field(
+        None, ge=0, le=1, description="CI gate: every skill's false-fire rate at most this"
+    )
+    junit: str | None = Field(None, description="write JUnit XML (one test per query and variant)")
+    suite: str | None = Field(None, description="suite name, recorded in the report")
+
+
+@dataclass(frozen=True)
+class TriggerVariant:
+    """What one arm installs: the skills, each under the name the CLI lists it by."""
+
+    label: str
+    skills: tuple[Skill, ...]
+
+    @property
+    def sha256(self) -> str:
+        digest = hashlib.sha256()
+        for s in self.skills:
+            digest.update(s.name.encode() + b"\0" + s.sha256.encode())
+        return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class TriggerSession:
+    """One planned session: a query under a variant, the n-th time."""
+
+    query: Query
+    variant: TriggerVariant
+    run: int
+    part: str | None
+    key: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.query.id} · {self.variant.label} · run {self.run}"
+
+
+@dataclass(frozen=True)
+class TriggerPlan:
+    options: TriggerOptions
+    queries: QuerySet
+    variants: tuple[TriggerVariant, ...]
+    candidates: tuple[str, ...]
+    split: Split | None
+    sessions: tuple[TriggerSession, ...]
+
+
+def variants_of(options: TriggerOptions, cwd: Path) -> tuple[tuple[TriggerVariant, ...], tuple[str, ...]]:
+    """(variants, candidate names). Several --skill folders of one skill are an A/B (labelled by
+    their parent folder); of different skills, they are installed together."""
+    if options.skills_dir:
+        root = cwd / options.skills_dir
+        found = tuple(Skill(p.parent.name, p.parent.resolve()) for p in sorted(root.glob("*/SKILL.md")))
+        if not found:
+            raise InputError(f"--skills-dir: {root}: no <name>/SKILL.md folders")
+        return (TriggerVariant(DEFAULT_VARIANT, found),), tuple(s.name for s in found)
+    if not options.skill:
+        raise InputError("--skill: name the skill (or --skills-dir for routing)")
+    skills = [find_skill(name, cwd) for name in options.skill]
+    names = list(dict.fromkeys(s.name for s in skills))
+    if len(skills) > 1 and len(names) == 1:
+        labels = [s.path.parent.name for s in skills]
+        if len(set(labels)) < len(labels):
+            labels = [f"{chr(ord('A') + i)}" for i in range(len(skills))]
+        return tuple(TriggerVariant(label, (s,)) for label, s in zip(labels, skills, strict=True)), (
+            names[0],
+        )
+    if len(names) < len(skills):
+        raise InputError("--skill: the same skill twice among different skills; give an A/B or a routing set")
+    return (TriggerVariant(DEFAULT_VARIANT, tuple(skills)),), tuple(names)
+
+
+def session_key(options: TriggerOptions, query: Query, variant: TriggerVariant, run: int) -> str:
+    """Everything that determines a session's outcome, and the run index (repeats are real)."""
+    return cache_key(
+        "trigger",
+        {
+            "runner": options.runner,
+            "model": options.runner_model,
+            "endpoint": options.base_url,
+            "query": query.query,
+            "skills": variant.sha256,
+            "max_turns": options.max_turns,
+            "timeout": options.timeout,
+            "run": run,
+        },
+    )
+
+
+def prepare_triggers(options: TriggerOptions, cwd: Path) -> TriggerPlan:
+    """Everything checked before any session starts."""
+    if not options.queries:
+        raise InputError("--queries: name the queries file (`skill triggers generate` drafts one)")
+    queries = load_queries(cwd / options.queries)
+    variants, candidates = variants_of(options, cwd)
+    problems = [p for v in variants for s in v.skills if (p := install_problem(s.name, s.path))]
+    if problems:
+        raise InputError(problems)
+    check_expectations(queries.queries, candidates, str(cwd / options.queries))
+    writable_folder(cwd / options.results_dir, "--results-dir")
+    chosen = split(queries.queries, options.holdout, options.seed) if options.holdout else None
+    sessions = tuple(
+        TriggerSession(q, v, run, chosen.part(q.id) if chosen else None, session_key(options, q, v, run))
+        for run in range(1, options.runs + 1)
+        for q in queries.queries
+        for v in variants
+    )
+    return TriggerPlan(options, queries, variants, candidates, chosen, sessions)

@@ -1,0 +1,189 @@
+"""The trigger-mode report: every query with each variant's sessions (what fired, when, how the
+session ended), and the figures of tasks.trigger_stats, through the one ``assemble``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from flows.inputs.triggers import TriggerPlan
+from flows.report.build import assemble, cli_version, timestamp, variant_entry
+from flows.report.schema import Report
+from graders.triggers import SessionTriggers, TriggerStatus
+from tasks.files import atomic_write_text
+from tasks.schema import SAMPLE_SCALE
+from tasks.trigger_stats import VariantComparison, compare_variants, summarize, trial
+
+#: Trigger mode has no score scale of its own; rates live in ``triggers``. The sample scale is
+#: recorded only so the report's shape is the same for every mode.
+TRIGGER_SCALE = SAMPLE_SCALE.model_copy(update={"name": "trigger rates 0-1 (see triggers)"})
+
+
+def session_entry(run: int, out: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "run": run,
+        "ok": out["status"] == TriggerStatus.OK,
+        "compositeScore": None,
+        "status": out["status"],
+        "output": out["output"],
+        "error": out["error"],
+        "durationMs": out["durationMs"],
+        "costUSD": out["costUSD"],
+        "fired": out["fired"],
+        "firstTurns": out["firstTurns"],
+        "listed": out["listed"],
+        "transcript": out["transcript"],
+        "cached": bool(out.get("cached")),
+    }
+
+
+def query_results(plan: TriggerPlan, outcomes: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for s in plan.sessions:
+        if s.key in outcomes:
+            runs.setdefault((s.query.id, s.variant.label), []).append(session_entry(s.run, outcomes[s.key]))
+    results = []
+    for q in plan.queries.queries:
+        entries = {
+            v.label: variant_entry(runs[(q.id, v.label)], {}, None)
+            for v in plan.variants
+            if (q.id, v.label) in runs
+        }
+        results.append(
+            {
+                "sample_id": q.id,
+                "prompt": q.query,
+                "tags": list(q.tags),
+                "expect": q.expected,
+                "variants": entries,
+            }
+        )
+    return results
+
+
+def figures(plan: TriggerPlan, outcomes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    o = plan.options
+    trials = [
+        trial(
+            s.query,
+            SessionTriggers.model_validate(outcomes[s.key]["triggers"]),
+            variant=s.variant.label,
+            part=s.part,
+        )
+        for s in plan.sessions
+        if s.key in outcomes
+    ]
+    labels = [v.label for v in plan.variants]
+    present = [v for v in labels if any(t.variant == v for t in trials)]
+    summaries = [summarize(trials, plan.candidates, variant=v, seed=o.seed) for v in present]
+    comparisons: list[VariantComparison] = []
+    if len(present) > 1:
+        comparisons = [
+            compare_variants(
+                trials,
+                plan.candidates,
+                present[0],
+                v,
+                margin=o.margin,
+                min_effect=o.min_effect,
+                max_error_rate=o.max_error_rate,
+                seed=o.seed,
+            )
+            for v in present[1:]
+        ]
+    return {
+        "candidates": list(plan.candidates),
+        "queriesFile": plan.queries.path,
+        "queriesSha256": plan.queries.sha256,
+        "split": plan.split.record() if plan.split else None,
+        "summaries": summaries,
+        "comparisons": comparisons,
+    }
+
+
+def build_trigger_report(
+    plan: TriggerPlan,
+    report_id: str,
+    outcomes: dict[str, dict[str, Any]],
+    started: dt.datetime,
+    stats: dict[str, Any],
+) -> Report:
+    o = plan.options
+    meta = {
+        "variants": [v.label for v in plan.variants],
+        "control": plan.variants[0].label,
+        "model": o.runner_model,
+        "executor": o.runner,
+        "judgeModel": None,
+        "sampleCount": len(plan.queries.queries),
+        "taskCount": len(plan.sessions),
+        "totalCostUSD": round(sum(out["costUSD"] for out in outcomes.values()), 6),
+        "timestamp": timestamp(started),
+        "cliVersion": cli_version(),
+        "seed": o.seed,
+        "repeat": o.runs,
+        "suite": o.suite,
+        "skillHashes": {v.label: v.sha256 for v in plan.variants},
+        "maxTurns": o.max_turns,
+        **stats,
+    }
+    return assemble(
+        "trigger",
+        report_id,
+        meta,
+        TRIGGER_SCALE,
+        None,
+        query_results(plan, outcomes),
+        triggers=figures(plan, outcomes),
+    )
+
+
+def gate_failures(report: Report, min_recall: float | None, max_false_fire: float | None) -> list[str]:
+    """Every variant's every skill against the CI gates (a missing figure fails: nothing was measured)."""
+    failures = []
+    for summary in report.triggers.summaries if report.triggers else []:
+        for stats in summary.per_skill:
+            where = f"{summary.variant}: {stats.skill}"
+            recall, false_fire = stats.recall.value, stats.false_fire.value
+            if min_recall is not None and stats.should_fire and (recall is None or recall < min_recall):
+                failures.append(f"{where}: recall {_pct(recall)} < {min_recall:.0%}")
+            if (
+                max_false_fire is not None
+                and stats.should_not
+                and (false_fire is None or false_fire > max_false_fire)
+            ):
+                failures.append(f"{where}: false-fire rate {_pct(false_fire)} > {max_false_fire:.0%}")
+    return failures
+
+
+def _pct(value: float | None) -> str:
+    return "none" if value is None else f"{value:.0%}"
+
+
+def write_trigger_junit(report: Report, path: Path) -> None:
+    """One test case per query and variant: it fails when most of its counted sessions did the
+    wrong thing (the expected skill did not fire first, or a skill fired where none should), or
+    when none counted."""
+    suites = ET.Element("testsuites", name=f"skillab triggers {report.id}")
+    for summary in report.triggers.summaries if report.triggers else []:
+        suite = ET.SubElement(suites, "testsuite", name=f"skillab.triggers.{summary.variant}")
+        failures = 0
+        for q in summary.queries:
+            tc = ET.SubElement(
+                suite, "testcase", classname=f"skillab.triggers.{summary.variant}", name=q.query_id
+            )
+            rate = q.correct.rate
+            if rate is None or rate < 0.5:
+                failures += 1
+                reason = (
+                    f"no session counted ({q.errors} errors, {q.not_listed} not listed)"
+                    if rate is None
+                    else f"expected {q.expect}: right in {q.correct.k}/{q.correct.n} sessions; fired {q.fired}"
+                )
+                ET.SubElement(tc, "failure", message=reason[:500], type="skillab").text = reason
+        suite.set("tests", str(len(summary.queries)))
+        suite.set("failures", str(failures))
+    ET.indent(suites)
+    atomic_write_text(path, ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")

@@ -1,0 +1,46 @@
+"""Trigger mode: does the skill fire when it should, stay away when it should not, and win over the
+other installed skills? Real agent sessions with the skill listed, never forced."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+
+from flows.engine.progress import Progress
+from flows.engine.triggers import TriggerRunner
+from flows.inputs.prepare import skillab_home
+from flows.inputs.triggers import TriggerOptions, prepare_triggers
+from flows.report.build import new_report_id, publish
+from flows.report.triggers import build_trigger_report, write_trigger_junit
+from tasks.cache import ResultCache
+
+
+@flow(name="skill-triggers", log_prints=False)
+async def trigger_bench(
+    options: TriggerOptions, cwd: str = ".", show_progress: bool = True
+) -> dict[str, Any]:
+    plan = prepare_triggers(options, Path(cwd))
+    started = dt.datetime.now(dt.UTC)
+    cache_dir = Path(options.cache_dir) if options.cache_dir else skillab_home() / "cache"
+    progress = Progress(len(plan.sessions), "sessions", enabled=show_progress)
+    runner = TriggerRunner(plan, ResultCache(cache_dir) if options.cache else None, progress)
+    try:
+        outcomes = await runner.run()
+    finally:
+        progress.close()
+    not_run = [
+        {"sample_id": s.query.id, "variant": s.variant.label, "run": s.run, "kind": "session"}
+        for s in runner.not_run
+    ]
+    stats = {"calls": runner.sessions_started, "cacheHits": runner.cache_hits, "notRun": not_run}
+    report_id = new_report_id(started, ["triggers", *(v.label for v in plan.variants)])
+    report = build_trigger_report(plan, report_id, outcomes, started, stats)
+    path = publish(report, Path(cwd) / options.results_dir)
+    if options.output_dir:
+        publish(report, Path(options.output_dir))
+    if options.junit:
+        write_trigger_junit(report, Path(cwd) / options.junit)
+    return {"report_path": str(path), "id": report.id}

@@ -1,0 +1,110 @@
+"""Trigger mode end to end: the real claude CLI, skills listed and never forced, against a scripted
+model whose firing is known per query; the figures, the cache, the gates and the A/B."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from executors.agent import find_binary
+from flows.cli.main import main
+from tests.fakes.provider import FakeProvider, SkillScript
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+NAME = "greeting-files"
+SKILL = "---\nname: greeting-files\ndescription: {description}\n---\n# Greetings\nWrite greeting.txt.\n"
+QUERIES = {
+    "q1": ("Please write me a greeting file", NAME, ["direct"]),
+    "q2": ("Could you put a friendly hello into a text file?", NAME, ["paraphrase"]),
+    "q3": ("What is 17 times 3?", "none", ["unrelated"]),
+    "q4": ("Explain what a greeting card is", "none", ["near-miss"]),
+}
+
+
+def project(root: Path, descriptions: dict[str, str]) -> Path:
+    if find_binary("claude") is None:
+        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    for label, description in descriptions.items():
+        folder = root / "skills" / label / NAME
+        folder.mkdir(parents=True)
+        (folder / "SKILL.md").write_text(SKILL.format(description=description))
+    rows = [{"id": k, "query": q, "expect": e, "tags": t} for k, (q, e, t) in QUERIES.items()]
+    (root / "queries.yaml").write_text(yaml.safe_dump({"queries": rows}))
+    return root
+
+
+def run(root: Path, server: FakeProvider, *args: str) -> int:
+    common = ["skill", "triggers", "run", "--queries", "queries.yaml", "--base-url", server.url, "--quiet"]
+    common += ["--results-dir", str(root / "results"), "--cache-dir", str(root / "cache"), "--timeout", "60"]
+    return main([*common, *args])
+
+
+def test_rates_cache_gates_and_junit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."})
+    monkeypatch.chdir(root)
+    should = {QUERIES[k][0]: 1.0 for k in ("q1", "q2")} | {QUERIES[k][0]: 0.0 for k in ("q3", "q4")}
+    with FakeProvider() as server:
+        # q1's sessions read a file and run a command before they call Skill: still a trigger
+        script = SkillScript(NAME, p_by_query=should, before=("Read", "Bash")).install(server)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        skill = str(root / "skills" / "v1" / NAME)
+        assert run(root, server, "--skill", skill, "--runs", "2", "--dry-run") == 0
+        assert "= 8 sessions of claude" in capsys.readouterr().out and not server.calls
+        code = run(
+            root, server, "--skill", skill, "--runs", "2", "--min-recall", "0.9", "--junit", "junit.xml"
+        )
+        out = capsys.readouterr().out
+        assert code == 0, out
+        assert f"{NAME}: recall 100%" in out and "false-fire 0%" in out
+        sessions = len(script.decisions)
+        assert sessions == 8
+        assert run(root, server, "--skill", skill, "--runs", "2") == 0  # all cached: no new session
+        assert len(script.decisions) == sessions
+    reports = sorted((root / "results").glob("*.json"))
+    report = json.loads(reports[0].read_text())
+    assert report["mode"] == "trigger" and report["meta"]["taskCount"] == 8
+    summary = report["triggers"]["summaries"][0]
+    skill_stats = summary["per_skill"][0]
+    assert skill_stats["recall"]["value"] == 1.0 and skill_stats["false_fire"]["value"] == 0.0
+    q1 = next(r for r in report["results"] if r["sample_id"] == "q1")
+    first = q1["variants"]["default"]["runs"][0]
+    assert first["fired"] == [NAME] and first["firstTurns"][NAME] == 2  # after the Read and the Bash
+    assert json.loads(reports[1].read_text())["meta"]["cacheHits"] == 8
+    junit = (root / "junit.xml").read_text()
+    assert 'tests="4"' in junit and 'failures="0"' in junit
+    capsys.readouterr()
+    with FakeProvider() as server:
+        SkillScript(NAME, p_by_query=should | {QUERIES["q1"][0]: 0.0}).install(server)
+        # a gate that fails: q1 no longer fires (new server, so the cache key's endpoint differs)
+        code = run(root, server, "--skill", skill, "--min-recall", "0.9")
+    assert code == 1 and "recall 50% < 90%" in capsys.readouterr().err
+
+
+def test_description_ab_finds_the_better_description(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = project(
+        tmp_path,
+        {"v1": "Writes files.", "v2": "Writes greeting files. Use when asked for a greeting or a hello."},
+    )
+    monkeypatch.chdir(root)
+    with FakeProvider() as server:
+        # fires only when the listed description carries "greeting", and never on expect-none queries
+        SkillScript(NAME, p=0.0, boost=("greeting", 1.0), p_by_query={QUERIES["q3"][0]: 0.0}).install(server)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        v1, v2 = (str(root / "skills" / v / NAME) for v in ("v1", "v2"))
+        assert run(root, server, "--skill", v1, "--skill", v2) == 0
+    out = capsys.readouterr().out
+    report = json.loads(next((root / "results").glob("*.json")).read_text())
+    assert report["meta"]["variants"] == ["v1", "v2"]
+    comparison = report["triggers"]["comparisons"][0]
+    recall = comparison["parts"]["all"]["recall"]
+    assert (comparison["control"], comparison["treatment"]) == ("v1", "v2")
+    assert recall["control"] == 0.0 and recall["treatment"] == 1.0 and recall["difference"] == 1.0
+    assert "v2 vs v1 [all] recall:" in out
