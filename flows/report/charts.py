@@ -103,3 +103,35 @@ def scatter(
             f'<text x="{W - 120}" y="{24 + 14 * i}" fill="{color}" class="legend">{escape(name)}</text>'
         )
     return _frame("".join(parts), title)
+
+
+def rates(rows: Sequence[tuple[str, float | None, float | None, float | None, bool]], title: str) -> Markup:
+    """One bar per query: its trigger rate with the Wilson 95% interval as a whisker; green when the
+    skill should fire there, grey when it should not (there, a long bar is a false fire)."""
+    if not rows:
+        return Markup("")
+    height = PAD + 22 * len(rows) + 20
+    x0, x1 = 160, W - 30
+    parts = [f'<text x="{x0}" y="14" class="tick">trigger rate (0 – 100%), whisker: 95% interval</text>']
+    for pct in (0, 50, 100):
+        x = _scale(pct, 0, 100, x0, x1)
+        parts.append(
+            f'<line x1="{x:.1f}" y1="20" x2="{x:.1f}" y2="{height - 10}" class="grid"/>'
+            f'<text x="{x:.1f}" y="{height - 2}" class="tick">{pct}%</text>'
+        )
+    for i, (label, rate, low, high, should) in enumerate(rows):
+        y = PAD + 22 * i
+        parts.append(f'<text x="4" y="{y + 4}" class="label">{escape(label[:24])}</text>')
+        if rate is None:
+            parts.append(f'<text x="{x0}" y="{y + 4}" class="tick">no counted session</text>')
+            continue
+        width = _scale(rate, 0, 1, 0, x1 - x0)
+        cls = "pos" if should else "zero"
+        parts.append(
+            f'<rect x="{x0}" y="{y - 7}" width="{max(width, 1):.1f}" height="14" class="{cls}">'
+            f"<title>{escape(label)}: {rate:.0%}</title></rect>"
+        )
+        if low is not None and high is not None:
+            a, b = _scale(low, 0, 1, x0, x1), _scale(high, 0, 1, x0, x1)
+            parts.append(f'<line x1="{a:.1f}" y1="{y}" x2="{b:.1f}" y2="{y}" class="axis"/>')
+    return _frame("".join(parts), title, height)

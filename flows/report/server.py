@@ -54,7 +54,19 @@ def environment() -> Environment:
     return env
 
 
+def trigger_charts(report: Report) -> dict[str, Markup]:
+    out = {}
+    for s in report.triggers.summaries if report.triggers else []:
+        rows = [
+            (q.query_id, q.trigger.rate, q.trigger.low, q.trigger.high, q.expect != "none") for q in s.queries
+        ]
+        out[f"rates:{s.variant}"] = charts.rates(rows, f"How often each query triggered ({s.variant})")
+    return out
+
+
 def run_charts(report: Report) -> dict[str, Markup]:
+    if report.mode == "trigger":
+        return trigger_charts(report)
     values: dict[str, list[float]] = {v: [] for v in report.summary}
     cost: dict[str, list[tuple[float, float]]] = {v: [] for v in values}
     latency: dict[str, list[tuple[float, float]]] = {v: [] for v in values}

@@ -108,3 +108,28 @@ def test_description_ab_finds_the_better_description(
     assert (comparison["control"], comparison["treatment"]) == ("v1", "v2")
     assert recall["control"] == 0.0 and recall["treatment"] == 1.0 and recall["difference"] == 1.0
     assert "v2 vs v1 [all] recall:" in out
+
+
+def test_the_report_server_shows_a_trigger_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from starlette.testclient import TestClient
+
+    from flows.report.server import create_app
+
+    root = project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."})
+    monkeypatch.chdir(root)
+    with FakeProvider() as server:
+        SkillScript(NAME, p_by_query={QUERIES["q3"][0]: 0.0, QUERIES["q4"][0]: 0.0}).install(server)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        assert run(root, server, "--skill", str(root / "skills" / "v1" / NAME), "--runs", "1") == 0
+    report = json.loads(next((root / "results").glob("*.json")).read_text())
+    client = TestClient(create_app(root / "results"), base_url="http://127.0.0.1:7799")
+    page = client.get(f"/run/{report['id']}")
+    assert page.status_code == 200
+    for text in (
+        "Does the skill fire?",
+        "confusion matrix",
+        "How often each query triggered",
+        "expect: none",
+    ):
+        assert text in page.text, text
+    assert "fired: greeting-files" in page.text and "fired: nothing" in page.text
