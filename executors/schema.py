@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from executors.errors import ErrorKind
 
@@ -31,9 +32,23 @@ class RunRequest(Frozen):
     )
 
 
+def not_negative(value: Any, info: ValidationInfo) -> Any:
+    """A server's negative token count or cost is clamped at zero, with a warning: a negative total
+    would keep --budget-usd from ever triggering."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
+        print(
+            f"skillab: warning: the server reported {info.field_name} = {value}; counted as 0",
+            file=sys.stderr,
+        )
+        return type(value)(0)
+    return value
+
+
 class Usage(Frozen):
     input_tokens: int = 0
     output_tokens: int = 0
+
+    _clamped = field_validator("input_tokens", "output_tokens", mode="before")(not_negative)
 
     @property
     def total_tokens(self) -> int:
@@ -58,7 +73,7 @@ class RunResult(Frozen):
     ok: bool
     output: str = ""
     usage: Usage = Usage()
-    cost_usd: float = 0.0
+    cost_usd: float = Field(default=0.0, allow_inf_nan=False)
     latency_ms: float = 0.0
     model: str = ""
     error: str | None = None
@@ -70,6 +85,8 @@ class RunResult(Frozen):
     cache_error: str | None = Field(
         default=None, description="why the result could not be cached (it is kept all the same)"
     )
+
+    _clamped = field_validator("cost_usd", mode="before")(not_negative)
 
 
 class InstalledSkill(Frozen):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -94,13 +95,15 @@ def criteria_prompt(
 
 
 def parse_criteria(reply: str) -> dict[str, Any]:
-    """The four scores (clamped to 0-100) with justifications; JudgeParseError when any is missing."""
-    for obj in _json_objects(reply):
+    """The four scores (clamped to 0-100) with justifications; JudgeParseError when any is missing.
+    The last complete object wins (a quoted example before the judge's own does not); a score that is
+    not a finite number makes the object incomplete."""
+    for obj in reversed(_json_objects(reply)):
         scores: dict[str, Any] = {}
         for name in WEIGHTS:
             entry = obj.get(name)
             raw = entry.get("score") if isinstance(entry, dict) else entry
-            if isinstance(raw, bool) or not isinstance(raw, int | float):
+            if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
                 break
             scores[name] = {
                 "score": min(100.0, max(0.0, float(raw))),

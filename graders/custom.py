@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -84,6 +85,12 @@ def run_custom(a: Assertion, obs: Observation) -> tuple[bool, str, float | None]
         return False, f"custom check failed: {lines[-1] if lines else f'exit code {proc.returncode}'}", None
     result = json.loads(proc.stdout.rsplit(marker, 1)[1])
     score = result.get("score")
+    if isinstance(score, float) and not math.isfinite(score):
+        return (
+            False,
+            f"custom check returned a score that is not a finite number ({score}): not counted",
+            None,
+        )
     return (
         bool(result["pass"]),
         result.get("message", ""),

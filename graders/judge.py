@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -112,13 +113,20 @@ def _json_objects(text: str) -> list[Any]:
 
 
 def parse_reply(reply: str) -> tuple[float, str]:
-    """(score clamped to 1-5, reason) from a judge's reply; JudgeParseError when there is none."""
-    for obj in _json_objects(reply):
+    """(score clamped to 1-5, reason) from a judge's reply; JudgeParseError when there is none.
+
+    The answer is the judge's own object: one with the schema's score and reason, the last one
+    when several (a reply that quotes {"score": 5} before its own {"score": 1, ...} scores 1); a bare
+    score only when no object has both. A score that is not a finite number is no score (the call
+    is retried, then UNGRADED), never clamped into the scale."""
+    objects = _json_objects(reply)
+    complete = [o for o in objects if "score" in o and ("reason" in o or "justification" in o)]
+    for obj in reversed(complete or objects):
         raw = obj.get("score")
         if isinstance(raw, str):
             number = re.match(r"\s*(-?\d+(?:\.\d+)?)", raw)
             raw = float(number.group(1)) if number else None
-        if isinstance(raw, bool) or not isinstance(raw, int | float):
+        if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
             continue
         score = min(5.0, max(1.0, float(raw)))
         reason = str(obj.get("reason") or obj.get("justification") or "").strip()
@@ -260,8 +268,8 @@ def pairwise_prompt(task: str, criteria: str | None, first: str, second: str) ->
 
 
 def parse_winner(reply: str) -> str:
-    """'1', '2' or 'tie' from a pairwise reply; JudgeParseError when there is none."""
-    for obj in _json_objects(reply):
+    """'1', '2' or 'tie' from a pairwise reply (its last such object); JudgeParseError when there is none."""
+    for obj in reversed(_json_objects(reply)):
         winner = str(obj.get("winner", "")).strip().lower().removeprefix("answer").strip()
         if winner in {"1", "2", "tie"}:
             return winner

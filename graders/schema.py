@@ -20,9 +20,9 @@ class Assertion(Frozen):
     flags: str | None = None
     json_schema: dict[str, Any] | None = Field(default=None, alias="schema")
     reference: str | None = None
-    threshold: float | None = None
+    threshold: float | None = Field(default=None, allow_inf_nan=False)
     fn: str | None = None
-    weight: float = 1.0
+    weight: float = Field(default=1.0, allow_inf_nan=False)
     negate: bool = Field(default=False, alias="not")
     timeout_s: float | None = None
 

@@ -46,3 +46,21 @@ def check_schema(schema: Any) -> None:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise InputError(f"invalid JSON schema: {exc.message}") from exc
+    for ref in refs(schema):
+        # grading must never fetch anything: only pointers into the schema itself
+        if not isinstance(ref, str) or not ref.startswith("#"):
+            raise InputError(f"$ref {ref!r}: only local references (#/...) are allowed")
+
+
+def refs(node: Any) -> list[Any]:
+    """Every $ref value in a schema, at any depth."""
+    stack, found = [node], []
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if "$ref" in item:
+                found.append(item["$ref"])
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found

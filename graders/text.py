@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+import regex as regex_engine
 
 from executors.errors import InputError
 from graders.schema import Assertion, Observation
@@ -10,10 +10,19 @@ from graders.schema import Assertion, Observation
 Outcome = tuple[bool, str]
 
 # JavaScript regex flags (the seed's format) mapped to Python; g, u and y change nothing for a test.
-REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "g": 0, "u": 0, "y": 0}
+REGEX_FLAGS = {
+    "i": regex_engine.IGNORECASE,
+    "m": regex_engine.MULTILINE,
+    "s": regex_engine.DOTALL,
+    "g": 0,
+    "u": 0,
+    "y": 0,
+}
+#: A pattern such as ^(a+)+$ backtracks for ever on 200 characters: every match has this budget.
+REGEX_TIMEOUT_S = 1.0
 
 
-def compile_regex(pattern: str, flags: str | None) -> re.Pattern[str]:
+def compile_regex(pattern: str, flags: str | None) -> regex_engine.Pattern[str]:
     """Compile with the seed's default flags "i"; raises ValueError naming a bad flag or pattern."""
     value = 0
     for flag in "i" if flags is None else flags:
@@ -21,8 +30,8 @@ def compile_regex(pattern: str, flags: str | None) -> re.Pattern[str]:
             raise InputError(f"unknown regex flag {flag!r} (use i, m, s)")
         value |= REGEX_FLAGS[flag]
     try:
-        return re.compile(pattern, value)
-    except re.error as exc:
+        return regex_engine.compile(pattern, value | regex_engine.VERSION0)
+    except regex_engine.error as exc:
         raise InputError(f"bad regex {pattern!r}: {exc}") from exc
 
 
@@ -41,7 +50,10 @@ def not_contains(a: Assertion, obs: Observation) -> Outcome:
 
 
 def regex(a: Assertion, obs: Observation) -> Outcome:
-    ok = compile_regex(str(a.pattern), a.flags).search(obs.output) is not None
+    try:
+        ok = compile_regex(str(a.pattern), a.flags).search(obs.output, timeout=REGEX_TIMEOUT_S) is not None
+    except TimeoutError:
+        return False, f"/{a.pattern}/ timed out after {REGEX_TIMEOUT_S:g}s (catastrophic backtracking)"
     return ok, "" if ok else f"no match for /{a.pattern}/{a.flags if a.flags is not None else 'i'}"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 from pathlib import Path
@@ -35,5 +36,17 @@ def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
         raise
 
 
+def finite(data: Any) -> Any:
+    """NaN and infinity become null: the files are strict JSON, which other tools can read."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {k: finite(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [finite(v) for v in data]
+    return data
+
+
 def atomic_write_json(path: Path, data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    text = json.dumps(finite(data), indent=2, ensure_ascii=False, default=str, allow_nan=False)
+    atomic_write_text(path, text + "\n")
