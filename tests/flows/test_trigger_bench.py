@@ -133,3 +133,34 @@ def test_the_report_server_shows_a_trigger_run(tmp_path: Path, monkeypatch: pyte
     ):
         assert text in page.text, text
     assert "fired: greeting-files" in page.text and "fired: nothing" in page.text
+
+
+def test_generate_drafts_a_reviewable_queries_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from graders.queries import load_queries
+
+    root = project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."})
+    monkeypatch.chdir(root)
+    drafted = [
+        {"id": "q01", "query": "Write a greeting file for my team", "expect": NAME, "tags": ["direct"]},
+        {"id": "q02", "query": "Say hello to Ana in a text file", "expect": NAME, "tags": ["paraphrase"]},
+        {"id": "q03", "query": "What does the word greeting mean?", "expect": "none", "tags": ["near-miss"]},
+        {"id": "q04", "query": "Sort this list: 3 1 2", "expect": "none", "tags": ["unrelated"]},
+    ]
+    replies = iter(["not json at all", "```json\n" + json.dumps(drafted) + "\n```"])  # one bad draft, retried
+    with FakeProvider(lambda system, prompt: next(replies)) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        skill = str(root / "skills" / "v1" / NAME)
+        assert (
+            main(["skill", "triggers", "generate", "--skill", skill, "--out", "drafted.yaml", "--count", "4"])
+            == 0
+        )
+        assert "skill under test" in server.calls[0].prompt and len(server.calls) == 2
+        assert (
+            main(["skill", "triggers", "generate", "--skill", skill, "--out", "drafted.yaml"]) == 2
+        )  # no overwrite
+    queries = load_queries(root / "drafted.yaml").queries
+    assert [q.id for q in queries] == ["q01", "q02", "q03", "q04"] and queries[2].expect is None
+    assert "exists" in capsys.readouterr().err

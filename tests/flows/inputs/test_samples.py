@@ -62,7 +62,7 @@ def test_yaml_syntax_error_names_line(tmp_path: Path) -> None:
         ),
         (
             [{"sample_id": "s1", "prompt": "p", "assertions": [{"type": "regex", "pattern": "(unclosed"}]}],
-            "sample s1: assertions[0]: bad regex '(unclosed': missing ), unterminated subpattern at position 0",
+            "sample s1: assertions[0]: bad regex '(unclosed': missing ) at position 9",
         ),
         (
             [
