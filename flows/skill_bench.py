@@ -26,7 +26,7 @@ from flows.engine.sessions import contamination, init_event, write_outputs
 from flows.inputs.plan import JudgeJob, Target
 from flows.inputs.sessions import Session, isolation_root, plan_sessions
 from flows.inputs.skill_config import Skill, SkillBenchConfig, load_tasks
-from flows.report.agentic import REPORT_ARMS, Graded, build_skill_report
+from flows.report.agentic import REPORT_ARMS, AgenticRun, Graded, build_skill_report
 from flows.report.markdown import report_markdown
 from graders.behavior import analyze
 from graders.checks import sandbox_files
@@ -197,7 +197,9 @@ async def skill_bench(
         await close_all()
     graded = grade_sessions(plans, outcomes, checks, grades)
     records = [session_record(g, config) for g in graded if not g.contaminated]
-    report = build_skill_report(config, skill, tasks, suite_hash, results, started, graded, records)
+    report = build_skill_report(
+        AgenticRun(config, skill, tasks, suite_hash, results, started), graded, records
+    )
     report_path = results / "report.json"
     atomic_write_json(report_path, report.dump())
     atomic_write_text(results / "report.md", report_markdown(report))

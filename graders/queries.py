@@ -14,9 +14,7 @@ description A/B needs to detect overfitting; its :meth:`Split.record` goes into 
 
 from __future__ import annotations
 
-import difflib
 import hashlib
-import json
 import random
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -28,6 +26,7 @@ from pydantic import Field, ValidationError
 
 from executors.errors import InputError
 from executors.schema import Frozen
+from graders.loading import closest, parse_data
 
 NONE = "none"  # the spelling of "no skill should fire" in the file and in reports
 FIELDS = ("id", "query", "text", "expect", "tags")
@@ -67,31 +66,11 @@ class QuerySet(Frozen):
         return {q.id: q for q in self.queries}
 
 
-def _closest(name: str, options: Iterable[str]) -> str:
-    match = difflib.get_close_matches(name, list(options), n=1, cutoff=0.6)
-    return f" (did you mean {match[0]!r}?)" if match else ""
-
-
-def _parse(path: Path, raw: bytes) -> Any:
-    text = raw.decode("utf-8")
-    try:
-        if path.suffix.lower() == ".json":
-            return json.loads(text)
-        return yaml.safe_load(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f"line {mark.line + 1}: " if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(f"{path}: {line}invalid YAML: {problem}") from None
-
-
 def _one_query(raw: dict[str, Any], prefix: str) -> tuple[Query | None, list[str]]:
     problems = []
     for key in raw:
         if str(key) not in FIELDS:
-            problems.append(f"{prefix}: {key}: unknown field{_closest(str(key), FIELDS)}")
+            problems.append(f"{prefix}: {key}: unknown field{closest(str(key), FIELDS)}")
     if "query" in raw and "text" in raw:
         problems.append(f"{prefix}: text: give either query or text, not both")
     text = raw.get("query", raw.get("text"))
@@ -180,11 +159,9 @@ def load_queries(path: str | Path) -> QuerySet:
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        data = _parse(path, raw)
+        data = parse_data(path, raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise InputError(f"{path}: cannot read: not UTF-8 text") from None
-    except RecursionError:
-        raise InputError(f"{path}: nested too deeply to be a queries file") from None
     queries = parse_queries(data, str(path))
     return QuerySet(path=str(path), sha256=hashlib.sha256(raw).hexdigest(), queries=queries)
 
@@ -196,7 +173,7 @@ def check_expectations(queries: Sequence[Query], installed: Iterable[str], sourc
     if NONE in names:
         raise InputError(f"{source}: skill {NONE!r}: the name means 'no skill should fire'; rename the skill")
     problems = [
-        f"{source}: query {q.id}: expect: no installed skill {q.expect!r}{_closest(q.expect, names)} "
+        f"{source}: query {q.id}: expect: no installed skill {q.expect!r}{closest(q.expect, names)} "
         f"(installed: {listing}; {NONE!r} means no skill should fire)"
         for q in queries
         if q.expect is not None and q.expect not in names

@@ -76,12 +76,12 @@ class Record(Frozen):
 class Scale(Frozen):
     """The score scale of a mode: 1-5 composite in sample mode, 0-100 weighted total in agentic mode."""
 
-    name: str
-    minimum: float
-    maximum: float
-    pass_threshold: float
-    margin: float
-    min_effect: float
+    name: str = Field(description="the scale's name")
+    minimum: float = Field(description="lowest score (in sample mode an errored execution scores this)")
+    maximum: float = Field(description="highest score")
+    pass_threshold: float = Field(description="a run passes at or above this")
+    margin: float = Field(description="default practical margin of the verdict")
+    min_effect: float = Field(description="default effect to detect")
     errors_score_minimum: bool = Field(
         default=True,
         description="an errored execution scores the minimum (sample mode: failures are data); False: "

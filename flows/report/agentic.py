@@ -137,16 +137,27 @@ def behavior_summary(graded: list[Graded]) -> dict[str, dict[str, float]]:
     return out
 
 
-def agentic_meta(
-    config: SkillBenchConfig,
-    skill: Skill,
-    tasks: list[AgentTask],
-    suite_hash: str,
-    results: Path,
-    started: dt.datetime,
-    graded: list[Graded],
-    records: list[Record],
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class AgenticRun:
+    """What an agentic run was: its config, skill, fixed suite, results tree and start."""
+
+    config: SkillBenchConfig
+    skill: Skill
+    tasks: list[AgentTask]
+    suite_hash: str
+    results: Path
+    started: dt.datetime
+
+
+def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -> dict[str, Any]:
+    config, skill, tasks, suite_hash, results, started = (
+        run.config,
+        run.skill,
+        run.tasks,
+        run.suite_hash,
+        run.results,
+        run.started,
+    )
     return {
         "skill": skill.name,
         "skillPath": str(skill.path),
@@ -175,16 +186,8 @@ def agentic_meta(
     }
 
 
-def build_skill_report(
-    config: SkillBenchConfig,
-    skill: Skill,
-    tasks: list[AgentTask],
-    suite_hash: str,
-    results: Path,
-    started: dt.datetime,
-    graded: list[Graded],
-    records: list[Record],
-) -> Report:
+def build_skill_report(run: AgenticRun, graded: list[Graded], records: list[Record]) -> Report:
+    config, skill, tasks, started = run.config, run.skill, run.tasks, run.started
     agg = (
         aggregate(
             records,
@@ -205,7 +208,7 @@ def build_skill_report(
     return assemble(
         "agentic",
         f"{started.strftime('%Y-%m-%dT%H-%M-%S')}-skill-{skill.name}",
-        agentic_meta(config, skill, tasks, suite_hash, results, started, graded, records),
+        agentic_meta(run, graded, records),
         AGENTIC_SCALE,
         agg,
         case_results,

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tasks.schema import Arm, VerdictLabel
+from tasks.schema import Arm, Scale, VerdictLabel
 from tasks.trigger_stats import TriggerSummary, VariantComparison
 
 REPORT_VERSION = 2
@@ -243,25 +243,6 @@ class Analysis(Model):
     """findings of the auto-analysis"""
     suggestions: list[str] = Field(default_factory=list)
     """what to change in the suite"""
-
-
-class Scale(Model):
-    """The score scale of the mode."""
-
-    name: str
-    """the scale's name"""
-    minimum: float
-    """lowest score (an errored execution scores this)"""
-    maximum: float
-    """highest score"""
-    pass_threshold: float
-    """a run passes at or above this"""
-    margin: float
-    """default practical margin of the verdict"""
-    min_effect: float
-    """default effect to detect"""
-    errors_score_minimum: bool = True
-    """an errored execution scores the minimum (sample mode); else it is excluded and counted"""
 
 
 class JudgePair(Model):
