@@ -276,6 +276,13 @@ def _error_capped(v: VerdictInputs, clearly_worse: bool, ci_text: str) -> dict[s
     }
 
 
+def _mde(c: dict[str, Any], sd: float, n: int) -> float | None:
+    """The smallest effect detectable at alpha 0.05 and power 0.8 (from the cluster-robust SE when used)."""
+    if c["se_method"] != "classical" and c["se"]:
+        return t_quantiles(c["df"]) * c["se"] if c["df"] and c["df"] > 0 else None
+    return minimum_detectable_effect(sd, n) if c["df"] else None
+
+
 def _verdict(v: VerdictInputs) -> dict[str, Any]:
     c = v.comparison
     n, mean = c["n"], c["mean"]
@@ -293,10 +300,7 @@ def _verdict(v: VerdictInputs) -> dict[str, Any]:
             "label": VerdictLabel.INSUFFICIENT_DATA,
             "reason": f"{n} paired case(s): at least 2 cases with results in both variants are needed.",
         }
-    mde = minimum_detectable_effect(sd, n) if c["df"] else None
-    if c["se_method"] != "classical" and c["se"]:
-        mde = t_quantiles(c["df"]) * c["se"] if c["df"] and c["df"] > 0 else None
-    out["mde"] = mde
+    out["mde"] = mde = _mde(c, sd, n)
     out["cases_needed"] = cases_needed(sd, v.min_effect)
     degenerate = sd == 0
     p = v.p_value if not degenerate else c["p_sign"]

@@ -491,28 +491,8 @@ def compare_variants(
             recall=_compare_metric("recall", pa, pb, skills, skill, **kwargs),
             false_fire=_compare_metric("false_fire", pa, pb, skills, skill, **kwargs),
         )
-    warnings: list[str] = []
-    overfit = False
-    if "train" in parts:
-        if "holdout" not in parts:
-            warnings.append("no holdout queries: overfitting to the queries cannot be checked")
-        else:
-            for metric in ("recall", "false_fire"):
-                train: MetricComparison = getattr(parts["train"], metric)
-                hold: MetricComparison = getattr(parts["holdout"], metric)
-                gain_train = _improvement(train)
-                gain_hold = _improvement(hold)
-                if (
-                    gain_train is not None
-                    and gain_train > margin
-                    and (gain_hold is None or gain_hold <= margin)
-                ):
-                    overfit = True
-                    shown = "no data" if gain_hold is None else f"{gain_hold:+.3f}"
-                    warnings.append(
-                        f"overfit: {metric} improves by {gain_train:+.3f} on train but {shown} on holdout "
-                        f"(margin {margin:g}); the new description may fit the training queries only"
-                    )
+    warnings = _overfit_warnings(parts, margin)
+    overfit = any(w.startswith("overfit") for w in warnings)
     return VariantComparison(
         control=control,
         treatment=treatment,
@@ -524,6 +504,26 @@ def compare_variants(
         warnings=tuple(warnings),
         seed=seed,
     )
+
+
+def _overfit_warnings(parts: dict[str, PartComparison], margin: float) -> list[str]:
+    """A metric that gains more than the margin on train but not on holdout: the description was
+    tuned to the queries it was tuned on."""
+    if "train" not in parts:
+        return []
+    if "holdout" not in parts:
+        return ["no holdout queries: overfitting to the queries cannot be checked"]
+    warnings = []
+    for metric in ("recall", "false_fire"):
+        gain_train = _improvement(getattr(parts["train"], metric))
+        gain_hold = _improvement(getattr(parts["holdout"], metric))
+        if gain_train is not None and gain_train > margin and (gain_hold is None or gain_hold <= margin):
+            shown = "no data" if gain_hold is None else f"{gain_hold:+.3f}"
+            warnings.append(
+                f"overfit: {metric} improves by {gain_train:+.3f} on train but {shown} on holdout "
+                f"(margin {margin:g}); the new description may fit the training queries only"
+            )
+    return warnings
 
 
 def _improvement(m: MetricComparison) -> float | None:

@@ -96,6 +96,51 @@ def port_number(value: str) -> int:
     return port
 
 
+def add_trigger_commands(skill_sub: Any) -> None:
+    triggers = skill_sub.add_parser("triggers", help="trigger mode: does the skill fire when it should?")
+    trig_sub = triggers.add_subparsers(dest="triggers_command", required=True, parser_class=Parser)
+    trun = trig_sub.add_parser(
+        "run", help="run every query with the skill(s) listed, never forced; rates with intervals"
+    )
+    add_model_flags(trun, TriggerOptions, {"": tuple(TriggerOptions.model_fields)})
+    trun.add_argument("--quiet", action="store_true", help="no progress bar")
+    trun.set_defaults(handler=cmd_triggers_run)
+    tgen = trig_sub.add_parser(
+        "generate", help="draft a balanced queries file with an LLM, for you to review"
+    )
+    tgen.add_argument("--skill", required=True, help="the skill (name or folder)")
+    tgen.add_argument("--out", required=True, help="the queries file to write (must not exist)")
+    tgen.add_argument("--count", type=int, default=20, help="queries to draft (default: 20)")
+    tgen.add_argument(
+        "--executor", default="anthropic", help="executor of the drafting model (default: anthropic)"
+    )
+    tgen.add_argument("--model", default=None, help="drafting model (default: the executor's default)")
+    tgen.set_defaults(handler=cmd_triggers_generate)
+
+
+def add_report_commands(sub: Any) -> None:
+    hist = sub.add_parser("history", help="the trend of a named suite over its runs")
+    hist.add_argument("--suite", required=True)
+    hist.add_argument("--reports-dir", default=None, help="reports folder (default: ~/.skillab/reports)")
+    hist.set_defaults(handler=cmd_history)
+    report = sub.add_parser(
+        "report", help="serve the reports in the browser (127.0.0.1), or export one as HTML"
+    )
+    report.add_argument(
+        "--port",
+        type=port_number,
+        default=int(os.environ.get("SKILLAB_REPORT_PORT") or 7799),
+        help="port (default: $SKILLAB_REPORT_PORT or 7799)",
+    )
+    report.add_argument(
+        "--host", default="127.0.0.1", help="bind address (default: 127.0.0.1, this machine only)"
+    )
+    report.add_argument("--reports-dir", default=None, help="reports folder (default: ~/.skillab/reports)")
+    report.add_argument("--export", metavar="FILE.html", help="write one self-contained HTML file and exit")
+    report.add_argument("--run", metavar="ID", help="with --export: which run (default: the newest)")
+    report.set_defaults(handler=cmd_report)
+
+
 def build_parser() -> Parser:
     parser = Parser(
         prog="skillab",
@@ -131,45 +176,8 @@ def build_parser() -> Parser:
     )
     gen.add_argument("--model", default=None, help="writing model (default: the judge model)")
     gen.set_defaults(handler=cmd_skill_generate)
-    triggers = skill_sub.add_parser("triggers", help="trigger mode: does the skill fire when it should?")
-    trig_sub = triggers.add_subparsers(dest="triggers_command", required=True, parser_class=Parser)
-    trun = trig_sub.add_parser(
-        "run", help="run every query with the skill(s) listed, never forced; rates with intervals"
-    )
-    add_model_flags(trun, TriggerOptions, {"": tuple(TriggerOptions.model_fields)})
-    trun.add_argument("--quiet", action="store_true", help="no progress bar")
-    trun.set_defaults(handler=cmd_triggers_run)
-    tgen = trig_sub.add_parser(
-        "generate", help="draft a balanced queries file with an LLM, for you to review"
-    )
-    tgen.add_argument("--skill", required=True, help="the skill (name or folder)")
-    tgen.add_argument("--out", required=True, help="the queries file to write (must not exist)")
-    tgen.add_argument("--count", type=int, default=20, help="queries to draft (default: 20)")
-    tgen.add_argument(
-        "--executor", default="anthropic", help="executor of the drafting model (default: anthropic)"
-    )
-    tgen.add_argument("--model", default=None, help="drafting model (default: the executor's default)")
-    tgen.set_defaults(handler=cmd_triggers_generate)
-    hist = sub.add_parser("history", help="the trend of a named suite over its runs")
-    hist.add_argument("--suite", required=True)
-    hist.add_argument("--reports-dir", default=None, help="reports folder (default: ~/.skillab/reports)")
-    hist.set_defaults(handler=cmd_history)
-    report = sub.add_parser(
-        "report", help="serve the reports in the browser (127.0.0.1), or export one as HTML"
-    )
-    report.add_argument(
-        "--port",
-        type=port_number,
-        default=int(os.environ.get("SKILLAB_REPORT_PORT") or 7799),
-        help="port (default: $SKILLAB_REPORT_PORT or 7799)",
-    )
-    report.add_argument(
-        "--host", default="127.0.0.1", help="bind address (default: 127.0.0.1, this machine only)"
-    )
-    report.add_argument("--reports-dir", default=None, help="reports folder (default: ~/.skillab/reports)")
-    report.add_argument("--export", metavar="FILE.html", help="write one self-contained HTML file and exit")
-    report.add_argument("--run", metavar="ID", help="with --export: which run (default: the newest)")
-    report.set_defaults(handler=cmd_report)
+    add_trigger_commands(skill_sub)
+    add_report_commands(sub)
     init = sub.add_parser("init", help="scaffold a working example project")
     init.add_argument("dir", nargs="?", default=".", help="where (default: here)")
     init.set_defaults(handler=cmd_init)

@@ -108,34 +108,11 @@ def make_target(
     return Target(ex, model, endpoint)
 
 
-def prepare(options: BenchOptions, cwd: Path) -> Prepared:
-    samples_path = find_samples(options.samples and str(cwd / options.samples), cwd)
-    samples = load_samples(samples_path)
-    variants = load_variants(cwd / options.skill_dir, options.variants)
-    names = [v.name for v in variants]
-    control = options.control or (BASELINE if BASELINE in names else names[0])
-    if control not in names:
-        raise InputError(f"--control: {control!r} is not among the variants {','.join(names)}")
-    if options.prices and not (cwd / options.prices).is_file():
-        raise InputError(f"--prices: file not found: {options.prices}")
-    writable_folder(prepared_output_dir(options), "--output-dir")
-    if options.cache:
-        writable_folder(prepared_cache_dir(options), "--cache-dir")
-    for flag, ci_file in (("--junit", options.junit), ("--github-summary", options.github_summary)):
-        if ci_file:
-            writable_file(cwd / ci_file, flag)
-    if options.shards > 1 and not options.cache:
-        raise InputError(
-            "--shards: needs the cache (shards hand their results over through it); drop --no-cache"
-        )
+def judge_targets(
+    options: BenchOptions, samples: list[Sample], target: Target, executor: str
+) -> tuple[list[Target], list[str]]:
+    """The judges the samples need (none with --no-judge), and what the user should know of them."""
     notices: list[str] = []
-    executor = options.executor or "local"
-    target = make_target(executor, options.model, options, "--executor", options.base_url)
-    if options.executor is None:
-        notices.append(
-            f"No executor configured: using the embedded model {target.model} ({weights_origin(target.model)}). "
-            "Pass --executor openai|anthropic|gemini and --model to test a real model."
-        )
     judges: list[Target] = []
     needs_judge = any(s.judged or any(registry.is_judged(a) for a in s.assertions) for s in samples)
     if options.judge and needs_judge:
@@ -172,4 +149,37 @@ def prepare(options: BenchOptions, cwd: Path) -> Prepared:
                     f"Warning: the judge {j.model} is from the same vendor as the model under test "
                     f"({vendor_of(j.executor.name, j.model)}): judges tend to favour their own family."
                 )
+    return judges, notices
+
+
+def prepare(options: BenchOptions, cwd: Path) -> Prepared:
+    samples_path = find_samples(options.samples and str(cwd / options.samples), cwd)
+    samples = load_samples(samples_path)
+    variants = load_variants(cwd / options.skill_dir, options.variants)
+    names = [v.name for v in variants]
+    control = options.control or (BASELINE if BASELINE in names else names[0])
+    if control not in names:
+        raise InputError(f"--control: {control!r} is not among the variants {','.join(names)}")
+    if options.prices and not (cwd / options.prices).is_file():
+        raise InputError(f"--prices: file not found: {options.prices}")
+    writable_folder(prepared_output_dir(options), "--output-dir")
+    if options.cache:
+        writable_folder(prepared_cache_dir(options), "--cache-dir")
+    for flag, ci_file in (("--junit", options.junit), ("--github-summary", options.github_summary)):
+        if ci_file:
+            writable_file(cwd / ci_file, flag)
+    if options.shards > 1 and not options.cache:
+        raise InputError(
+            "--shards: needs the cache (shards hand their results over through it); drop --no-cache"
+        )
+    notices: list[str] = []
+    executor = options.executor or "local"
+    target = make_target(executor, options.model, options, "--executor", options.base_url)
+    if options.executor is None:
+        notices.append(
+            f"No executor configured: using the embedded model {target.model} ({weights_origin(target.model)}). "
+            "Pass --executor openai|anthropic|gemini and --model to test a real model."
+        )
+    judges, judge_notices = judge_targets(options, samples, target, executor)
+    notices += judge_notices
     return Prepared(options, samples_path, samples, variants, control, target, judges, notices)

@@ -64,6 +64,42 @@ ASSERTION_FIELDS = [*Assertion.model_fields, "schema", "not"]
 SAMPLE_FIELDS = [f for f in Sample.model_fields if f != "source_dir"]
 
 
+def raw_problems(raw: dict[str, Any], prefix: str) -> list[str]:
+    """What is wrong with a sample before it can be validated as one (the id, the assertions' shape)."""
+    sample_id = raw.get("sample_id")
+    # bool is an int in Python: `sample_id: true` must not become the case "True"
+    if sample_id is not None and (isinstance(sample_id, bool) or not isinstance(sample_id, str | int)):
+        return [f"{prefix}: sample_id: must be a string"]
+    if isinstance(sample_id, str) and not sample_id.strip():
+        return [f"{prefix}: sample_id: must not be empty"]
+    if "source_dir" in raw:
+        return [f"{prefix}: source_dir: unknown field"]
+    problems = []
+    for i, a in enumerate(raw["assertions"] if isinstance(raw.get("assertions"), list) else []):
+        if not isinstance(a, dict):
+            problems.append(f"{prefix}: assertions[{i}]: expected an object, got {type(a).__name__}")
+        elif "type" in a and a["type"] not in registry.ASSERTIONS:
+            problems.append(f"{prefix}: assertions[{i}].type: " + _unknown_type(str(a["type"])))
+    return problems
+
+
+def assertion_problems(sample: Sample, prefix: str, source_dir: str) -> list[str]:
+    """Each assertion's parameters, checked by its type (a custom file must exist and define check)."""
+    problems = []
+    for i, assertion in enumerate(sample.assertions):
+        try:
+            registry.validate(assertion, source_dir)
+        except (OSError, RuntimeError) as exc:  # a symlink loop, an unreadable file
+            problems.append(f"{prefix}: assertions[{i}].fn: cannot read: {exc}")
+        except ValueError as exc:
+            field, _, message = str(exc).partition(": ")
+            if field in ASSERTION_FIELDS:
+                problems.append(f"{prefix}: assertions[{i}].{field}: {message}")
+            else:
+                problems.append(f"{prefix}: assertions[{i}]: {exc}")
+    return problems
+
+
 def load_samples(path: Path) -> list[Sample]:
     data = parse_data(path, read_text(path))
     if not isinstance(data, list):
@@ -80,27 +116,10 @@ def load_samples(path: Path) -> list[Sample]:
         usable = sample_id is not None and not isinstance(sample_id, bool) and str(sample_id).strip()
         case = str(sample_id) if usable else f"#{index + 1}"
         prefix = where(path, case)
-        # bool is an int in Python: `sample_id: true` must not become the case "True"
-        if sample_id is not None and (isinstance(sample_id, bool) or not isinstance(sample_id, str | int)):
-            problems.append(f"{prefix}: sample_id: must be a string")
+        shape = raw_problems(raw, prefix)
+        if shape:
+            problems += shape
             continue
-        if isinstance(sample_id, str) and not sample_id.strip():
-            problems.append(f"{prefix}: sample_id: must not be empty")
-            continue
-        if "source_dir" in raw:
-            problems.append(f"{prefix}: source_dir: unknown field")
-            continue
-        if isinstance(raw.get("assertions"), list):
-            bad = False
-            for i, a in enumerate(raw["assertions"]):
-                if not isinstance(a, dict):
-                    problems.append(f"{prefix}: assertions[{i}]: expected an object, got {type(a).__name__}")
-                    bad = True
-                elif "type" in a and a["type"] not in registry.ASSERTIONS:
-                    problems.append(f"{prefix}: assertions[{i}].type: " + _unknown_type(str(a["type"])))
-                    bad = True
-            if bad:
-                continue
         try:
             fields = {**raw, "source_dir": source_dir}
             if sample_id is not None:
@@ -114,17 +133,7 @@ def load_samples(path: Path) -> list[Sample]:
         if sample.sample_id in seen:
             problems.append(f"{prefix}: sample_id: duplicate of sample #{seen[sample.sample_id] + 1}")
         seen.setdefault(sample.sample_id, index)
-        for i, assertion in enumerate(sample.assertions):
-            try:
-                registry.validate(assertion, source_dir)
-            except (OSError, RuntimeError) as exc:  # a symlink loop, an unreadable file
-                problems.append(f"{prefix}: assertions[{i}].fn: cannot read: {exc}")
-            except ValueError as exc:
-                field, _, message = str(exc).partition(": ")
-                if field in ASSERTION_FIELDS:
-                    problems.append(f"{prefix}: assertions[{i}].{field}: {message}")
-                else:
-                    problems.append(f"{prefix}: assertions[{i}]: {exc}")
+        problems += assertion_problems(sample, prefix, source_dir)
         samples.append(sample)
     if problems:
         raise InputError(problems)
