@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+log = logging.getLogger("skillab.executors")
 
 
 class Frozen(BaseModel):
@@ -27,12 +30,39 @@ class RunRequest(Frozen):
 
 
 class Usage(Frozen):
+    """Token counts of one call, with one meaning for every provider.
+
+    The prompt is split by how it is billed, so the three prompt fields add up to the whole prompt:
+    ``input_tokens`` is the *uncached* part (full input price), ``cache_write_tokens`` the part written
+    to the provider's prompt cache (Anthropic bills it above the input price), ``cache_read_tokens``
+    the part served from the cache (a fraction of the input price). Providers that count cached
+    tokens inside the prompt total (OpenAI, Gemini, Codex) are converted at the boundary.
+    A server reporting a negative count gets zero and a warning: a count cannot be negative.
+    """
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _not_negative(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is None:
+            return 0
+        if isinstance(value, int | float) and value < 0:
+            log.warning("the server reported %s = %s; counted as 0", info.field_name, value)
+            return 0
+        return value
+
+    @property
+    def prompt_tokens(self) -> int:
+        """The whole prompt, cached or not."""
+        return self.input_tokens + self.cache_write_tokens + self.cache_read_tokens
 
     @property
     def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
+        return self.prompt_tokens + self.output_tokens
 
 
 class RunResult(Frozen):
@@ -48,6 +78,17 @@ class RunResult(Frozen):
     error_kind: str | None = Field(default=None, description="transient | permanent | timeout | budget")
     attempts: int = 1
     cached: bool = False
+    price_multiplier: float = Field(
+        default=1.0, description="what the provider charges of the list price: 0.5 for a batch API result"
+    )
+
+    @field_validator("cost_usd", mode="before")
+    @classmethod
+    def _cost_not_negative(cls, value: Any) -> Any:
+        if isinstance(value, int | float) and value < 0:
+            log.warning("the server reported a cost of %s USD; counted as 0", value)
+            return 0.0
+        return value
 
 
 class AgentRequest(Frozen):
