@@ -191,9 +191,7 @@ class AgentExecutor(Executor):
             ok=True,
             output=session.final_text,
             usage=usage,
-            cost_usd=float(cost)
-            if cost is not None
-            else self.prices.cost(request.model, usage.input_tokens, usage.output_tokens),
+            cost_usd=float(cost) if cost is not None else self.prices.cost_of(request.model, usage),
             latency_ms=session.duration_ms,
             model=str(session.meta.get("model") or request.model),
         )
@@ -218,7 +216,27 @@ def kill_group(pid: int) -> None:
 
 
 def usage_of(meta: dict[str, Any]) -> Usage:
+    """A session's token counts with the API executors' meaning (``input_tokens`` uncached).
+
+    Two conventions arrive: Claude Code's (Anthropic's: ``input_tokens`` excludes
+    ``cache_creation_input_tokens`` and ``cache_read_input_tokens``) and the OpenAI-style one of the
+    Codex and Gemini CLI parsers (``cached_input_tokens`` and ``cache_write_input_tokens`` are part
+    of ``input_tokens``, so they are taken out of it)."""
     usage = meta.get("usage") or {}
+
+    def count(key: str) -> int:
+        return int(usage.get(key) or 0)
+
+    written = count("cache_creation_input_tokens")
+    read = count("cache_read_input_tokens")
+    uncached = count("input_tokens")
+    subset_read, subset_written = count("cached_input_tokens"), count("cache_write_input_tokens")
+    if subset_read or subset_written:
+        uncached = max(0, uncached - subset_read - subset_written)
+        read, written = read + subset_read, written + subset_written
     return Usage(
-        input_tokens=int(usage.get("input_tokens") or 0), output_tokens=int(usage.get("output_tokens") or 0)
+        input_tokens=uncached,
+        output_tokens=count("output_tokens"),
+        cache_write_tokens=written,
+        cache_read_tokens=read,
     )

@@ -11,15 +11,38 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import httpx
 
 from executors.errors import PermanentError, TransientError, error_for_status
-from executors.pricing import PriceTable
-from executors.schema import RunRequest, RunResult
+from executors.pricing import CACHE_RATIOS, NO_DISCOUNT, PriceTable
+from executors.schema import RunRequest, RunResult, Usage
 
 POOL_SIZE = 8  # connections per httpx client (see HttpExecutor._client)
+#: Characters per token when deciding whether a system prompt is long enough to cache. About right
+#: for English prose; code runs nearer 3, so a code-heavy artifact just above a provider's minimum
+#: may go unmarked: a missed saving, never an extra cost (a marker below the minimum is ignored).
+CACHE_CHARS_PER_TOKEN = 4
+WARM_UP_PROMPT = "Reply with OK."
+
+
+def estimated_tokens(text: str) -> int:
+    return len(text) // CACHE_CHARS_PER_TOKEN
+
+
+def min_tokens_for(model: str, table: dict[str, int | None], default: int | None) -> int | None:
+    """The longest-prefix entry of a per-model table of minimum cacheable prompt lengths."""
+    best = max((p for p in table if model.startswith(p)), key=len, default=None)
+    return default if best is None else table[best]
+
+
+class Parsed(NamedTuple):
+    """What a provider's response body says: text, token counts, and the model that answered."""
+
+    text: str
+    usage: Usage
+    model: str | None
 
 
 @dataclass(frozen=True)
@@ -30,6 +53,9 @@ class ExecutorSettings:
     timeout_s: float = 120.0
     prices_file: str | None = None
     max_connections: int = 256
+    #: Mark the artifact (system prompt) for the provider's prompt cache where that takes a marker
+    #: (Anthropic). Off: no marker, and no warm-up call.
+    prompt_cache: bool = True
 
 
 class Executor(ABC):
@@ -44,10 +70,11 @@ class Executor(ABC):
 
     def __init__(self, settings: ExecutorSettings | None = None) -> None:
         self.settings = settings or ExecutorSettings()
+        ratios = CACHE_RATIOS.get(self.name, NO_DISCOUNT)
         self.prices = (
-            PriceTable.from_file(Path(self.settings.prices_file))
+            PriceTable.from_file(Path(self.settings.prices_file), ratios=ratios)
             if self.settings.prices_file
-            else PriceTable()
+            else PriceTable(ratios=ratios)
         )
 
     def problem(self) -> str | None:
@@ -59,6 +86,33 @@ class Executor(ABC):
 
     @abstractmethod
     async def run(self, request: RunRequest) -> RunResult: ...
+
+    def cache_min_tokens(self, model: str) -> int | None:
+        """The provider's minimum cacheable prompt prefix for ``model``; None: no prompt caching."""
+        return None
+
+    def caches(self, request: RunRequest) -> bool:
+        """True when the request's system prompt is long enough for the provider to cache it."""
+        minimum = self.cache_min_tokens(request.model)
+        return (
+            self.settings.prompt_cache
+            and minimum is not None
+            and bool(request.system)
+            and estimated_tokens(request.system or "") >= minimum
+        )
+
+    def warm_up_request(self, request: RunRequest) -> RunRequest | None:
+        """A one-token call that puts ``request``'s system prompt in the provider's cache, or None
+        when caching cannot apply (no system prompt, too short, a provider without a cache).
+
+        Concurrent calls that start before the first one has written the cache all miss it (and on
+        Anthropic each pays the cache-write premium), so the flow runs this once per variant, waits
+        for it, then fans out: every call after it reads the artifact at the cache-read price.
+        Everything that can be part of the cached prefix (model, system, parameters, schema) is
+        kept; only the prompt and the output cap change."""
+        if not self.caches(request):
+            return None
+        return request.model_copy(update={"prompt": WARM_UP_PROMPT, "max_tokens": 1})
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         pass
@@ -112,9 +166,14 @@ class HttpExecutor(Executor):
             self._clients[(loop_id, index)] = client
         return client
 
-    async def post_json(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+    def headers(self) -> dict[str, str]:
+        """Authentication and version headers every request to this provider carries."""
+        return {}
+
+    async def send(self, method: str, url: str, headers: dict[str, str], **kwargs: Any) -> httpx.Response:
+        """One HTTP exchange with every failure mapped onto the error tree; a 2xx response."""
         try:
-            response = await self._client().post(url, json=body, headers=headers)
+            response = await self._client().request(method, url, headers=headers, **kwargs)
         except httpx.TimeoutException as exc:
             raise TransientError(
                 f"timeout after {self.settings.timeout_s:g}s ({type(exc).__name__})", timeout=True
@@ -125,6 +184,10 @@ class HttpExecutor(Executor):
             raise error_for_status(
                 response.status_code, _error_message(response), response.headers.get("retry-after")
             )
+        return response
+
+    async def post_json(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+        response = await self.send("POST", url, headers, json=body)
         try:
             data = response.json()
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -136,20 +199,26 @@ class HttpExecutor(Executor):
     async def run(self, request: RunRequest) -> RunResult:
         started = time.perf_counter()
         data = await self.post_json(*self.build(request))
+        return self.result_from(data, request.model, latency_ms=(time.perf_counter() - started) * 1000)
+
+    def result_from(
+        self, data: dict[str, Any], model: str, *, latency_ms: float, multiplier: float = 1.0
+    ) -> RunResult:
+        """A RunResult from a response body (``model``: the id asked for, if the body names none),
+        priced at ``multiplier`` x the list price (a batch API's results: 0.5)."""
         try:
-            text, input_tokens, output_tokens, model = self.parse(data)
+            text, usage, answered_by = self.parse(data)
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise TransientError(f"malformed response body: missing {exc}") from exc
-        from executors.schema import Usage
-
-        model = model or request.model
+        model = answered_by or model
         return RunResult(
             ok=True,
             output=text,
-            usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens),
-            cost_usd=self.prices.cost(model, input_tokens, output_tokens),
-            latency_ms=(time.perf_counter() - started) * 1000,
+            usage=usage,
+            cost_usd=self.prices.cost_of(model, usage, multiplier),
+            latency_ms=latency_ms,
             model=model,
+            price_multiplier=multiplier,
         )
 
     @abstractmethod
@@ -157,8 +226,9 @@ class HttpExecutor(Executor):
         """(url, body, headers) for one request."""
 
     @abstractmethod
-    def parse(self, data: dict[str, Any]) -> tuple[str, int, int, str | None]:
-        """(text, input tokens, output tokens, model id) from a response body."""
+    def parse(self, data: dict[str, Any]) -> Parsed:
+        """Text, token counts (``Usage``: uncached input apart from cache writes and reads) and
+        the model id, from a response body."""
 
     async def aclose(self) -> None:
         for client in self._clients.values():

@@ -88,7 +88,7 @@ def parse_codex(
     final = ""
     failed: str | None = None
     completed = False
-    usage = {"input_tokens": 0, "output_tokens": 0}
+    usage = {"input_tokens": 0, "output_tokens": 0, "cached_input_tokens": 0, "cache_write_input_tokens": 0}
     invoked = forced
     for e in events:
         kind = e.get("type")
@@ -141,6 +141,9 @@ def parse_codex(
             u = e.get("usage") or {}
             usage["input_tokens"] += int(u.get("input_tokens") or 0)
             usage["output_tokens"] += int(u.get("output_tokens") or 0)
+            # Parts of input_tokens (OpenAI's convention); executors.agent.usage_of splits them out.
+            usage["cached_input_tokens"] += int(u.get("cached_input_tokens") or 0)
+            usage["cache_write_input_tokens"] += int(u.get("cache_write_input_tokens") or 0)
         elif kind == "turn.failed":
             failed = str((e.get("error") or {}).get("message") or "turn failed")
     meta["usage"] = usage

@@ -5,8 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from executors.base import HttpExecutor
-from executors.schema import RunRequest
+from executors.base import HttpExecutor, Parsed, min_tokens_for
+from executors.schema import RunRequest, Usage
+
+#: Implicit caching (no marker) by model family: 2.5 models cache prefixes from 2,048 tokens,
+#: later ones from 4,096; 2.0 models have no implicit cache. ``usageMetadata.cachedContentTokenCount``
+#: counts the cached part of ``promptTokenCount``.
+MIN_CACHEABLE_TOKENS: dict[str, int | None] = {"gemini-2.0": None, "gemini-2.5": 2048}
+DEFAULT_MIN_CACHEABLE_TOKENS = 4096
 
 
 class GeminiExecutor(HttpExecutor):
@@ -35,14 +41,22 @@ class GeminiExecutor(HttpExecutor):
         headers = {"x-goog-api-key": self.api_key} if self.api_key else {}
         return f"{self.base_url}/v1beta/models/{request.model}:generateContent", body, headers
 
-    def parse(self, data: dict[str, Any]) -> tuple[str, int, int, str | None]:
+    def cache_min_tokens(self, model: str) -> int | None:
+        return min_tokens_for(model, MIN_CACHEABLE_TOKENS, DEFAULT_MIN_CACHEABLE_TOKENS)
+
+    def parse(self, data: dict[str, Any]) -> Parsed:
         candidate = data["candidates"][0]
         parts = (candidate.get("content") or {}).get("parts") or []
         text = "".join(part.get("text", "") for part in parts if not part.get("thought"))
         usage = data.get("usageMetadata") or {}
-        return (
+        prompt = int(usage.get("promptTokenCount") or 0)
+        cached = min(max(int(usage.get("cachedContentTokenCount") or 0), 0), max(prompt, 0))
+        return Parsed(
             text,
-            int(usage.get("promptTokenCount", 0)),
-            int(usage.get("candidatesTokenCount", 0)),
+            Usage(
+                input_tokens=prompt - cached,
+                output_tokens=usage.get("candidatesTokenCount") or 0,
+                cache_read_tokens=cached,
+            ),
             data.get("modelVersion"),
         )

@@ -120,6 +120,7 @@ def parse_gemini(events: list[dict[str, Any]], skill_name: str | None = None) ->
         "usage": {
             "input_tokens": stats.get("input_tokens", 0),
             "output_tokens": stats.get("output_tokens", 0),
+            "cached_input_tokens": stats.get("cached", 0),  # part of input_tokens
         },
         "duration_ms": stats.get("duration_ms"),
         "tool_calls": stats.get("tool_calls"),

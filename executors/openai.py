@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from executors.base import HttpExecutor
-from executors.schema import RunRequest
+from executors.base import HttpExecutor, Parsed
+from executors.schema import RunRequest, Usage
+
+#: OpenAI caches prompts of 1,024 tokens and more on its own (no marker); the count of cached
+#: prompt tokens comes back in ``usage.prompt_tokens_details.cached_tokens``.
+MIN_CACHEABLE_TOKENS = 1024
 
 
 class OpenAIExecutor(HttpExecutor):
@@ -33,15 +37,27 @@ class OpenAIExecutor(HttpExecutor):
                 "type": "json_schema",
                 "json_schema": {"name": "judgement", "schema": json.loads(request.response_schema)},
             }
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        return f"{self.base_url}/chat/completions", body, headers
+        return f"{self.base_url}/chat/completions", body, self.headers()
 
-    def parse(self, data: dict[str, Any]) -> tuple[str, int, int, str | None]:
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    def cache_min_tokens(self, model: str) -> int | None:
+        return MIN_CACHEABLE_TOKENS
+
+    def parse(self, data: dict[str, Any]) -> Parsed:
         message = data["choices"][0]["message"]
         usage = data.get("usage") or {}
-        return (
+        prompt = int(usage.get("prompt_tokens") or 0)
+        # Cached tokens are a subset of prompt_tokens: the uncached rest is input_tokens.
+        cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+        cached = min(max(cached, 0), max(prompt, 0))
+        return Parsed(
             message.get("content") or "",
-            int(usage.get("prompt_tokens", 0)),
-            int(usage.get("completion_tokens", 0)),
+            Usage(
+                input_tokens=prompt - cached,
+                output_tokens=usage.get("completion_tokens") or 0,
+                cache_read_tokens=cached,
+            ),
             data.get("model"),
         )

@@ -45,14 +45,36 @@ def not_negative(value: Any, info: ValidationInfo) -> Any:
 
 
 class Usage(Frozen):
+    """Token counts of one call, with one meaning for every provider.
+
+    The prompt is split by how it is billed, so the three prompt fields add up to the whole prompt:
+    ``input_tokens`` is the *uncached* part (full input price), ``cache_write_tokens`` the part written
+    to the provider's prompt cache (Anthropic bills it above the input price), ``cache_read_tokens``
+    the part served from the cache (a fraction of the input price). Providers that count cached
+    tokens inside the prompt total (OpenAI, Gemini, Codex) are converted at the boundary.
+    A server reporting a negative count gets zero and a warning: a count cannot be negative.
+    """
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _not_negative(cls, value: Any, info: ValidationInfo) -> Any:
+        return 0 if value is None else not_negative(value, info)
+
+    @property
+    def prompt_tokens(self) -> int:
+        """The whole prompt, cached or not."""
+        return self.input_tokens + self.cache_write_tokens + self.cache_read_tokens
 
     _clamped = field_validator("input_tokens", "output_tokens", mode="before")(not_negative)
 
     @property
     def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
+        return self.prompt_tokens + self.output_tokens
 
 
 class SessionStatus(StrEnum):
@@ -84,6 +106,9 @@ class RunResult(Frozen):
     cached: bool = False
     cache_error: str | None = Field(
         default=None, description="why the result could not be cached (it is kept all the same)"
+    )
+    price_multiplier: float = Field(
+        default=1.0, description="what the provider charges of the list price: 0.5 for a batch API result"
     )
 
     _clamped = field_validator("cost_usd", mode="before")(not_negative)

@@ -51,7 +51,7 @@ def frame(records: list[Record], scale: Scale) -> pd.DataFrame:
                 "assertion_score": g.assertion_score if g else None,
                 "llm_score": g.judge.score if g and g.judge.status == JudgeStatus.GRADED else None,
                 "duration_ms": r.result.latency_ms,
-                "total_tokens": r.result.usage.input_tokens + r.result.usage.output_tokens,
+                "total_tokens": r.result.usage.total_tokens,  # cached prompt tokens included
                 "cost_usd": r.result.cost_usd,
                 "gate": r.gate,
             }

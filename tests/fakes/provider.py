@@ -3,13 +3,27 @@
 Real HTTP, real sockets: the executors under test cannot tell it from a provider. Tests script
 faults (status codes with headers, slow replies, malformed bodies, dropped connections) and read
 back every call it received.
+
+Prompt caching: a Messages request whose system block carries ``cache_control`` writes the system
+prompt to a per-model cache (``cache_creation_input_tokens``) and later ones read it
+(``cache_read_input_tokens``). OpenAI's and Gemini's implicit caching is off unless
+``implicit_cache_min`` is set: then a system prompt of at least that many tokens (words, here) seen
+before comes back as ``cached_tokens`` / ``cachedContentTokenCount``.
+
+Batch APIs: Anthropic's Message Batches and OpenAI's Files + Batches, see ``FakeBatch``. Items
+complete over ``batch_polls`` retrievals; ``batch_expire_after`` ends a batch as expired after that
+many; ``batch_item_error(prompt)`` makes an item fail. ``batches`` holds every submission.
 """
 
 from __future__ import annotations
 
 import asyncio
+import email.parser
+import email.policy
 import hashlib
+import itertools
 import json
+import math
 import socket
 import threading
 import time
@@ -51,6 +65,31 @@ def default_answer(system: str, prompt: str) -> str:
     return f"echo: {prompt}"
 
 
+@dataclass
+class FakeBatch:
+    """One submitted batch. ``items`` are (custom_id, request body); ``lines`` the result line of
+    each item once processed (Anthropic: a results line; OpenAI: an output or error file line)."""
+
+    id: str
+    protocol: str  # "anthropic" | "openai"
+    items: list[tuple[str, dict[str, Any]]]
+    created: float
+    endpoint: str = ""
+    input_file_id: str = ""
+    polls: int = 0
+    lines: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ended: bool = False
+    expired: bool = False
+    failed: list[dict[str, Any]] = field(default_factory=list)  # OpenAI validation errors
+    finalizing_seen: bool = False
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+
+    @property
+    def custom_ids(self) -> list[str]:
+        return [cid for cid, _ in self.items]
+
+
 class FakeProvider:
     def __init__(
         self,
@@ -71,7 +110,15 @@ class FakeProvider:
         self.gemini_agent: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
         self.responses_agent: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
         self.calls: list[Call] = []
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # re-entered while a batch retrieval processes items
+        self.implicit_cache_min: int | None = None  # OpenAI/Gemini implicit caching: off
+        self.prompt_cache: set[tuple[str, str, str]] = set()  # (protocol, model, system) cached
+        self.batch_polls = 3
+        self.batch_expire_after: int | None = None
+        self.batch_item_error: Callable[[str], str | None] | None = None
+        self.batches: dict[str, FakeBatch] = {}
+        self.files: dict[str, bytes] = {}
+        self._ids = itertools.count(1)
         self.active = self.peak = 0  # requests being answered now, and the most at once
         self.port = _free_port()
         self.app = app = Starlette(
@@ -82,6 +129,15 @@ class FakeProvider:
                 Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
                 Route("/", self._root, methods=["GET", "HEAD"]),
                 Route("/v1beta/models/{model:path}", self._gemini, methods=["POST"]),
+                Route("/v1/messages/batches", self._anthropic_batch_create, methods=["POST"]),
+                Route("/v1/messages/batches/{batch_id}", self._anthropic_batch_get, methods=["GET"]),
+                Route(
+                    "/v1/messages/batches/{batch_id}/results", self._anthropic_batch_results, methods=["GET"]
+                ),
+                Route("/v1/files", self._file_upload, methods=["POST"]),
+                Route("/v1/files/{file_id}/content", self._file_content, methods=["GET"]),
+                Route("/v1/batches", self._openai_batch_create, methods=["POST"]),
+                Route("/v1/batches/{batch_id}", self._openai_batch_get, methods=["GET"]),
             ]
         )
         config = uvicorn.Config(
@@ -182,21 +238,36 @@ class FakeProvider:
         fault = await self._fault(Call("openai", request.url.path, body, system, prompt, time.time()))
         if fault is not None:
             return fault
+        return JSONResponse(self._completion(body, system, prompt))
+
+    def _completion(self, body: dict[str, Any], system: str, prompt: str) -> dict[str, Any]:
         text = self.reply(system, prompt, body["model"])
-        return JSONResponse(
-            {
-                "id": "chatcmpl-fake",
-                "object": "chat.completion",
-                "model": body["model"],
-                "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-                ],
-                "usage": {
-                    "prompt_tokens": len((system + prompt).split()),
-                    "completion_tokens": len(text.split()),
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "model": body["model"],
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            ],
+            "usage": {
+                "prompt_tokens": len((system + prompt).split()),
+                "completion_tokens": len(text.split()),
+                "prompt_tokens_details": {
+                    "cached_tokens": self._implicit_cached("openai", body["model"], system)
                 },
-            }
-        )
+            },
+        }
+
+    def _implicit_cached(self, protocol: str, model: str, system: str) -> int:
+        """Tokens of ``system`` served from an implicit cache: all of them once seen, if long enough."""
+        tokens = len(system.split())
+        if self.implicit_cache_min is None or not system or tokens < self.implicit_cache_min:
+            return 0
+        key = (protocol, model, system)
+        with self.lock:
+            hit = key in self.prompt_cache
+            self.prompt_cache.add(key)
+        return tokens if hit else 0
 
     async def _root(self, request: Request) -> Response:
         return Response("ok")
@@ -213,18 +284,38 @@ class FakeProvider:
         fault = await self._fault(Call("anthropic", request.url.path, body, system, prompt, time.time()))
         if fault is not None:
             return fault
+        return JSONResponse(self._message(body, system, prompt))
+
+    def _message(self, body: dict[str, Any], system: str, prompt: str) -> dict[str, Any]:
         text = self.reply(system, prompt, body["model"])
-        return JSONResponse(
-            {
-                "id": "msg_fake",
-                "type": "message",
-                "role": "assistant",
-                "model": body["model"],
-                "content": [{"type": "text", "text": text}],
-                "stop_reason": "end_turn",
-                "usage": {"input_tokens": len((system + prompt).split()), "output_tokens": len(text.split())},
-            }
+        return {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "usage": self._anthropic_usage(body, system, prompt) | {"output_tokens": len(text.split())},
+        }
+
+    def _anthropic_usage(self, body: dict[str, Any], system: str, prompt: str) -> dict[str, int]:
+        """Messages usage: a system block marked with cache_control is written to the cache on first
+        sight and read afterwards; input_tokens is then what was neither written nor read."""
+        marked = isinstance(body.get("system"), list) and any(
+            isinstance(b, dict) and b.get("cache_control") for b in body["system"]
         )
+        if not marked:
+            return {"input_tokens": len((system + prompt).split())}
+        key = ("anthropic", body["model"], system)
+        with self.lock:
+            hit = key in self.prompt_cache
+            self.prompt_cache.add(key)
+        tokens = len(system.split())
+        return {
+            "input_tokens": len(prompt.split()),
+            "cache_creation_input_tokens": 0 if hit else tokens,
+            "cache_read_input_tokens": tokens if hit else 0,
+        }
 
     async def _anthropic_stream(self, request: Request, body: dict[str, Any]) -> Response:
         """Server-sent events of the Messages API, as Claude Code expects them."""
@@ -376,18 +467,304 @@ class FakeProvider:
             return fault
         model = request.path_params["model"].split(":")[0]
         text = self.reply(system, prompt, model)
+        usage = {
+            "promptTokenCount": len((system + prompt).split()),
+            "candidatesTokenCount": len(text.split()),
+        }
+        cached = self._implicit_cached("gemini", model, system)
+        if cached:  # the API leaves the field out when nothing was cached
+            usage["cachedContentTokenCount"] = cached
         return JSONResponse(
             {
                 "candidates": [
                     {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}
                 ],
-                "usageMetadata": {
-                    "promptTokenCount": len((system + prompt).split()),
-                    "candidatesTokenCount": len(text.split()),
-                },
+                "usageMetadata": usage,
                 "modelVersion": model,
             }
         )
+
+    # ------------------------------------------------------------ batch APIs
+
+    def _new_id(self, prefix: str) -> str:
+        return f"{prefix}{next(self._ids):06d}"
+
+    async def _batch_call(self, request: Request, body: dict[str, Any] | None = None) -> Response | None:
+        """Batch API requests are recorded (protocol "batch-api") and take scripted faults too."""
+        return await self._fault(Call("batch-api", request.url.path, body or {}, "", "", time.time()))
+
+    def _advance(self, batch: FakeBatch) -> None:
+        """One retrieval: process the items due by now, or end the batch as expired."""
+        batch.polls += 1
+        if batch.ended or batch.failed:
+            return
+        if self.batch_expire_after is not None and batch.polls >= self.batch_expire_after:
+            for cid, _ in batch.items:
+                if cid not in batch.lines:
+                    batch.lines[cid] = self._expired_line(batch, cid)
+            batch.ended = batch.expired = True
+            return
+        due = min(len(batch.items), math.ceil(len(batch.items) * batch.polls / max(1, self.batch_polls)))
+        for cid, params in batch.items[:due]:
+            if cid not in batch.lines:
+                batch.lines[cid] = self._process(batch, cid, params)
+        batch.ended = len(batch.lines) == len(batch.items)
+
+    def _process(self, batch: FakeBatch, cid: str, params: dict[str, Any]) -> dict[str, Any]:
+        if batch.protocol == "anthropic":
+            system, prompt = anthropic_text(params)
+        else:
+            system = " ".join(m["content"] for m in params["messages"] if m["role"] == "system")
+            prompt = params["messages"][-1]["content"]
+        with self.lock:
+            self.calls.append(
+                Call(f"{batch.protocol}-batch-item", batch.id, params, system, prompt, time.time())
+            )
+        error = self.batch_item_error(prompt) if self.batch_item_error else None
+        if batch.protocol == "anthropic":
+            if error:
+                failure = {"type": "invalid_request_error", "message": error}
+                return {
+                    "custom_id": cid,
+                    "result": {"type": "errored", "error": {"type": "error", "error": failure}},
+                }
+            message = self._message(params, system, prompt)
+            return {"custom_id": cid, "result": {"type": "succeeded", "message": message}}
+        line_id = self._new_id("batch_req_")
+        if error:
+            response = {
+                "status_code": 400,
+                "request_id": line_id,
+                "body": {"error": {"message": error, "type": "invalid_request_error"}},
+            }
+            return {"id": line_id, "custom_id": cid, "response": response, "error": None}
+        completion = self._completion(params, system, prompt)
+        return {
+            "id": line_id,
+            "custom_id": cid,
+            "response": {"status_code": 200, "request_id": line_id, "body": completion},
+            "error": None,
+        }
+
+    def _expired_line(self, batch: FakeBatch, cid: str) -> dict[str, Any]:
+        if batch.protocol == "anthropic":
+            return {"custom_id": cid, "result": {"type": "expired"}}
+        message = "This request could not be executed before the completion window expired."
+        return {
+            "id": self._new_id("batch_req_"),
+            "custom_id": cid,
+            "response": None,
+            "error": {"code": "batch_expired", "message": message},
+        }
+
+    # Anthropic Message Batches
+
+    def _anthropic_batch(self, batch: FakeBatch) -> dict[str, Any]:
+        kinds = [line["result"]["type"] for line in batch.lines.values()]
+        created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(batch.created))
+        return {
+            "id": batch.id,
+            "type": "message_batch",
+            "processing_status": "ended" if batch.ended else "in_progress",
+            "request_counts": {
+                "processing": len(batch.items) - len(kinds),
+                "succeeded": kinds.count("succeeded"),
+                "errored": kinds.count("errored"),
+                "canceled": kinds.count("canceled"),
+                "expired": kinds.count("expired"),
+            },
+            "created_at": created,
+            "expires_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(batch.created + 86400)),
+            "ended_at": created if batch.ended else None,
+            "archived_at": None,
+            "cancel_initiated_at": None,
+            "results_url": f"{self.url}/v1/messages/batches/{batch.id}/results" if batch.ended else None,
+        }
+
+    async def _anthropic_batch_create(self, request: Request) -> Response:
+        body = await request.json()
+        fault = await self._batch_call(request, body)
+        if fault is not None:
+            return fault
+        requests = body.get("requests") or []
+        ids = [r.get("custom_id") for r in requests]
+        if not requests or len(set(ids)) != len(ids):
+            return JSONResponse(
+                {
+                    "type": "error",
+                    "error": {"type": "invalid_request_error", "message": "custom_id not unique"},
+                },
+                status_code=400,
+            )
+        batch = FakeBatch(
+            self._new_id("msgbatch_"),
+            "anthropic",
+            [(r["custom_id"], r["params"]) for r in requests],
+            time.time(),
+        )
+        with self.lock:
+            self.batches[batch.id] = batch
+        return JSONResponse(self._anthropic_batch(batch))
+
+    def _batch_or_404(self, batch_id: str, protocol: str) -> FakeBatch | Response:
+        batch = self.batches.get(batch_id)
+        if batch is None or batch.protocol != protocol:
+            return JSONResponse({"error": {"message": f"no batch {batch_id}"}}, status_code=404)
+        return batch
+
+    async def _anthropic_batch_get(self, request: Request) -> Response:
+        fault = await self._batch_call(request)
+        if fault is not None:
+            return fault
+        batch = self._batch_or_404(request.path_params["batch_id"], "anthropic")
+        if isinstance(batch, Response):
+            return batch
+        with self.lock:
+            self._advance(batch)
+        return JSONResponse(self._anthropic_batch(batch))
+
+    async def _anthropic_batch_results(self, request: Request) -> Response:
+        fault = await self._batch_call(request)
+        if fault is not None:
+            return fault
+        batch = self._batch_or_404(request.path_params["batch_id"], "anthropic")
+        if isinstance(batch, Response):
+            return batch
+        if not batch.ended:
+            return JSONResponse({"error": {"message": "batch still in progress"}}, status_code=400)
+        # Results come in no particular order: reversed, so a client relying on order would fail.
+        text = "".join(json.dumps(line) + "\n" for line in reversed(list(batch.lines.values())))
+        return Response(text, media_type="application/binary")
+
+    # OpenAI Files + Batches
+
+    async def _file_upload(self, request: Request) -> Response:
+        raw = await request.body()
+        fault = await self._batch_call(request)
+        if fault is not None:
+            return fault
+        header = f"Content-Type: {request.headers.get('content-type', '')}\r\n\r\n".encode()
+        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(header + raw)
+        fields: dict[str, tuple[str | None, bytes]] = {}
+        for part in message.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            payload = part.get_payload(decode=True)
+            fields[str(name)] = (part.get_filename(), payload if isinstance(payload, bytes) else b"")
+        if "file" not in fields or fields.get("purpose", (None, b""))[1] != b"batch":
+            return JSONResponse({"error": {"message": "need a file and purpose=batch"}}, status_code=400)
+        file_id = self._new_id("file-")
+        with self.lock:
+            self.files[file_id] = fields["file"][1]
+        return JSONResponse(
+            {
+                "id": file_id,
+                "object": "file",
+                "bytes": len(fields["file"][1]),
+                "created_at": int(time.time()),
+                "filename": fields["file"][0] or "upload.jsonl",
+                "purpose": "batch",
+            }
+        )
+
+    async def _file_content(self, request: Request) -> Response:
+        fault = await self._batch_call(request)
+        if fault is not None:
+            return fault
+        data = self.files.get(request.path_params["file_id"])
+        if data is None:
+            return JSONResponse({"error": {"message": "no such file"}}, status_code=404)
+        return Response(data, media_type="application/octet-stream")
+
+    def _openai_batch(self, batch: FakeBatch) -> dict[str, Any]:
+        if batch.failed:
+            status = "failed" if batch.polls else "validating"
+        elif batch.expired:
+            status = "expired"
+        elif batch.ended and batch.finalizing_seen:
+            status = "completed"
+        elif batch.ended:
+            status, batch.finalizing_seen = "finalizing", True
+        else:
+            status = "in_progress" if batch.polls else "validating"
+        if (
+            status in ("completed", "expired")
+            and batch.output_file_id is None
+            and batch.error_file_id is None
+        ):
+            good = [
+                line
+                for line in batch.lines.values()
+                if (line.get("response") or {}).get("status_code") == 200
+            ]
+            bad = [line for line in batch.lines.values() if line not in good]
+            if good:
+                batch.output_file_id = self._new_id("file-")
+                self.files[batch.output_file_id] = "".join(json.dumps(x) + "\n" for x in good).encode()
+            if bad:
+                batch.error_file_id = self._new_id("file-")
+                self.files[batch.error_file_id] = "".join(json.dumps(x) + "\n" for x in bad).encode()
+        done = len(batch.lines)
+        failed = sum(
+            1 for line in batch.lines.values() if (line.get("response") or {}).get("status_code") != 200
+        )
+        return {
+            "id": batch.id,
+            "object": "batch",
+            "endpoint": batch.endpoint,
+            "input_file_id": batch.input_file_id,
+            "completion_window": "24h",
+            "status": status,
+            "output_file_id": batch.output_file_id,
+            "error_file_id": batch.error_file_id,
+            "created_at": int(batch.created),
+            "errors": {"object": "list", "data": batch.failed} if batch.failed else None,
+            "request_counts": {"total": len(batch.items), "completed": done - failed, "failed": failed},
+        }
+
+    async def _openai_batch_create(self, request: Request) -> Response:
+        body = await request.json()
+        fault = await self._batch_call(request, body)
+        if fault is not None:
+            return fault
+        data = self.files.get(str(body.get("input_file_id")))
+        if data is None or body.get("completion_window") != "24h":
+            return JSONResponse(
+                {"error": {"message": "bad input_file_id or completion_window"}}, status_code=400
+            )
+        items: list[tuple[str, dict[str, Any]]] = []
+        failed: list[dict[str, Any]] = []
+        for number, line in enumerate(data.decode().splitlines(), start=1):
+            entry = json.loads(line)
+            if entry.get("url") != body.get("endpoint") or entry.get("method") != "POST":
+                failed.append(
+                    {"code": "invalid_request", "message": "url does not match endpoint", "line": number}
+                )
+            items.append((entry["custom_id"], entry["body"]))
+        if len({m for _, b in items for m in [b.get("model")]}) > 1:
+            failed.append({"code": "invalid_request", "message": "one model per batch", "line": None})
+        batch = FakeBatch(
+            self._new_id("batch_"),
+            "openai",
+            items,
+            time.time(),
+            endpoint=str(body.get("endpoint")),
+            input_file_id=str(body["input_file_id"]),
+            failed=failed,
+        )
+        with self.lock:
+            self.batches[batch.id] = batch
+        return JSONResponse(self._openai_batch(batch))
+
+    async def _openai_batch_get(self, request: Request) -> Response:
+        fault = await self._batch_call(request)
+        if fault is not None:
+            return fault
+        batch = self._batch_or_404(request.path_params["batch_id"], "openai")
+        if isinstance(batch, Response):
+            return batch
+        with self.lock:
+            self._advance(batch)
+            return JSONResponse(self._openai_batch(batch))
 
 
 def anthropic_text(body: dict[str, Any]) -> tuple[str, str]:
