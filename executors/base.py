@@ -17,6 +17,7 @@ import httpx
 
 from executors.errors import PermanentError, TransientError, error_for_status
 from executors.pricing import PriceTable
+from executors.sandbox import Isolation
 from executors.schema import RunRequest, RunResult
 
 POOL_SIZE = 8  # connections per httpx client (see HttpExecutor._client)
@@ -30,6 +31,7 @@ class ExecutorSettings:
     timeout_s: float = 120.0
     prices_file: str | None = None
     max_connections: int = 256
+    isolation: Isolation = "bubblewrap"  # agent CLIs in sample mode: the OS sandbox of their sessions
 
 
 class Executor(ABC):

@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from executors.sandbox import Isolation
+
 
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -66,6 +68,10 @@ class AgentRequest(Frozen):
     max_turns: int = 10
     timeout_s: float = 600.0
     raw_stream: str = Field(description="file the CLI's output stream is written to")
+    isolation: Isolation = Field(
+        default="bubblewrap",
+        description="the OS sandbox: bubblewrap (an error where it cannot run) or none (a fresh HOME only)",
+    )
 
 
 class AgentEvent(Frozen):
@@ -95,3 +101,6 @@ class AgentSession(Frozen):
     exit_code: int | None = None
     error: str | None = None
     duration_ms: float = 0.0
+    isolation: Isolation | None = Field(
+        default=None, description="the OS sandbox the session ran in; None when it did not run"
+    )
