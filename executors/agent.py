@@ -174,7 +174,11 @@ class AgentExecutor(Executor):
                 await proc.wait()
         elapsed = (time.perf_counter() - started) * 1000
         session = self.parse(read_events(raw), request)
-        update: dict[str, Any] = {"exit_code": proc.returncode, "duration_ms": elapsed, "isolation": isolation}
+        update: dict[str, Any] = {
+            "exit_code": proc.returncode,
+            "duration_ms": elapsed,
+            "isolation": isolation,
+        }
         if timed_out:
             update |= {"ok": False, "status": "timeout", "error": f"killed after {request.timeout_s:g}s"}
         elif flooded:

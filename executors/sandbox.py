@@ -31,7 +31,7 @@ from typing import Literal, get_args
 
 Isolation = Literal["bubblewrap", "none"]
 ISOLATIONS: tuple[str, ...] = get_args(Isolation)
-BWRAP = "bwrap"
+BWRAP_ENV = "SKILLAB_BWRAP"  # the bwrap executable, when not `bwrap` on PATH
 UNAVAILABLE = (
     "bubblewrap is not available: install the Debian package bubblewrap, or pass --no-os-sandbox to "
     "run agents with only a fresh HOME between them and this machine"
@@ -57,12 +57,21 @@ class SandboxUnavailableError(RuntimeError):
     """Bubblewrap was asked for and cannot run here. ``str(error)`` is one complete line for the user."""
 
 
-@functools.cache
-def probe(binary: str = BWRAP) -> str | None:
-    """None when ``binary`` really builds a sandbox here, else why not (one line).
+def bwrap_binary(binary: str | None = None) -> str:
+    """``binary``, else $SKILLAB_BWRAP, else ``bwrap``."""
+    return binary or os.environ.get(BWRAP_ENV) or "bwrap"
+
+
+def probe(binary: str | None = None) -> str | None:
+    """None when bwrap really builds a sandbox here, else why not (one line).
 
     Really runs ``true`` in a sandbox: bwrap can be installed on a kernel that forbids the user
-    namespaces it needs, and only running it tells. Cached per binary for the process."""
+    namespaces it needs, and only running it tells. Cached per executable for the process."""
+    return _probe(bwrap_binary(binary))
+
+
+@functools.cache
+def _probe(binary: str) -> str | None:
     path = shutil.which(binary)
     if path is None:
         return f"{binary} was not found on PATH"
@@ -78,14 +87,17 @@ def probe(binary: str = BWRAP) -> str | None:
         return f"{binary} did not run: {exc}"
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines()
-        return f"{binary} cannot create a sandbox here: {lines[-1] if lines else f'exit code {proc.returncode}'}"
+        return (
+            f"{binary} cannot create a sandbox here: {lines[-1] if lines else f'exit code {proc.returncode}'}"
+        )
     return None
 
 
-def require(isolation: Isolation, *, binary: str = BWRAP) -> Isolation:
+def require(isolation: Isolation, *, binary: str | None = None) -> Isolation:
     """The isolation to use; raises SandboxUnavailableError when bubblewrap was asked for and cannot run.
 
-    ``binary`` is the bwrap executable (a missing name simulates a machine without bubblewrap)."""
+    ``binary`` is the bwrap executable (default: $SKILLAB_BWRAP, else ``bwrap``); a missing name
+    simulates a machine without bubblewrap."""
     if isolation not in ISOLATIONS:
         raise ValueError(f"isolation must be one of {', '.join(ISOLATIONS)} (got {isolation!r})")
     if isolation == "bubblewrap":
@@ -95,9 +107,9 @@ def require(isolation: Isolation, *, binary: str = BWRAP) -> Isolation:
     return isolation
 
 
-def version(binary: str = BWRAP) -> str | None:
+def version(binary: str | None = None) -> str | None:
     """``bubblewrap 0.8.0`` or None: for the report beside the isolation used."""
-    path = shutil.which(binary)
+    path = shutil.which(bwrap_binary(binary))
     if path is None:
         return None
     try:
@@ -171,7 +183,9 @@ def _mounts(writable: Sequence[Path], readable: Sequence[Path]) -> list[str]:
     ro = [p for p in _minimal(p.resolve() for p in readable if p.exists()) if _under(p, masked)]
     rw = _minimal(p.resolve() for p in writable)
     # Shallow first, so a read-only path inside a writable one (or the reverse) ends up as asked.
-    binds = sorted([(p, "--ro-bind") for p in ro] + [(p, "--bind") for p in rw], key=lambda b: len(b[0].parts))
+    binds = sorted(
+        [(p, "--ro-bind") for p in ro] + [(p, "--bind") for p in rw], key=lambda b: len(b[0].parts)
+    )
     for path, flag in binds:
         args += [flag, str(path), str(path)]
     return args
@@ -186,7 +200,7 @@ def wrap(
     readable: Iterable[str | os.PathLike[str]] = (),
     search_path: str | None = None,
     chdir: str | os.PathLike[str] | None = None,
-    binary: str = BWRAP,
+    binary: str | None = None,
 ) -> list[str]:
     """``argv`` as run in the sandbox: ``workdir`` and ``writable`` read-write (they must exist),
     ``readable`` and the hidden ``search_path`` entries (the command's PATH) read-only, started in
@@ -196,7 +210,7 @@ def wrap(
     work = Path(workdir).resolve()
     hidden = hidden_dirs()
     extra_ro = [Path(p) for p in readable] + list(toolchain_paths(search_path, hidden))
-    bwrap = shutil.which(binary) or binary
+    bwrap = shutil.which(bwrap_binary(binary)) or bwrap_binary(binary)
     start = Path(chdir).resolve() if chdir is not None else work
     return [
         bwrap,
