@@ -135,11 +135,14 @@ def hidden_dirs() -> tuple[Path, ...]:
 
 def executable_paths(binary: str | os.PathLike[str]) -> tuple[Path, ...]:
     """What must stay readable to run ``binary``: the file, where its symlink leads, and for an npm
-    install (``node_modules/.bin/<name>``) the ``node_modules`` folder its script requires from."""
+    package (``node_modules/.bin/claude``, or a global ``bin/claude`` leading into
+    ``lib/node_modules``) the outermost ``node_modules`` folder, where its dependencies are."""
     path = Path(binary).absolute()
     out = [path, path.resolve()]
-    if path.parent.name == ".bin" and path.parent.parent.name == "node_modules":
-        out.append(path.parent.parent.resolve())
+    for candidate in (path, path.resolve()):
+        roots = [parent for parent in candidate.parents if parent.name == "node_modules"]
+        if roots:
+            out.append(roots[-1])
     return tuple(out)
 
 

@@ -191,3 +191,14 @@ def test_claude_session_cannot_reach_out(tmp_path: Path, outside: dict[str, Path
     for text in (raw, result.text, *bodies):
         assert "secret-" not in text  # neither the transcript nor the model ever saw the secrets
     assert result.text.count("No such file or directory") >= 2  # both secrets were out of sight
+
+
+def test_executable_paths_of_npm_installs(tmp_path: Path) -> None:
+    package = tmp_path / "prefix" / "lib" / "node_modules" / "@anthropic-ai" / "claude-code"
+    package.mkdir(parents=True)
+    (package / "cli.js").write_text("")
+    (tmp_path / "prefix" / "bin").mkdir()
+    (tmp_path / "prefix" / "bin" / "claude").symlink_to(package / "cli.js")
+    paths = executable_paths(tmp_path / "prefix" / "bin" / "claude")
+    assert (tmp_path / "prefix" / "lib" / "node_modules").resolve() in paths  # its dependencies
+    assert (package / "cli.js").resolve() in paths and tmp_path / "prefix" not in paths
