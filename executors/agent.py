@@ -1,6 +1,7 @@
-"""What the three agent CLIs share: finding the binary, an isolated environment, and a subprocess
-that is killed with its whole process group when it hangs, writing its stream to a file (so a CLI
-that floods output cannot fill a pipe or memory)."""
+"""What the three agent CLIs share: finding the binary, an isolated environment (a fresh HOME, and
+the OS sandbox of ``executors.sandbox`` unless the request says ``isolation="none"``), and a
+subprocess that is killed with its whole process group when it hangs, writing its stream to a file
+(so a CLI that floods output cannot fill a pipe or memory)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any, ClassVar
 
 from executors.base import Executor
 from executors.errors import PermanentError, TransientError, is_transient_status
+from executors.sandbox import executable_paths, require, wrap
 from executors.schema import AgentRequest, AgentSession, RunRequest, RunResult, SessionStatus, Usage
 
 CLI_DIR_ENV = "SKILLAB_AGENT_CLI_DIR"
@@ -25,6 +27,7 @@ DEFAULT_CLI_DIR = Path.home() / ".cache" / "skillab" / "agent-clis"
 NESTED = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")
 LOCAL_KEY = "skillab-local"  # sent to a local model server that needs no key
 STREAM_LIMIT = 64 * 1024 * 1024  # a session writing more than this is killed (a flood, not an answer)
+EXIT_GRACE_S = 5.0  # after the CLI exits, how long its leftover children may keep its output open
 
 
 def find_binary(name: str) -> str | None:
@@ -87,54 +90,95 @@ class AgentExecutor(Executor):
         """The session from the stream's JSON events."""
 
     async def session(self, request: AgentRequest) -> AgentSession:
+        """Run the CLI in the request's sandbox. Raises SandboxUnavailableError when the request asks
+        for bubblewrap and it cannot run here (a setup problem, not a failed session)."""
         binary = find_binary(self.binary)
         if binary is None:
             raise PermanentError(self.problem() or self.binary)
+        isolation = require(request.isolation)
         Path(request.sandbox).mkdir(parents=True, exist_ok=True)
         Path(request.home).mkdir(parents=True, exist_ok=True)
         argv, env = self.prepare(request)
+        command = wrap(
+            [binary, *argv],
+            isolation=isolation,
+            workdir=request.sandbox,
+            # CODEX_HOME and TMPDIR live in the fresh HOME today; bound anyway should that change.
+            writable=[request.home, *(env[k] for k in ("TMPDIR", "CODEX_HOME") if env.get(k))],
+            readable=executable_paths(binary),
+            search_path=env.get("PATH"),
+        )
         raw = Path(request.raw_stream)
         raw.parent.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
-        with open(raw, "wb") as out, open(raw.with_name("stderr.txt"), "wb") as err:
-            proc = await asyncio.create_subprocess_exec(
-                binary,
-                *argv,
-                cwd=request.sandbox,
-                env=env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=err,
-                start_new_session=True,
+        # stdout is a pipe of our own, not asyncio's: asyncio's wait() also waits for the pipes it
+        # made to close, which never happens once reading stops at a flood (the paused reader
+        # leaves data unread) or while a background child of the agent still holds the pipe.
+        read_fd, write_fd = os.pipe()
+        reader = asyncio.StreamReader()
+        flooded = timed_out = held = False
+        with contextlib.ExitStack() as stack:
+            out = stack.enter_context(open(raw, "wb"))
+            err = stack.enter_context(open(raw.with_name("stderr.txt"), "wb"))
+            pipe = stack.enter_context(os.fdopen(read_fd, "rb", buffering=0))
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *command,
+                    cwd=request.sandbox,
+                    env=env,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=write_fd,
+                    stderr=err,
+                    start_new_session=True,
+                )
+            finally:
+                os.close(write_fd)
+            transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader), pipe
             )
-            flooded = False
+            stack.callback(transport.close)
 
-            async def pump() -> None:
+            async def copy() -> None:
                 # Copied through Python so a flood is cut at the limit, not after filling the disk.
                 nonlocal flooded
-                assert proc.stdout is not None
                 written = 0
-                while chunk := await proc.stdout.read(1 << 16):
+                while chunk := await reader.read(1 << 16):
                     written += len(chunk)
                     if written > self.stream_limit:
                         flooded = True
-                        kill_group(proc.pid)
                         return
                     out.write(chunk)
-                await proc.wait()
 
-            timed_out = False
+            async def pump() -> None:
+                nonlocal held
+                copying = asyncio.ensure_future(copy())
+                exited = asyncio.ensure_future(proc.wait())
+                try:
+                    await asyncio.wait({copying, exited}, return_when=asyncio.FIRST_COMPLETED)
+                    if not copying.done():
+                        # The CLI exited; its last lines are in the pipe. A child it left running
+                        # may hold the pipe open: it gets a grace period, then the group is killed.
+                        await asyncio.wait({copying}, timeout=EXIT_GRACE_S)
+                        held = not copying.done()
+                finally:
+                    copying.cancel()
+                    exited.cancel()
+
             try:
                 await asyncio.wait_for(pump(), request.timeout_s)
             except TimeoutError:
                 timed_out = True
             finally:
-                if proc.returncode is None:
+                if proc.returncode is None or flooded or held:
                     kill_group(proc.pid)
-                    await proc.wait()
+                await proc.wait()
         elapsed = (time.perf_counter() - started) * 1000
         session = self.parse(read_events(raw), request)
-        update: dict[str, Any] = {"exit_code": proc.returncode, "duration_ms": elapsed}
+        update: dict[str, Any] = {
+            "exit_code": proc.returncode,
+            "duration_ms": elapsed,
+            "isolation": isolation,
+        }
         if timed_out:
             update |= {
                 "ok": False,
@@ -175,6 +219,7 @@ class AgentExecutor(Executor):
                     max_turns=3,
                     timeout_s=self.settings.timeout_s,
                     raw_stream=f"{tmp}/out/raw_stream.jsonl",
+                    isolation=self.settings.isolation,
                 )
             )
         if not session.ok:

@@ -17,6 +17,7 @@ import httpx
 
 from executors.errors import PermanentError, TransientError, error_for_status
 from executors.pricing import CACHE_RATIOS, NO_DISCOUNT, PriceTable
+from executors.sandbox import Isolation
 from executors.schema import RunRequest, RunResult, Usage
 
 POOL_SIZE = 8  # connections per httpx client (see HttpExecutor._client)
@@ -56,6 +57,7 @@ class ExecutorSettings:
     #: Mark the artifact (system prompt) for the provider's prompt cache where that takes a marker
     #: (Anthropic). Off: no marker, and no warm-up call.
     prompt_cache: bool = True
+    isolation: Isolation = "bubblewrap"  # agent CLIs in sample mode: the OS sandbox of their sessions
 
 
 class Executor(ABC):

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from executors.errors import ErrorKind
+from executors.sandbox import Isolation
 
 
 class Frozen(BaseModel):
@@ -153,6 +154,10 @@ class AgentRequest(Frozen):
     skills: tuple[InstalledSkill, ...] = Field(
         default=(), description="further skills installed beside skill_name, never forced"
     )
+    isolation: Isolation = Field(
+        default="bubblewrap",
+        description="the OS sandbox: bubblewrap (an error where it cannot run) or none (a fresh HOME only)",
+    )
 
 
 class AgentEvent(Frozen):
@@ -182,3 +187,6 @@ class AgentSession(Frozen):
     exit_code: int | None = None
     error: str | None = None
     duration_ms: float = 0.0
+    isolation: Isolation | None = Field(
+        default=None, description="the OS sandbox the session ran in; None when it did not run"
+    )

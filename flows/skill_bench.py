@@ -15,16 +15,17 @@ from typing import Any
 
 from prefect import flow
 
-from executors.agent import read_events
+from executors.agent import read_events, usage_of
 from executors.base import HttpExecutor
 from executors.registry import close_all, usable_executor
-from executors.schema import AgentRequest, AgentSession, RunResult, Usage
+from executors.sandbox import Isolation
+from executors.schema import AgentRequest, AgentSession, RunResult
 from flows.engine.judging import run_judge_jobs
 from flows.engine.progress import Progress
 from flows.engine.runner import RunnerConfig, UnitRunner
 from flows.engine.sessions import contamination, init_event, write_outputs
 from flows.inputs.plan import JudgeJob, Target
-from flows.inputs.sessions import Session, isolation_root, plan_sessions
+from flows.inputs.sessions import Session, checked_isolation, isolation_root, plan_sessions
 from flows.inputs.skill_config import Skill, SkillBenchConfig, load_tasks
 from flows.report.agentic import REPORT_ARMS, AgenticRun, Graded, build_skill_report
 from flows.report.markdown import report_markdown
@@ -42,7 +43,7 @@ class InsufficientData(Exception):
 
 
 async def run_sessions(
-    config: SkillBenchConfig, skill: Skill, plans: list[Session]
+    config: SkillBenchConfig, skill: Skill, plans: list[Session], isolation: Isolation
 ) -> list[tuple[AgentSession, str | None]]:
     """Every session (both arms, every run) under the concurrency cap, with its contamination."""
     semaphore = asyncio.Semaphore(config.concurrency)
@@ -61,6 +62,7 @@ async def run_sessions(
             max_turns=config.max_turns,
             timeout_s=config.timeout,
             raw_stream=str(s.outputs / "raw_stream.jsonl"),
+            isolation=isolation,
         )
         async with semaphore:
             session = await run_agent_session(request, config.base_url, s.label)
@@ -78,9 +80,9 @@ async def run_sessions(
         progress.close()
 
 
-def check_sessions(plans: list[Session]) -> list[dict[str, Any]]:
+def check_sessions(plans: list[Session], isolation: Isolation) -> list[dict[str, Any]]:
     """The deterministic checks of each sandbox, then the seed's archive copy of it."""
-    checks = [check_sandbox(s.task, str(s.sandbox), s.label) for s in plans]
+    checks = [check_sandbox(s.task, str(s.sandbox), s.label, isolation) for s in plans]
     for s, c in zip(plans, checks, strict=True):
         atomic_write_json(s.grades / f"{s.mode}-checks.json", c)
         if s.sandbox.exists():
@@ -129,16 +131,12 @@ async def judge_sessions(
 def session_record(g: Graded, config: SkillBenchConfig) -> Record:
     """The aggregation row of one clean session (contaminated ones are excluded before)."""
     session = g.session
-    usage = session.meta.get("usage") or {}
     result = RunResult(
         ok=session.ok,
         output=session.final_text,
         error=session.error,
         error_kind=None if session.ok else session.status,
-        usage=Usage(
-            input_tokens=int(usage.get("input_tokens") or 0),
-            output_tokens=int(usage.get("output_tokens") or 0),
-        ),
+        usage=usage_of(session.meta),
         cost_usd=float(session.meta.get("total_cost_usd") or 0.0),
         latency_ms=session.duration_ms,
         model=str(session.meta.get("model") or config.runner_model),
@@ -181,6 +179,7 @@ async def skill_bench(
     config: SkillBenchConfig, skill_name: str, skill_path: str, tasks_dir: str
 ) -> dict[str, Any]:
     skill = Skill(skill_name, Path(skill_path))
+    isolation = checked_isolation(config.os_sandbox)
     tasks, suite_hash = load_tasks(Path(tasks_dir))
     started = dt.datetime.now(dt.UTC)
     results = Path(config.results_dir) / f"{skill.name}-{started.strftime('%Y%m%d-%H%M%S')}"
@@ -189,8 +188,8 @@ async def skill_bench(
         shutil.copyfile(path, results / "tasks" / path.name)
     isolated = isolation_root()
     plans = plan_sessions(tasks, results, config.runs, isolated)
-    outcomes = await run_sessions(config, skill, plans)
-    checks = check_sessions(plans)
+    outcomes = await run_sessions(config, skill, plans, isolation)
+    checks = check_sessions(plans, isolation)
     try:
         grades = await judge_sessions(config, plans, outcomes, checks)
     finally:
@@ -198,7 +197,7 @@ async def skill_bench(
     graded = grade_sessions(plans, outcomes, checks, grades)
     records = [session_record(g, config) for g in graded if not g.contaminated]
     report = build_skill_report(
-        AgenticRun(config, skill, tasks, suite_hash, results, started), graded, records
+        AgenticRun(config, skill, tasks, suite_hash, results, started, isolation), graded, records
     )
     report_path = results / "report.json"
     atomic_write_json(report_path, report.dump())

@@ -5,14 +5,18 @@ difficulty: easy|medium|hard
 category: <domain>
 type: positive|negative-control
 ## Prompt / ## Expected Outcome / ## Verification Checks / ## Grading Rubric / ## Tags
+
+A check's path (file_exists's file, file_contains's ``in <file>``, syntax_valid's file) names a file
+inside the session's sandbox: an absolute path or a ``..`` component is rejected when the task loads.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from executors.errors import InputError
 
@@ -28,6 +32,20 @@ class Check(BaseModel):
     kind: Literal["file_exists", "file_contains", "syntax_valid", "runs_without_error"]
     target: str  # file, pattern, language or file, or command
     file: str | None = None  # file_contains: the file to search (None: every file)
+
+    @model_validator(mode="after")
+    def _confined(self) -> Check:
+        for field, value in self.paths():
+            confined(self.kind, field, value)
+        return self
+
+    def paths(self) -> list[tuple[str, str]]:
+        """(field, value) of every value that names a file in the sandbox."""
+        if self.kind == "file_contains":
+            return [("file", self.file)] if self.file else []
+        if self.kind in ("file_exists", "syntax_valid"):  # a language name passes as a relative path
+            return [("path", self.target)]
+        return []
 
     @property
     def label(self) -> str:
@@ -53,6 +71,22 @@ class AgentTask(BaseModel):
         return self.type == "negative-control"
 
 
+def confined(kind: str, field: str, value: str) -> str:
+    """``value`` when it is a path relative to the sandbox that stays inside it; else ValueError
+    naming the check and the field."""
+    if PurePosixPath(value).is_absolute() or re.match(r"^[A-Za-z]:[\\/]", value):
+        raise ValueError(
+            f"{kind}: {field} {value!r} is absolute: checks may only name files inside the sandbox, "
+            "relative to it"
+        )
+    if ".." in re.split(r"[\\/]", value):
+        raise ValueError(
+            f"{kind}: {field} {value!r} climbs out of the sandbox with '..': checks may only name files "
+            "inside the sandbox"
+        )
+    return value
+
+
 def parse_check(line: str) -> Check:
     kind, sep, rest = line.partition(":")
     kind, rest = kind.strip(), rest.strip()
@@ -64,10 +98,11 @@ def parse_check(line: str) -> Check:
     if kind == "file_contains":
         match = re.match(r"^(.*\S)\s+in\s+(\S+)$", rest)
         if match:
-            return Check(
-                kind="file_contains", target=match.group(1).strip("`\"'"), file=match.group(2).strip("`")
-            )
+            file = confined(kind, "file", match.group(2).strip("`"))
+            return Check(kind="file_contains", target=match.group(1).strip("`\"'"), file=file)
         return Check(kind="file_contains", target=rest.strip("\"'"))
+    if kind in ("file_exists", "syntax_valid"):
+        confined(kind, "path", rest)
     return Check(kind=kind, target=rest)  # type: ignore[arg-type]
 
 

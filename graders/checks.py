@@ -1,23 +1,39 @@
 """The deterministic checks, run inside a session's sandbox (the one I/O graders do).
 
 The result has the seed's checks.json shape (``file_exists``, ``file_contains`` {pattern: bool},
-``syntax_valid``, ``runs_without_error``, ``all_passed``) plus ``details`` with each check's reason.
-A check that cannot run here (no interpreter) is a warning, not a failure, as the seed says.
+``syntax_valid``, ``runs_without_error``, ``all_passed``) plus ``details`` with each check's reason
+and ``isolation``, the OS sandbox the commands ran in. A check that cannot run here (no
+interpreter) is a warning, not a failure, as the seed says.
+
+Every command a check runs (the task's own for ``runs_without_error``, the syntax checkers) runs in
+the OS sandbox of ``executors.sandbox``: the task's sandbox folder writable, a throwaway HOME, the
+real HOME covered, a scrubbed environment (no API keys). Files are read only inside the sandbox: a
+path that leads out of it, by ``..`` or a symlink the agent left, is not followed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import signal
 import subprocess
+import tempfile
+import threading
+from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from executors.agent import find_binary
+from executors.sandbox import Isolation, executable_paths, require, wrap
 from graders.agent_task import AgentTask, Check
 
 RUN_TIMEOUT_S = 60.0
+OUTPUT_TAIL = 8192  # bytes of a command's output kept for the reason
 EXTENSIONS = {
     "python": (".py",),
     "javascript": (".js", ".mjs", ".cjs"),
@@ -36,15 +52,111 @@ ALIASES = {
     "sh": "shell",
 }
 SKIP_DIRS = {".claude", ".agents", ".codex", ".gemini", "node_modules", "__pycache__", ".git"}
+# The only variables a check's command sees: locale and the interpreters' own; never a key.
+ENV_KEEP = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNAME", "SHELL"})
+ENV_KEEP_PREFIXES = ("LC_", "PYENV_", "NVM_")
 
 
 def sandbox_files(sandbox: Path) -> list[Path]:
+    """The sandbox's files, without the CLIs' folders, and without symlinks that lead outside it."""
+    root = sandbox.resolve()
     return sorted(
-        p for p in sandbox.rglob("*") if p.is_file() and not SKIP_DIRS & set(p.relative_to(sandbox).parts)
+        p
+        for p in sandbox.rglob("*")
+        if not SKIP_DIRS & set(p.relative_to(sandbox).parts)
+        and p.is_file()
+        and p.resolve().is_relative_to(root)
     )
 
 
-def _syntax(path: Path, language: str) -> tuple[bool | None, str]:
+def inside(sandbox: Path, relative: str) -> Path | None:
+    """``sandbox / relative`` when it stays inside the sandbox once symlinks are followed, else None."""
+    path = sandbox / relative
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop
+        return None
+    return path if resolved.is_relative_to(sandbox.resolve()) else None
+
+
+class CheckRunner:
+    """Runs the checks' commands in one sandbox folder under one isolation, with a throwaway HOME."""
+
+    def __init__(self, sandbox: Path, home: Path, isolation: Isolation, timeout_s: float) -> None:
+        self.sandbox = sandbox
+        self.home = home
+        self.isolation = isolation
+        self.timeout_s = timeout_s
+        (home / "tmp").mkdir(parents=True, exist_ok=True)
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k in ENV_KEEP or k.startswith(ENV_KEEP_PREFIXES)}
+        env.setdefault("PATH", os.defpath)
+        return env | {"HOME": str(self.home), "TMPDIR": str(self.home / "tmp")}
+
+    def run(self, argv: list[str], cwd: Path | None = None) -> tuple[int | None, str]:
+        """(exit code, the output's tail); exit code None when it ran out of time and was killed."""
+        env = self.env()
+        cwd = cwd or self.sandbox
+        readable = [p for name in ("tsc",) if (found := find_binary(name)) for p in executable_paths(found)]
+        command = wrap(
+            argv,
+            isolation=self.isolation,
+            workdir=self.sandbox,
+            writable=[self.home],
+            readable=readable,
+            search_path=env["PATH"],
+            chdir=cwd,
+        )
+        proc = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        tail: deque[bytes] = deque()
+        reader = threading.Thread(target=_keep_tail, args=(proc, tail), daemon=True)
+        reader.start()
+        try:
+            code: int | None = proc.wait(timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            code = None
+        # Also when it exited: a child it left behind (possible without bubblewrap) is not kept.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        reader.join(timeout=5)
+        if proc.stdout is not None and not reader.is_alive():
+            proc.stdout.close()
+        return code, b"".join(tail)[-OUTPUT_TAIL:].decode("utf-8", "replace")
+
+
+def _keep_tail(proc: subprocess.Popen[bytes], tail: deque[bytes]) -> None:
+    """Drain the output (a flood cannot fill memory: only the last chunks are kept)."""
+    assert proc.stdout is not None
+    size = 0
+    while chunk := os.read(proc.stdout.fileno(), 1 << 16):
+        tail.append(chunk)
+        size += len(chunk)
+        while size - len(tail[0]) > OUTPUT_TAIL:
+            size -= len(tail.popleft())
+
+
+@contextlib.contextmanager
+def check_runner(
+    sandbox: Path, isolation: Isolation = "bubblewrap", timeout_s: float = RUN_TIMEOUT_S
+) -> Iterator[CheckRunner]:
+    """A runner with a fresh HOME outside the sandbox, removed afterwards. Raises
+    SandboxUnavailableError when bubblewrap is asked for and cannot run here."""
+    require(isolation)
+    with tempfile.TemporaryDirectory(prefix="skillab-check-home-") as home:
+        yield CheckRunner(sandbox, Path(home), isolation, timeout_s)
+
+
+def _syntax(path: Path, language: str, runner: CheckRunner) -> tuple[bool | None, str]:
     """(ok, reason); ok None when no checker is available."""
     try:
         if language == "json":
@@ -55,15 +167,15 @@ def _syntax(path: Path, language: str) -> tuple[bool | None, str]:
             return True, ""
     except (ValueError, yaml.YAMLError, UnicodeDecodeError) as exc:
         return False, f"{path.name}: {str(exc).splitlines()[0]}"
+    except OSError as exc:
+        return False, f"{path.name}: {exc.strerror or exc}"
     commands = {
         "python": ["python3", "-m", "py_compile", str(path)],
         "javascript": ["node", "--check", str(path)],
         "shell": ["bash", "-n", str(path)],
     }
     if language == "typescript":
-        tsc = shutil.which("tsc") or shutil.which(
-            "tsc", path=str(Path.home() / ".cache/skillab/agent-clis/node_modules/.bin")
-        )
+        tsc = find_binary("tsc")
         if not tsc:
             return None, "no TypeScript compiler (tsc) here"
         commands["typescript"] = [
@@ -76,23 +188,36 @@ def _syntax(path: Path, language: str) -> tuple[bool | None, str]:
             str(path),
         ]
     cmd = commands[language]
-    if not shutil.which(cmd[0]):
+    if not shutil.which(cmd[0], path=runner.env()["PATH"]):
         return None, f"{cmd[0]} is not installed"
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, cwd=path.parent)
-    err = (proc.stderr or proc.stdout).strip().splitlines()
-    return (
-        proc.returncode == 0,
-        "" if proc.returncode == 0 else f"{path.name}: {err[-1] if err else 'syntax error'}",
-    )
+    code, output = runner.run(cmd, cwd=path.parent)
+    if code is None:
+        return False, f"{path.name}: the {language} syntax check timed out after {runner.timeout_s:g}s"
+    err = output.strip().splitlines()
+    return code == 0, "" if code == 0 else f"{path.name}: {err[-1] if err else 'syntax error'}"
 
 
-def run_check(check: Check, sandbox: Path, timeout_s: float = RUN_TIMEOUT_S) -> tuple[bool | None, str]:
+def _outside(value: str) -> str:
+    return f"{value} leads outside the sandbox: not read"
+
+
+def run_check(check: Check, runner: CheckRunner) -> tuple[bool | None, str]:
+    sandbox = runner.sandbox
     files = sandbox_files(sandbox)
     if check.kind == "file_exists":
-        ok = (sandbox / check.target).is_file()
+        path = inside(sandbox, check.target)
+        if path is None:
+            return False, _outside(check.target)
+        ok = path.is_file()
         return ok, "" if ok else f"{check.target} was not created"
     if check.kind == "file_contains":
-        targets = [sandbox / check.file] if check.file else files
+        if check.file:
+            only = inside(sandbox, check.file)
+            if only is None:
+                return False, _outside(check.file)
+            targets = [only]
+        else:
+            targets = files
         for path in targets:
             try:
                 if check.target in path.read_text(encoding="utf-8", errors="replace"):
@@ -105,52 +230,49 @@ def run_check(check: Check, sandbox: Path, timeout_s: float = RUN_TIMEOUT_S) -> 
         if language in EXTENSIONS:
             chosen = [p for p in files if p.suffix in EXTENSIONS[language]]
         else:
-            path = sandbox / check.target
-            language = next((lang for lang, exts in EXTENSIONS.items() if path.suffix in exts), "")
-            chosen = [path] if path.is_file() else []
+            language = next((lang for lang, exts in EXTENSIONS.items() if check.target.endswith(exts)), "")
             if not language:
                 return None, f"unknown language of {check.target}"
+            path = inside(sandbox, check.target)
+            if path is None:
+                return False, _outside(check.target)
+            chosen = [path] if path.is_file() else []
         if not chosen:
             return False, f"no {language} file to check"
         for path in chosen:
-            verdict, reason = _syntax(path, language)
+            verdict, reason = _syntax(path, language, runner)
             if verdict is not True:
                 return verdict, reason
         return True, f"{len(chosen)} {language} file(s) parse"
-    try:
-        proc = subprocess.run(
-            check.target,
-            shell=True,
-            cwd=sandbox,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            start_new_session=True,
-        )
-    except subprocess.TimeoutExpired:
-        return False, f"timed out after {timeout_s:g}s"
-    tail = (proc.stderr or proc.stdout).strip().splitlines()
-    return proc.returncode == 0, f"exit code {proc.returncode}" + (
-        f": {tail[-1][:200]}" if tail and proc.returncode else ""
-    )
+    code, output = runner.run(["/bin/sh", "-c", check.target])
+    if code is None:
+        return False, f"timed out after {runner.timeout_s:g}s"
+    tail = output.strip().splitlines()
+    return code == 0, f"exit code {code}" + (f": {tail[-1][:200]}" if tail and code else "")
 
 
-def run_checks(task: AgentTask, sandbox: Path) -> dict[str, Any]:
+def run_checks(
+    task: AgentTask, sandbox: Path, isolation: Isolation = "bubblewrap", timeout_s: float = RUN_TIMEOUT_S
+) -> dict[str, Any]:
+    """Every check of ``task`` against ``sandbox``; commands under ``isolation``. Raises
+    SandboxUnavailableError when bubblewrap is asked for and cannot run here."""
     out: dict[str, Any] = {}
     details = []
     warnings = []
-    for check in task.checks:
-        ok, reason = run_check(check, sandbox)
-        details.append({"check": check.label, "passed": ok, "reason": reason})
-        if ok is None:
-            warnings.append(f"{check.label}: skipped: {reason}")
-            continue
-        if check.kind == "file_contains":
-            out.setdefault("file_contains", {})[check.target] = ok
-        else:
-            out[check.kind] = bool(out.get(check.kind, True)) and ok
+    with check_runner(sandbox, isolation, timeout_s) as runner:
+        for check in task.checks:
+            ok, reason = run_check(check, runner)
+            details.append({"check": check.label, "passed": ok, "reason": reason})
+            if ok is None:
+                warnings.append(f"{check.label}: skipped: {reason}")
+                continue
+            if check.kind == "file_contains":
+                out.setdefault("file_contains", {})[check.target] = ok
+            else:
+                out[check.kind] = bool(out.get(check.kind, True)) and ok
     out["all_passed"] = all(d["passed"] is not False for d in details)
     out["details"] = details
+    out["isolation"] = isolation
     if warnings:
         out["warnings"] = warnings
     return out

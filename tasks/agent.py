@@ -12,6 +12,7 @@ from prefect.cache_policies import NO_CACHE
 from executors.agent import AgentExecutor
 from executors.base import ExecutorSettings
 from executors.registry import get_executor
+from executors.sandbox import Isolation
 from executors.schema import AgentRequest, AgentSession
 from graders.agent_task import AgentTask
 from graders.checks import run_checks
@@ -26,5 +27,8 @@ async def run_agent_session(request: AgentRequest, base_url: str | None, label: 
 
 
 @task(name="check-sandbox", task_run_name="checks · {label}", cache_policy=NO_CACHE, persist_result=False)
-def check_sandbox(agent_task: AgentTask, sandbox: str, label: str) -> dict[str, Any]:
-    return run_checks(agent_task, Path(sandbox))
+def check_sandbox(
+    agent_task: AgentTask, sandbox: str, label: str, isolation: Isolation = "bubblewrap"
+) -> dict[str, Any]:
+    """The task's checks on one sandbox, their commands under ``isolation`` (recorded in the result)."""
+    return run_checks(agent_task, Path(sandbox), isolation)

@@ -50,6 +50,7 @@ RUN_GROUPS: dict[str, tuple[str, ...]] = {
         "shards",
         "shard_deployment",
         "dry_run",
+        "os_sandbox",
     ),
     "report": (
         "output_dir",

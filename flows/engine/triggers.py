@@ -77,6 +77,7 @@ class TriggerRunner:
             max_turns=o.max_turns,
             timeout_s=o.timeout,
             raw_stream=str(sandbox / "raw_stream.jsonl"),
+            isolation=self.plan.isolation,
         )
 
     async def one(self, s: TriggerSession, semaphore: asyncio.Semaphore, root: Path) -> dict[str, Any] | None:

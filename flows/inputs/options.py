@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from executors.sandbox import OS_SANDBOX_HELP
+
 #: The shard flow and its deployment, as ``run_deployment`` names it: "<flow>/<deployment>".
 SHARD_FLOW = "bench-shard"
 SHARD_DEPLOYMENT_NAME = "skillab-shard"
@@ -48,6 +50,7 @@ class BenchOptions(BaseModel):
     cache_dir: str | None = Field(None, description="result cache (default ~/.skillab/cache)")
     cache: bool = Field(True, description="false = neither read nor write the cache (--no-cache)")
     dry_run: bool = Field(False, description="print the plan, call nothing")
+    os_sandbox: bool = Field(True, description=f"agent CLI executors: {OS_SANDBOX_HELP}")
     blind: bool = Field(False, description="label variants Variant A/B/... in the report")
     concurrency: int = Field(4, ge=1, description="model calls in flight at once")
     repeat: int = Field(1, ge=1, description="real, independent runs per sample and variant")

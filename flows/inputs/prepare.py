@@ -16,6 +16,7 @@ from flows.inputs.files import writable_file, writable_folder
 from flows.inputs.options import BenchOptions
 from flows.inputs.plan import Target, execution_units
 from flows.inputs.samples import BASELINE, Variant, find_samples, load_samples, load_variants
+from flows.inputs.sessions import checked_isolation
 from graders import registry
 from graders.judge import vendor_of
 from graders.schema import Sample
@@ -96,7 +97,13 @@ def make_target(
 ) -> Target:
     if model is not None and (not model.strip() or model != model.strip()):
         raise InputError(f"--model: {model!r} is not a model name (empty, or surrounded by spaces)")
-    settings = ExecutorSettings(base_url=base_url, timeout_s=options.timeout, prices_file=options.prices)
+    agentic = getattr(EXECUTORS.get(executor), "agentic", False)
+    settings = ExecutorSettings(
+        base_url=base_url,
+        timeout_s=options.timeout,
+        prices_file=options.prices,
+        isolation=checked_isolation(options.os_sandbox) if agentic else "none",
+    )
     ex = usable_executor(executor, flag, settings)
     name = ex.name
     model = model or ex.default_model

@@ -11,6 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from executors.errors import InputError
+from executors.sandbox import OS_SANDBOX_HELP
 from flows.inputs.files import closest, dotted, parse_data, read_text, validation_lines
 from graders.agent_task import AgentTask, parse_task
 
@@ -45,6 +46,7 @@ class SkillBenchConfig(BaseModel):
     judge_executor: str = Field("anthropic", description="executor of the judge model")
     timeout: float = Field(600.0, gt=0, description="seconds per session; the process group is killed after")
     concurrency: int = Field(2, ge=1, description="sessions at once")
+    os_sandbox: bool = Field(True, description=OS_SANDBOX_HELP)
     seed: int = Field(0, description="seed for shuffling, the bootstrap and task generation")
     max_error_rate: float = Field(0.1, ge=0, le=1, description="failed share of an arm that blocks a claim")
     output_dir: str | None = Field(

@@ -15,7 +15,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from executors.errors import InputError
+from executors.sandbox import OS_SANDBOX_HELP, Isolation
 from flows.inputs.files import writable_folder
+from flows.inputs.sessions import checked_isolation
 from flows.inputs.skill_config import Skill, find_skill
 from graders.queries import Query, QuerySet, Split, check_expectations, load_queries, split
 from graders.triggers import install_problem
@@ -48,6 +50,7 @@ class TriggerOptions(BaseModel):
     )
     max_turns: int = Field(10, ge=1, description="turn limit of each session")
     concurrency: int = Field(4, ge=1, description="sessions at once")
+    os_sandbox: bool = Field(True, description=OS_SANDBOX_HELP)
     seed: int = Field(0, description="seed of the split and the bootstrap intervals")
     results_dir: str = Field("./skill-bench/triggers", description="where each run's report and sessions go")
     output_dir: str | None = Field(
@@ -111,6 +114,7 @@ class TriggerPlan:
     candidates: tuple[str, ...]
     split: Split | None
     sessions: tuple[TriggerSession, ...]
+    isolation: Isolation
 
 
 def variants_of(options: TriggerOptions, cwd: Path) -> tuple[tuple[TriggerVariant, ...], tuple[str, ...]]:
@@ -173,4 +177,5 @@ def prepare_triggers(options: TriggerOptions, cwd: Path) -> TriggerPlan:
         for q in queries.queries
         for v in variants
     )
-    return TriggerPlan(options, queries, variants, candidates, chosen, sessions)
+    isolation = checked_isolation(options.os_sandbox)
+    return TriggerPlan(options, queries, variants, candidates, chosen, sessions, isolation)

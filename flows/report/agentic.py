@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from executors.sandbox import Isolation
 from executors.schema import AgentSession
 from flows.inputs.sessions import Session
 from flows.inputs.skill_config import Skill, SkillBenchConfig
-from flows.report.build import assemble, cli_version, timestamp, variant_entry
+from flows.report.build import assemble, cli_version, isolation_meta, timestamp, variant_entry
 from flows.report.schema import Report
 from graders.agent_task import AgentTask
 from graders.criteria import WEIGHTS
@@ -147,6 +148,7 @@ class AgenticRun:
     suite_hash: str
     results: Path
     started: dt.datetime
+    isolation: Isolation
 
 
 def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -> dict[str, Any]:
@@ -178,6 +180,7 @@ def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -
         "timestamp": timestamp(started),
         "cliVersion": cli_version(),
         "totalCostUSD": sum(r.result.cost_usd for r in records),
+        **isolation_meta(run.isolation),
         "contaminated": [
             {"task": g.plan.task.task_id, "mode": g.plan.mode, "run": g.plan.run, "reason": g.contaminated}
             for g in graded

@@ -17,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from executors import sandbox
 from flows.inputs.prepare import Prepared
 from flows.report.schema import REPORT_VERSION, Mode, Report
 from graders.schema import JudgeStatus
@@ -279,3 +280,8 @@ def publish(report: Report, output_dir: Path) -> Path:
     path = report_path(output_dir, report.id)
     atomic_write_json(path, report.dump())
     return path
+
+
+def isolation_meta(isolation: sandbox.Isolation) -> dict[str, str | None]:
+    """The report's record of the OS sandbox agents and checks ran in, with its version."""
+    return {"isolation": isolation, "sandboxVersion": sandbox.version() if isolation != "none" else None}

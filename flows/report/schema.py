@@ -659,6 +659,10 @@ class Meta(Model):
     """the run's results tree"""
     contaminated: list[Contamination] = Field(default_factory=list)
     """sessions excluded as contaminated"""
+    isolation: str | None = None
+    """OS sandbox of the agent sessions and task checks: bubblewrap, or none (--no-os-sandbox)"""
+    sandbox_version: str | None = Field(default=None, alias="sandboxVersion")
+    """the sandbox's version (e.g. bubblewrap 0.8.0)"""
 
 
 class BehaviorSummary(Model):

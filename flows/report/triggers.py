@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from flows.inputs.triggers import TriggerPlan
-from flows.report.build import assemble, cli_version, timestamp, variant_entry
+from flows.report.build import assemble, cli_version, isolation_meta, timestamp, variant_entry
 from flows.report.schema import Report
 from graders.triggers import SessionTriggers, TriggerStatus
 from tasks.files import atomic_write_text
@@ -127,6 +127,7 @@ def build_trigger_report(
         "suite": o.suite,
         "skillHashes": {v.label: v.sha256 for v in plan.variants},
         "maxTurns": o.max_turns,
+        **isolation_meta(plan.isolation),
         **stats,
     }
     return assemble(

@@ -70,6 +70,7 @@ def test_gemini_with_skill_and_baseline(tmp_path: Path, gemini: GeminiCliExecuto
         with_skill = asyncio.run(gemini.session(request(tmp_path, "a", skill=True)))
         baseline = asyncio.run(gemini.session(request(tmp_path, "b", skill=False)))
     assert with_skill.ok and with_skill.skill_invoked and with_skill.final_text == "calc.py written."
+    assert with_skill.isolation == "bubblewrap"  # the default: every session in the OS sandbox
     assert [e.tool for e in with_skill.events if e.kind == "tool_use"] == ["activate_skill", "write_file"]
     assert (tmp_path / "a" / "sb" / "calc.py").read_text().startswith("def add")
     assert (tmp_path / "a" / "sb" / ".gemini" / "skills" / "calc-skill" / "SKILL.md").exists()
@@ -126,6 +127,7 @@ def test_codex_with_skill_and_baseline(tmp_path: Path) -> None:
         )
         first = server.calls[0].body
     assert with_skill.ok and with_skill.final_text == "calc.py written." and with_skill.skill_invoked
+    assert with_skill.isolation == "bubblewrap"
     assert "Be exact." in json.dumps(first["input"])  # $calc-skill injected the skill's body
     assert (tmp_path / "c" / "sb" / "calc.py").read_text().startswith("def add")
     assert [e.tool for e in with_skill.events if e.kind == "tool_use"] == ["shell"]

@@ -1,0 +1,204 @@
+"""The OS sandbox with the real bubblewrap, and a real Claude Code session that tries to get out of it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from executors.agent import find_binary
+from executors.base import ExecutorSettings
+from executors.claude_code import ClaudeCodeExecutor
+from executors.sandbox import (
+    UNAVAILABLE,
+    SandboxUnavailableError,
+    executable_paths,
+    hidden_dirs,
+    probe,
+    require,
+    toolchain_paths,
+    wrap,
+)
+from executors.schema import AgentRequest
+from tests.fakes.escape import CANARIES, escape_places, escape_script
+from tests.fakes.provider import FakeProvider
+
+needs_bwrap = pytest.mark.skipif(
+    probe() is not None,
+    reason=f"bubblewrap cannot run here: {probe()} (install the Debian package bubblewrap)",
+)
+
+
+@pytest.fixture
+def outside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Path]]:
+    with escape_places(tmp_path, monkeypatch) as places:
+        yield places
+
+
+def test_unavailable_bubblewrap_is_a_clear_error_unless_none_is_allowed(tmp_path: Path) -> None:
+    with pytest.raises(SandboxUnavailableError) as caught:
+        require("bubblewrap", binary="skillab-no-such-bwrap")
+    message = str(caught.value)
+    assert message.startswith(UNAVAILABLE) and "skillab-no-such-bwrap was not found" in message
+    assert "\n" not in message
+    assert "install the Debian package bubblewrap" in message and "--no-os-sandbox" in message
+    assert require("none", binary="skillab-no-such-bwrap") == "none"
+    assert wrap(["true"], isolation="none", workdir=tmp_path, binary="skillab-no-such-bwrap") == ["true"]
+    # installed but refused by the kernel (no user namespaces): the probe really runs it
+    refusing = tmp_path / "bwrap"
+    refusing.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    refusing.chmod(0o755)
+    with pytest.raises(SandboxUnavailableError, match="No permissions to create new namespace"):
+        require("bubblewrap", binary=str(refusing))
+    with pytest.raises(ValueError, match="isolation must be one of"):
+        require("docker", binary="skillab-no-such-bwrap")  # type: ignore[arg-type]
+
+
+def test_agent_session_without_bubblewrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = tmp_path / "fake-claude"
+    script.write_text('#!/bin/sh\necho \'{"type": "result", "subtype": "success", "is_error": false}\'\n')
+    script.chmod(0o755)
+    monkeypatch.setenv("SKILLAB_CLAUDE_BIN", str(script))
+    monkeypatch.setenv("SKILLAB_BWRAP", "skillab-no-such-bwrap")
+    req = AgentRequest(
+        cli="claude",
+        model="m",
+        prompt="p",
+        sandbox=str(tmp_path / "sb"),
+        home=str(tmp_path / "home"),
+        timeout_s=20,
+        raw_stream=str(tmp_path / "out" / "raw.jsonl"),
+    )
+    with pytest.raises(SandboxUnavailableError, match="bubblewrap is not available"):
+        asyncio.run(ClaudeCodeExecutor().session(req))
+    session = asyncio.run(ClaudeCodeExecutor().session(req.model_copy(update={"isolation": "none"})))
+    assert session.ok and session.isolation == "none"
+
+
+def test_wrap_argv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if shutil.which("bwrap") is None:
+        pytest.skip("bwrap is not installed")
+    monkeypatch.setattr("executors.sandbox._probe", lambda binary: None)
+    home = tmp_path / "realhome"
+    (home / ".pyenv" / "shims").mkdir(parents=True)
+    (home / ".cargo" / "bin").mkdir(parents=True)
+    (home / "clis" / "node_modules" / ".bin").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    sandbox, session_home = tmp_path / "sb", tmp_path / "sb-home"
+    sandbox.mkdir()
+    session_home.mkdir()
+    search_path = f"{home}/.pyenv/shims:{home}/.cargo/bin:/usr/bin"
+    argv = wrap(
+        ["claude", "-p", "x"],
+        isolation="bubblewrap",
+        workdir=sandbox,
+        writable=[session_home],
+        readable=executable_paths(home / "clis" / "node_modules" / ".bin" / "claude"),
+        search_path=search_path,
+    )
+    text = " ".join(argv)
+    assert argv[-4:] == ["--", "claude", "-p", "x"] and argv[-6:-4] == ["--chdir", str(sandbox.resolve())]
+    assert "--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp" in text
+    assert f"--tmpfs {home.resolve()}" in text and "--cap-drop ALL" in text
+    for flag in ("--unshare-pid", "--die-with-parent", "--new-session"):
+        assert flag in argv
+    assert "--unshare-net" not in argv  # the CLIs reach their model server on 127.0.0.1
+    assert f"--bind {sandbox.resolve()} {sandbox.resolve()}" in text
+    assert f"--bind {session_home.resolve()} {session_home.resolve()}" in text
+    # pyenv's shims need its whole root; ~/.cargo also holds a registry token, so only its bin
+    assert f"--ro-bind {home.resolve()}/.pyenv {home.resolve()}/.pyenv" in text
+    assert f"--ro-bind {home.resolve()}/.cargo/bin " in text and f"{home.resolve()}/.cargo " not in text
+    assert f"--ro-bind {home.resolve()}/clis/node_modules " in text
+    assert "--ro-bind /usr/bin" not in text  # visible through the read-only root already
+    # every bind comes after the tmpfs it punches through
+    assert text.index(f"--tmpfs {home.resolve()}") < text.index("--ro-bind " + str(home.resolve()))
+    assert toolchain_paths(search_path, hidden_dirs())[0] == (home / ".pyenv").resolve()
+
+
+@needs_bwrap
+def test_a_sandboxed_shell_cannot_reach_out(tmp_path: Path, outside: dict[str, Path]) -> None:
+    sandbox, session_home = tmp_path / "sb", tmp_path / "sb-home"
+    sandbox.mkdir()
+    session_home.mkdir()
+    argv = wrap(
+        ["/bin/sh", "-c", escape_script(outside)],
+        isolation="bubblewrap",
+        workdir=sandbox,
+        writable=[session_home],
+    )
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL).stdout
+    assert (sandbox / "made.txt").read_text() == "made\n"  # the sandbox itself is writable
+    for key in CANARIES:
+        assert not outside[key].exists(), f"{key} reached the host"
+    assert "WROTE-etc_canary" not in out  # the host's / is read-only
+    assert "secret-" not in out and out.count("No such file or directory") >= 2
+    assert "UNMOUNTED" not in out and "REMOUNTED" not in out  # no capabilities to undo the mounts
+
+
+def claude_escape(places: dict[str, Path]) -> Any:
+    """A scripted model that runs the escape script through the Bash tool, then answers."""
+
+    def agent(body: dict[str, Any]) -> list[dict[str, Any]]:
+        done = any(
+            isinstance(b, dict) and b.get("type") == "tool_result"
+            for m in body["messages"]
+            if m["role"] == "user" and isinstance(m["content"], list)
+            for b in m["content"]
+        )
+        if done:
+            return [{"type": "text", "text": "done."}]
+        command = escape_script(places)
+        return [{"type": "tool_use", "name": "Bash", "input": {"command": command, "description": "escape"}}]
+
+    return agent
+
+
+@needs_bwrap
+def test_claude_session_cannot_reach_out(tmp_path: Path, outside: dict[str, Path]) -> None:
+    if find_binary("claude") is None:
+        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    with FakeProvider(agent=claude_escape(outside)) as server:
+        claude = ClaudeCodeExecutor(ExecutorSettings(base_url=server.url))
+        session = asyncio.run(
+            claude.session(
+                AgentRequest(
+                    cli="claude",
+                    model="sonnet",
+                    prompt="Try to get out.",
+                    sandbox=str(tmp_path / "sb"),
+                    home=str(tmp_path / "home"),
+                    timeout_s=120,
+                    raw_stream=str(tmp_path / "out" / "raw_stream.jsonl"),
+                )
+            )
+        )
+        bodies = [json.dumps(c.body) for c in server.calls]
+    assert session.ok, session.error
+    assert session.isolation == "bubblewrap" and session.final_text == "done."
+    (result,) = [e for e in session.events if e.kind == "tool_result"]
+    assert "WROTE-tmp_canary" in result.text  # the private /tmp is writable, and it is private
+    assert (tmp_path / "sb" / "made.txt").read_text() == "made\n"
+    for key in CANARIES:
+        assert not outside[key].exists(), f"{key} reached the host"
+    assert "UNMOUNTED" not in result.text and "REMOUNTED" not in result.text
+    raw = (tmp_path / "out" / "raw_stream.jsonl").read_text()
+    for text in (raw, result.text, *bodies):
+        assert "secret-" not in text  # neither the transcript nor the model ever saw the secrets
+    assert result.text.count("No such file or directory") >= 2  # both secrets were out of sight
+
+
+def test_executable_paths_of_npm_installs(tmp_path: Path) -> None:
+    package = tmp_path / "prefix" / "lib" / "node_modules" / "@anthropic-ai" / "claude-code"
+    package.mkdir(parents=True)
+    (package / "cli.js").write_text("")
+    (tmp_path / "prefix" / "bin").mkdir()
+    (tmp_path / "prefix" / "bin" / "claude").symlink_to(package / "cli.js")
+    paths = executable_paths(tmp_path / "prefix" / "bin" / "claude")
+    assert (tmp_path / "prefix" / "lib" / "node_modules").resolve() in paths  # its dependencies
+    assert (package / "cli.js").resolve() in paths and tmp_path / "prefix" not in paths
