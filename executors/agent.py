@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from executors.base import Executor
 from executors.errors import PermanentError, TransientError, is_transient_status
-from executors.sandbox import executable_paths, require, wrap
+from executors.sandbox import AGENT_ENV_PREFIXES, executable_paths, host_env, require, wrap
 from executors.schema import AgentRequest, AgentSession, RunRequest, RunResult, SessionStatus, Usage
 
 CLI_DIR_ENV = "SKILLAB_AGENT_CLI_DIR"
@@ -75,7 +75,9 @@ class AgentExecutor(Executor):
         return None
 
     def base_env(self, request: AgentRequest) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in NESTED}
+        # Only what the CLI needs: the agent runs with permissions skipped and must not find the
+        # user's other credentials in its environment. (The nested-session markers are CLAUDE_*.)
+        env = {k: v for k, v in host_env(*AGENT_ENV_PREFIXES).items() if k not in NESTED}
         tmp = Path(request.home) / "tmp"
         tmp.mkdir(parents=True, exist_ok=True)
         env.update(HOME=request.home, TMPDIR=str(tmp), NO_COLOR="1", CI="1")

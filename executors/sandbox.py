@@ -58,6 +58,40 @@ CONFINE = (
 )
 
 
+# The host variables a sandboxed process sees: locale and the interpreters' own, never a credential
+# (a cloud key, a token) that happens to be set in the user's shell.
+ENV_KEEP = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNAME", "SHELL"})
+ENV_KEEP_PREFIXES = ("LC_", "PYENV_", "NVM_")
+# What an agent CLI needs besides: its provider's endpoint and key, its own switches, proxies and CA
+# certificates (so it can reach its model server where a proxy is mandatory).
+AGENT_ENV_PREFIXES = (
+    "ANTHROPIC_",
+    "CLAUDE_",
+    "DISABLE_",
+    "OPENAI_",
+    "CODEX_",
+    "GEMINI_",
+    "GOOGLE_GEMINI_",
+    "GOOGLE_API_KEY",
+    "NODE_",
+    "SSL_CERT_",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+)
+
+
+def host_env(*keep_prefixes: str) -> dict[str, str]:
+    """The part of this process's environment a sandboxed command may see, PATH always set."""
+    prefixes = ENV_KEEP_PREFIXES + keep_prefixes
+    env = {k: v for k, v in os.environ.items() if k in ENV_KEEP or k.startswith(prefixes)}
+    env.setdefault("PATH", os.defpath)
+    return env
+
+
 class SandboxUnavailableError(RuntimeError):
     """Bubblewrap was asked for and cannot run here. ``str(error)`` is one complete line for the user."""
 

@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from executors.agent import find_binary
-from executors.sandbox import Isolation, executable_paths, require, wrap
+from executors.sandbox import Isolation, executable_paths, host_env, require, wrap
 from graders.agent_task import AgentTask, Check
 
 RUN_TIMEOUT_S = 60.0
@@ -52,9 +52,6 @@ ALIASES = {
     "sh": "shell",
 }
 SKIP_DIRS = {".claude", ".agents", ".codex", ".gemini", "node_modules", "__pycache__", ".git"}
-# The only variables a check's command sees: locale and the interpreters' own; never a key.
-ENV_KEEP = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNAME", "SHELL"})
-ENV_KEEP_PREFIXES = ("LC_", "PYENV_", "NVM_")
 
 
 def sandbox_files(sandbox: Path) -> list[Path]:
@@ -90,9 +87,7 @@ class CheckRunner:
         (home / "tmp").mkdir(parents=True, exist_ok=True)
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k in ENV_KEEP or k.startswith(ENV_KEEP_PREFIXES)}
-        env.setdefault("PATH", os.defpath)
-        return env | {"HOME": str(self.home), "TMPDIR": str(self.home / "tmp")}
+        return host_env() | {"HOME": str(self.home), "TMPDIR": str(self.home / "tmp")}
 
     def run(self, argv: list[str], cwd: Path | None = None) -> tuple[int | None, str]:
         """(exit code, the output's tail); exit code None when it ran out of time and was killed."""
@@ -136,7 +131,8 @@ class CheckRunner:
 
 def _keep_tail(proc: subprocess.Popen[bytes], tail: deque[bytes]) -> None:
     """Drain the output (a flood cannot fill memory: only the last chunks are kept)."""
-    assert proc.stdout is not None
+    if proc.stdout is None:  # started without a pipe: nothing to drain
+        return
     size = 0
     while chunk := os.read(proc.stdout.fileno(), 1 << 16):
         tail.append(chunk)

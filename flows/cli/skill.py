@@ -24,6 +24,7 @@ def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def cmd_skill_run(args: argparse.Namespace) -> int:
     from executors.registry import usable_executor
+    from flows.inputs.sessions import checked_isolation
     from flows.inputs.skill_config import load_tasks
 
     config, skill = skill_inputs(args)
@@ -33,6 +34,7 @@ def cmd_skill_run(args: argparse.Namespace) -> int:
         )
     load_tasks(Path(config.tasks))  # every malformed file reported before any session starts
     usable_executor(config.runner, "--runner", agentic=True)
+    checked_isolation(config.os_sandbox)  # exit 2 before any session when bubblewrap cannot run
     configure_prefect()
     from flows.skill_bench import InsufficientData, skill_bench
 

@@ -20,6 +20,7 @@ from executors.sandbox import (
     SandboxUnavailableError,
     executable_paths,
     hidden_dirs,
+    host_env,
     probe,
     require,
     toolchain_paths,
@@ -132,7 +133,9 @@ def test_a_sandboxed_shell_cannot_reach_out(tmp_path: Path, outside: dict[str, P
         workdir=sandbox,
         writable=[session_home],
     )
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL).stdout
+    out = subprocess.run(
+        argv, env=host_env(), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    ).stdout
     assert (sandbox / "made.txt").read_text() == "made\n"  # the sandbox itself is writable
     for key in CANARIES:
         assert not outside[key].exists(), f"{key} reached the host"

@@ -13,6 +13,8 @@ import pytest
 
 CANARIES = ("tmp_canary", "home_canary", "root_canary", "etc_canary")
 SECRETS = ("tmp_secret", "home_secret")
+#: A credential set in the user's shell that no sandboxed process may see.
+ENV_SECRET = "AWS_SECRET_ACCESS_KEY"
 
 
 @contextlib.contextmanager
@@ -23,6 +25,7 @@ def escape_places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[d
     home = Path(tempfile.mkdtemp(prefix="skillab-realhome-", dir="/var/tmp"))
     monkeypatch.setenv("HOME", str(home))
     token = uuid.uuid4().hex
+    monkeypatch.setenv(ENV_SECRET, f"env-secret-{token}")
     (tmp_path / "secret.txt").write_text(f"tmp-secret-{token}\n")
     (home / "secret.txt").write_text(f"home-secret-{token}\n")
     places = {
@@ -42,9 +45,11 @@ def escape_places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[d
 
 
 def escape_script(places: dict[str, Path]) -> str:
-    """Shell that tries every way out and says on stdout what worked (WROTE-*, UNMOUNTED, REMOUNTED)."""
+    """Shell that tries every way out and says on stdout what worked (WROTE-*, UNMOUNTED, REMOUNTED),
+    and prints any secret it can read (files, or the credential in its environment)."""
     lines = [f"echo canary > {places[k]} && echo WROTE-{k}" for k in CANARIES]
     lines += [f"cat {places[k]}" for k in SECRETS]
+    lines += [f"printenv {ENV_SECRET}"]
     lines += [
         "umount /root && echo UNMOUNTED",
         "mount -o remount,rw / && echo REMOUNTED",

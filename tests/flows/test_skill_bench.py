@@ -188,6 +188,8 @@ def test_skill_run_end_to_end(
     assert behavior["tool_calls"] == {"Skill": 1, "Bash": 1} and behavior["skill_invoked"]
     report = json.loads((results / "report.json").read_text())
     assert report["meta"]["suiteSha256"] and report["summary"]["with-skill"]["errorCount"] == 2
+    assert report["meta"]["isolation"] == "bubblewrap" and report["meta"]["sandboxVersion"]
+    assert checks["isolation"] == "bubblewrap"
     assert (
         report["deterministicPassRate"]["with-skill"] == 0.5
         and report["deterministicPassRate"]["baseline"] == 0.0

@@ -69,6 +69,8 @@ def test_rates_cache_gates_and_junit(
     reports = sorted((root / "results").glob("*.json"))
     report = json.loads(reports[0].read_text())
     assert report["mode"] == "trigger" and report["meta"]["taskCount"] == 8
+    assert report["meta"]["isolation"] == "bubblewrap"
+    assert report["meta"]["sandboxVersion"].startswith("bubblewrap ")
     summary = report["triggers"]["summaries"][0]
     skill_stats = summary["per_skill"][0]
     assert skill_stats["recall"]["value"] == 1.0 and skill_stats["false_fire"]["value"] == 0.0
@@ -99,10 +101,13 @@ def test_description_ab_finds_the_better_description(
         SkillScript(NAME, p=0.0, boost=("greeting", 1.0), p_by_query={QUERIES["q3"][0]: 0.0}).install(server)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
         v1, v2 = (str(root / "skills" / v / NAME) for v in ("v1", "v2"))
-        assert run(root, server, "--skill", v1, "--skill", v2) == 0
+        # a machine without bubblewrap: the run goes on only because the user said so
+        monkeypatch.setenv("SKILLAB_BWRAP", "skillab-no-such-bwrap")
+        assert run(root, server, "--skill", v1, "--skill", v2, "--no-os-sandbox") == 0
     out = capsys.readouterr().out
     report = json.loads(next((root / "results").glob("*.json")).read_text())
     assert report["meta"]["variants"] == ["v1", "v2"]
+    assert report["meta"]["isolation"] == "none" and report["meta"]["sandboxVersion"] is None
     comparison = report["triggers"]["comparisons"][0]
     recall = comparison["parts"]["all"]["recall"]
     assert (comparison["control"], comparison["treatment"]) == ("v1", "v2")
