@@ -6,12 +6,16 @@ deployments with ``to_deployment`` and served with ``serve`` (no work pool neede
         config: demo/skillab.yaml   # the suite's options; its folder holds the samples and skills
         cron: "0 3 * * *"
         timezone: UTC               # IANA name (default UTC)
+      - name: triggers-nightly
+        mode: trigger               # a trigger suite: config holds `skill triggers run` options
+        config: demo/triggers.yaml
+        cron: "0 4 * * *"
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from prefect.client.schemas.schedules import CronSchedule
 from prefect.schedules import Cron
@@ -20,7 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from executors.errors import InputError
 from flows.inputs.files import located, parse_data, read_text, validation_lines
 from flows.inputs.samples import load_config
-from flows.nightly import nightly_bench
+from flows.inputs.triggers import load_trigger_config
+from flows.nightly import nightly_bench, nightly_triggers
 
 
 class SuiteDeployment(BaseModel):
@@ -28,6 +33,7 @@ class SuiteDeployment(BaseModel):
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
     config: str
+    mode: Literal["sample", "trigger"] = "sample"
     cron: str
     timezone: str = "UTC"
     description: str | None = None
@@ -74,7 +80,7 @@ def load(path: Path) -> list[SuiteDeployment]:
     for suite in spec.suites:
         config = (path.parent / suite.config).resolve()
         try:
-            load_config(config)
+            load_config(config) if suite.mode == "sample" else load_trigger_config(config)
         except InputError as exc:
             problems += [f"{path}: suite {suite.name}: {line}" for line in exc.lines]
     if problems:
@@ -85,7 +91,7 @@ def load(path: Path) -> list[SuiteDeployment]:
 def build(path: Path) -> list[Any]:
     """RunnerDeployments of the nightly flow, one per suite, with absolute config paths."""
     return [
-        nightly_bench.to_deployment(
+        (nightly_bench if suite.mode == "sample" else nightly_triggers).to_deployment(
             name=suite.name,
             schedule=Cron(suite.cron, timezone=suite.timezone),
             parameters={"config": str((path.parent / suite.config).resolve()), "suite": suite.name},

@@ -1,4 +1,5 @@
-"""The scheduled benchmark: a suite given by its options file, compared with its previous run."""
+"""The scheduled benchmarks: a sample suite given by its options file, compared with its previous
+run; a trigger suite, held to its recall and false-fire gates."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ from prefect import flow
 
 from flows.inputs.options import BenchOptions
 from flows.inputs.samples import load_config
+from flows.inputs.triggers import load_trigger_config
+from flows.report.schema import load_report
+from flows.report.triggers import gate_failures
 from flows.sample_bench import sample_bench
+from flows.trigger_bench import trigger_bench
+
+
+class TriggerGateError(Exception):
+    """A scheduled trigger suite missed its gates (--min-recall, --max-false-fire): the flow run fails."""
 
 
 def suite_options(config: str, suite: str) -> tuple[BenchOptions, Path]:
@@ -24,4 +33,20 @@ async def nightly_bench(config: str, suite: str) -> dict[str, Any]:
     options, folder = suite_options(config, suite)
     named = sample_bench.with_options(flow_run_name=f"{suite} · {','.join(options.variants)}")
     result: dict[str, Any] = await named(options, str(folder), False)
+    return result
+
+
+@flow(name="nightly-triggers", flow_run_name="{suite} · nightly triggers", log_prints=False)
+async def nightly_triggers(config: str, suite: str) -> dict[str, Any]:
+    """Run a trigger suite (paths in its options file are relative to the file's folder); a missed
+    gate fails this flow run, naming every skill and figure that missed."""
+    path = Path(config).resolve()
+    options = load_trigger_config(path, suite)
+    named = trigger_bench.with_options(flow_run_name=f"{suite} · triggers")
+    result: dict[str, Any] = await named(options, str(path.parent), False)
+    failures = gate_failures(
+        load_report(Path(result["report_path"])), options.min_recall, options.max_false_fire
+    )
+    if failures:
+        raise TriggerGateError(f"suite {suite!r}: " + "; ".join(failures))
     return result

@@ -81,3 +81,23 @@ def test_bad_deployments(tmp_path: Path, body: str, config: str | None, expected
     with pytest.raises(InputError) as info:
         load(path)
     assert any(expected in line for line in info.value.lines), info.value.lines
+
+
+def test_a_trigger_suite_validates_and_builds_the_trigger_flow(tmp_path: Path) -> None:
+    body = "suites:\n  - {name: triggers, mode: trigger, config: suite/triggers.yaml, cron: '0 4 * * *'}\n"
+    path = write(tmp_path, body)
+    (tmp_path / "suite" / "triggers.yaml").write_text(
+        "skill: [skills/greeting-files]\nqueries: queries.yaml\nruns: 3\nmin-recall: 0.8\n"
+    )
+    (suite,) = load(path)
+    assert suite.mode == "trigger"
+    (deployment,) = build(path)
+    assert deployment.flow_name == "nightly-triggers" and deployment.parameters["suite"] == "triggers"
+    # a trigger option file is checked against the trigger options, not the sample ones
+    (tmp_path / "suite" / "triggers.yaml").write_text("skill: x\nmin_recal: 0.8\nruns: 0\n")
+    with pytest.raises(InputError) as info:
+        load(path)
+    assert info.value.lines == [
+        f"{path}: suite triggers: {tmp_path / 'suite' / 'triggers.yaml'}: min_recal: unknown option "
+        "(did you mean 'min_recall'?)"
+    ]

@@ -7,8 +7,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from executors.errors import InputError
 from graders.loading import closest, parse_data, read_text
@@ -74,3 +75,29 @@ def writable_file(path: Path, flag: str) -> None:
     if path.is_dir():
         raise InputError(f"{flag}: {path} is a folder, not a file")
     writable_folder(path.parent, flag)
+
+
+def options_file(path: Path, model: type[BaseModel], lists: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Options from a YAML/JSON file, named as the flags are (dashes or underscores), validated
+    against ``model``; ``lists`` may also be written as one comma-separated string."""
+    data = parse_data(path, read_text(path)) or {}
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a mapping of option: value")
+    fields = list(model.model_fields)
+    out: dict[str, Any] = {}
+    problems = []
+    for key, value in data.items():
+        name = str(key).replace("-", "_")
+        if name not in fields:
+            problems.append(f"{path}: {key}: unknown option{closest(name, fields)}")
+            continue
+        if name in lists and isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        out[name] = value
+    if problems:
+        raise InputError(problems)
+    try:
+        model(**out)
+    except ValidationError as exc:
+        raise InputError(validation_lines(exc, located(str(path)), fields)) from None
+    return out

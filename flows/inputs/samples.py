@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from executors.errors import InputError, where
-from flows.inputs.files import closest, located, parse_data, read_text, validation_lines
+from flows.inputs.files import closest, located, options_file, parse_data, read_text, validation_lines
 from flows.inputs.options import BenchOptions
 from graders import registry
 from graders.schema import Assertion, Sample
@@ -25,27 +25,7 @@ BASELINE = "baseline"
 
 def load_config(path: Path) -> dict[str, Any]:
     """Options from skillab.yaml: the same names as the flags (dashes or underscores)."""
-    data = parse_data(path, read_text(path)) or {}
-    if not isinstance(data, dict):
-        raise InputError(f"{path}: expected a mapping of option: value")
-    fields = list(BenchOptions.model_fields)
-    out: dict[str, Any] = {}
-    problems = []
-    for key, value in data.items():
-        name = str(key).replace("-", "_")
-        if name not in fields:
-            problems.append(f"{path}: {key}: unknown option{closest(name, fields)}")
-            continue
-        if name in {"variants", "judge_models"} and isinstance(value, str):
-            value = [v.strip() for v in value.split(",") if v.strip()]
-        out[name] = value
-    if problems:
-        raise InputError(problems)
-    try:
-        BenchOptions(**out)
-    except ValidationError as exc:
-        raise InputError(validation_lines(exc, located(str(path)), fields)) from None
-    return out
+    return options_file(path, BenchOptions, frozenset({"variants", "judge_models"}))
 
 
 # ---------------------------------------------------------------- samples

@@ -144,7 +144,7 @@ def find_skill(name: str | None, cwd: Path) -> Skill:
     roots = [cwd / ".claude" / "skills", Path.home() / ".claude" / "skills"]
     if not name:
         raise InputError("--skill: name the skill to benchmark" + _listing(roots))
-    direct = Path(name).expanduser()
+    direct = cwd / Path(name).expanduser()  # relative to the run's folder (a scheduled suite's)
     if direct.name == "SKILL.md" and direct.is_file():
         return Skill(direct.parent.name, direct.parent.resolve())
     if (direct / "SKILL.md").is_file():

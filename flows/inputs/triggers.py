@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from executors.errors import InputError
 from executors.sandbox import OS_SANDBOX_HELP, Isolation
-from flows.inputs.files import writable_folder
+from flows.inputs.files import options_file, writable_folder
 from flows.inputs.sessions import checked_isolation
 from flows.inputs.skill_config import Skill, find_skill
 from graders.queries import Query, QuerySet, Split, check_expectations, load_queries, split
@@ -74,6 +74,12 @@ class TriggerOptions(BaseModel):
     )
     junit: str | None = Field(None, description="write JUnit XML (one test per query and variant)")
     suite: str | None = Field(None, description="suite name, recorded in the report")
+
+
+def load_trigger_config(path: Path, suite: str | None = None) -> TriggerOptions:
+    """A trigger suite's options file (a scheduled suite in deployments.yaml): the flags' names."""
+    given = options_file(path, TriggerOptions, frozenset({"skill"}))
+    return TriggerOptions(**given | ({"suite": suite} if suite else {}))
 
 
 @dataclass(frozen=True)

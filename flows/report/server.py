@@ -262,6 +262,8 @@ def create_app(
             Route("/compare", app.compare),
             Route("/api/run/{run_id}", app.run_json),
             Route("/api/run/{run_id}/feedback", app.feedback, methods=["POST"]),
+            # Browsers ask for it on every page; no icon, and no 404 in the console either.
+            Route("/favicon.ico", lambda _: Response(status_code=204)),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ]
     )

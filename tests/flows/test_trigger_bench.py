@@ -3,15 +3,25 @@ model whose firing is known per query; the figures, the cache, the gates and the
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 import yaml
 
 from executors.agent import find_binary
 from flows.cli.main import main
+from tests.browser import chromium, serving
 from tests.fakes.provider import FakeProvider, SkillScript
+from tests.flows.helpers import subprocess_env
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -169,3 +179,113 @@ def test_generate_drafts_a_reviewable_queries_file(
     queries = load_queries(root / "drafted.yaml").queries
     assert [q.id for q in queries] == ["q01", "q02", "q03", "q04"] and queries[2].expect is None
     assert "exists" in capsys.readouterr().err
+
+
+def test_budgets_then_kill_9_and_resume_without_repeating_a_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."})
+    monkeypatch.chdir(root)
+    skill = str(root / "skills" / "v1" / NAME)
+    planned = len(QUERIES) * 3
+    with FakeProvider() as server:
+        script = SkillScript(NAME, p=0.5).install(server)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        one_at_a_time = ("--skill", skill, "--runs", "3", "--concurrency", "1", "--no-cache")
+        assert run(root, server, *one_at_a_time, "--max-calls", "2") == 0
+        assert len(script.decisions) == 2
+        assert run(root, server, *one_at_a_time, "--budget-usd", "0.000001") == 0
+        assert len(script.decisions) == 3  # the first session's cost is over the budget
+        budgeted = [json.loads(p.read_text())["meta"] for p in sorted((root / "results").glob("*.json"))]
+        assert sorted(len(m["notRun"]) for m in budgeted) == [planned - 2, planned - 1]
+        for path in (root / "results").glob("*.json"):
+            path.unlink()
+        args = [sys.executable, "-m", "flows.bench", "skill", "triggers", "run", "--queries", "queries.yaml"]
+        args += ["--base-url", server.url, "--skill", skill, "--runs", "3", "--concurrency", "1", "--quiet"]
+        args += [
+            "--results-dir",
+            str(root / "results"),
+            "--cache-dir",
+            str(root / "cache"),
+            "--timeout",
+            "60",
+        ]
+        proc = subprocess.Popen(
+            args,
+            cwd=root,
+            env=subprocess_env() | {"ANTHROPIC_API_KEY": "sk-test"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 240
+            while len(list((root / "cache").rglob("*.json"))) < 2 and time.monotonic() < deadline:
+                assert proc.poll() is None, "the run ended before the kill"
+                time.sleep(0.05)
+            os.killpg(proc.pid, signal.SIGKILL)
+        finally:
+            proc.wait(timeout=30)
+        finished = len(list((root / "cache").rglob("*.json")))
+        assert 2 <= finished < planned and not list((root / "results").glob("*.json"))
+        before = len(script.decisions)
+        assert run(root, server, "--skill", skill, "--runs", "3", "--concurrency", "1") == 0
+        assert len(script.decisions) - before == planned - finished  # no finished session runs again
+    (path,) = (root / "results").glob("*.json")
+    meta = json.loads(path.read_text())["meta"]
+    assert meta["cacheHits"] == finished and meta["calls"] == planned - finished and not meta["notRun"]
+
+
+def test_a_scheduled_trigger_suite_fails_its_flow_run_on_a_missed_gate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flows.nightly import nightly_triggers
+
+    root = project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."})
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeProvider() as server:
+        SkillScript(NAME, p=0.0).install(server)  # never fires: recall 0
+        options = {"skill": [f"skills/v1/{NAME}"], "queries": "queries.yaml", "runs": 1, "min-recall": 0.5}
+        options |= {"base-url": server.url, "timeout": 60, "cache-dir": str(root / "cache")}
+        (root / "triggers.yaml").write_text(yaml.safe_dump(options))
+        flow = nightly_triggers(str(root / "triggers.yaml"), "greetings", return_state=True)
+        state: Any = asyncio.run(cast(Coroutine[Any, Any, Any], flow))
+    assert state.is_failed()
+    assert f"suite 'greetings': default: {NAME}: recall 0% < 50%" in str(state.message)
+    (path,) = (root / "skill-bench" / "triggers").glob("*.json")  # results_dir under the suite's folder
+    assert json.loads(path.read_text())["meta"]["suite"] == "greetings"
+
+
+def test_the_trigger_page_in_chromium(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As a reader sees it: headings, the confusion matrix, the rates chart, a transcript opened
+    from a query, no horizontal overflow on a laptop screen, nothing blocked by the CSP."""
+    from flows.report.server import create_app
+
+    root = project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."})
+    monkeypatch.chdir(root)
+    with FakeProvider() as server:
+        SkillScript(NAME, p_by_query={QUERIES["q3"][0]: 0.0, QUERIES["q4"][0]: 0.0}).install(server)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        assert run(root, server, "--skill", str(root / "skills" / "v1" / NAME), "--runs", "1") == 0
+    run_id = next((root / "results").glob("*.json")).stem
+    problems: list[str] = []
+    with serving(lambda port: create_app(root / "results", port=port)) as url, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1366, "height": 768})
+        page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        page.goto(f"{url}/run/{run_id}")
+        assert page.locator("h2", has_text="Does the skill fire?").is_visible()
+        matrix = page.locator("table.confusion")
+        assert matrix.is_visible() and matrix.locator("td.diag").count() >= 1
+        chart = page.locator(".charts svg").first
+        box = chart.bounding_box()
+        assert box is not None and box["width"] > 200 and box["height"] > 80
+        transcript = page.locator("details", has_text="transcript").first
+        transcript.locator("summary").click()
+        assert transcript.locator("ol.transcript li").first.is_visible()
+        assert "fired: greeting-files" in page.inner_text("body")
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"the page is {overflow}px wider than a laptop screen"
+        shot = page.screenshot(path=str(tmp_path / "triggers.png"), full_page=True)
+        assert shot[:8] == b"\x89PNG\r\n\x1a\n" and len(shot) > 20_000
+    assert not problems, problems

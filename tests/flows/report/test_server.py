@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -13,16 +10,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
 from flows.cli.main import main
 from flows.report.server import create_app
+from tests.browser import chromium, serving
 from tests.fakes.provider import FakeProvider
 from tests.flows.helpers import answer, make_project, use_provider
 
 XSS = "<script>window.__pwned = 1; alert('xss')</script><img src=x onerror=\"alert('img')\">"
 TOKEN = "test-token"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 def xss_answer(system: str, prompt: str) -> str:
@@ -60,24 +56,10 @@ def reports(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> 
     return {"dir": out, "plain": plain, "blind": blind}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def server(reports: dict[str, object]) -> Iterator[str]:
-    port = free_port()
-    app = create_app(Path(str(reports["dir"])), port=port, token=TOKEN)
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    while not srv.started:
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(timeout=10)
+    with serving(lambda port: create_app(Path(str(reports["dir"])), port=port, token=TOKEN)) as url:
+        yield url
 
 
 def post(base: str, run_id: str, data: dict, **headers: str) -> httpx.Response:
@@ -167,24 +149,8 @@ def test_export_is_self_contained(reports: dict, tmp_path: Path, capsys: pytest.
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    playwright = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.fail("chromium is not installed: scripts/test.sh installs Debian's chromium")
-    with playwright.sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
-        )
+    with chromium() as b:
         yield b
-        b.close()
 
 
 def test_list_open_rate_reload(browser: object, server: str, reports: dict) -> None:

@@ -1,0 +1,119 @@
+"""Trigger mode with the real ``codex`` and ``gemini`` binaries against a scripted model on 127.0.0.1.
+
+The skill is installed where each CLI discovers skills and not forced. The scripted model decides
+from what the CLI actually sent: it uses the skill only when the request lists the skill's
+description, so a session fires only if the CLI really listed the installed skill. Codex has no
+skill tool: a trigger is reading the skill's SKILL.md through a command. Gemini calls
+``activate_skill``. Prose naming the skill is never a trigger."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from executors.agent import find_binary
+from executors.base import ExecutorSettings
+from executors.schema import AgentRequest, AgentSession, InstalledSkill
+from graders.triggers import TriggerStatus, detect
+from tests.fakes.provider import FakeProvider
+
+NAME = "greeting-files"
+DESCRIPTION = "Writes greeting files. Use when asked for a greeting."
+SKILL = f"---\nname: {NAME}\ndescription: {DESCRIPTION}\n---\n# Greetings\nWrite greeting.txt.\n"
+FIRE = "Please write me a greeting file"
+PROSE = "Which skill would write a greeting file?"
+
+
+def request(root: Path, tag: str, cli: str, model: str, prompt: str) -> AgentRequest:
+    source = root / "src"
+    source.mkdir(exist_ok=True)
+    (source / "SKILL.md").write_text(SKILL)
+    return AgentRequest(
+        cli=cli,
+        model=model,
+        prompt=prompt,
+        sandbox=str(root / tag / "sb"),
+        home=str(root / tag / "home"),
+        skills=(InstalledSkill(name=NAME, path=str(source)),),
+        force_skill=False,
+        timeout_s=120,
+        raw_stream=str(root / tag / "out" / "raw_stream.jsonl"),
+    )
+
+
+def needs(binary: str) -> None:
+    if find_binary(binary) is None:
+        pytest.fail(f"the {binary} CLI is missing: scripts/install-agent-clis.sh installs it")
+
+
+def codex_model(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Reads the skill's SKILL.md (found through the listing Codex sent) when asked for a greeting
+    file and the skill is listed; names it in prose when asked which skill would do it."""
+    text = json.dumps(body)
+    outputs = [
+        i for i in body.get("input", []) if isinstance(i, dict) and i.get("type") == "function_call_output"
+    ]
+    listed = DESCRIPTION in text
+    if not outputs and listed and FIRE in text:
+        command = f"cat .agents/skills/{NAME}/SKILL.md"
+        return [
+            {
+                "type": "function_call",
+                "name": "exec_command",
+                "call_id": "call_1",
+                "arguments": json.dumps({"cmd": command}),
+            }
+        ]
+    answer = f"The {NAME} skill would." if PROSE in text else "Done."
+    return [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": answer}]}]
+
+
+def gemini_model(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Calls activate_skill when asked for a greeting file and the skill is listed; prose otherwise."""
+    text = json.dumps(body)
+    done = any("functionResponse" in p for c in body["contents"] for p in c.get("parts", []))
+    if not done and DESCRIPTION in text and FIRE in text:
+        return [{"functionCall": {"name": "activate_skill", "args": {"name": NAME}}}]
+    return [{"text": f"The {NAME} skill would." if PROSE in text else "Done."}]
+
+
+def run_pair(executor: Any, root: Path, cli: str, model: str) -> tuple[AgentSession, AgentSession]:
+    fire = asyncio.run(executor.session(request(root, "fire", cli, model, FIRE)))
+    prose = asyncio.run(executor.session(request(root, "prose", cli, model, PROSE)))
+    return fire, prose
+
+
+def test_codex_reading_the_skill_is_a_trigger_naming_it_is_not(tmp_path: Path) -> None:
+    from executors.codex_cli import CodexExecutor
+
+    needs("codex")
+    with FakeProvider() as server:
+        server.responses_agent = codex_model
+        codex = CodexExecutor(ExecutorSettings(base_url=f"{server.url}/v1"))
+        fire, prose = run_pair(codex, tmp_path, "codex", "gpt-5.5")
+        sent = json.dumps([c.body for c in server.calls])
+    assert (tmp_path / "fire" / "sb" / ".agents" / "skills" / NAME / "SKILL.md").is_file()
+    assert DESCRIPTION in sent and f"${NAME}" not in sent  # listed, never forced
+    found, none = detect(fire, [NAME]), detect(prose, [NAME])
+    assert fire.ok and found.status == TriggerStatus.OK and found.fired == (NAME,), fire.events
+    assert prose.ok and NAME in prose.final_text and none.fired == ()
+
+
+def test_gemini_activate_skill_is_a_trigger_naming_it_is_not(tmp_path: Path) -> None:
+    from executors.gemini_cli import GeminiCliExecutor
+
+    needs("gemini")
+    with FakeProvider() as server:
+        server.gemini_agent = gemini_model
+        gemini = GeminiCliExecutor(ExecutorSettings(base_url=server.url))
+        fire, prose = run_pair(gemini, tmp_path, "gemini-cli", "gemini-2.5-pro")
+        sent = json.dumps([c.body for c in server.calls])
+    assert (tmp_path / "fire" / "sb" / ".gemini" / "skills" / NAME / "SKILL.md").is_file()
+    assert DESCRIPTION in sent and "MUST first call the activate_skill" not in sent
+    found, none = detect(fire, [NAME]), detect(prose, [NAME])
+    assert fire.ok and found.status == TriggerStatus.OK and found.fired == (NAME,), fire.events
+    assert prose.ok and NAME in prose.final_text and none.fired == ()
