@@ -283,6 +283,41 @@ def pilot_from_frame(
     )
 
 
+def frame_from_report(report: dict[str, Any], *, minimum: float = 1.0) -> pd.DataFrame:
+    """One row per execution of a sample-mode report (``results[].variants[name]`` or its ``runs``).
+
+    Scored as the aggregation scores: an errored run counts the scale ``minimum``, a run without a
+    composite score (ungraded) is NaN. Token counts come along, for the cost of the plan.
+    """
+    rows: list[dict[str, Any]] = []
+    results = report.get("results")
+    if not isinstance(results, list):
+        raise ValueError("report: field 'results' missing or not a list")
+    for i, case in enumerate(results):
+        sample_id = str(case.get("sample_id", i + 1))
+        variants = case.get("variants")
+        if not isinstance(variants, dict):
+            raise ValueError(f"report: case {sample_id}: field 'variants' missing or not a mapping")
+        for name, entry in variants.items():
+            for run in entry.get("runs") or [entry]:
+                score = run.get("compositeScore")
+                rows.append(
+                    {
+                        "sample_id": sample_id,
+                        "variant": str(name),
+                        "run": int(run.get("run", 1)),
+                        "score": minimum
+                        if not run.get("ok", True)
+                        else (math.nan if score is None else score),
+                        "input_tokens": run.get("inputTokens"),
+                        "output_tokens": run.get("outputTokens"),
+                    }
+                )
+    return pd.DataFrame(
+        rows, columns=["sample_id", "variant", "run", "score", "input_tokens", "output_tokens"]
+    )
+
+
 # ---------------------------------------------------------------- the plan
 
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -250,10 +250,7 @@ class ConfidenceSequence:
         upper = min(self.upper, self.lo + span * float(high[0]))
         if lower > upper:  # the data contradict every mean (probability <= alpha): a point
             lower = upper = (lower + upper) / 2
-        return ConfidenceSequence(
-            lower, upper, len(history), self.waves + 1, self.lo, self.hi, self.alpha, self.truncation,
-            self.horizon, history,
-        )  # fmt: skip
+        return replace(self, lower=lower, upper=upper, n=len(history), waves=self.waves + 1, history=history)
 
     @property
     def mean(self) -> float | None:

@@ -16,6 +16,7 @@ from tasks.planning import (
     Prices,
     caching_break_even_output,
     cost,
+    frame_from_report,
     pilot_from_frame,
     pilot_from_runs,
     plan,
@@ -193,3 +194,31 @@ def test_plan_prices_each_option() -> None:
     for o in result.options:
         assert o.cost is not None and o.cases is not None
         assert o.cost == cost(o.runs * o.cases, shape, prices)
+
+
+def test_a_report_is_read_as_the_aggregation_scores_it() -> None:
+    def run(n: int, score: float | None, ok: bool = True) -> dict[str, Any]:
+        return {"run": n, "ok": ok, "compositeScore": score, "inputTokens": 2200, "outputTokens": 90}
+
+    report = {
+        "results": [
+            {"sample_id": "a", "variants": {"v1": run(1, 3.0), "v2": run(1, 4.0)}},
+            {
+                "sample_id": "b",
+                "variants": {
+                    "v1": {**run(1, 2.0), "runs": [run(1, 2.0), run(2, None, ok=False)]},
+                    "v2": {**run(1, 3.0), "runs": [run(1, 3.0), run(2, None)]},
+                },
+            },
+        ]
+    }
+    df = frame_from_report(report)
+    assert len(df) == 6 and set(df["variant"]) == {"v1", "v2"}
+    b = df[df["sample_id"] == "b"].set_index(["variant", "run"])["score"]
+    assert b[("v1", 2)] == 1.0  # errored: the scale minimum
+    assert math.isnan(b[("v2", 2)])  # ungraded: left out of the pilot, counted
+    p = pilot_from_frame(df, "v1", "v2")
+    assert p.cases == 2 and any("1 ungraded" in n for n in p.notes)
+    assert df["input_tokens"].mean() == 2200
+    with pytest.raises(ValueError, match="results"):
+        frame_from_report({})
