@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from executors.pricing import PriceTable
+from executors.pricing import ANTHROPIC_RATIOS, PriceTable
 from tasks import statistics as st
 
 RUN_OPTIONS = (1, 2, 3, 5)
@@ -57,10 +57,14 @@ class Prices:
 
     @classmethod
     def for_model(cls, model: str, table: PriceTable | None = None) -> Prices:
-        price = (table or PriceTable()).lookup(model)
+        """The model's prices; cache ratios from the table (Anthropic's when none is given)."""
+        price = (table or PriceTable(ratios=ANTHROPIC_RATIOS)).price(model)
         if price is None:
             raise ValueError(f"model: no price known for {model!r} (give one with --prices)")
-        return cls(input=price[0], output=price[1])
+        if not price.input:
+            return cls(input=0.0, output=price.output)
+        ratio = round(price.cache_read / price.input, 9), round(price.cache_write / price.input, 9)
+        return cls(input=price.input, output=price.output, cache_read=ratio[0], cache_write=ratio[1])
 
     def __post_init__(self) -> None:
         for name in ("input", "output", "cache_read", "cache_write", "batch"):
@@ -189,12 +193,9 @@ def _clean_runs(values: Sequence[float], where: str) -> tuple[list[float], int]:
     return kept, ungraded
 
 
-def pilot_from_runs(
-    control: Sequence[Sequence[float]],
-    treatment: Sequence[Sequence[float]],
-    case_ids: Sequence[str] | None = None,
-) -> Pilot:
-    """Variance components from per-case lists of run scores (NaN = ungraded: left out, counted)."""
+def _case_ids(
+    control: Sequence[Sequence[float]], treatment: Sequence[Sequence[float]], case_ids: Sequence[str] | None
+) -> list[str]:
     if len(control) != len(treatment):
         raise ValueError(
             f"pilot: control has {len(control)} cases and treatment {len(treatment)}; "
@@ -203,6 +204,16 @@ def pilot_from_runs(
     ids = list(case_ids) if case_ids is not None else [str(i + 1) for i in range(len(control))]
     if len(ids) != len(control):
         raise ValueError(f"case_ids: {len(ids)} ids for {len(control)} cases")
+    return ids
+
+
+def pilot_from_runs(
+    control: Sequence[Sequence[float]],
+    treatment: Sequence[Sequence[float]],
+    case_ids: Sequence[str] | None = None,
+) -> Pilot:
+    """Variance components from per-case lists of run scores (NaN = ungraded: left out, counted)."""
+    ids = _case_ids(control, treatment, case_ids)
     notes: list[str] = []
     diffs: list[float] = []
     inverse_runs: list[float] = []  # 1/r_A + 1/r_B per paired case
