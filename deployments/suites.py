@@ -6,6 +6,7 @@ deployments with ``to_deployment`` and served with ``serve`` (no work pool neede
         config: demo/skillab.yaml   # the suite's options; its folder holds the samples and skills
         cron: "0 3 * * *"
         timezone: UTC               # IANA name (default UTC)
+        batch: true                 # optional: through the batch API at half price
       - name: triggers-nightly
         mode: trigger               # a trigger suite: config holds `skill triggers run` options
         config: demo/triggers.yaml
@@ -34,6 +35,7 @@ class SuiteDeployment(BaseModel):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
     config: str
     mode: Literal["sample", "trigger"] = "sample"
+    batch: bool | None = None  # sample suites: through the provider's batch API (overrides the config)
     cron: str
     timezone: str = "UTC"
     description: str | None = None
@@ -79,6 +81,8 @@ def load(path: Path) -> list[SuiteDeployment]:
         problems.append(f"{path}: suites: duplicate name {dup!r}")
     for suite in spec.suites:
         config = (path.parent / suite.config).resolve()
+        if suite.batch is not None and suite.mode != "sample":
+            problems.append(f"{path}: suite {suite.name}: batch: only sample suites run through a batch API")
         try:
             load_config(config) if suite.mode == "sample" else load_trigger_config(config)
         except InputError as exc:
@@ -94,7 +98,8 @@ def build(path: Path) -> list[Any]:
         (nightly_bench if suite.mode == "sample" else nightly_triggers).to_deployment(
             name=suite.name,
             schedule=Cron(suite.cron, timezone=suite.timezone),
-            parameters={"config": str((path.parent / suite.config).resolve()), "suite": suite.name},
+            parameters={"config": str((path.parent / suite.config).resolve()), "suite": suite.name}
+            | ({} if suite.batch is None else {"batch": suite.batch}),
             description=suite.description or f"skillab suite {suite.name}",
             tags=["skillab", "nightly"],
             paused=suite.paused,

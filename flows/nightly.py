@@ -21,16 +21,19 @@ class TriggerGateError(Exception):
     """A scheduled trigger suite missed its gates (--min-recall, --max-false-fire): the flow run fails."""
 
 
-def suite_options(config: str, suite: str) -> tuple[BenchOptions, Path]:
-    """The suite's options (its skillab.yaml, validated against BenchOptions) and its folder."""
+def suite_options(config: str, suite: str, batch: bool | None = None) -> tuple[BenchOptions, Path]:
+    """The suite's options (its skillab.yaml, validated against BenchOptions; ``batch`` from
+    deployments.yaml overrides the file's) and its folder."""
     path = Path(config).resolve()
-    return BenchOptions(**{**load_config(path), "suite": suite}), path.parent
+    given = load_config(path) | ({} if batch is None else {"batch": batch})
+    return BenchOptions(**given | {"suite": suite}), path.parent
 
 
 @flow(name="nightly-bench", flow_run_name="{suite} · nightly", log_prints=False)
-async def nightly_bench(config: str, suite: str) -> dict[str, Any]:
-    """Run a suite; a significant regression against its previous run fails this flow run."""
-    options, folder = suite_options(config, suite)
+async def nightly_bench(config: str, suite: str, batch: bool | None = None) -> dict[str, Any]:
+    """Run a suite; a significant regression against its previous run fails this flow run.
+    ``batch``: through the provider's batch API at half price (nobody waits on a nightly run)."""
+    options, folder = suite_options(config, suite, batch)
     named = sample_bench.with_options(flow_run_name=f"{suite} · {','.join(options.variants)}")
     result: dict[str, Any] = await named(options, str(folder), False)
     return result

@@ -23,6 +23,25 @@ from tasks.schema import Record, Scale, VerdictLabel
 UNDECIDED = {VerdictLabel.UNDERPOWERED, VerdictLabel.INCONCLUSIVE, VerdictLabel.INSUFFICIENT_DATA}
 
 
+FRAME_COLUMNS = (
+    "sample_id",
+    "cluster",
+    "variant",
+    "run",
+    "ok",
+    "error_kind",
+    "ungraded",
+    "unscored",
+    "score",
+    "assertion_score",
+    "llm_score",
+    "duration_ms",
+    "total_tokens",
+    "cost_usd",
+    "gate",
+)
+
+
 def frame(records: list[Record], scale: Scale) -> pd.DataFrame:
     """One row per execution. ``score`` is what comparisons use: an errored run scores the scale
     minimum (failures are data), an UNGRADED run is NaN (excluded, counted)."""
@@ -56,9 +75,11 @@ def frame(records: list[Record], scale: Scale) -> pd.DataFrame:
                 "gate": r.gate,
             }
         )
-    df = pd.DataFrame(rows)
-    if not df.empty:
-        df["passed"] = (df["score"] >= scale.pass_threshold) & df["gate"]
+    # The columns and their kinds also when nothing ran (a budget, a pending batch).
+    df = pd.DataFrame(rows, columns=FRAME_COLUMNS).astype(
+        {"ok": bool, "ungraded": bool, "unscored": bool, "gate": bool, "score": float}
+    )
+    df["passed"] = (df["score"] >= scale.pass_threshold) & df["gate"]
     return df
 
 
@@ -173,9 +194,9 @@ def compare(df: pd.DataFrame, control: str, treatment: str, scale: Scale, seed: 
         "perCase": {str(s): float(d) for s, d in zip(both.index, diffs, strict=True)},
     }
     runs = int(df["run"].nunique())
-    if runs == 1:
+    if runs <= 1:  # 0: nothing ran (a budget, a pending batch): McNemar on no pairs
         passed = df.groupby(["sample_id", "variant"])["passed"].first().unstack("variant")
-        scored = passed.loc[both.index]
+        scored = passed.reindex(index=both.index, columns=[control, treatment])
         out["mcnemar"] = st.mcnemar_exact(
             scored[control].astype(bool).tolist(), scored[treatment].astype(bool).tolist()
         )

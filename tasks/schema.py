@@ -54,10 +54,14 @@ class CallPolicy(Frozen):
     cache_dir: str | None = None
     base_url: str | None = None
     prices_file: str | None = None
+    prompt_cache: bool = True
 
     def settings(self) -> ExecutorSettings:
         return ExecutorSettings(
-            base_url=self.base_url, timeout_s=self.timeout_s, prices_file=self.prices_file
+            base_url=self.base_url,
+            timeout_s=self.timeout_s,
+            prices_file=self.prices_file,
+            prompt_cache=self.prompt_cache,
         )
 
 
@@ -108,13 +112,19 @@ AGENTIC_SCALE = Scale(
 )
 
 
+class NotRunReason(StrEnum):
+    BUDGET = "budget"  # --max-calls or --budget-usd reached
+    BATCH = "batch pending"  # in a provider batch that has not ended (--no-batch-wait): re-run to collect
+
+
 class NotRun(Frozen):
-    """A unit a budget (--max-calls, --budget-usd) kept from running."""
+    """A unit this run did not complete: a budget kept it from running, or its batch is pending."""
 
     sample_id: str
     variant: str
     run: int
     kind: UnitKind
+    reason: NotRunReason = NotRunReason.BUDGET
 
 
 class RunStats(Frozen):
@@ -126,3 +136,7 @@ class RunStats(Frozen):
     not_run: tuple[NotRun, ...] = ()
     cache_errors: int = 0
     cache_error: str | None = Field(default=None, description="the first reason a result was not cached")
+    warm_up_calls: int = Field(
+        default=0, description="calls that put a shared prefix in the provider's cache"
+    )
+    batched_calls: int = Field(default=0, description="calls answered through a provider's batch API")

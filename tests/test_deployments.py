@@ -101,3 +101,21 @@ def test_a_trigger_suite_validates_and_builds_the_trigger_flow(tmp_path: Path) -
         f"{path}: suite triggers: {tmp_path / 'suite' / 'triggers.yaml'}: min_recal: unknown option "
         "(did you mean 'min_recall'?)"
     ]
+
+
+def test_a_sample_suite_may_run_through_the_batch_api(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, "suites:\n  - {name: cheap, config: suite/skillab.yaml, cron: '0 3 * * *', batch: true}\n"
+    )
+    (deployment,) = build(path)
+    assert deployment.parameters["batch"] is True
+    from flows.nightly import suite_options
+
+    options, _ = suite_options(deployment.parameters["config"], "cheap", batch=True)
+    assert options.batch and options.suite == "cheap" and options.variants == ("v1", "v2")
+    body = (
+        "suites:\n  - {name: t, mode: trigger, config: suite/skillab.yaml, cron: '0 3 * * *', batch: true}\n"
+    )
+    with pytest.raises(InputError) as info:
+        load(write(tmp_path, body))
+    assert any("batch: only sample suites" in line for line in info.value.lines)

@@ -51,6 +51,10 @@ RUN_GROUPS: dict[str, tuple[str, ...]] = {
         "shard_deployment",
         "dry_run",
         "os_sandbox",
+        "prompt_cache",
+        "batch",
+        "batch_wait",
+        "batch_poll",
     ),
     "report": (
         "output_dir",

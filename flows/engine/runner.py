@@ -15,12 +15,13 @@ from prefect.utilities.annotations import quote
 
 from executors.errors import TransientError
 from executors.schema import ErrorKind, RunResult
+from flows.engine.economy import BatchMode, run_batched, warm_up
 from flows.engine.gc import lean_gc
 from flows.engine.progress import Progress
 from flows.inputs.prepare import Prepared
 from tasks.cache import ResultCache
 from tasks.execute import with_policy
-from tasks.schema import CallPolicy, NotRun, RunStats, Unit
+from tasks.schema import CallPolicy, NotRun, NotRunReason, RunStats, Unit
 
 T = TypeVar("T")
 
@@ -38,11 +39,20 @@ class RunnerConfig:
     cache_dir: Path | None = None
     max_calls: int | None = None
     budget_usd: float | None = None
+    warm_up: bool = False  # one call per shared cacheable prefix before the fan-out
+    batch: BatchMode | None = None  # through the provider's batch API first (--batch)
 
     @classmethod
     def of(cls, prepared: Prepared) -> RunnerConfig:
         o = prepared.options
-        return cls(o.concurrency, prepared.cache_dir, max_calls=o.max_calls, budget_usd=o.budget_usd)
+        return cls(
+            o.concurrency,
+            prepared.cache_dir,
+            max_calls=o.max_calls,
+            budget_usd=o.budget_usd,
+            warm_up=o.prompt_cache and not o.batch,  # a batch is cached best-effort by the provider
+            batch=BatchMode(o.batch_wait, o.batch_poll) if o.batch else None,
+        )
 
 
 def failed_result(exc: BaseException | None, unit: Unit, policy: CallPolicy) -> RunResult:
@@ -68,7 +78,10 @@ class UnitRunner:
         self.spent = 0.0
         self.spent_by_kind: dict[str, float] = {}
         self.not_run: list[Unit] = []
+        self.pending: list[Unit] = []  # in a batch that has not ended (--batch --no-batch-wait)
         self.cache_errors: list[str] = []
+        self.warm_ups = 0
+        self.batched = 0
 
     def over_budget(self) -> bool:
         c = self.config
@@ -94,22 +107,57 @@ class UnitRunner:
             cache_hits=self.cache_hits,
             spent_by_kind=dict(self.spent_by_kind),
             not_run=tuple(
-                NotRun(sample_id=u.sample_id, variant=u.variant, run=u.run, kind=u.kind) for u in self.not_run
+                NotRun(sample_id=u.sample_id, variant=u.variant, run=u.run, kind=u.kind, reason=reason)
+                for reason, units in ((NotRunReason.BUDGET, self.not_run), (NotRunReason.BATCH, self.pending))
+                for u in units
             ),
+            warm_up_calls=self.warm_ups,
+            batched_calls=self.batched,
             cache_errors=len(self.cache_errors),
             cache_error=self.cache_errors[0] if self.cache_errors else None,
         )
 
+    def paid(self, unit: Unit, result: RunResult) -> RunResult:
+        if result.cache_error:
+            self.cache_errors.append(result.cache_error)
+        self.spent += result.cost_usd
+        self.spent_by_kind[unit.kind] = self.spent_by_kind.get(unit.kind, 0.0) + result.cost_usd
+        self.progress.advance(ok=result.ok, cost=result.cost_usd)
+        return result
+
+    async def before_fan_out(self, fresh: list[Unit], policy: CallPolicy) -> dict[str, RunResult]:
+        """Warm the shared prefixes; send what a batch API can take through it. Returns the
+        batched results; units left in an unfinished batch are set aside as pending."""
+        if self.config.warm_up and fresh:
+            for result in await warm_up(fresh, policy):
+                self.warm_ups += 1
+                self.spent += result.cost_usd
+                self.spent_by_kind["warm-up"] = self.spent_by_kind.get("warm-up", 0.0) + result.cost_usd
+        if self.config.batch is None or not fresh:
+            return {}
+        room = None if self.config.max_calls is None else max(self.config.max_calls - self.calls, 0)
+        batched, self.pending = await run_batched(fresh[:room], policy, self.config.batch)
+        self.batched += len(batched)
+        return batched
+
     async def run(self, units: list[Unit], policy: CallPolicy) -> dict[str, RunResult]:
         results: dict[str, RunResult] = {}
         call = with_policy(policy)
+        hits = {u.key: hit for u in units if (hit := self.cached(u)) is not None}
+        batched = await self.before_fan_out([u for u in units if u.key not in hits], policy)
+        pending = {u.key for u in self.pending}
 
         async def one(unit: Unit) -> None:
-            hit = self.cached(unit)
-            if hit is not None:
+            if unit.key in hits:
                 self.cache_hits += 1
-                results[unit.key] = hit
+                results[unit.key] = hits[unit.key]
                 self.progress.advance(ok=True, cached=True)
+                return
+            if unit.key in pending:
+                return
+            if unit.key in batched:
+                self.calls += 1
+                results[unit.key] = self.paid(unit, batched[unit.key])
                 return
             async with self.semaphore:
                 if self.over_budget():
@@ -121,12 +169,7 @@ class UnitRunner:
                     result = await state.aresult()
                 else:
                     result = failed_result(await state.aresult(raise_on_failure=False), unit, policy)
-            if result.cache_error:
-                self.cache_errors.append(result.cache_error)
-            self.spent += result.cost_usd
-            self.spent_by_kind[unit.kind] = self.spent_by_kind.get(unit.kind, 0.0) + result.cost_usd
-            results[unit.key] = result
-            self.progress.advance(ok=result.ok, cost=result.cost_usd)
+            results[unit.key] = self.paid(unit, result)
 
         with lean_gc():
             await asyncio.gather(*(one(u) for u in units))

@@ -51,6 +51,18 @@ class BenchOptions(BaseModel):
     cache: bool = Field(True, description="false = neither read nor write the cache (--no-cache)")
     dry_run: bool = Field(False, description="print the plan, call nothing")
     os_sandbox: bool = Field(True, description=f"agent CLI executors: {OS_SANDBOX_HELP}")
+    prompt_cache: bool = Field(
+        True,
+        description="mark the artifact for the provider's prompt cache and warm it once per variant "
+        "before the fan-out (--no-prompt-cache: neither)",
+    )
+    batch: bool = Field(
+        False, description="send calls through the provider's batch API (Anthropic, OpenAI: half price)"
+    )
+    batch_wait: bool = Field(
+        True, description="wait for batches to end (--no-batch-wait: poll once; a re-run collects the rest)"
+    )
+    batch_poll: float = Field(60.0, gt=0, description="seconds between polls of a pending batch")
     blind: bool = Field(False, description="label variants Variant A/B/... in the report")
     concurrency: int = Field(4, ge=1, description="model calls in flight at once")
     repeat: int = Field(1, ge=1, description="real, independent runs per sample and variant")

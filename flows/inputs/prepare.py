@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from executors.base import ExecutorSettings, HttpExecutor
+from executors.batch import batch_client
 from executors.errors import InputError
 from executors.local import DEFAULT_MODEL as LOCAL_MODEL
 from executors.local import weights_origin
@@ -78,6 +79,7 @@ class Prepared:
             cache_dir=str(self.cache_dir) if self.cache_dir else None,
             base_url=o.base_url if target is self.target else None,
             prices_file=o.prices,
+            prompt_cache=o.prompt_cache,
         )
 
 
@@ -113,6 +115,26 @@ def make_target(
     if isinstance(ex, HttpExecutor):
         check_endpoint(endpoint, "--base-url" if base_url else ex.env_base_url)
     return Target(ex, model, endpoint)
+
+
+def batch_notices(options: BenchOptions, target: Target, judges: list[Target]) -> list[str]:
+    """--batch needs a provider with a batch API and the cache (results land there); judges
+    without one are called live, and the user is told."""
+    if not options.batch:
+        return []
+    if not options.cache:
+        raise InputError("--batch: needs the cache (a batch's results land there); drop --no-cache")
+    if options.shards > 1:
+        raise InputError("--batch: not with --shards (a batch already runs on the provider's machines)")
+    if batch_client(target.executor) is None:
+        raise InputError(
+            f"--batch: the {target.executor.name} executor has no batch API (anthropic and openai have one)"
+        )
+    return [
+        f"--batch: the judge {j.executor.name}:{j.model} has no batch API; its calls run live."
+        for j in judges
+        if batch_client(j.executor) is None
+    ]
 
 
 def judge_targets(
@@ -188,5 +210,5 @@ def prepare(options: BenchOptions, cwd: Path) -> Prepared:
             "Pass --executor openai|anthropic|gemini and --model to test a real model."
         )
     judges, judge_notices = judge_targets(options, samples, target, executor)
-    notices += judge_notices
+    notices += judge_notices + batch_notices(options, target, judges)
     return Prepared(options, samples_path, samples, variants, control, target, judges, notices)

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from executors import sandbox
+from executors.pricing import PriceTable, caching_savings
+from executors.schema import RunResult
 from flows.inputs.prepare import Prepared
 from flows.report.schema import REPORT_VERSION, Mode, Report
 from graders.schema import JudgeStatus
@@ -126,6 +128,9 @@ def run_entry(record: Record) -> dict[str, Any]:
         "inputTokens": r.usage.input_tokens,
         "outputTokens": r.usage.output_tokens,
         "totalTokens": r.usage.total_tokens,
+        "cacheWriteTokens": r.usage.cache_write_tokens,
+        "cacheReadTokens": r.usage.cache_read_tokens,
+        "batched": r.price_multiplier < 1 or None,
         "costUSD": r.cost_usd,
         "outputPreview": r.output[:PREVIEW_CHARS],
         "output": r.output,
@@ -222,6 +227,9 @@ def sample_meta(
         "suite": o.suite,
         "calls": stats.calls,
         "cacheHits": stats.cache_hits,
+        "warmUpCalls": stats.warm_up_calls,
+        "batchedCalls": stats.batched_calls,
+        "promptCaching": prompt_caching([r.result for r in records], prepared.target.executor.prices),
         "notRun": [u.model_dump(mode="json") for u in stats.not_run],
         "durationS": round(duration_s, 2),
         "notices": prepared.notices + cache_notices(stats),
@@ -285,3 +293,18 @@ def publish(report: Report, output_dir: Path) -> Path:
 def isolation_meta(isolation: sandbox.Isolation) -> dict[str, str | None]:
     """The report's record of the OS sandbox agents and checks ran in, with its version."""
     return {"isolation": isolation, "sandboxVersion": sandbox.version() if isolation != "none" else None}
+
+
+def prompt_caching(results: list[RunResult], prices: PriceTable) -> dict[str, Any] | None:
+    """The report's caching figures, or None when no call touched a prompt cache."""
+    saved = caching_savings(results, prices)
+    if not saved.cache_write_tokens and not saved.cache_read_tokens:
+        return None
+    return {
+        "uncachedUSD": round(saved.uncached_usd, 6),
+        "actualUSD": round(saved.actual_usd, 6),
+        "savedUSD": round(saved.saved_usd, 6),
+        "cacheWriteTokens": saved.cache_write_tokens,
+        "cacheReadTokens": saved.cache_read_tokens,
+        "unpriced": saved.unpriced,
+    }

@@ -85,13 +85,35 @@ def print_summary(report: Report, path: Path | None, console: Console | None = N
         )
     for insight in report.analysis.insights:
         console.print(f"  · {insight.message}", highlight=False)
-    if report.meta.not_run:
-        console.print(
-            f"  not run: {len(report.meta.not_run)} call(s): --max-calls or --budget-usd was reached; "
-            "re-run with a larger budget to complete them (finished calls are cached)",
-            highlight=False,
-        )
+    for line in economy_lines(report):
+        console.print(f"  {line}", highlight=False)
     for notice in report.meta.notices:
         console.print(f"  note: {notice}", highlight=False)
     if path:
         console.print(f"report: {path}", highlight=False)
+
+
+def economy_lines(report: Report) -> list[str]:
+    """What caching and batching saved, and what this run left undone (budgets, pending batches)."""
+    meta, lines = report.meta, []
+    caching = meta.prompt_caching
+    if caching:
+        share = f" ({caching.saved_usd / caching.uncached_usd:.0%})" if caching.uncached_usd else ""
+        lines.append(
+            f"prompt caching: {caching.cache_read_tokens:,} tokens read from the cache, "
+            f"{caching.cache_write_tokens:,} written ({meta.warm_up_calls or 0} warm-up call(s)); "
+            f"saved ${caching.saved_usd:.4f} of ${caching.uncached_usd:.4f}{share}"
+        )
+    if meta.batched_calls:
+        lines.append(f"batch: {meta.batched_calls} call(s) answered through the batch API at its discount")
+    pending = sum(1 for u in meta.not_run if u.reason == "batch pending")
+    if pending:
+        lines.append(
+            f"batch: {pending} call(s) still in a batch; re-run to collect them (nothing is resubmitted)"
+        )
+    if len(meta.not_run) > pending:
+        lines.append(
+            f"not run: {len(meta.not_run) - pending} call(s): --max-calls or --budget-usd was reached; "
+            "re-run with a larger budget to complete them (finished calls are cached)"
+        )
+    return lines

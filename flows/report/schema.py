@@ -470,6 +470,12 @@ class RunEntry(Model):
     """output tokens"""
     total_tokens: int | None = Field(default=None, alias="totalTokens")
     """input + output tokens"""
+    cache_write_tokens: int | None = Field(default=None, alias="cacheWriteTokens")
+    """prompt tokens written to the provider's cache"""
+    cache_read_tokens: int | None = Field(default=None, alias="cacheReadTokens")
+    """prompt tokens read from the provider's cache"""
+    batched: bool | None = None
+    """answered through a provider's batch API (priced at its discount)"""
     output_preview: str | None = Field(default=None, alias="outputPreview")
     """the output's first 200 characters"""
     error_kind: str | None = Field(default=None, alias="errorKind")
@@ -570,6 +576,25 @@ class NotRunUnit(Model):
     """the run"""
     kind: str
     """execute or judge"""
+    reason: str = "budget"
+    """budget (--max-calls, --budget-usd reached) or batch pending (re-run to collect it)"""
+
+
+class PromptCaching(Model):
+    """What prompt caching saved over the run's successful executions, priced from one table."""
+
+    uncached_usd: float = Field(alias="uncachedUSD")
+    """the same calls with every prompt token at the input price"""
+    actual_usd: float = Field(alias="actualUSD")
+    """with cache writes and reads at their prices"""
+    saved_usd: float = Field(alias="savedUSD")
+    """uncached minus actual (negative when cache writes cost more than reads saved)"""
+    cache_write_tokens: int = Field(alias="cacheWriteTokens")
+    """prompt tokens written to the provider's cache"""
+    cache_read_tokens: int = Field(alias="cacheReadTokens")
+    """prompt tokens read from it"""
+    unpriced: int = 0
+    """results with cache tokens whose model has no price (left out of both sums)"""
 
 
 class Contamination(Model):
@@ -633,6 +658,12 @@ class Meta(Model):
     calls: int | None = Field(default=None, description="model calls made (cache hits excluded)")
     cache_hits: int | None = Field(default=None, alias="cacheHits")
     """units taken from the cache"""
+    warm_up_calls: int | None = Field(default=None, alias="warmUpCalls")
+    """calls that put a variant's artifact in the provider's prompt cache before the fan-out"""
+    batched_calls: int | None = Field(default=None, alias="batchedCalls")
+    """calls answered through a provider's batch API (--batch)"""
+    prompt_caching: PromptCaching | None = Field(default=None, alias="promptCaching")
+    """what prompt caching saved (None when no call read or wrote the cache)"""
     not_run: list[NotRunUnit] = Field(
         default_factory=list, alias="notRun", description="units a budget stopped"
     )

@@ -1,0 +1,86 @@
+"""Paying less for the same units, before the fan-out: one warm-up call per cacheable prefix, and
+units sent through a provider's batch API (half price) for runs nobody waits on.
+
+Both run before the live fan-out and leave the live path untouched: a warmed prefix is simply read
+from the provider's cache by the calls that follow, and a batched unit arrives with its result (and
+is stored in the result cache, so a re-run finds it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import dataclass
+
+from executors.batch import batch_client
+from executors.errors import PermanentError, TransientError
+from executors.registry import get_executor
+from executors.schema import RunRequest, RunResult
+from tasks.batches import BatchStore, run_batches
+from tasks.cache import ResultCache
+from tasks.schema import CallPolicy, Unit, UnitKind
+
+
+@dataclass(frozen=True)
+class BatchMode:
+    """--batch: wait for every batch to end (polling every ``poll_s``), or poll once and leave the
+    rest to the next run (``wait`` False: those units are reported as pending, not run)."""
+
+    wait: bool = True
+    poll_s: float = 60.0
+
+
+async def warm_up(units: list[Unit], policy: CallPolicy) -> list[RunResult]:
+    """One call per cacheable prefix that at least two of ``units`` share, all awaited before the
+    fan-out: concurrent first calls would otherwise all miss the cache (and on Anthropic each would
+    pay the cache-write premium). A failed warm-up costs only the saving, never the run."""
+    warm: dict[str, tuple[str, RunRequest]] = {}
+    shared: Counter[str] = Counter()
+    for unit in units:
+        if unit.kind != UnitKind.EXECUTE:
+            continue
+        request = get_executor(unit.request.executor, policy.settings()).warm_up_request(unit.request)
+        if request is not None:
+            prefix = request.model_dump_json()  # the prompt is the warm-up's own: this is the prefix
+            warm[prefix] = (unit.request.executor, request)
+            shared[prefix] += 1
+
+    async def one(executor: str, request: RunRequest) -> RunResult | None:
+        try:
+            run = get_executor(executor, policy.settings()).run(request)
+            return await asyncio.wait_for(run, policy.timeout_s)
+        except (TransientError, PermanentError, TimeoutError):
+            return None
+
+    done = await asyncio.gather(*(one(*warm[p]) for p in warm if shared[p] >= 2))
+    return [r for r in done if r is not None]
+
+
+async def run_batched(
+    units: list[Unit], policy: CallPolicy, mode: BatchMode
+) -> tuple[dict[str, RunResult], list[Unit]]:
+    """(unit key -> result collected now, units whose batch has not ended). Units of executors
+    without a batch API are in neither: they go through the live fan-out. Successful results are
+    stored in the result cache before their batch is marked collected, so a killed run resumes by
+    batch id and pays for nothing twice."""
+    if policy.cache_dir is None:
+        raise ValueError("batching needs the result cache")
+    store, cache = BatchStore(policy.cache_dir), ResultCache(policy.cache_dir)
+
+    async def keep(key: str, result: RunResult) -> None:
+        if result.ok:
+            await asyncio.to_thread(cache.put, key, result.model_dump(mode="json"))
+
+    collected: dict[str, RunResult] = {}
+    waiting: list[Unit] = []
+    for name in sorted({u.request.executor for u in units}):
+        client = batch_client(get_executor(name, policy.settings()))
+        if client is None:
+            continue
+        group = [u for u in units if u.request.executor == name]
+        got = await run_batches(
+            client, {u.key: u.request for u in group}, store, keep, wait=mode.wait, interval_s=mode.poll_s
+        )
+        collected |= {u.key: got[u.key] for u in group if u.key in got}
+        waiting += [u for u in group if u.key not in got]
+    return collected, waiting
