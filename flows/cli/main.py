@@ -16,6 +16,7 @@ from typing import Any
 from executors.errors import InputError
 from flows.cli.codes import EXIT_OK, EXIT_USAGE
 from flows.cli.flags import add_model_flags
+from flows.cli.plan import add_plan_command
 from flows.cli.reports import cmd_history, cmd_report
 from flows.cli.sample import cmd_ci, cmd_run
 from flows.cli.skill import cmd_skill_generate, cmd_skill_run
@@ -182,6 +183,7 @@ def build_parser() -> Parser:
     gen.add_argument("--model", default=None, help="writing model (default: the judge model)")
     gen.set_defaults(handler=cmd_skill_generate)
     add_trigger_commands(skill_sub)
+    add_plan_command(sub)
     add_report_commands(sub)
     init = sub.add_parser("init", help="scaffold a working example project")
     init.add_argument("dir", nargs="?", default=".", help="where (default: here)")

@@ -124,3 +124,33 @@ def test_batch_needs_a_provider_with_a_batch_api(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     assert main(["run", "--dry-run", "--batch", "--executor", "openai", "--no-cache"]) == 2
     assert "--batch: needs the cache" in capsys.readouterr().err
+
+
+def test_plan_from_a_pilot_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import random
+
+    project = make_project(tmp_path / "p", n=8)
+    monkeypatch.chdir(project)
+    coin = random.Random(3)
+
+    def noisy(system: str, prompt: str) -> str:
+        return "Nowhere" if coin.random() < 0.3 else answer(system, prompt)  # run-to-run noise
+
+    pilot = ["run", "--executor", "openai", "--model", "gpt-4o-mini", "--quiet", "--repeat", "3"]
+    with FakeProvider(noisy) as server:
+        use_provider(monkeypatch, server.url)
+        assert main([*pilot, "--output-dir", "reports", "--suite", "capitals", "--no-cache"]) == 0
+    capsys.readouterr()
+    (path,) = (project / "reports").glob("*.json")
+    assert main(["plan", "--report", str(path), "--min-effect", "0.5", "--artifact-tokens", "2000"]) == 0
+    out = capsys.readouterr().out
+    assert "pilot " in out and "8 paired cases, 3 run(s)" in out and "cheaper lever: " in out
+    assert "cached+batch $" in out and "prices: gpt-4o-mini" in out
+    assert main(["plan", "--suite", "capitals", "--reports-dir", "reports", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["pilot"]["cases"] == 8 and figures["pilot"]["within"] is not None
+    assert figures["lever"] in {"more cases", "more runs"} and figures["best"]["calls"] > 0
+    assert main(["plan", "--suite", "nope", "--reports-dir", "reports"]) == 2
+    assert "no sample-mode run of suite 'nope'" in capsys.readouterr().err
