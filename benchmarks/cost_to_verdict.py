@@ -24,7 +24,11 @@ Procedures compared (margin 0.1, min effect 0.3 unless told otherwise; 200 cases
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import json
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -216,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--artifact-tokens", type=int, default=2000)
     ap.add_argument("--prompt-tokens", type=int, default=200)
     ap.add_argument("--output-tokens", type=int, default=100)
+    ap.add_argument("--e2e", type=int, default=100, help="cases of the end-to-end runs (0: skip them)")
     args = ap.parse_args(argv)
     started = time.perf_counter()
     rng = np.random.default_rng(args.seed)
@@ -348,8 +353,76 @@ def main(argv: list[str] | None = None) -> int:
     for out in (50, 200, 400):
         alt = cost(args.cases, CallShape(shape.artifact_tokens, shape.prompt_tokens, out), prices)
         print(f"    at {out} output tokens, fixed N: caching/plain {alt.cached / alt.plain:.0%}")
+    if args.e2e:
+        end_to_end(args.e2e, args.seed)
     print(f"\n{time.perf_counter() - started:.1f} s")
     return 0
+
+
+WORDS = ("alpha", "beta", "gamma", "delta")
+
+
+def end_to_end(cases: int, seed: int) -> None:
+    """The same comparison through the whole command against the scripted server: fixed N, then
+    --sequential, then --batch; calls, verdict and dollars from each report (Anthropic prices, a
+    ~2,000-token artifact in both variants, cached after one warm-up call per variant)."""
+    import random
+    import tempfile
+    from pathlib import Path
+
+    from flows.cli.main import main as cli
+    from tests.fakes.provider import FakeProvider
+
+    def model(system: str, prompt: str) -> str:
+        coin = random.Random(f"{seed}:{prompt}:{'v2' in system}")
+        words = coin.randint(0, 2) + ("v2" in system)  # v2 names one more word: +1 point on 1-5
+        return " ".join(WORDS[:words]) or "nothing"
+
+    with tempfile.TemporaryDirectory() as tmp, FakeProvider(model) as server:
+        root = Path(tmp)
+        samples = [
+            {
+                "sample_id": f"c{i:03d}",
+                "prompt": f"Case {i}",
+                "assertions": [{"type": "contains", "value": w} for w in WORDS],
+            }
+            for i in range(cases)
+        ]
+        (root / "eval-samples.json").write_text(json.dumps(samples))
+        (root / "skills").mkdir()
+        for name in ("v1", "v2"):
+            (root / "skills" / f"{name}.md").write_text(
+                f"Variant {name}. " + "Name the words you know. " * 320
+            )
+        os.environ |= {"ANTHROPIC_API_KEY": "sk-bench", "ANTHROPIC_BASE_URL": server.url}
+        os.chdir(root)
+        base = ["run", "--executor", "anthropic", "--model", "claude-3-7-sonnet", "--quiet", "--no-cache"]
+        base += ["--concurrency", "16", "--seed", str(seed)]
+        print(
+            f"\nEnd to end on the scripted server ({cases} cases, planted effect 1.0, {len(WORDS)} contains assertions):"
+        )
+        print(f"  {'':<22}{'calls':>7}{'verdict':>14}{'plain $':>10}{'paid $':>10}")
+        for label, extra in (
+            ("fixed N", []),
+            ("--sequential", ["--sequential", "--wave", "10"]),
+            ("fixed N, --batch", ["--batch", "--batch-poll", "0.05", "--cache-dir", "batch-cache"]),
+        ):
+            out = root / label.replace(" ", "").replace(",", "").replace("-", "")
+            flags = [f for f in base if not (extra and "--batch" in extra and f == "--no-cache")]
+            with contextlib.redirect_stdout(io.StringIO()):  # the table below says it
+                code = cli([*flags, *extra, "--output-dir", str(out)])
+            if code != 0:
+                print(f"  {label}: the run failed")
+                continue
+            report = json.loads(next(out.glob("*.json")).read_text())
+            meta, (comp,) = report["meta"], report["comparisons"]
+            caching = meta.get("promptCaching") or {}
+            plain = caching.get("uncachedUSD", meta["totalCostUSD"]) / (
+                0.5 if meta.get("batchedCalls") else 1
+            )
+            print(
+                f"  {label:<22}{meta['calls']:>7}{comp['verdict']['label']:>14}{plain:>10.4f}{meta['totalCostUSD']:>10.4f}"
+            )
 
 
 if __name__ == "__main__":

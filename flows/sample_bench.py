@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import random
 import re
 import sys
 import tempfile
@@ -35,6 +36,8 @@ from tasks.aggregate import aggregate_results
 from tasks.files import atomic_write_text
 from tasks.grade import grade_outputs
 from tasks.schema import SAMPLE_SCALE, Record, Unit
+from tasks.sequential import ConfidenceSequence, decide
+from tasks.sequential import record as seq_record
 
 
 @dataclass
@@ -88,6 +91,85 @@ async def grade(
     ]
 
 
+async def run_in_waves(
+    prepared: Prepared, runner: UnitRunner, units: list[Unit]
+) -> tuple[list[Record], dict[str, ConfidenceSequence]]:
+    """--sequential: cases in waves (a seeded order drawn before the first), each wave executed and
+    graded, its paired differences fed to one confidence sequence per treatment; stop as soon as
+    every sequence settles against the margin, a budget ends, or the cases run out."""
+    opts, control = prepared.options, prepared.control
+    order = [s.sample_id for s in prepared.samples]
+    random.Random(opts.seed).shuffle(order)
+    treatments = [v.name for v in prepared.variants if v.name != control]
+    sequences = {t: ConfidenceSequence.for_scale(SAMPLE_SCALE) for t in treatments}
+    records: list[Record] = []
+    for start in range(0, len(order), opts.wave):
+        wave = order[start : start + opts.wave]
+        members = set(wave)
+        new = await grade(
+            prepared, runner, await execute(prepared, runner, [u for u in units if u.sample_id in members])
+        )
+        records += new
+        for t in treatments:
+            sequences[t] = sequences[t].update(case_differences(new, wave, control, t))
+        if all(decide(cs, margin_of(opts)) for cs in sequences.values()) or runner.over_budget():
+            break
+    return records, sequences
+
+
+def margin_of(options: BenchOptions) -> float:
+    return SAMPLE_SCALE.margin if options.margin is None else options.margin
+
+
+def case_differences(records: list[Record], order: list[str], control: str, treatment: str) -> list[float]:
+    """Treatment minus control per case (run means of scored runs), in the pre-drawn case order."""
+    scores: dict[tuple[str, str], list[float]] = {}
+    for r in records:
+        if r.result.ok and r.grade is not None and r.grade.composite is not None:
+            scores.setdefault((r.sample_id, r.variant), []).append(r.grade.composite)
+    return [
+        sum(b) / len(b) - sum(a) / len(a)
+        for case in order
+        if (a := scores.get((case, control))) and (b := scores.get((case, treatment)))
+    ]
+
+
+def settle_by_sequence(
+    aggregate: dict[str, Any],
+    sequences: dict[str, ConfidenceSequence],
+    labels: dict[str, str],
+    prepared: Prepared,
+    planned: int,
+    used: int,
+) -> None:
+    """The verdicts of a sequential run: the sequence's decision where it settled (an interval
+    recomputed after every wave would inflate false verdicts), else the fixed-N test on every case."""
+    opts = prepared.options
+    by_label = {labels[t]: cs for t, cs in sequences.items()}
+    for comp in aggregate.get("comparisons", []):
+        cs = by_label.get(comp["treatment"])
+        if cs is None:
+            continue
+        final = "fixed-N paired interval on every case (the cases ran out first)"
+        rec = seq_record(
+            cs, margin_of(opts), wave_size=opts.wave, cases_available=len(prepared.samples), final_look=final
+        )
+        comp["sequential"] = rec.as_dict() | {"callsUsed": used, "callsFixedN": planned}
+        verdict = comp["verdict"]
+        if rec.decision is None:
+            verdict["procedure"] = final
+            continue
+        verdict |= {
+            "label": rec.decision,
+            "procedure": f"{rec.procedure} ({rec.reference})",
+            "reason": f"the {1 - rec.alpha:.0%} confidence sequence [{rec.lower:+.2f}, {rec.upper:+.2f}] "
+            f"settles it against the margin ±{margin_of(opts):g} after {rec.cases_used} cases in {rec.waves} "
+            f"wave(s); {used} of {planned} executions made",
+        }
+        if rec.decision not in ("BETTER", "WORSE"):
+            verdict |= {"band": None, "band_note": "band shown only beside BETTER or WORSE"}
+
+
 async def run_benchmark(prepared: Prepared, cwd: Path, *, show_progress: bool = True) -> Outcome:
     opts = prepared.options
     started, started_at = time.time(), dt.datetime.now(dt.UTC)
@@ -97,11 +179,14 @@ async def run_benchmark(prepared: Prepared, cwd: Path, *, show_progress: bool = 
     shard_runs = await dispatch_shards(prepared, cwd) if opts.shards > 1 else []
     progress = Progress(len(units), "executing", enabled=show_progress)
     runner = UnitRunner(RunnerConfig.of(prepared), progress)
+    sequences: dict[str, ConfidenceSequence] = {}
     try:
-        done = await execute(prepared, runner, units)
+        if opts.sequential:
+            records, sequences = await run_in_waves(prepared, runner, units)
+        else:
+            records = await grade(prepared, runner, await execute(prepared, runner, units))
     finally:
         progress.close()
-    records = await grade(prepared, runner, done)
     # Blind runs are aggregated on their labels: no figure or message can carry a name.
     labels = blind_labels(names, opts.seed, report_id) if opts.blind else {n: n for n in names}
     aggregate = aggregate_results(
@@ -115,6 +200,10 @@ async def run_benchmark(prepared: Prepared, cwd: Path, *, show_progress: bool = 
         opts.min_effect,
         opts.max_error_rate,
     )
+    if sequences:
+        settle_by_sequence(
+            aggregate, sequences, labels, prepared, len(units), sum(r.run >= 1 for r in records)
+        )
     if opts.pairwise and prepared.judges and len(names) > 1:
         aggregate["pairwise"] = [
             {**p, "control": labels[p["control"]], "treatment": labels[p["treatment"]]}

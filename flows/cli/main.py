@@ -56,6 +56,8 @@ RUN_GROUPS: dict[str, tuple[str, ...]] = {
         "batch",
         "batch_wait",
         "batch_poll",
+        "sequential",
+        "wave",
     ),
     "report": (
         "output_dir",

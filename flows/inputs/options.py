@@ -63,6 +63,12 @@ class BenchOptions(BaseModel):
         True, description="wait for batches to end (--no-batch-wait: poll once; a re-run collects the rest)"
     )
     batch_poll: float = Field(60.0, gt=0, description="seconds between polls of a pending batch")
+    sequential: bool = Field(
+        False,
+        description="run cases in waves and stop once an anytime-valid confidence sequence settles "
+        "every comparison against --margin",
+    )
+    wave: int = Field(20, ge=2, description="cases per wave with --sequential")
     blind: bool = Field(False, description="label variants Variant A/B/... in the report")
     concurrency: int = Field(4, ge=1, description="model calls in flight at once")
     repeat: int = Field(1, ge=1, description="real, independent runs per sample and variant")

@@ -92,6 +92,10 @@ class Verdict(Model):
     band_note: str | None = Field(
         default=None, description="why the band is withheld (a verdict other than BETTER/WORSE)"
     )
+    procedure: str | None = Field(
+        default=None,
+        description="what produced the label when not the fixed-N paired interval (--sequential)",
+    )
 
     def band_text(self) -> str:
         """The band beside a settled verdict, else why there is none."""
@@ -140,6 +144,42 @@ class Comparison(Model):
     """with --repeat: Welch's t-test over run means"""
     verdict: Verdict
     """the verdict and its reason"""
+    sequential: Sequential | None = None
+    """with --sequential: the confidence sequence that stopped the run (or ran out of cases)"""
+
+
+class Sequential(Model):
+    """An anytime-valid confidence sequence on the paired case differences, updated after every wave."""
+
+    procedure: str
+    """the method"""
+    reference: str
+    """where it is described"""
+    alpha: float
+    """error rate, valid at every look"""
+    margin: float
+    """practical margin the sequence was held against"""
+    bounds: tuple[float, float]
+    """range of a paired difference on the scale"""
+    bets: str
+    """the betting strategy"""
+    wave_size: int = Field(alias="waveSize", description="cases per wave")
+    waves: int
+    """waves run"""
+    cases_used: int = Field(alias="casesUsed", description="cases fed to the sequence")
+    cases_available: int | None = Field(alias="casesAvailable", description="cases in the samples file")
+    stopped_early: bool = Field(alias="stoppedEarly", description="decided before the cases ran out")
+    decision: str | None
+    """BETTER, WORSE or EQUIVALENT, or None when the cases ran out first"""
+    lower: float
+    """the sequence's lower end at the stop"""
+    upper: float
+    """its upper end"""
+    final_look: str | None = Field(alias="finalLook", description="what decided when the cases ran out")
+    assumption: str
+    """what the guarantee assumes"""
+    calls_used: int = Field(alias="callsUsed", description="executions made, all variants")
+    calls_fixed_n: int = Field(alias="callsFixedN", description="executions the fixed-N run would make")
 
 
 class RepeatStats(Model):

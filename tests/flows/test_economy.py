@@ -154,3 +154,69 @@ def test_plan_from_a_pilot_run(
     assert figures["lever"] in {"more cases", "more runs"} and figures["best"]["calls"] > 0
     assert main(["plan", "--suite", "nope", "--reports-dir", "reports"]) == 2
     assert "no sample-mode run of suite 'nope'" in capsys.readouterr().err
+
+
+def waves_project(root: Path, cases: int) -> Path:
+    root.mkdir(parents=True)
+    samples = [
+        {
+            "sample_id": f"c{i:02d}",
+            "prompt": f"Case {i}: reply OK",
+            "assertions": [{"type": "contains", "value": "OK"}],
+        }
+        for i in range(cases)
+    ]
+    (root / "eval-samples.json").write_text(json.dumps(samples))
+    (root / "skills").mkdir()
+    (root / "skills" / "v1.md").write_text("Answer.")
+    (root / "skills" / "v2.md").write_text("Answer with one word.")
+    return root
+
+
+def test_sequential_stops_when_the_answer_is_known(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = waves_project(tmp_path / "p", 60)
+    monkeypatch.chdir(project)
+
+    def model(system: str, prompt: str) -> str:
+        return "OK" if "one word" in system else "Sure."  # v2 passes every case, v1 none
+
+    args = ["run", "--executor", "openai", "--model", "gpt-4o-mini", "--quiet", "--no-cache"]
+    args += ["--sequential", "--wave", "5", "--output-dir", "reports"]
+    with FakeProvider(model) as server:
+        use_provider(monkeypatch, server.url)
+        assert main(args) == 0
+        calls = len(server.calls)
+    report = report_of(project / "reports")
+    (comparison,) = report["comparisons"]
+    seq, verdict = comparison["sequential"], comparison["verdict"]
+    assert verdict["label"] == "BETTER" and "confidence sequence" in verdict["procedure"]
+    assert seq["stoppedEarly"] and seq["decision"] == "BETTER" and seq["lower"] > 0.1
+    assert seq["casesUsed"] % 5 == 0 and seq["casesUsed"] < 60 and seq["waves"] == seq["casesUsed"] // 5
+    assert calls == seq["callsUsed"] == 2 * seq["casesUsed"] and seq["callsFixedN"] == 120
+    assert "executions made" in verdict["reason"]
+
+
+def test_sequential_without_a_difference_runs_out_and_takes_the_final_look(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import random
+
+    project = waves_project(tmp_path / "p", 12)
+    monkeypatch.chdir(project)
+    coin = random.Random(5)
+
+    def model(system: str, prompt: str) -> str:
+        return "OK" if coin.random() < 0.5 else "Sure."  # the same for both variants
+
+    args = ["run", "--executor", "openai", "--model", "gpt-4o-mini", "--quiet", "--no-cache"]
+    args += ["--sequential", "--wave", "4", "--output-dir", "reports"]
+    with FakeProvider(model) as server:
+        use_provider(monkeypatch, server.url)
+        assert main(args) == 0
+    (comparison,) = report_of(project / "reports")["comparisons"]
+    seq = comparison["sequential"]
+    assert not seq["stoppedEarly"] and seq["decision"] is None and seq["casesUsed"] == 12
+    assert comparison["verdict"]["procedure"].startswith("fixed-N paired interval on every case")
+    assert comparison["verdict"]["label"] != "BETTER"
