@@ -18,6 +18,7 @@ from prefect.artifacts import acreate_link_artifact, acreate_markdown_artifact, 
 
 from executors.registry import close_all
 from executors.schema import RunResult
+from flows.engine.gold import check_gold
 from flows.engine.judging import combine, judge_outputs, pairwise
 from flows.engine.progress import Progress
 from flows.engine.runner import RunnerConfig, UnitRunner, unwalked
@@ -26,7 +27,7 @@ from flows.inputs.prepare import Prepared, prepare
 from flows.report.build import blind_labels, build_report, new_report_id, publish, relabel
 from flows.report.ci import append_github_summary, summary_markdown, write_junit
 from flows.report.regression import regression_against_previous
-from flows.report.schema import Report
+from flows.report.schema import JudgeGold, Report
 from flows.report.server import export_html
 from flows.shard import dispatch_shards
 from graders.judge import Judgement
@@ -98,6 +99,7 @@ async def run_benchmark(prepared: Prepared, cwd: Path, *, show_progress: bool = 
     progress = Progress(len(units), "executing", enabled=show_progress)
     runner = UnitRunner(RunnerConfig.of(prepared), progress)
     try:
+        gold = await check_gold(prepared, runner)
         done = await execute(prepared, runner, units)
     finally:
         progress.close()
@@ -132,9 +134,21 @@ async def run_benchmark(prepared: Prepared, cwd: Path, *, show_progress: bool = 
     )
     if shard_runs:
         report.meta.shards = shard_runs
+    mark_judge(report, gold)
     if opts.suite:
         report.regression = regression_against_previous(prepared.output_dir, report)
     return Outcome(report, write_outputs(report, prepared))
+
+
+def mark_judge(report: Report, gold: dict[str, Any] | None) -> None:
+    """--judge-gold: the check goes into the report, and an unreliable judge into every verdict."""
+    if gold is None:
+        return
+    report.judge_gold = JudgeGold.model_validate(gold)
+    if not report.judge_gold.reliable:
+        warn(report.judge_gold.message)
+        for comp in report.comparisons:
+            comp.verdict.judge_caveat = report.judge_gold.message
 
 
 def write_outputs(report: Report, prepared: Prepared) -> Path:

@@ -36,7 +36,17 @@ class Parser(argparse.ArgumentParser):
 RUN_GROUPS: dict[str, tuple[str, ...]] = {
     "inputs": ("samples", "skill_dir", "variants", "control"),
     "model": ("executor", "model", "base_url", "temperature", "max_tokens", "seed", "prices"),
-    "judge": ("judge", "judge_executor", "judge_model", "judge_models", "judge_repeat", "pairwise"),
+    "judge": (
+        "judge",
+        "judge_executor",
+        "judge_model",
+        "judge_models",
+        "judge_repeat",
+        "pairwise",
+        "judge_gold",
+        "min_judge_alpha",
+        "diagnose",
+    ),
     "execution": (
         "concurrency",
         "repeat",

@@ -13,6 +13,7 @@ from executors.local import DEFAULT_MODEL as LOCAL_MODEL
 from executors.local import weights_origin
 from executors.registry import EXECUTORS, usable_executor
 from flows.inputs.files import writable_file, writable_folder
+from flows.inputs.gold import Gold, load_gold
 from flows.inputs.options import BenchOptions
 from flows.inputs.plan import Target, execution_units
 from flows.inputs.samples import BASELINE, Variant, find_samples, load_samples, load_variants
@@ -47,6 +48,7 @@ class Prepared:
     target: Target
     judges: list[Target]
     notices: list[str] = field(default_factory=list)
+    gold: Gold | None = None
 
     @property
     def cache_dir(self) -> Path | None:
@@ -189,4 +191,9 @@ def prepare(options: BenchOptions, cwd: Path) -> Prepared:
         )
     judges, judge_notices = judge_targets(options, samples, target, executor)
     notices += judge_notices
-    return Prepared(options, samples_path, samples, variants, control, target, judges, notices)
+    gold = load_gold(cwd / options.judge_gold) if options.judge_gold else None
+    if gold is not None and not judges:
+        raise InputError(
+            "--judge-gold: this run has no judge to check (--no-judge, or no sample has a rubric or dimensions)"
+        )
+    return Prepared(options, samples_path, samples, variants, control, target, judges, notices, gold)

@@ -1,0 +1,121 @@
+"""Why did it score that way? The judge against a gold file and human ratings, bias probes,
+failure diagnosis and section ablations, end to end against scripted servers whose behaviour is known."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from flows.cli.main import main
+from flows.report.schema import load_report
+from flows.report.store import ReportStore
+from tasks.agreement import krippendorff_alpha_ordinal
+from tests.fakes.provider import FakeProvider
+from tests.flows.helpers import answer, make_project, run_bench, use_provider
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+GOLD_HUMAN = [1, 2, 3, 4, 5, 1, 2, 3, 4, 5]
+#: The scripted judge agrees with the gold file except on g2 (3 -> 5) and g7 (3 -> 1).
+GOLD_JUDGE = [1, 2, 5, 4, 5, 1, 2, 1, 4, 5]
+
+
+def answer_block(prompt: str) -> str:
+    block = re.search(r"<<<ANSWER_(\w+)>>>\n(.*)\n<<<END_ANSWER_\1>>>", prompt, re.S)
+    return block.group(2) if block else ""
+
+
+def gold_judge(system: str, prompt: str) -> str:
+    """The honest judge of the helpers, which scores gold outputs as GOLD_JUDGE says."""
+    gold = re.match(r"GOLD g(\d+)", answer_block(prompt)) if "strict, fair grader" in system else None
+    if gold:
+        return json.dumps({"score": GOLD_JUDGE[int(gold.group(1))], "reason": "scripted"})
+    return answer(system, prompt)
+
+
+def write_gold(project: Path) -> Path:
+    items = [
+        {
+            "id": f"g{i}",
+            "prompt": "Name a capital.",
+            "output": f"GOLD g{i}",
+            "score": s,
+            "rubric": "One word.",
+        }
+        for i, s in enumerate(GOLD_HUMAN)
+    ]
+    path = project / "gold.yaml"
+    path.write_text(json.dumps(items), encoding="utf-8")
+    return path
+
+
+def cli(project: Path, *args: str) -> list[str]:
+    return [
+        "--executor",
+        "openai",
+        "--model",
+        "gpt-4o-mini",
+        "--judge-executor",
+        "openai",
+        "--judge-model",
+        "claude-judge",
+        "--cache-dir",
+        str(project / "cache"),
+        *args,
+    ]
+
+
+def test_judge_gold_alpha_and_disagreements_are_exact_and_gate_ci(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = make_project(tmp_path / "p", n=4, rubric=True)
+    write_gold(project)
+    expected = krippendorff_alpha_ordinal([[h, j] for h, j in zip(GOLD_HUMAN, GOLD_JUDGE, strict=True)])
+    with FakeProvider(gold_judge) as server:
+        use_provider(monkeypatch, server.url)
+        code, report = run_bench(project, *cli(project, "--judge-gold", "gold.yaml"), monkeypatch=monkeypatch)
+        assert code == 0 and report is not None
+        gold = report["judgeGold"]
+        assert gold["items"] == 10 and gold["ungraded"] == 0 and gold["reliable"]
+        assert gold["agreement"]["krippendorffAlphaOrdinal"] == pytest.approx(expected, abs=1e-6)
+        assert [(d["item"], d["human"], d["judge"]) for d in gold["agreement"]["disagreements"]] == [
+            ("g2", 3, 5),
+            ("g7", 3, 1),
+        ]
+        assert "judge_caveat" not in report["comparisons"][0]["verdict"]
+        strict = ["ci", *cli(project, "--judge-gold", "gold.yaml", "--threshold", "1")]
+        strict += ["--output-dir", str(project / "r2"), "--quiet", "--min-judge-alpha", "0.95"]
+        assert main(strict) == 1  # the gate fails on the unreliable judge alone
+        marked = load_report(next((project / "r2").glob("*.json")))
+        assert marked.judge_gold is not None and not marked.judge_gold.reliable
+        assert "unreliable judge" in (marked.comparisons[0].verdict.judge_caveat or "")
+        assert main([*strict[:-1], "0.5"]) == 0
+
+
+def test_ratings_recompute_the_human_agreement(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = make_project(tmp_path / "p", n=4, rubric=True)
+    with FakeProvider(answer) as server:
+        use_provider(monkeypatch, server.url)
+        code, report = run_bench(project, *cli(project), monkeypatch=monkeypatch)
+    assert code == 0 and report is not None and "humanAgreement" not in report
+    store = ReportStore(project / "reports")
+    # The honest judge gives v1 (chatty) 2 and v2 (one word) 5: rate v2 as the judge did, v1 not.
+    ratings = {
+        ("cap-france", "v2"): 5,
+        ("cap-japan", "v2"): 5,
+        ("cap-france", "v1"): 2,
+        ("cap-japan", "v1"): 5,
+    }
+    for (sample_id, variant), stars in ratings.items():
+        store.add_feedback(report["id"], sample_id, variant, stars, "")
+    human = store.load(report["id"]).human_agreement
+    assert human is not None and human.rated == 4 and human.n == 4
+    expected = krippendorff_alpha_ordinal([[5, 5], [5, 5], [2, 2], [5, 2]])
+    assert human.krippendorff_alpha_ordinal == pytest.approx(expected)
+    assert [(d.item, d.human, d.judge) for d in human.disagreements] == [("cap-japan · v1", 5, 2)]
+    store.add_feedback(report["id"], "cap-japan", "v1", 2, "on second thought")  # the latest counts
+    again = store.load(report["id"]).human_agreement
+    assert again is not None and again.krippendorff_alpha_ordinal == 1.0 and again.disagreements == []
