@@ -22,12 +22,13 @@ from flows.engine.gold import check_gold
 from flows.engine.judging import combine, judge_outputs, pairwise
 from flows.engine.progress import Progress
 from flows.engine.runner import RunnerConfig, UnitRunner, unwalked
+from flows.explain import explain_sample_run
 from flows.inputs.options import BenchOptions
 from flows.inputs.prepare import Prepared, prepare
 from flows.report.build import blind_labels, build_report, new_report_id, publish, relabel
 from flows.report.ci import append_github_summary, summary_markdown, write_junit
 from flows.report.regression import regression_against_previous
-from flows.report.schema import JudgeGold, Report
+from flows.report.schema import Report
 from flows.report.server import export_html
 from flows.shard import dispatch_shards
 from graders.judge import Judgement
@@ -134,21 +135,10 @@ async def run_benchmark(prepared: Prepared, cwd: Path, *, show_progress: bool = 
     )
     if shard_runs:
         report.meta.shards = shard_runs
-    mark_judge(report, gold)
+    await explain_sample_run(report, prepared, runner, labels, gold)
     if opts.suite:
         report.regression = regression_against_previous(prepared.output_dir, report)
     return Outcome(report, write_outputs(report, prepared))
-
-
-def mark_judge(report: Report, gold: dict[str, Any] | None) -> None:
-    """--judge-gold: the check goes into the report, and an unreliable judge into every verdict."""
-    if gold is None:
-        return
-    report.judge_gold = JudgeGold.model_validate(gold)
-    if not report.judge_gold.reliable:
-        warn(report.judge_gold.message)
-        for comp in report.comparisons:
-            comp.verdict.judge_caveat = report.judge_gold.message
 
 
 def write_outputs(report: Report, prepared: Prepared) -> Path:

@@ -119,3 +119,40 @@ def test_ratings_recompute_the_human_agreement(tmp_path: Path, monkeypatch: pyte
     store.add_feedback(report["id"], "cap-japan", "v1", 2, "on second thought")  # the latest counts
     again = store.load(report["id"]).human_agreement
     assert again is not None and again.krippendorff_alpha_ordinal == 1.0 and again.disagreements == []
+
+
+def diagnosing_judge(system: str, prompt: str) -> str:
+    if "analyse failures" in system:
+        # The artifact reaches the diagnosis fenced: the suggestion can quote it.
+        artifact = "Answer the question." if "Answer the question." in prompt else "?"
+        return json.dumps({"diagnosis": f"The artifact says only '{artifact}'; ask for one word."})
+    return answer(system, prompt)
+
+
+def test_failures_are_grouped_with_a_suggestion_each(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = make_project(tmp_path / "p", n=4, rubric=True)
+    with FakeProvider(diagnosing_judge) as server:
+        use_provider(monkeypatch, server.url)
+        code, report = run_bench(project, *cli(project), monkeypatch=monkeypatch)
+        asked = server.count(lambda c: "analyse failures" in c.system)
+        assert code == 0 and report is not None
+        diagnosis = report["diagnosis"]
+        v1, v2 = diagnosis["variants"]
+        # v1 answers in a sentence: the word-count assertion and the judge (2/5) fail on every case.
+        assert v1["variant"] == "v1" and v1["cases"] == 4 and v1["failingCases"] == 4
+        groups = {g["key"]: g for g in v1["groups"]}
+        assert (
+            groups["word_count_max: 2"]["share"] == 1.0 and groups["word_count_max: 2"]["kind"] == "assertion"
+        )
+        assert groups["judge: rubric"]["cases"] == ["cap-france", "cap-italy", "cap-japan", "cap-spain"]
+        assert groups["judge says: words"]["kind"] == "reason" and groups["judge says: words"]["runs"] == 4
+        assert "contains: Paris" not in groups  # what passed is not a failure
+        assert all("'Answer the question.'" in g["suggestion"] for g in v1["groups"])
+        assert v2["failingCases"] == 0 and v2["groups"] == []
+        assert asked == len(v1["groups"]) and diagnosis["suggestions"]
+        code, quiet = run_bench(project, *cli(project, "--no-diagnose"), monkeypatch=monkeypatch)
+        assert server.count(lambda c: "analyse failures" in c.system) == asked  # no new call
+    assert quiet is not None and not quiet["diagnosis"]["suggestions"]
+    assert all("suggestion" not in g for g in quiet["diagnosis"]["variants"][0]["groups"])
+    html = project / "reports" / f"{quiet['id']}.html"
+    assert "Failures, grouped" in html.read_text() and "judge says: words" in html.read_text()
