@@ -18,6 +18,7 @@ from flows.inputs.files import read_text
 from flows.inputs.plan import JudgeJob, Target
 from flows.inputs.prepare import Prepared
 from flows.inputs.skill_config import Skill, SkillBenchConfig
+from flows.report.bias import judge_bias
 from flows.report.diagnosis import diagnosis
 from flows.report.schema import Diagnosis, JudgeGold, Report
 from graders.diagnosis import DIAGNOSIS_SCHEMA_JSON, FailedCase, diagnosis_prompt, parse_diagnosis
@@ -96,6 +97,9 @@ async def explain_sample_run(
 ) -> None:
     """Every "why" part of a sample-mode report (``report`` and ``labels`` as the report names variants)."""
     mark_judge(report, gold)
+    bias = judge_bias(report)
+    if bias is not None:
+        report.judge_bias = bias
     artifacts = {labels[v.name]: v.artifact for v in prepared.variants}
     judge = prepared.judges[0] if prepared.judges else None
     suggest = (judge, runner, prepared.policy) if judge is not None and prepared.options.diagnose else None

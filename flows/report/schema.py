@@ -304,6 +304,10 @@ class PairwiseSummary(Model):
     """exact sign test on wins vs losses"""
     per_case: dict[str, int] = Field(alias="perCase")
     """sample_id -> net wins"""
+    pairs: int = Field(default=0, description="judgements with a winner in both orders")
+    flips: int = Field(
+        default=0, description="of those, the same position won in both orders (position bias)"
+    )
 
 
 class RegressionVariant(Model):

@@ -14,7 +14,7 @@ from flows.report.schema import load_report
 from flows.report.store import ReportStore
 from tasks.agreement import krippendorff_alpha_ordinal
 from tests.fakes.provider import FakeProvider
-from tests.flows.helpers import answer, make_project, run_bench, use_provider
+from tests.flows.helpers import CAPITALS, answer, make_project, run_bench, use_provider
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -156,3 +156,74 @@ def test_failures_are_grouped_with_a_suggestion_each(tmp_path: Path, monkeypatch
     assert all("suggestion" not in g for g in quiet["diagnosis"]["variants"][0]["groups"])
     html = project / "reports" / f"{quiet['id']}.html"
     assert "Failures, grouped" in html.read_text() and "judge says: words" in html.read_text()
+
+
+# ---------------------------------------------------------------- judge bias probes
+
+WRONG = {"Japan", "Spain", "Peru", "Chile"}  # the model names a wrong capital for these
+
+
+def bias_project(root: Path) -> Path:
+    """Only a `contains` assertion: the assertion score says right or wrong, never long or short."""
+    project = make_project(root, n=8, rubric=True)
+    samples = json.loads((project / "eval-samples.json").read_text())
+    for s in samples:
+        s["assertions"] = s["assertions"][:1]
+    (project / "eval-samples.json").write_text(json.dumps(samples))
+    return project
+
+
+def biased_model(system: str, prompt: str, model: str) -> str:
+    """The model answers wrongly for WRONG; the judge scores right 4 / wrong 2, and adds a point for a
+    long answer when its model name says `long`; `gpt` judges add a point to everything (same vendor
+    as the model under test); pairwise, the `first` judge always prefers answer 1."""
+    if "Which answer is better?" in prompt:
+        return json.dumps({"winner": "1" if "first" in model else "tie", "reason": "scripted"})
+    if "strict, fair grader" in system:
+        text = answer_block(prompt)
+        right = "Atlantis" not in text
+        score = (4 if right else 2) + ("long" in model and len(text.split()) > 3) + model.startswith("gpt")
+        return json.dumps({"score": min(score, 5), "reason": f"{len(text.split())} words"})
+    country = prompt.rstrip("?").split()[-1]
+    text = answer(system, prompt)
+    return text.replace(CAPITALS[country], "Atlantis") if country in WRONG else text
+
+
+def bias_run(project: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> dict:
+    code, report = run_bench(project, *cli(project, "--no-diagnose", *args), monkeypatch=monkeypatch)
+    assert code == 0 and report is not None
+    return report
+
+
+def test_length_bias_is_found_only_in_the_judge_that_has_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = bias_project(tmp_path / "p")
+    with FakeProvider(biased_model) as server:
+        use_provider(monkeypatch, server.url)
+        biased = bias_run(project, monkeypatch, "--judge-model", "claude-long")["judgeBias"]["length"]
+        fair = bias_run(project, monkeypatch, "--judge-model", "claude-fair")["judgeBias"]["length"]
+    assert biased["detected"] and biased["partial_r"] > 0.9 and biased["p"] < 0.001
+    assert biased["controlled_for"] == "assertion score" and biased["n"] == 16
+    assert "the judge favours longer answers" in biased["line"]
+    # the fair judge's scores follow the assertion score exactly: nothing is left to correlate
+    assert not fair["detected"] and fair["partial_r"] is None
+
+
+def test_position_bias_and_self_preference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = bias_project(tmp_path / "p")
+    with FakeProvider(biased_model) as server:
+        use_provider(monkeypatch, server.url)
+        first = bias_run(project, monkeypatch, "--judge-model", "claude-first", "--pairwise")["judgeBias"]
+        pair = bias_run(project, monkeypatch, "--judge-models", "openai:gpt-4o,openai:claude-x")["judgeBias"]
+    assert first["position"] == {
+        "pairs": 8,
+        "flips": 8,
+        "share": 1.0,
+        "line": "position bias: the same position won in both orders in 8 of 8 pairs (100%): "
+        "the pairwise results lean on the order shown",
+    }
+    prefer = pair["selfPreference"]
+    assert prefer["same_vendor"] == ["openai:gpt-4o"] and prefer["other_vendor"] == ["openai:claude-x"]
+    assert prefer["vendor"] == "openai" and prefer["n"] == 8 and prefer["mean_diff"] == pytest.approx(1.0)
+    assert "self-preference" in pair["lines"][-1]
