@@ -18,6 +18,7 @@ from flows.inputs.files import read_text
 from flows.inputs.plan import JudgeJob, Target
 from flows.inputs.prepare import Prepared
 from flows.inputs.skill_config import Skill, SkillBenchConfig
+from flows.report.ablation import ablation
 from flows.report.bias import judge_bias
 from flows.report.diagnosis import diagnosis
 from flows.report.schema import Diagnosis, JudgeGold, Report
@@ -100,6 +101,14 @@ async def explain_sample_run(
     bias = judge_bias(report)
     if bias is not None:
         report.judge_bias = bias
+    if prepared.ablated:
+        full = prepared.variants[0]
+        report.ablation = ablation(
+            report,
+            str(full.path),
+            labels[full.name],
+            {labels[name]: heading for name, heading in prepared.ablated.items()},
+        )
     artifacts = {labels[v.name]: v.artifact for v in prepared.variants}
     judge = prepared.judges[0] if prepared.judges else None
     suggest = (judge, runner, prepared.policy) if judge is not None and prepared.options.diagnose else None

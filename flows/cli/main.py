@@ -34,7 +34,7 @@ class Parser(argparse.ArgumentParser):
 
 #: BenchOptions fields by flag group; "ci" only on the ci command. Every field has exactly one flag.
 RUN_GROUPS: dict[str, tuple[str, ...]] = {
-    "inputs": ("samples", "skill_dir", "variants", "control"),
+    "inputs": ("samples", "skill_dir", "variants", "control", "ablate", "ablate_sections"),
     "model": ("executor", "model", "base_url", "temperature", "max_tokens", "seed", "prices"),
     "judge": (
         "judge",

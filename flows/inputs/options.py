@@ -57,6 +57,14 @@ class BenchOptions(BaseModel):
     diagnose: bool = Field(
         True, description="false = group failures without asking an LLM for suggestions (--no-diagnose)"
     )
+    ablate: str | None = Field(
+        None,
+        description="a variant whose markdown artifact is run with each section left out, paired against "
+        "the full artifact (--variants is not used)",
+    )
+    ablate_sections: tuple[str, ...] = Field(
+        (), description="with --ablate: only these sections (headings, any level)"
+    )
     output_dir: str | None = Field(
         None, description="reports folder (default ~/.skillab/reports or $SKILLAB_HOME/reports)"
     )

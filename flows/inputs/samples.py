@@ -36,7 +36,7 @@ def load_config(path: Path) -> dict[str, Any]:
         if name not in fields:
             problems.append(f"{path}: {key}: unknown option{closest(name, fields)}")
             continue
-        if name in {"variants", "judge_models"} and isinstance(value, str):
+        if name in {"variants", "judge_models", "ablate_sections"} and isinstance(value, str):
             value = [v.strip() for v in value.split(",") if v.strip()]
         out[name] = value
     if problems:

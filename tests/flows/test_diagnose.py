@@ -3,6 +3,7 @@ failure diagnosis and section ablations, end to end against scripted servers who
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -227,3 +228,74 @@ def test_position_bias_and_self_preference(tmp_path: Path, monkeypatch: pytest.M
     assert prefer["same_vendor"] == ["openai:gpt-4o"] and prefer["other_vendor"] == ["openai:claude-x"]
     assert prefer["vendor"] == "openai" and prefer["n"] == 8 and prefer["mean_diff"] == pytest.approx(1.0)
     assert "self-preference" in pair["lines"][-1]
+
+
+# ---------------------------------------------------------------- section ablation
+
+ARTIFACT = """---
+name: capitals
+---
+# Capitals helper
+
+Answer questions about capitals.
+
+## Format
+Answer with one word.
+
+## Tone
+Be polite and calm.
+
+```
+## Not a heading (inside a code fence)
+```
+
+## History
+Mention history only if asked.
+"""
+MORE = {"Norway": "Oslo", "Cuba": "Havana", "Ghana": "Accra", "Nepal": "Kathmandu"}
+
+
+def section_model(system: str, prompt: str) -> str:
+    """Terse (and so passing) only with the Format section; even then chatty on a quarter of the
+    cases, drawn from a hash of the whole artifact, so the other sections move scores both ways."""
+    country = prompt.rstrip("?").split()[-1]
+    capital = {**CAPITALS, **MORE}[country]
+    draw = hashlib.sha256(f"{system}|{country}".encode()).digest()[0]
+    terse = "one word" in system and draw >= 64
+    return capital if terse else f"I believe the capital of {country} is {capital}."
+
+
+def test_only_the_section_that_matters_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = make_project(tmp_path / "p")
+    samples = json.loads((project / "eval-samples.json").read_text())
+    for country, capital in MORE.items():
+        samples.append(
+            samples[0]
+            | {"sample_id": f"cap-{country.lower()}", "prompt": f"What is the capital of {country}?"}
+        )
+        samples[-1]["assertions"] = [
+            {"type": "contains", "value": capital},
+            {"type": "word_count_max", "value": 2},
+        ]
+    (project / "eval-samples.json").write_text(json.dumps(samples))
+    (project / "skills" / "helper.md").write_text(ARTIFACT)
+    with FakeProvider(section_model) as server:
+        use_provider(monkeypatch, server.url)
+        code, report = run_bench(
+            project, *cli(project, "--no-judge", "--ablate", "helper"), monkeypatch=monkeypatch
+        )
+    assert code == 0 and report is not None
+    assert report["meta"]["variants"] == ["helper", "helper-no-format", "helper-no-tone", "helper-no-history"]
+    ablation = report["ablation"]
+    assert (
+        ablation["full"] == "helper" and ablation["cases"] == 12 and report["multipleComparisons"] == "holm"
+    )
+    found = {s["section"]: s for s in ablation["sections"]}
+    assert list(found) == ["Format", "Tone", "History"]
+    assert found["Format"]["finding"] == "helps" and found["Format"]["p_holm"] < 0.05
+    assert found["Format"]["contribution"] > 1 and found["Format"]["ci_low"] > 0
+    for name in ("Tone", "History"):
+        assert found[name]["finding"] == "no detectable effect", found[name]
+        assert "no detectable effect at this N (smallest detectable effect" in found[name]["line"]
+    # the fake server counts words: the Format section is 5 words ("## Format" + "Answer with one word.")
+    assert found["Format"]["inputTokens"] == pytest.approx(5, abs=1)
