@@ -113,6 +113,9 @@ async def explain_sample_run(
     judge = prepared.judges[0] if prepared.judges else None
     suggest = (judge, runner, prepared.policy) if judge is not None and prepared.options.diagnose else None
     report.diagnosis = await diagnose(report, artifacts, suggest)
+    stats = runner.stats()  # the suggestions were judge calls too
+    report.meta.calls, report.meta.cache_hits = stats.calls, stats.cache_hits
+    report.meta.judge_cost_usd = round(stats.spent_by_kind.get("judge", 0.0), 6)
 
 
 async def diagnose_skill_run(report: Report, config: SkillBenchConfig, skill: Skill) -> Diagnosis:

@@ -12,6 +12,7 @@ import pytest
 
 from flows.cli.main import main
 from flows.report.schema import load_report
+from flows.report.server import export_html
 from flows.report.store import ReportStore
 from tasks.agreement import krippendorff_alpha_ordinal
 from tests.fakes.provider import FakeProvider
@@ -93,6 +94,11 @@ def test_judge_gold_alpha_and_disagreements_are_exact_and_gate_ci(
         marked = load_report(next((project / "r2").glob("*.json")))
         assert marked.judge_gold is not None and not marked.judge_gold.reliable
         assert "unreliable judge" in (marked.comparisons[0].verdict.judge_caveat or "")
+        page = (project / "r2" / f"{marked.id}.html").read_text()
+        assert (
+            "Judge against the gold file" in page
+            and page.count("the verdict rests on an unreliable judge") >= 2
+        )
         assert main([*strict[:-1], "0.5"]) == 0
 
 
@@ -120,6 +126,8 @@ def test_ratings_recompute_the_human_agreement(tmp_path: Path, monkeypatch: pyte
     store.add_feedback(report["id"], "cap-japan", "v1", 2, "on second thought")  # the latest counts
     again = store.load(report["id"]).human_agreement
     assert again is not None and again.krippendorff_alpha_ordinal == 1.0 and again.disagreements == []
+    page = export_html(store.load(report["id"]))
+    assert "Judge against your ratings" in page and '<table class="confusion">' in page
 
 
 def diagnosing_judge(system: str, prompt: str) -> str:
@@ -299,3 +307,5 @@ def test_only_the_section_that_matters_is_found(tmp_path: Path, monkeypatch: pyt
         assert "no detectable effect at this N (smallest detectable effect" in found[name]["line"]
     # the fake server counts words: the Format section is 5 words ("## Format" + "Answer with one word.")
     assert found["Format"]["inputTokens"] == pytest.approx(5, abs=1)
+    page = (project / "reports" / f"{report['id']}.html").read_text()
+    assert "Sections of" in page and "no detectable effect at this N" in page
