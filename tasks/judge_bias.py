@@ -15,6 +15,7 @@ from scipy import stats
 from tasks import statistics as st
 
 ALPHA = 0.05
+RESIDUAL_FLOOR = 1e-9
 
 
 def position_flips(votes: Sequence[tuple[str | None, str | None]]) -> tuple[int, int]:
@@ -46,7 +47,8 @@ def length_bias(
     out["controlled_for"] = "assertion score" if z is not None else "nothing (no assertion score varies)"
     df = n - (3 if z is not None else 2)
     ry, rx = (_residuals(y, z), _residuals(x, z)) if n else (y, x)
-    if df < 1 or rx.std() == 0 or ry.std() == 0:
+    # residuals of an exact fit are rounding noise (1e-16), not variation to correlate
+    if df < 1 or rx.std() < RESIDUAL_FLOOR or ry.std() < RESIDUAL_FLOOR:
         return out
     r = float(np.clip(np.corrcoef(ry, rx)[0, 1], -1.0, 1.0))
     t = r * math.sqrt(df / max(1e-300, 1 - r * r))

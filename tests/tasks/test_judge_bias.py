@@ -38,3 +38,10 @@ def test_nothing_held_is_the_plain_correlation() -> None:
 def test_position_flips() -> None:
     votes = [("1", "1"), ("2", "2"), ("1", "2"), ("tie", "tie"), (None, "1"), ("2", "1")]
     assert position_flips(votes) == (5, 2)
+
+
+def test_a_judge_that_follows_the_assertion_score_leaves_nothing_to_correlate() -> None:
+    assertion = [5.0, 3.0, 5.0, 3.0, 3.0, 5.0]
+    judge = [5.0 if a == 5 else 2.0 for a in assertion]  # an exact function of the held score
+    out = length_bias(judge, [7.0, 40.0, 6.0, 45.0, 38.0, 5.0], assertion)
+    assert out["partial_r"] is None and out["p"] is None
