@@ -1,6 +1,7 @@
-"""Why did it score that way, for the flow bodies. Failure diagnosis with suggestions: the groups of ``flows.report.diagnosis``, then (unless
---no-diagnose) one LLM paragraph per group, asked of the judge model through the unit runner (so
-cached, budgeted and counted like every judge call)."""
+""" "Why did it score that way?" for the flow bodies: the --judge-gold check into the verdicts, the
+judge bias probes, the section ablation, and the failure diagnosis with (unless --no-diagnose) one
+LLM paragraph per group, asked of the judge model through the unit runner (so cached, budgeted and
+counted like every judge call)."""
 
 from __future__ import annotations
 
