@@ -19,9 +19,11 @@ from prefect.artifacts import acreate_link_artifact, acreate_markdown_artifact, 
 
 from executors.registry import close_all
 from executors.schema import RunResult
+from flows.engine.gold import check_gold
 from flows.engine.judging import combine, judge_outputs, pairwise
 from flows.engine.progress import Progress
 from flows.engine.runner import RunnerConfig, UnitRunner, unwalked
+from flows.explain import explain_sample_run
 from flows.inputs.options import BenchOptions
 from flows.inputs.prepare import Prepared, prepare
 from flows.report.build import blind_labels, build_report, new_report_id, publish, relabel
@@ -181,6 +183,7 @@ async def run_benchmark(prepared: Prepared, cwd: Path, *, show_progress: bool = 
     runner = UnitRunner(RunnerConfig.of(prepared), progress)
     sequences: dict[str, ConfidenceSequence] = {}
     try:
+        gold = await check_gold(prepared, runner)
         if opts.sequential:
             records, sequences = await run_in_waves(prepared, runner, units)
         else:
@@ -201,9 +204,7 @@ async def run_benchmark(prepared: Prepared, cwd: Path, *, show_progress: bool = 
         opts.max_error_rate,
     )
     if sequences:
-        settle_by_sequence(
-            aggregate, sequences, labels, prepared, len(units), sum(r.run >= 1 for r in records)
-        )
+        settle_by_sequence(aggregate, sequences, labels, prepared, len(units), len(records))
     if opts.pairwise and prepared.judges and len(names) > 1:
         aggregate["pairwise"] = [
             {**p, "control": labels[p["control"]], "treatment": labels[p["treatment"]]}
@@ -221,6 +222,7 @@ async def run_benchmark(prepared: Prepared, cwd: Path, *, show_progress: bool = 
     )
     if shard_runs:
         report.meta.shards = shard_runs
+    await explain_sample_run(report, prepared, runner, labels, gold)
     if opts.suite:
         report.regression = regression_against_previous(prepared.output_dir, report)
     return Outcome(report, write_outputs(report, prepared))

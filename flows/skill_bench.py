@@ -24,6 +24,7 @@ from flows.engine.judging import run_judge_jobs
 from flows.engine.progress import Progress
 from flows.engine.runner import RunnerConfig, UnitRunner
 from flows.engine.sessions import contamination, init_event, write_outputs
+from flows.explain import diagnose_skill_run
 from flows.inputs.plan import JudgeJob, Target
 from flows.inputs.sessions import Session, checked_isolation, isolation_root, plan_sessions
 from flows.inputs.skill_config import Skill, SkillBenchConfig, load_tasks
@@ -199,6 +200,7 @@ async def skill_bench(
     report = build_skill_report(
         AgenticRun(config, skill, tasks, suite_hash, results, started, isolation), graded, records
     )
+    report.diagnosis = await diagnose_skill_run(report, config, skill)
     report_path = results / "report.json"
     atomic_write_json(report_path, report.dump())
     atomic_write_text(results / "report.md", report_markdown(report))

@@ -35,9 +35,19 @@ class Parser(argparse.ArgumentParser):
 
 #: BenchOptions fields by flag group; "ci" only on the ci command. Every field has exactly one flag.
 RUN_GROUPS: dict[str, tuple[str, ...]] = {
-    "inputs": ("samples", "skill_dir", "variants", "control"),
+    "inputs": ("samples", "skill_dir", "variants", "control", "ablate", "ablate_sections"),
     "model": ("executor", "model", "base_url", "temperature", "max_tokens", "seed", "prices"),
-    "judge": ("judge", "judge_executor", "judge_model", "judge_models", "judge_repeat", "pairwise"),
+    "judge": (
+        "judge",
+        "judge_executor",
+        "judge_model",
+        "judge_models",
+        "judge_repeat",
+        "pairwise",
+        "judge_gold",
+        "min_judge_alpha",
+        "diagnose",
+    ),
     "execution": (
         "concurrency",
         "repeat",

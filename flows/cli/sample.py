@@ -102,6 +102,10 @@ def print_plan(prepared: Any) -> None:
         f"up to {judge_calls} judge calls"
     )
     print(f"estimated tokens: ~{tokens_in} in, <= {tokens_out} out; estimated cost (upper bound): {cost}")
+    if prepared.gold is not None:
+        print(
+            f"judge gold: {len(prepared.gold.items)} scored outputs judged before the run ({prepared.gold.path})"
+        )
     print(f"cache: {cache} (finished calls are never repeated)")
     for v in prepared.variants:
         print(f"  {v.name}: {v.path or 'no artifact'}" + (f" sha256 {v.sha256[:12]}" if v.sha256 else ""))

@@ -26,6 +26,7 @@ from graders.judge import (
 from graders.schema import AssertionResult, Grade, JudgeResult, Sample
 from graders.scoring import make_grade
 from tasks.aggregate import pairwise_summary
+from tasks.judge_bias import position_flips
 from tasks.schema import CallPolicy, Record, Unit
 
 P = TypeVar("P")
@@ -138,7 +139,11 @@ async def pairwise(prepared: Prepared, runner: UnitRunner, records: list[Record]
             case_score[sample_id] = (
                 case_score.get(sample_id, 0) + {"treatment": 1, "control": -1, "tie": 0}[outcome]
             )
-        comparisons.append(pairwise_summary(prepared.control, treatment, case_score, unresolved))
+        pairs, flips = position_flips([(v.get("t-first"), v.get("c-first")) for v in votes.values()])
+        comparisons.append(
+            pairwise_summary(prepared.control, treatment, case_score, unresolved)
+            | {"pairs": pairs, "flips": flips}
+        )
     return comparisons
 
 

@@ -44,6 +44,27 @@ class BenchOptions(BaseModel):
     pairwise: bool = Field(
         False, description="also let the judge pick the better output of each pair, both orders"
     )
+    judge_gold: str | None = Field(
+        None, description="human-scored outputs (YAML/JSON) to check the judge against before the run"
+    )
+    min_judge_alpha: float = Field(
+        0.667,
+        ge=0,
+        le=1,
+        description="with --judge-gold: below this Krippendorff's alpha the verdict is marked as resting "
+        "on an unreliable judge (and ci fails)",
+    )
+    diagnose: bool = Field(
+        True, description="false = group failures without asking an LLM for suggestions (--no-diagnose)"
+    )
+    ablate: str | None = Field(
+        None,
+        description="a variant whose markdown artifact is run with each section left out, paired against "
+        "the full artifact (--variants is not used)",
+    )
+    ablate_sections: tuple[str, ...] = Field(
+        (), description="with --ablate: only these sections (headings, any level)"
+    )
     output_dir: str | None = Field(
         None, description="reports folder (default ~/.skillab/reports or $SKILLAB_HOME/reports)"
     )

@@ -13,10 +13,12 @@ from executors.errors import InputError
 from executors.local import DEFAULT_MODEL as LOCAL_MODEL
 from executors.local import weights_origin
 from executors.registry import EXECUTORS, usable_executor
+from flows.inputs.ablation import plan_variants
 from flows.inputs.files import writable_file, writable_folder
+from flows.inputs.gold import Gold, load_gold
 from flows.inputs.options import BenchOptions
 from flows.inputs.plan import Target, execution_units
-from flows.inputs.samples import BASELINE, Variant, find_samples, load_samples, load_variants
+from flows.inputs.samples import BASELINE, Variant, find_samples, load_samples
 from flows.inputs.sessions import checked_isolation
 from graders import registry
 from graders.judge import vendor_of
@@ -48,6 +50,8 @@ class Prepared:
     target: Target
     judges: list[Target]
     notices: list[str] = field(default_factory=list)
+    gold: Gold | None = None
+    ablated: dict[str, str] = field(default_factory=dict)  # --ablate: variant -> the heading left out
 
     @property
     def cache_dir(self) -> Path | None:
@@ -184,9 +188,9 @@ def judge_targets(
 def prepare(options: BenchOptions, cwd: Path) -> Prepared:
     samples_path = find_samples(options.samples and str(cwd / options.samples), cwd)
     samples = load_samples(samples_path)
-    variants = load_variants(cwd / options.skill_dir, options.variants)
+    variants, ablated = plan_variants(cwd / options.skill_dir, options)
     names = [v.name for v in variants]
-    control = options.control or (BASELINE if BASELINE in names else names[0])
+    control = names[0] if ablated else options.control or (BASELINE if BASELINE in names else names[0])
     if control not in names:
         raise InputError(f"--control: {control!r} is not among the variants {','.join(names)}")
     if options.prices and not (cwd / options.prices).is_file():
@@ -211,4 +215,15 @@ def prepare(options: BenchOptions, cwd: Path) -> Prepared:
         )
     judges, judge_notices = judge_targets(options, samples, target, executor)
     notices += judge_notices + batch_notices(options, target, judges)
-    return Prepared(options, samples_path, samples, variants, control, target, judges, notices)
+    gold = load_gold(cwd / options.judge_gold) if options.judge_gold else None
+    if gold is not None and not judges:
+        raise InputError(
+            "--judge-gold: this run has no judge to check (--no-judge, or no sample has a rubric or dimensions)"
+        )
+    if ablated:
+        notices.append(
+            f"--ablate {control}: the full artifact against {len(ablated)} variants without a section each"
+        )
+    prepared = Prepared(options, samples_path, samples, variants, control, target, judges, notices, gold)
+    prepared.ablated = ablated
+    return prepared

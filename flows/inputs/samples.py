@@ -25,7 +25,7 @@ BASELINE = "baseline"
 
 def load_config(path: Path) -> dict[str, Any]:
     """Options from skillab.yaml: the same names as the flags (dashes or underscores)."""
-    return options_file(path, BenchOptions, frozenset({"variants", "judge_models"}))
+    return options_file(path, BenchOptions, frozenset({"variants", "judge_models", "ablate_sections"}))
 
 
 # ---------------------------------------------------------------- samples

@@ -49,6 +49,9 @@ class SkillBenchConfig(BaseModel):
     os_sandbox: bool = Field(True, description=OS_SANDBOX_HELP)
     seed: int = Field(0, description="seed for shuffling, the bootstrap and task generation")
     max_error_rate: float = Field(0.1, ge=0, le=1, description="failed share of an arm that blocks a claim")
+    diagnose: bool = Field(
+        True, description="false = group failures without asking the judge for suggestions (--no-diagnose)"
+    )
     output_dir: str | None = Field(
         None, description="also write the report JSON here (for the report server)"
     )

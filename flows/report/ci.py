@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from flows.report.console import fmt
+from flows.report.explain import explain_markdown
 from flows.report.schema import Report, VariantResult
 from tasks.files import atomic_write_text
 
@@ -99,6 +100,7 @@ def summary_markdown(report: Report, threshold: float | None = None) -> str:
                 else "no significant regression."
             ),
         ]
+    lines += explain_markdown(report)
     if threshold is not None:
         lines += ["", f"CI threshold: {threshold:g}"]
     return "\n".join(lines) + "\n"

@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from flows.report.explain import explain_lines
 from flows.report.schema import Report
 
 COLUMNS = (
@@ -85,6 +86,8 @@ def print_summary(report: Report, path: Path | None, console: Console | None = N
         )
     for insight in report.analysis.insights:
         console.print(f"  · {insight.message}", highlight=False)
+    for line in explain_lines(report):
+        console.print(f"  ? {line}", highlight=False)
     for line in economy_lines(report):
         console.print(f"  {line}", highlight=False)
     for notice in report.meta.notices:

@@ -47,4 +47,6 @@ def gate_failures(
             failures.append(f"{comp.treatment} vs {comp.control}: verdict WORSE")
     if require != "none" and not report.comparisons:
         failures.append(f"no comparison to gate on: {require} required")
+    if report.judge_gold is not None and not report.judge_gold.reliable:
+        failures.append(report.judge_gold.message)
     return failures + regression_failures(report)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from flows.report.explain import explain_markdown
 from flows.report.schema import BehaviorSummary, CaseResult, Comparison, Report
 from graders.criteria import WEIGHTS
 from tasks.schema import Arm, VerdictLabel
@@ -199,6 +200,7 @@ def report_markdown(report: Report) -> str:
         *tasks,
         *_behavior(s_b, b_b),
         *_recommendations(report, comp, hurts),
+        *explain_markdown(report),
         "",
         f"Full results: {report.meta.results_dir} (suite sha256 {(report.meta.suite_sha256 or '')[:12]})",
         "",

@@ -96,6 +96,11 @@ class Verdict(Model):
         default=None,
         description="what produced the label when not the fixed-N paired interval (--sequential)",
     )
+    judge_caveat: str | None = Field(
+        default=None,
+        description="set when --judge-gold found the judge below --min-judge-alpha: the verdict rests "
+        "on an unreliable judge",
+    )
 
     def band_text(self) -> str:
         """The band beside a settled verdict, else why there is none."""
@@ -339,6 +344,10 @@ class PairwiseSummary(Model):
     """exact sign test on wins vs losses"""
     per_case: dict[str, int] = Field(alias="perCase")
     """sample_id -> net wins"""
+    pairs: int = Field(default=0, description="judgements with a winner in both orders")
+    flips: int = Field(
+        default=0, description="of those, the same position won in both orders (position bias)"
+    )
 
 
 class RegressionVariant(Model):
@@ -782,6 +791,169 @@ class TriggerFigures(Model):
     """each variant against the first, paired by query"""
 
 
+# ---------------------------------------------------------------- why did it score that way?
+
+
+class Disagreement(Model):
+    """One item a judge and a human (or the gold file) scored a star or more apart."""
+
+    item: str = Field(description="the item: 'sample_id · variant', or the gold item's id")
+    human: float = Field(description="the human (gold) score, 1-5")
+    judge: float = Field(description="the judge's score, 1-5")
+    diff: float = Field(description="judge minus human")
+
+
+class RaterAgreement(Model):
+    """A judge against human scores on the same items (judge scores rounded to whole stars)."""
+
+    n: int = Field(description="items scored by both")
+    krippendorff_alpha_ordinal: float | None = Field(
+        alias="krippendorffAlphaOrdinal", description="ordinal Krippendorff's alpha, human vs judge"
+    )
+    alpha_ci95: list[float | None] = Field(
+        alias="alphaCI95", description="seeded percentile bootstrap interval of alpha over items"
+    )
+    spearman: float | None = Field(description="Spearman's rho of the raw scores")
+    spearman_p: float | None = Field(alias="spearmanP", description="its p-value")
+    mean_abs_diff: float | None = Field(alias="meanAbsDiff", description="mean absolute difference")
+    confusion: list[list[int]] = Field(description="rows: human 1-5 stars, columns: judge 1-5 stars")
+    disagreements: list[Disagreement] = Field(description="items a star or more apart, largest first")
+    seed: int = Field(description="seed of the bootstrap")
+    draws: int = Field(description="bootstrap draws")
+
+
+class HumanAgreement(RaterAgreement):
+    """The run's judge against the report server's star ratings, recomputed on every rating."""
+
+    rated: int = Field(description="case x variant items with a rating (the latest rating counts)")
+    judged: str = Field(description="which judge score is compared with the rating")
+    updated_at: str = Field(alias="updatedAt", description="when it was computed, ISO 8601 UTC")
+
+
+class JudgeGold(Model):
+    """--judge-gold: the judge checked against human-scored outputs before the run."""
+
+    file: str = Field(description="the gold file")
+    sha256: str = Field(description="its SHA-256")
+    items: int = Field(description="gold items")
+    ungraded: int = Field(description="gold items the judge left UNGRADED (excluded)")
+    min_alpha: float = Field(alias="minAlpha", description="--min-judge-alpha")
+    reliable: bool = Field(description="alpha reached min_alpha")
+    agreement: RaterAgreement = Field(description="the judge layer (as it scores the run) vs the gold")
+    per_judge: dict[str, RaterAgreement] = Field(
+        default_factory=dict, alias="perJudge", description="each judge of an ensemble vs the gold"
+    )
+    message: str = Field(description="the finding in one sentence")
+
+
+class PositionBias(Model):
+    """--pairwise: how often the judge's preference follows the position, not the answer."""
+
+    pairs: int = Field(description="pairs judged in both orders")
+    flips: int = Field(description="pairs where the same position won in both orders")
+    share: float | None = Field(description="flips / pairs")
+    line: str = Field(description="the finding in one line, with its figure")
+
+
+class LengthBias(Model):
+    """The judge score's partial correlation with output length, holding the assertion score fixed."""
+
+    n: int = Field(description="judged outputs used")
+    partial_r: float | None = Field(description="partial correlation (Pearson on residuals)")
+    p: float | None = Field(description="two-sided p-value (t on n - 3 df, n - 2 with nothing held fixed)")
+    points_per_1000_chars: float | None = Field(
+        description="judge points per 1,000 characters, the assertion score held fixed"
+    )
+    controlled_for: str = Field(description="what was held fixed")
+    detected: bool = Field(description="positive and p < 0.05")
+    line: str = Field(description="the finding in one line, with its figure")
+
+
+class SelfPreference(Model):
+    """A judge of the model's own vendor against judges of other vendors, on the same outputs."""
+
+    vendor: str = Field(description="the model's vendor")
+    same_vendor: list[str] = Field(description="judges of that vendor")
+    other_vendor: list[str] = Field(description="judges of other vendors")
+    n: int = Field(description="cases scored by both kinds")
+    mean_diff: float | None = Field(description="same-vendor minus other-vendor score, mean over cases")
+    ci_low: float | None = Field(description="lower end of its 95% t-interval")
+    ci_high: float | None = Field(description="upper end of its 95% t-interval")
+    p: float | None = Field(description="paired t-test p-value")
+    line: str = Field(description="the finding in one line, with its figure")
+
+
+class JudgeBias(Model):
+    """Probes of the judge's biases, each a line with its figure; absent where it cannot be measured."""
+
+    position: PositionBias | None = Field(default=None, description="position bias (--pairwise)")
+    length: LengthBias | None = Field(default=None, description="length bias")
+    self_preference: SelfPreference | None = Field(
+        default=None, alias="selfPreference", description="self-preference (same-vendor judge)"
+    )
+    lines: list[str] = Field(default_factory=list, description="every probe's line")
+
+
+class FailureGroup(Model):
+    """Failing runs of one variant that share what failed (or the judge's reason)."""
+
+    key: str = Field(description="what failed, e.g. 'assertion contains: Paris' or 'judge: rubric'")
+    kind: Literal["assertion", "check", "judge", "error", "reason"] = Field(description="the kind of failure")
+    cases: list[str] = Field(description="the cases concerned")
+    runs: int = Field(description="failing runs in the group")
+    share: float = Field(description="cases in the group / cases of the variant")
+    examples: list[str] = Field(default_factory=list, description="messages or judge reasons, up to 3")
+    suggestion: str | None = Field(
+        default=None, description="an LLM's paragraph on what went wrong and what to change: a suggestion"
+    )
+    suggestion_by: str | None = Field(
+        default=None, alias="suggestionBy", description="the model that wrote it"
+    )
+
+
+class VariantDiagnosis(Model):
+    """One variant's failing cases, grouped."""
+
+    variant: str = Field(description="the variant")
+    cases: int = Field(description="cases of the variant")
+    failing_cases: int = Field(alias="failingCases", description="cases with at least one failing run")
+    groups: list[FailureGroup] = Field(description="by what failed, then by the judge's reasons")
+
+
+class Diagnosis(Model):
+    """Why runs failed: per variant, groups of failing cases, each with an optional LLM suggestion."""
+
+    variants: list[VariantDiagnosis] = Field(description="one per variant")
+    suggestions: bool = Field(description="LLM suggestions were asked for (false with --no-diagnose)")
+    note: str = Field(description="how to read the suggestions")
+
+
+class SectionEffect(Model):
+    """One section of the artifact: the full artifact against the artifact without it."""
+
+    section: str = Field(description="the section's heading")
+    variant: str = Field(description="the variant without the section")
+    contribution: float | None = Field(description="full minus without, mean over cases: > 0 helps")
+    ci_low: float | None = Field(description="lower end of the 95% interval")
+    ci_high: float | None = Field(description="upper end of the 95% interval")
+    p_holm: float | None = Field(description="Holm-adjusted p over the sections")
+    mde: float | None = Field(description="smallest effect detectable at this N")
+    input_tokens: float | None = Field(
+        alias="inputTokens", description="input tokens the section costs per call (full minus without)"
+    )
+    finding: Literal["helps", "hurts", "no detectable effect"] = Field(description="the finding")
+    line: str = Field(description="the finding in one line")
+
+
+class Ablation(Model):
+    """--ablate: leave-one-section-out variants run paired against the full artifact."""
+
+    artifact: str = Field(description="the ablated artifact's file")
+    full: str = Field(description="the variant with the full artifact (the control)")
+    cases: int = Field(description="cases compared")
+    sections: list[SectionEffect] = Field(description="one per section removed")
+
+
 class Report(Model):
     """A benchmark run: what ran, the figures, every case's results, and the analysis."""
 
@@ -825,6 +997,15 @@ class Report(Model):
     """arm -> transcript analysis"""
     triggers: TriggerFigures | None = None
     """trigger mode's figures"""
+    human_agreement: HumanAgreement | None = Field(
+        default=None, alias="humanAgreement", description="the judge against the report server's ratings"
+    )
+    judge_gold: JudgeGold | None = Field(
+        default=None, alias="judgeGold", description="--judge-gold: the judge checked before the run"
+    )
+    judge_bias: JudgeBias | None = Field(default=None, alias="judgeBias", description="judge bias probes")
+    diagnosis: Diagnosis | None = Field(default=None, description="failing cases grouped, with suggestions")
+    ablation: Ablation | None = Field(default=None, description="--ablate: each section's contribution")
 
     def dump(self) -> dict[str, Any]:
         """The JSON-ready dict, keeping the file's layout (fields never set are left out)."""

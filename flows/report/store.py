@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from flows.report.human import human_agreement
 from flows.report.schema import Feedback, Report, load_report
 from tasks.files import atomic_write_json
 
@@ -144,5 +145,8 @@ class ReportStore:
             )
             target = result.variants[variant]
             target.feedback = [*target.feedback, entry]  # assigned, so the dump keeps it
+            agreement = human_agreement(report)  # recomputed on every rating, kept in the file
+            if agreement is not None:
+                report.human_agreement = agreement
             atomic_write_json(path, report.dump())
         return entry.model_dump()

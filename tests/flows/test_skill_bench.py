@@ -196,6 +196,14 @@ def test_skill_run_end_to_end(
     )
     md = (results / "report.md").read_text()
     assert md.startswith("# Skill Benchmark Report: calc-skill") and "## Per-Task Breakdown" in md
+    # why: the baseline's wrong file fails its check on both tasks; the sessions that failed are errors
+    base = {g["key"]: g for g in report["diagnosis"]["variants"][0]["groups"]}
+    check = next(g for k, g in base.items() if k.startswith("check runs_without_error"))
+    assert report["diagnosis"]["variants"][0]["variant"] == "baseline" and check["kind"] == "check"
+    assert {"task-01", "task-02"} <= {
+        c[:7] for c in check["cases"]
+    } and "judge criterion: correctness" in base
+    assert "### Failures of baseline" in md
     assert "| add numbers | positive | easy | 90% | 40% | +50.0% | Skill |" in md
     assert (project / "reports" / f"{report['id']}.json").exists()
     assert "with-skill vs baseline:" in out

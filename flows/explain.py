@@ -1,0 +1,141 @@
+""" "Why did it score that way?" for the flow bodies: the --judge-gold check into the verdicts, the
+judge bias probes, the section ablation, and the failure diagnosis with (unless --no-diagnose) one
+LLM paragraph per group, asked of the judge model through the unit runner (so cached, budgeted and
+counted like every judge call)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from executors.base import HttpExecutor
+from executors.registry import close_all, usable_executor
+from flows.engine.judging import judge_name, run_judge_jobs
+from flows.engine.progress import Progress
+from flows.engine.runner import RunnerConfig, UnitRunner
+from flows.inputs.files import read_text
+from flows.inputs.plan import JudgeJob, Target
+from flows.inputs.prepare import Prepared
+from flows.inputs.skill_config import Skill, SkillBenchConfig
+from flows.report.ablation import ablation
+from flows.report.bias import judge_bias
+from flows.report.diagnosis import diagnosis
+from flows.report.schema import Diagnosis, JudgeGold, Report
+from graders.diagnosis import DIAGNOSIS_SCHEMA_JSON, FailedCase, diagnosis_prompt, parse_diagnosis
+from tasks.schema import Arm, CallPolicy
+
+#: Groups per variant that get a suggestion (the largest), and cases shown per group.
+SUGGESTED_GROUPS = 5
+CASES_SHOWN = 3
+
+
+def failed_cases(report: Report, variant: str, group: dict[str, Any]) -> list[FailedCase]:
+    by_id = {c.sample_id: c for c in report.results}
+    out = []
+    for sample_id in group["cases"][:CASES_SHOWN]:
+        case = by_id[sample_id]
+        entry = case.variants[variant]
+        out.append(FailedCase(sample_id, case.prompt, entry.output or entry.error or "", group["key"]))
+    return out
+
+
+async def diagnose(
+    report: Report,
+    artifacts: dict[str, str | None],
+    suggest: tuple[Target, UnitRunner, Callable[[Target], CallPolicy]] | None,
+) -> Diagnosis:
+    """The report's diagnosis; ``suggest`` = (judge target, runner, policy) asks for the paragraphs.
+    ``artifacts``: variant label -> the artifact's text (None for the baseline)."""
+    part = diagnosis(report)
+    if suggest is None:
+        return Diagnosis.model_validate(part)
+    target, runner, policy = suggest
+    jobs, owners = [], []
+    for v in part["variants"]:
+        for group in v["groups"][:SUGGESTED_GROUPS]:
+            cases = failed_cases(report, v["variant"], group)
+            prompt = diagnosis_prompt(artifacts.get(v["variant"]), group["key"], group["share"], cases)
+            jobs.append(
+                JudgeJob(
+                    target,
+                    prompt,
+                    f"diagnose:{group['key'][:40]}",
+                    v["variant"],
+                    1,
+                    schema_json=DIAGNOSIS_SCHEMA_JSON,
+                )
+            )
+            owners.append(group)
+    saved, runner.progress = runner.progress, Progress(0, "diagnosis", enabled=False)
+    try:
+        outcomes = await run_judge_jobs(runner, jobs, parse_diagnosis, policy)
+    finally:
+        runner.progress = saved
+    for group, (text, _, _) in zip(owners, outcomes, strict=True):
+        if text is not None:
+            group["suggestion"], group["suggestionBy"] = text, judge_name(target)
+    return Diagnosis.model_validate(part | {"suggestions": True})
+
+
+def mark_judge(report: Report, gold: dict[str, Any] | None) -> None:
+    """--judge-gold: the check goes into the report, and an unreliable judge into every verdict."""
+    if gold is None:
+        return
+    report.judge_gold = JudgeGold.model_validate(gold)
+    if not report.judge_gold.reliable:
+        print(f"skillab: warning: {report.judge_gold.message}", file=sys.stderr)
+        for comp in report.comparisons:
+            comp.verdict.judge_caveat = report.judge_gold.message
+
+
+async def explain_sample_run(
+    report: Report,
+    prepared: Prepared,
+    runner: UnitRunner,
+    labels: dict[str, str],
+    gold: dict[str, Any] | None,
+) -> None:
+    """Every "why" part of a sample-mode report (``report`` and ``labels`` as the report names variants)."""
+    mark_judge(report, gold)
+    bias = judge_bias(report)
+    if bias is not None:
+        report.judge_bias = bias
+    if prepared.ablated:
+        full = prepared.variants[0]
+        report.ablation = ablation(
+            report,
+            str(full.path),
+            labels[full.name],
+            {labels[name]: heading for name, heading in prepared.ablated.items()},
+        )
+    artifacts = {labels[v.name]: v.artifact for v in prepared.variants}
+    judge = prepared.judges[0] if prepared.judges else None
+    suggest = (judge, runner, prepared.policy) if judge is not None and prepared.options.diagnose else None
+    report.diagnosis = await diagnose(report, artifacts, suggest)
+    stats = runner.stats()  # the suggestions were judge calls too
+    report.meta.calls, report.meta.cache_hits = stats.calls, stats.cache_hits
+    report.meta.judge_cost_usd = round(stats.spent_by_kind.get("judge", 0.0), 6)
+
+
+async def diagnose_skill_run(report: Report, config: SkillBenchConfig, skill: Skill) -> Diagnosis:
+    """Agentic mode's diagnosis: suggestions from the four-criterion judge's model, the with-skill
+    arm's artifact being the skill's SKILL.md."""
+    artifacts: dict[str, str | None] = {
+        Arm.WITH_SKILL: read_text(skill.path / "SKILL.md"),
+        Arm.BASELINE: None,
+    }
+    if not config.diagnose:
+        return await diagnose(report, artifacts, None)
+    executor = usable_executor(config.judge_executor, "--judge-executor")
+    endpoint = executor.base_url if isinstance(executor, HttpExecutor) else "in-process"
+    cache_dir = Path(config.results_dir) / ".cache"
+    runner = UnitRunner(RunnerConfig(config.concurrency, cache_dir), Progress(0, "diagnosis", enabled=False))
+    policy = CallPolicy(cache_dir=str(cache_dir))
+    try:
+        return await diagnose(
+            report, artifacts, (Target(executor, config.judge_model, endpoint), runner, lambda _: policy)
+        )
+    finally:
+        await close_all()

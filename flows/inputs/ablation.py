@@ -1,0 +1,111 @@
+"""--ablate: leave-one-section-out variants of a markdown artifact (a SKILL.md or a prompt file).
+
+Sections are found by heading: the shallowest heading level that occurs at least twice (so a
+single title above them is kept), or every heading named with --ablate-sections (any level). A
+section runs from its heading to the next heading of the same or a shallower level. Front matter
+and headings inside fenced code are never sections.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from executors.errors import InputError
+from flows.inputs.options import BenchOptions
+from flows.inputs.samples import Variant, load_variants
+
+HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+FENCE = re.compile(r"^[ \t]*(```|~~~)")
+
+
+@dataclass(frozen=True)
+class Section:
+    """One heading's section: lines [start, end) of the artifact."""
+
+    heading: str
+    level: int
+    start: int
+    end: int
+
+
+def headings(lines: list[str]) -> list[tuple[int, int, str]]:
+    """(line index, level, text) of every markdown heading outside front matter and code fences."""
+    found, fenced, i = [], False, 0
+    if lines and lines[0].strip() == "---":  # front matter
+        i = next((k + 1 for k in range(1, len(lines)) if lines[k].strip() == "---"), 0)
+    for k in range(i, len(lines)):
+        if FENCE.match(lines[k]):
+            fenced = not fenced
+            continue
+        match = None if fenced else HEADING.match(lines[k])
+        if match:
+            found.append((k, len(match.group(1)), match.group(2).strip()))
+    return found
+
+
+def sections(text: str, named: tuple[str, ...] = ()) -> list[Section]:
+    """The sections to leave out, in the artifact's order."""
+    lines = text.splitlines(keepends=True)
+    heads = headings(lines)
+    if named:
+        wanted = {n.strip().lower() for n in named}
+        chosen = [h for h in heads if h[2].lower() in wanted]
+    else:
+        levels = sorted({lvl for _, lvl, _ in heads})
+        level = next(
+            (lvl for lvl in levels if sum(1 for h in heads if h[1] == lvl) >= 2), levels[-1] if levels else 0
+        )
+        chosen = [h for h in heads if h[1] == level]
+    out = []
+    for k, level, text_ in chosen:
+        end = next((j for j, lvl, _ in heads if j > k and lvl <= level), len(lines))
+        out.append(Section(text_, level, k, end))
+    return out
+
+
+def without(text: str, section: Section) -> str:
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[: section.start] + lines[section.end :])
+
+
+def slug(heading: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", heading.lower()).strip("-")[:40] or "section"
+
+
+def ablated_variants(full: Variant, named: tuple[str, ...]) -> tuple[list[Variant], dict[str, str]]:
+    """The full variant first, then one variant per section left out; and variant name -> heading."""
+    if full.artifact is None or full.path is None:
+        raise InputError(f"--ablate: {full.name!r} has no artifact to take sections out of")
+    found = sections(full.artifact, named)
+    if named:
+        present = {s.heading.lower() for s in found}
+        missing = [n for n in named if n.strip().lower() not in present]
+        if missing:
+            listed = ", ".join(h for _, _, h in headings(full.artifact.splitlines(keepends=True))) or "none"
+            raise InputError(
+                f"{full.path}: --ablate-sections: no heading {', '.join(map(repr, missing))} (headings: {listed})"
+            )
+    if not found:
+        raise InputError(f"{full.path}: --ablate: no markdown heading, so no section to leave out")
+    variants, names = [full], {}
+    for s in found:
+        name = f"{full.name}-no-{slug(s.heading)}"
+        while name in names or name == full.name:
+            name += "-"
+        names[name] = s.heading
+        variants.append(Variant(name, without(full.artifact, s), full.path))
+    return variants, names
+
+
+def plan_variants(skill_dir: Path, options: BenchOptions) -> tuple[list[Variant], dict[str, str]]:
+    """The run's variants: --variants, or with --ablate the full artifact and its ablations."""
+    if not options.ablate:
+        if options.ablate_sections:
+            raise InputError(
+                "--ablate-sections: needs --ablate VARIANT (the artifact to take sections out of)"
+            )
+        return load_variants(skill_dir, options.variants), {}
+    (full,) = load_variants(skill_dir, (options.ablate,))
+    return ablated_variants(full, options.ablate_sections)

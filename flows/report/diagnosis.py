@@ -1,0 +1,105 @@
+"""Failure diagnosis read from a report: each variant's failing runs, what failed in each (assertion
+and its value, sandbox check, judge criterion, error) and the judge's reason, grouped by
+``tasks.diagnosis``. Works on any mode's report, so sample and agentic runs share it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flows.report.schema import AssertionDetail, Report, RunEntry
+from tasks.diagnosis import Failure, group_failures
+
+NOTE = (
+    "Groups are computed from the results. Each suggestion is an LLM's reading of the failing cases "
+    "and the artifact: a hypothesis to test with a re-run, not a finding."
+)
+
+
+def assertion_key(a: AssertionDetail) -> str:
+    shown: Any = a.value
+    if a.values:
+        shown = ", ".join(a.values)
+    for alternative in (a.pattern, a.reference, a.fn):
+        if shown is None and alternative is not None:
+            shown = alternative
+    text = a.type if shown is None else f"{a.type}: {str(shown)[:60]}"
+    return f"not {text}" if a.negate else text
+
+
+def sample_what(run: RunEntry, threshold: float) -> list[tuple[str, str, str]]:
+    what = [
+        ("assertion", assertion_key(a), a.message or "")
+        for a in (run.assertions.details if run.assertions else [])
+        if not a.passed
+    ]
+    reason = run.llm_reason or ""
+    if run.judge_status == "ungraded":
+        what.append(("judge", "judge: UNGRADED", reason))
+    elif run.dimension_scores:
+        what += [
+            ("judge", f"judge dimension: {name}", reason)
+            for name, s in run.dimension_scores.items()
+            if s < threshold
+        ]
+    elif run.llm_score is not None and run.llm_score < threshold:
+        what.append(("judge", "judge: rubric", reason))
+    return what
+
+
+def agentic_what(run: RunEntry, threshold: float) -> list[tuple[str, str, str]]:
+    what = [
+        ("check", f"check {d.get('check')}", str(d.get("reason") or ""))
+        for d in run.check_details or []
+        if d.get("passed") is False
+    ]
+    extra = (run.grade.model_extra or {}) if run.grade is not None else {}
+    for name, score in (run.criteria or {}).items():
+        if score < threshold:
+            why = extra.get(name, {}).get("justification", "") if isinstance(extra.get(name), dict) else ""
+            what.append(("judge", f"judge criterion: {name}", str(why)))
+    return what
+
+
+def run_failure(report: Report, sample_id: str, run: RunEntry) -> Failure | None:
+    """The run as a failure, or None when it passed (or was excluded as contaminated)."""
+    threshold = report.scale.pass_threshold
+    if run.contaminated:
+        return None
+    if not run.ok:
+        kind = run.error_kind or run.status or "error"
+        return Failure(sample_id, run.run, (("error", f"error: {kind}", run.error or ""),))
+    agentic = report.mode == "agentic"
+    score = run.composite_score
+    checks_failed = agentic and run.checks is not None and run.checks.get("all_passed") is False
+    ungraded = run.judge_status == "ungraded" or (run.grade is not None and run.grade.status == "ungraded")
+    if not (checks_failed or ungraded or (score is not None and score < threshold)):
+        return None
+    what = agentic_what(run, 70.0) if agentic else sample_what(run, threshold)
+    reason = (run.grade.summary if run.grade is not None else None) if agentic else run.llm_reason
+    return Failure(sample_id, run.run, tuple(what), reason or None)
+
+
+def diagnosis(report: Report) -> dict[str, Any]:
+    """The Diagnosis part, without suggestions (``flows.engine.diagnose`` adds them)."""
+    variants = []
+    for name in report.summary or report.meta.variants:
+        failures: list[Failure] = []
+        cases = 0
+        for case in report.results:
+            entry = case.variants.get(name)
+            if entry is None:
+                continue
+            cases += 1
+            for run in entry.runs or [entry]:
+                failure = run_failure(report, case.sample_id, run)
+                if failure is not None:
+                    failures.append(failure)
+        variants.append(
+            {
+                "variant": name,
+                "cases": cases,
+                "failingCases": len({f.sample_id for f in failures}),
+                "groups": group_failures(failures, cases),
+            }
+        )
+    return {"variants": variants, "suggestions": False, "note": NOTE}
