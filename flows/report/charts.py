@@ -20,7 +20,7 @@ W, H, PAD = 640, 220, 40
 CHAR_W = 6.6  # average width of a 12-unit legend character, for laying legends out in rows
 MAX_DOTS = 300  # per variant: more cases are drawn as a histogram strip
 MAX_BARS = 150  # per comparison: more cases are drawn as a histogram of differences
-MAX_POINTS = 1500  # per variant in a scatter: more are thinned (every k-th case)
+MAX_POINTS = 500  # per variant in a scatter: more are thinned (every k-th case)
 
 Fmt = Callable[[float], str]
 T = TypeVar("T")
@@ -66,8 +66,9 @@ def nice_range(lo: float, hi: float, count: int = 5) -> tuple[float, float]:
 
 def number(step: float) -> Fmt:
     """A formatter showing as many decimals as the tick step needs."""
-    decimals = max(0, -math.floor(math.log10(step) + 1e-9)) if step > 0 else 2
-    decimals += 1 if step > 0 and round(step / 10 ** math.floor(math.log10(step)), 6) == 2.5 else 0
+    decimals = 0
+    while decimals < 8 and abs(step * 10**decimals - round(step * 10**decimals)) > 1e-6:
+        decimals += 1
     return lambda v: f"{v:,.{decimals}f}"
 
 
@@ -177,10 +178,12 @@ def x_axis(box: Box, values: Sequence[float], fmt: Fmt, label: str, *, labels: S
     for i, v in enumerate(values):
         x = box.x(v)
         text = labels[i] if labels else fmt(v)
+        half = len(text) * CHAR_W / 2  # a label at either end is moved inward, never cut off
+        at = min(max(x, half + 2), W - half - 2)
         parts.append(
             f'<line x1="{x:.1f}" y1="{box.top}" x2="{x:.1f}" y2="{box.bottom}" class="grid"/>'
             f'<line x1="{x:.1f}" y1="{box.bottom}" x2="{x:.1f}" y2="{box.bottom + 4}" class="axis"/>'
-            f'<text x="{x:.1f}" y="{box.bottom + 17}" class="tick" text-anchor="middle">{escape(text)}</text>'
+            f'<text x="{at:.1f}" y="{box.bottom + 17}" class="tick" text-anchor="middle">{escape(text)}</text>'
         )
     parts.append(
         f'<text x="{(box.left + box.right) / 2:.1f}" y="{box.bottom + 36}" class="axis-label x-label">'
@@ -287,11 +290,17 @@ def distribution(
     legend_svg, top = legend(keys, head_height(subtitle))
     box = Box(118, top + 8, W - 20, top + 8 + 40 * len(rows), lo, hi, 0, 1)
     step = nice_step(hi - lo)
-    parts = [legend_svg, x_axis(box, ticks(lo, hi), number(step), x_label)]
+    middle = (box.top + box.bottom) / 2
+    parts = [
+        legend_svg,
+        x_axis(box, ticks(lo, hi), number(step), x_label),
+        f'<text x="14" y="{middle:.1f}" class="axis-label y-label" transform="rotate(-90 14 {middle:.1f})">'
+        "variant</text>",
+    ]
     for i, (name, vals) in enumerate(rows):
         y = box.top + 40 * i + 20
         color = PALETTE[i % len(PALETTE)]
-        parts.append(f'<text x="8" y="{y + 4}" class="label">{escape(name[:16])}</text>')
+        parts.append(f'<text x="26" y="{y + 4}" class="label">{escape(name[:14])}</text>')
         parts.append((_strip if many else _dots)(vals, box, y, color, name))
         parts.append(_mean_and_interval(vals, (intervals or {}).get(name, (None, None)), box, y, name))
     return chart(title, "".join(parts), box.bottom + 46, subtitle=subtitle, kind="distribution")
