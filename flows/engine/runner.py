@@ -7,10 +7,13 @@ drive it with a ``RunnerConfig``; what it did is read back as a frozen ``RunStat
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar, cast
 
+from prefect.context import FlowRunContext
 from prefect.utilities.annotations import quote
 
 from executors.errors import TransientError
@@ -19,7 +22,7 @@ from flows.engine.gc import lean_gc
 from flows.engine.progress import Progress
 from flows.inputs.prepare import Prepared
 from tasks.cache import ResultCache
-from tasks.execute import with_policy
+from tasks.execute import RETRY_LISTENERS, with_policy
 from tasks.schema import CallPolicy, NotRun, RunStats, Unit
 
 T = TypeVar("T")
@@ -53,6 +56,22 @@ def failed_result(exc: BaseException | None, unit: Unit, policy: CallPolicy) -> 
         kind = ErrorKind.TIMEOUT
     attempts = policy.retries + 1 if isinstance(exc, TransientError) else 1
     return RunResult(ok=False, error=message, error_kind=kind, attempts=attempts, model=unit.request.model)
+
+
+@contextlib.contextmanager
+def retries_told_to(progress: Progress) -> Iterator[None]:
+    """While the units run, this flow run's retries are counted (and the first of each cause
+    logged) by ``progress``."""
+    context = FlowRunContext.get()
+    key = str(context.flow_run.id) if context and context.flow_run else None
+    if key is None:
+        yield
+        return
+    RETRY_LISTENERS[key] = progress.retried
+    try:
+        yield
+    finally:
+        RETRY_LISTENERS.pop(key, None)
 
 
 class UnitRunner:
@@ -126,8 +145,9 @@ class UnitRunner:
             self.spent += result.cost_usd
             self.spent_by_kind[unit.kind] = self.spent_by_kind.get(unit.kind, 0.0) + result.cost_usd
             results[unit.key] = result
-            self.progress.advance(ok=result.ok, cost=result.cost_usd)
+            failure = None if result.ok else (unit.label, str(result.error_kind), str(result.error))
+            self.progress.advance(ok=result.ok, cost=result.cost_usd, failure=failure)
 
-        with lean_gc():
+        with lean_gc(), retries_told_to(self.progress):
             await asyncio.gather(*(one(u) for u in units))
         return results

@@ -125,7 +125,7 @@ def test_run_charts_of_a_report(tmp_path: Path) -> None:
 @pytest.fixture
 def suite_dir(tmp_path: Path) -> Path:
     """Four nights of suite caps; on the third, v2 drops by two points on every case."""
-    nights = [
+    nights: list[dict[str, list[float]]] = [
         {"v1": [3, 3, 3, 2, 4, 3, 3, 3], "v2": [5, 5, 4, 4, 4, 5, 4, 5]},
         {"v1": [3, 3, 3, 2, 4, 3, 3, 3], "v2": [5, 5, 4, 5, 4, 5, 4, 5]},
         {"v1": [3, 3, 3, 2, 4, 3, 3, 2], "v2": [3, 3, 2, 3, 2, 3, 2, 3]},

@@ -76,7 +76,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for i, v2 in enumerate(nights):
         report = make_report(
             tmp,
-            {"v1": [3, 3, 3, 2, 4, 3, 3, 3], "v2": v2},
+            {"v1": [3.0, 3, 3, 2, 4, 3, 3, 3], "v2": [float(x) for x in v2]},
             suite="caps",
             started=STARTED + dt.timedelta(days=i),
         )
@@ -182,7 +182,12 @@ def test_suite_page(browser: Any, site: str, folder: dict[str, Any]) -> None:
 def test_hostile_suite_name_is_text(browser: Any, site: str) -> None:
     page = browser.new_page()
     dialogs: list[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+    def on_dialog(dialog: Any) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
     page.goto(site + "/")
     page.click("p.suites a.suite-link:text('nightly/team')")
     assert XSS_SUITE in page.inner_text("main")
