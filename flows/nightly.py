@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow
+from prefect.states import Completed
 
+from flows.engine.runlog import run_logger
 from flows.inputs.options import BenchOptions
 from flows.inputs.samples import load_config
 from flows.inputs.triggers import load_trigger_config
@@ -30,13 +32,18 @@ def suite_options(config: str, suite: str, batch: bool | None = None) -> tuple[B
 
 
 @flow(name="nightly-bench", flow_run_name="{suite} · nightly", log_prints=False)
-async def nightly_bench(config: str, suite: str, batch: bool | None = None) -> dict[str, Any]:
+async def nightly_bench(config: str, suite: str, batch: bool | None = None) -> Any:
     """Run a suite; a significant regression against its previous run fails this flow run.
     ``batch``: through the provider's batch API at half price (nobody waits on a nightly run)."""
     options, folder = suite_options(config, suite, batch)
+    log = run_logger()
+    log.info(f"nightly run of suite {suite} ({config}): variants {', '.join(options.variants)}")
     named = sample_bench.with_options(flow_run_name=f"{suite} · {','.join(options.variants)}")
-    result: dict[str, Any] = await named(options, str(folder), False)
-    return result
+    state = await named(options, str(folder), False, return_state=True)
+    result = await state.aresult()  # a failure (a regression) raises, and fails this run too
+    log.info(f"suite {suite}: {state.message}")
+    # The verdict in this run's final state message too, where the runs list shows it.
+    return Completed(message=state.message, data=result)
 
 
 @flow(name="nightly-triggers", flow_run_name="{suite} · nightly triggers", log_prints=False)

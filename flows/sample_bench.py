@@ -16,18 +16,28 @@ from typing import Any
 
 from prefect import flow
 from prefect.artifacts import acreate_link_artifact, acreate_markdown_artifact, acreate_table_artifact
+from prefect.states import Completed
 
 from executors.registry import close_all
 from executors.schema import RunResult
 from flows.engine.gold import check_gold
 from flows.engine.judging import combine, judge_outputs, pairwise
-from flows.engine.progress import Progress
+from flows.engine.progress import LogTarget, Progress
+from flows.engine.runlog import estimate, plan_line, run_logger
 from flows.engine.runner import RunnerConfig, UnitRunner, unwalked
 from flows.explain import explain_sample_run
 from flows.inputs.options import BenchOptions
 from flows.inputs.prepare import Prepared, prepare
 from flows.report.build import blind_labels, build_report, new_report_id, publish, relabel
 from flows.report.ci import append_github_summary, summary_markdown, write_junit
+from flows.report.logtext import (
+    figure_lines,
+    page_urls,
+    regression_lines,
+    state_message,
+    verdict_lines,
+    verdict_summary,
+)
 from flows.report.regression import regression_against_previous
 from flows.report.schema import Report
 from flows.report.server import export_html
@@ -172,14 +182,16 @@ def settle_by_sequence(
             verdict |= {"band": None, "band_note": "band shown only beside BETTER or WORSE"}
 
 
-async def run_benchmark(prepared: Prepared, cwd: Path, *, show_progress: bool = True) -> Outcome:
+async def run_benchmark(
+    prepared: Prepared, cwd: Path, *, show_progress: bool = True, log: LogTarget | None = None
+) -> Outcome:
     opts = prepared.options
     started, started_at = time.time(), dt.datetime.now(dt.UTC)
     names = [v.name for v in prepared.variants]
     report_id = new_report_id(started_at, names)
     units = prepared.units()
     shard_runs = await dispatch_shards(prepared, cwd) if opts.shards > 1 else []
-    progress = Progress(len(units), "executing", enabled=show_progress)
+    progress = Progress(len(units), "executing", enabled=show_progress, log=log)
     runner = UnitRunner(RunnerConfig.of(prepared), progress)
     sequences: dict[str, ConfidenceSequence] = {}
     try:
@@ -260,22 +272,51 @@ def warn(message: str) -> None:
 
 
 @flow(name="sample-bench", log_prints=False)
-async def sample_bench(options: BenchOptions, cwd: str = ".", show_progress: bool = True) -> dict[str, Any]:
+async def sample_bench(options: BenchOptions, cwd: str = ".", show_progress: bool = True) -> Any:
     """Sample mode: does artifact B beat artifact A on the same model and the same cases?"""
+    log = run_logger()
     prepared = prepare(options, Path(cwd))
+    log.info(plan_line(prepared, estimate(prepared)))
     try:
-        outcome = await run_benchmark(prepared, Path(cwd), show_progress=show_progress)
+        outcome = await run_benchmark(prepared, Path(cwd), show_progress=show_progress, log=log)
     finally:
         await close_all()  # connection pools belong to this flow run's event loop
     await publish_artifacts(outcome)
-    regression = outcome.report.regression
+    log_outcome(log, outcome)
+    report = outcome.report
+    regression = report.regression
     if regression and regression.regressed:
         raise RegressionError(
             f"significant regression in {', '.join(regression.regressed)} against the previous run "
-            f"{regression.previous} of suite {options.suite!r}",
+            f"{regression.previous} of suite {options.suite!r} ({verdict_summary(report)})",
             str(outcome.path),
         )
-    return {"report_path": str(outcome.path) if outcome.path else None, "id": outcome.report.id}
+    result = {"report_path": str(outcome.path) if outcome.path else None, "id": report.id}
+    return Completed(message=state_message(report), data=result)
+
+
+def report_port() -> str:
+    return os.environ.get("SKILLAB_REPORT_PORT") or "7799"
+
+
+def log_outcome(log: LogTarget, outcome: Outcome) -> None:
+    """What a person watching the run wants at its end: figures, verdicts, where the report is,
+    and the regression outcome (a regression as an error line)."""
+    report = outcome.report
+    for line in figure_lines(report) + verdict_lines(report):
+        log.info(line)
+    if outcome.path is not None:
+        urls = " and ".join(page_urls(report, report_port()))
+        log.info(
+            f"report: {outcome.path} (HTML: {outcome.path.with_suffix('.html')}); in the browser: {urls} "
+            "(python -m flows.bench report)"
+        )
+    lines = regression_lines(report)
+    for line in lines[:-1]:
+        log.info(line)
+    if lines:
+        regressed = report.regression is not None and report.regression.regressed
+        (log.error if regressed else log.info)(lines[-1])
 
 
 def artifact_key(report: Report) -> str:
@@ -306,9 +347,15 @@ async def publish_artifacts(outcome: Outcome) -> None:
     if outcome.path is not None:
         html = outcome.path.with_suffix(".html")
         atomic_write_text(html, export_html(report))
-        port = os.environ.get("SKILLAB_REPORT_PORT") or "7799"
+        run_url, *suite_url = page_urls(report, report_port())
         await acreate_link_artifact(
-            link=f"http://127.0.0.1:{port}/run/{report.id}",
+            link=run_url,
             link_text=f"report {report.id} (python -m flows.bench report; file: {html})",
             key=f"{key}-report",
         )
+        if suite_url:
+            await acreate_link_artifact(
+                link=suite_url[0],
+                link_text=f"suite {report.meta.suite}: the trend over its runs (python -m flows.bench report)",
+                key=f"{key}-suite",
+            )

@@ -21,6 +21,7 @@ from prefect.exceptions import ObjectNotFound
 
 from executors.errors import InputError
 from flows.engine.progress import Progress
+from flows.engine.runlog import run_logger
 from flows.engine.runner import RunnerConfig, UnitRunner
 from flows.inputs.options import SHARD_FLOW, BenchOptions
 from flows.inputs.prepare import Prepared, prepare
@@ -41,7 +42,10 @@ async def bench_shard(options: BenchOptions, cwd: str, shard: int, shards: int) 
     """Execute one shard's units into the shared cache."""
     prepared = prepare(options, Path(cwd))
     units = units_of_shard(prepared, shard, shards)
-    runner = UnitRunner(RunnerConfig.of(prepared), Progress(len(units), f"shard {shard}", enabled=False))
+    log = run_logger()
+    log.info(f"shard {shard} of {shards}: {len(units):,} of the run's units, into the shared cache")
+    progress = Progress(len(units), f"shard {shard}", enabled=False, log=log)
+    runner = UnitRunner(RunnerConfig.of(prepared), progress)
     results = await runner.run(units, prepared.policy(prepared.target))
     return {
         "shard": shard,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow
+from prefect.states import Completed
 
 from executors.agent import read_events, usage_of
 from executors.base import HttpExecutor
@@ -21,7 +22,8 @@ from executors.registry import close_all, usable_executor
 from executors.sandbox import Isolation
 from executors.schema import AgentRequest, AgentSession, RunResult
 from flows.engine.judging import run_judge_jobs
-from flows.engine.progress import Progress
+from flows.engine.progress import LogTarget, Progress
+from flows.engine.runlog import run_logger
 from flows.engine.runner import RunnerConfig, UnitRunner
 from flows.engine.sessions import contamination, init_event, write_outputs
 from flows.explain import diagnose_skill_run
@@ -29,6 +31,7 @@ from flows.inputs.plan import JudgeJob, Target
 from flows.inputs.sessions import Session, checked_isolation, isolation_root, plan_sessions
 from flows.inputs.skill_config import Skill, SkillBenchConfig, load_tasks
 from flows.report.agentic import REPORT_ARMS, AgenticRun, Graded, build_skill_report
+from flows.report.logtext import figure_lines, state_message, verdict_lines
 from flows.report.markdown import report_markdown
 from graders.behavior import analyze
 from graders.checks import sandbox_files
@@ -44,11 +47,15 @@ class InsufficientData(Exception):
 
 
 async def run_sessions(
-    config: SkillBenchConfig, skill: Skill, plans: list[Session], isolation: Isolation
+    config: SkillBenchConfig,
+    skill: Skill,
+    plans: list[Session],
+    isolation: Isolation,
+    log: LogTarget | None = None,
 ) -> list[tuple[AgentSession, str | None]]:
     """Every session (both arms, every run) under the concurrency cap, with its contamination."""
     semaphore = asyncio.Semaphore(config.concurrency)
-    progress = Progress(len(plans), "sessions")
+    progress = Progress(len(plans), "sessions", log=log)
 
     async def one(s: Session) -> tuple[AgentSession, str | None]:
         with_skill = s.mode == Arm.WITH_SKILL
@@ -70,8 +77,12 @@ async def run_sessions(
         raw = read_events(s.outputs / "raw_stream.jsonl")
         contaminated = contamination(session, s.mode, skill.name, init_event(raw), skill.description)
         write_outputs(s, session, skill.name, contaminated, raw)
+        bad = None if contaminated is None else ("contaminated", contaminated)
+        bad = bad or (None if session.ok else (session.status, session.error or session.status))
         progress.advance(
-            ok=session.ok and contaminated is None, cost=float(session.meta.get("total_cost_usd") or 0)
+            ok=bad is None,
+            cost=float(session.meta.get("total_cost_usd") or 0),
+            failure=None if bad is None else (s.label, str(bad[0]), str(bad[1])),
         )
         return session, contaminated
 
@@ -176,9 +187,7 @@ def grade_sessions(
 
 
 @flow(name="skill-bench", log_prints=False)
-async def skill_bench(
-    config: SkillBenchConfig, skill_name: str, skill_path: str, tasks_dir: str
-) -> dict[str, Any]:
+async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str, tasks_dir: str) -> Any:
     skill = Skill(skill_name, Path(skill_path))
     isolation = checked_isolation(config.os_sandbox)
     tasks, suite_hash = load_tasks(Path(tasks_dir))
@@ -189,7 +198,15 @@ async def skill_bench(
         shutil.copyfile(path, results / "tasks" / path.name)
     isolated = isolation_root()
     plans = plan_sessions(tasks, results, config.runs, isolated)
-    outcomes = await run_sessions(config, skill, plans, isolation)
+    log = run_logger()
+    log.info(
+        f"plan: {len(tasks)} tasks × 2 arms (with-skill, baseline) × {config.runs} run(s) = {len(plans)} "
+        f"agent sessions of {config.runner}:{config.runner_model} with skill {skill.name}, concurrency "
+        f"{config.concurrency}; judge {config.judge_executor}:{config.judge_model}; OS sandbox "
+        f"{isolation}; cost not estimated (agent sessions "
+        "vary): the closing lines give it; results in " + str(results)
+    )
+    outcomes = await run_sessions(config, skill, plans, isolation, log)
     checks = check_sessions(plans, isolation)
     try:
         grades = await judge_sessions(config, plans, outcomes, checks)
@@ -220,4 +237,11 @@ async def skill_bench(
             f"insufficient data: {len(complete)} task(s) completed in both arms (at least 2 are needed); "
             f"see {results}"
         )
-    return {"results_dir": str(results), "report_path": str(report_path), "id": report.id}
+    for line in [
+        *figure_lines(report),
+        *verdict_lines(report),
+        f"report: {results / 'report.md'} ({report_path})",
+    ]:
+        log.info(line)
+    result = {"results_dir": str(results), "report_path": str(report_path), "id": report.id}
+    return Completed(message=state_message(report), data=result)

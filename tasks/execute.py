@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Callable
 from typing import Any
 
 from prefect import task
@@ -17,12 +18,29 @@ from executors.schema import RunResult
 from tasks.cache import ResultCache
 from tasks.schema import CallPolicy, Unit
 
+#: flow run id -> what to tell when one of its calls is about to be retried: (task run name, the
+#: cause's kind, the cause). The flow's progress registers itself here, so a person watching the run
+#: reads why calls are retried without a log line per retry.
+RETRY_LISTENERS: dict[str, Callable[[str, str, str], None]] = {}
+
+
+def retry_cause(error: TransientError) -> str:
+    """The kind of a transient cause, for counting: HTTP 429, timeout, or the error's type."""
+    if error.timeout:
+        return "timeout"
+    return f"HTTP {error.status}" if error.status else type(error).__name__
+
 
 def retry_transient(task: Any, task_run: Any, state: Any) -> bool:
     """Retry 429/5xx/timeouts/resets; never a bad request or a bad key. A plain function, as Prefect needs."""
     # _sync: in an async task, result() would return an un-awaited coroutine and never raise.
     outcome = state.result(raise_on_failure=False, _sync=True)
-    return isinstance(outcome, TransientError)
+    if not isinstance(outcome, TransientError):
+        return False
+    listener = RETRY_LISTENERS.get(str(getattr(task_run, "flow_run_id", "")))
+    if listener is not None:
+        listener(str(task_run.name), retry_cause(outcome), f"attempt {task_run.run_count}: {outcome}")
+    return True
 
 
 @task(

@@ -68,33 +68,37 @@ def execute(args: argparse.Namespace) -> tuple[BenchOptions, Report | None, Path
         path = Path(outcome["report_path"])
     report = load_report(path)
     print_summary(report, path)
+    print_ui_link(state)
     return options, report, path
 
 
+def print_ui_link(state: Any) -> None:
+    """Where the run's log and artifacts are, when a Prefect server outlives this command (the
+    terminal shows Prefect's warnings only, so its own "View at" line is not printed)."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL
+
+    if PREFECT_API_URL.value() and PREFECT_UI_URL.value():
+        print(
+            f"Prefect UI (log and artifacts): {PREFECT_UI_URL.value()}/runs/flow-run/{state.state_details.flow_run_id}"
+        )
+
+
 def print_plan(prepared: Any) -> None:
-    from flows.inputs.plan import estimate_tokens
+    from flows.engine.runlog import estimate
 
     o = prepared.options
-    units = prepared.units()
-    tokens_in, tokens_out = estimate_tokens(units, o.max_tokens)
-    price = prepared.target.executor.prices.lookup(prepared.target.model)
-    cost = (
-        "unknown price" if price is None else f"${(tokens_in * price[0] + tokens_out * price[1]) / 1e6:.4f}"
+    e = estimate(prepared)
+    units, tokens_in, tokens_out, cost, judge_calls = (
+        e.calls,
+        e.tokens_in,
+        e.tokens_out,
+        e.cost,
+        e.judge_calls,
     )
-    if prepared.target.executor.name == "local":
-        cost = "$0 (local)"
-    judge_calls = 0
-    if prepared.judges:
-        from graders.judge import prompts_for
-
-        per_output = (
-            sum(len(prompts_for(s, "")) for s in prepared.samples) * len(prepared.variants) * o.repeat
-        )
-        judge_calls = per_output * len(prepared.judges) * o.judge_repeat
     cache = "off" if prepared.cache_dir is None else str(prepared.cache_dir)
     print(
         f"plan: {len(prepared.samples)} samples x {len(prepared.variants)} variants "
-        f"({', '.join(v.name for v in prepared.variants)}) x {o.repeat} run(s) = {len(units)} model calls"
+        f"({', '.join(v.name for v in prepared.variants)}) x {o.repeat} run(s) = {units} model calls"
     )
     print(f"model: {prepared.target.executor.describe(prepared.target.model)}; concurrency {o.concurrency}")
     print(

@@ -7,10 +7,13 @@ drive it with a ``RunnerConfig``; what it did is read back as a frozen ``RunStat
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar, cast
 
+from prefect.context import FlowRunContext
 from prefect.utilities.annotations import quote
 
 from executors.errors import TransientError
@@ -20,7 +23,7 @@ from flows.engine.gc import lean_gc
 from flows.engine.progress import Progress
 from flows.inputs.prepare import Prepared
 from tasks.cache import ResultCache
-from tasks.execute import with_policy
+from tasks.execute import RETRY_LISTENERS, with_policy
 from tasks.schema import CallPolicy, NotRun, NotRunReason, RunStats, Unit
 
 T = TypeVar("T")
@@ -63,6 +66,22 @@ def failed_result(exc: BaseException | None, unit: Unit, policy: CallPolicy) -> 
         kind = ErrorKind.TIMEOUT
     attempts = policy.retries + 1 if isinstance(exc, TransientError) else 1
     return RunResult(ok=False, error=message, error_kind=kind, attempts=attempts, model=unit.request.model)
+
+
+@contextlib.contextmanager
+def retries_told_to(progress: Progress) -> Iterator[None]:
+    """While the units run, this flow run's retries are counted (and the first of each cause
+    logged) by ``progress``."""
+    context = FlowRunContext.get()
+    key = str(context.flow_run.id) if context and context.flow_run else None
+    if key is None:
+        yield
+        return
+    RETRY_LISTENERS[key] = progress.retried
+    try:
+        yield
+    finally:
+        RETRY_LISTENERS.pop(key, None)
 
 
 class UnitRunner:
@@ -122,7 +141,8 @@ class UnitRunner:
             self.cache_errors.append(result.cache_error)
         self.spent += result.cost_usd
         self.spent_by_kind[unit.kind] = self.spent_by_kind.get(unit.kind, 0.0) + result.cost_usd
-        self.progress.advance(ok=result.ok, cost=result.cost_usd)
+        failure = None if result.ok else (unit.label, str(result.error_kind), str(result.error))
+        self.progress.advance(ok=result.ok, cost=result.cost_usd, failure=failure)
         return result
 
     async def before_fan_out(self, fresh: list[Unit], policy: CallPolicy) -> dict[str, RunResult]:
@@ -171,6 +191,6 @@ class UnitRunner:
                     result = failed_result(await state.aresult(raise_on_failure=False), unit, policy)
             results[unit.key] = self.paid(unit, result)
 
-        with lean_gc():
+        with lean_gc(), retries_told_to(self.progress):
             await asyncio.gather(*(one(u) for u in units))
         return results

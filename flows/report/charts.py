@@ -1,13 +1,29 @@
-"""Small server-rendered SVG charts: they work offline, need no script, and escape every label."""
+"""Small server-rendered SVG charts: they work offline, need no script, and escape every label.
+
+Every chart says what question it answers (a visible title), what its axes measure (labels with
+units), what a mark is (a legend), and says so in words when there is nothing to draw (a constant
+dimension, no data) instead of drawing a degenerate axis. Hovering a mark shows its ``<title>``.
+Large runs are drawn as counts (histograms) or thinned, so a 10,000-case page stays light.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
 
 from markupsafe import Markup, escape
 
 PALETTE = ["#2563eb", "#dc2626", "#059669", "#d97706", "#7c3aed", "#0891b2"]
 W, H, PAD = 640, 220, 40
+CHAR_W = 6.6  # average width of a 12-unit legend character, for laying legends out in rows
+MAX_DOTS = 300  # per variant: more cases are drawn as a histogram strip
+MAX_BARS = 150  # per comparison: more cases are drawn as a histogram of differences
+MAX_POINTS = 500  # per variant in a scatter: more are thinned (every k-th case)
+
+Fmt = Callable[[float], str]
+T = TypeVar("T")
 
 
 def _scale(v: float, lo: float, hi: float, a: float, b: float) -> float:
@@ -21,88 +37,559 @@ def _frame(body: str, title: str, height: int = H) -> Markup:
     )
 
 
-def distribution(values: Mapping[str, Sequence[float]], lo: float, hi: float, title: str) -> Markup:
-    """One row per variant: every score as a dot, and the mean as a bar."""
-    rows = list(values.items())
-    height = PAD + 34 * max(len(rows), 1) + 10
+# ---------------------------------------------------------------- ticks and numbers
+
+
+def nice_step(span: float, count: int = 5) -> float:
+    """A round step (1, 2, 2.5 or 5 times a power of ten) giving about ``count`` intervals."""
+    raw = span / max(count, 1)
+    if raw <= 0 or not math.isfinite(raw):
+        return 1.0
+    magnitude = 10 ** math.floor(math.log10(raw))
+    return next(m * magnitude for m in (1, 2, 2.5, 5, 10) if raw <= m * magnitude * (1 + 1e-9))
+
+
+def ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """Round tick values covering [lo, hi]."""
+    if hi <= lo:
+        return [lo]
+    step = nice_step(hi - lo, count)
+    first = math.ceil(lo / step - 1e-9)
+    return [round(k * step, 10) for k in range(first, math.floor(hi / step + 1e-9) + 1)]
+
+
+def nice_range(lo: float, hi: float, count: int = 5) -> tuple[float, float]:
+    """[lo, hi] widened to whole tick steps."""
+    step = nice_step(hi - lo, count)
+    return math.floor(lo / step + 1e-9) * step, math.ceil(hi / step - 1e-9) * step
+
+
+def number(step: float) -> Fmt:
+    """A formatter showing as many decimals as the tick step needs."""
+    decimals = 0
+    while decimals < 8 and abs(step * 10**decimals - round(step * 10**decimals)) > 1e-6:
+        decimals += 1
+    return lambda v: f"{v:,.{decimals}f}"
+
+
+def signed_number(step: float) -> Fmt:
+    plain = number(step)
+    return lambda v: ("+" if v > 0 else "") + plain(v)
+
+
+# ---------------------------------------------------------------- frame, legend, axes
+
+
+@dataclass(frozen=True)
+class Box:
+    """The plot area in chart units, with the data ranges of its two axes."""
+
+    left: float
+    top: float
+    right: float
+    bottom: float
+    x_lo: float
+    x_hi: float
+    y_lo: float
+    y_hi: float
+
+    def x(self, v: float) -> float:
+        return _scale(v, self.x_lo, self.x_hi, self.left, self.right)
+
+    def y(self, v: float) -> float:
+        return _scale(v, self.y_lo, self.y_hi, self.bottom, self.top)
+
+
+@dataclass(frozen=True)
+class Key:
+    """One legend entry: a swatch (dot, bar, line, dash, band, up, down, diamond) and its words."""
+
+    shape: str
+    color: str
+    text: str
+
+
+def _swatch(k: Key, x: float, y: float) -> str:
+    c = k.color
+    shapes = {
+        "dot": f'<circle cx="{x + 6}" cy="{y}" r="4" fill="{c}" fill-opacity="0.6"/>',
+        "bar": f'<rect x="{x}" y="{y - 5}" width="12" height="10" fill="{c}"/>',
+        "line": f'<line x1="{x}" y1="{y}" x2="{x + 14}" y2="{y}" stroke="{c}" stroke-width="3"/>',
+        "dash": f'<line x1="{x}" y1="{y}" x2="{x + 14}" y2="{y}" stroke="{c}" stroke-width="2" '
+        'stroke-dasharray="4 3"/>',
+        "band": f'<rect x="{x}" y="{y - 6}" width="14" height="12" fill="{c}" fill-opacity="0.35"/>',
+        "up": f'<path d="M{x + 6} {y - 6} L{x + 12} {y + 5} L{x} {y + 5} Z" fill="{c}"/>',
+        "down": f'<path d="M{x} {y - 5} L{x + 12} {y - 5} L{x + 6} {y + 6} Z" fill="{c}"/>',
+        "diamond": f'<path d="M{x + 6} {y - 6} L{x + 12} {y} L{x + 6} {y + 6} L{x} {y} Z" fill="{c}" '
+        'stroke="#111827"/>',
+    }
+    return shapes.get(k.shape, shapes["dot"])
+
+
+def legend(keys: Sequence[Key], top: float) -> tuple[str, float]:
+    """The legend in rows under the title, and the y where the plot may start."""
+    parts, x, y = ['<g class="legend">'], 12.0, top + 8
+    for k in keys:
+        width = 22 + CHAR_W * len(k.text)
+        if x > 12 and x + width > W - 8:
+            x, y = 12.0, y + 18
+        parts.append(f'{_swatch(k, x, y)}<text x="{x + 18:.1f}" y="{y + 4}">{escape(k.text)}</text>')
+        x += width + 14
+    parts.append("</g>")
+    return ("".join(parts), y + 16) if keys else ("", top)
+
+
+def chart(title: str, body: str, height: float, *, subtitle: str = "", kind: str = "") -> Markup:
+    """The SVG around a chart: the visible title (the question), a subtitle, the accessible name."""
+    head = f'<text x="12" y="22" class="chart-title">{escape(title)}</text>'
+    if subtitle:
+        head += f'<text x="12" y="40" class="chart-sub">{escape(subtitle)}</text>'
+    name = f"{title}. {subtitle}" if subtitle else title
+    return Markup(
+        f'<svg class="chart{" " + kind if kind else ""}" viewBox="0 0 {W} {height:.0f}" role="img" '
+        f'aria-label="{escape(name)}" xmlns="http://www.w3.org/2000/svg"><title>{escape(name)}</title>'
+        f"{head}{body}</svg>"
+    )
+
+
+def note(title: str, message: str) -> Markup:
+    """A chart with nothing worth drawing: its title, and why, in words."""
+    lines, line = [], ""
+    for word in message.split():
+        if line and len(line) + len(word) > 84:
+            lines.append(line)
+            line = ""
+        line = f"{line} {word}".strip()
+    lines.append(line)
+    body = "".join(
+        f'<text x="{W / 2}" y="{62 + 18 * i}" class="chart-note">{escape(t)}</text>'
+        for i, t in enumerate(lines)
+    )
+    return chart(title, body, 80 + 18 * len(lines), kind="chart-empty")
+
+
+def head_height(subtitle: str) -> float:
+    return 48.0 if subtitle else 30.0
+
+
+def x_axis(box: Box, values: Sequence[float], fmt: Fmt, label: str, *, labels: Sequence[str] = ()) -> str:
+    """Bottom axis: grid line and tick label per value, the axis label centred below."""
+    parts = [f'<line x1="{box.left}" y1="{box.bottom}" x2="{box.right}" y2="{box.bottom}" class="axis"/>']
+    for i, v in enumerate(values):
+        x = box.x(v)
+        text = labels[i] if labels else fmt(v)
+        half = len(text) * CHAR_W / 2  # a label at either end is moved inward, never cut off
+        at = min(max(x, half + 2), W - half - 2)
+        parts.append(
+            f'<line x1="{x:.1f}" y1="{box.top}" x2="{x:.1f}" y2="{box.bottom}" class="grid"/>'
+            f'<line x1="{x:.1f}" y1="{box.bottom}" x2="{x:.1f}" y2="{box.bottom + 4}" class="axis"/>'
+            f'<text x="{at:.1f}" y="{box.bottom + 17}" class="tick" text-anchor="middle">{escape(text)}</text>'
+        )
+    parts.append(
+        f'<text x="{(box.left + box.right) / 2:.1f}" y="{box.bottom + 36}" class="axis-label x-label">'
+        f"{escape(label)}</text>"
+    )
+    return "".join(parts)
+
+
+def y_axis(box: Box, values: Sequence[float], fmt: Fmt, label: str) -> str:
+    """Left axis: grid line and tick label per value, the axis label turned along it."""
+    parts = [f'<line x1="{box.left}" y1="{box.top}" x2="{box.left}" y2="{box.bottom}" class="axis"/>']
+    for v in values:
+        y = box.y(v)
+        parts.append(
+            f'<line x1="{box.left}" y1="{y:.1f}" x2="{box.right}" y2="{y:.1f}" class="grid"/>'
+            f'<text x="{box.left - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">{escape(fmt(v))}</text>'
+        )
+    middle = (box.top + box.bottom) / 2
+    parts.append(
+        f'<text x="14" y="{middle:.1f}" class="axis-label y-label" transform="rotate(-90 14 {middle:.1f})">'
+        f"{escape(label)}</text>"
+    )
+    return "".join(parts)
+
+
+def thin(items: Sequence[T], limit: int) -> tuple[Sequence[T], int]:
+    """Every k-th item so that at most ``limit`` remain, and k."""
+    step = max(1, math.ceil(len(items) / limit))
+    return items[::step], step
+
+
+# ---------------------------------------------------------------- score per case, per variant
+
+
+def _dots(values: Sequence[float], box: Box, y: float, color: str, name: str) -> str:
+    return "".join(
+        f'<circle cx="{box.x(v):.1f}" cy="{y + ((j * 7) % 9 - 4) * 2.4:.1f}" r="3.2" fill="{color}" '
+        f'fill-opacity="0.5"><title>{escape(name)}: {v:.2f}</title></circle>'
+        for j, v in enumerate(values)
+    )
+
+
+def _strip(values: Sequence[float], box: Box, y: float, color: str, name: str) -> str:
+    """A histogram within the variant's row: 40 bins over the scale, each centred on its value."""
+    width = (box.x_hi - box.x_lo) / 40
+    counts: dict[int, int] = {}
+    for v in values:
+        k = round((v - box.x_lo) / width)
+        counts[k] = counts.get(k, 0) + 1
+    top = max(counts.values())
     parts = []
-    for tick in range(int(lo), int(hi) + 1, max(1, int((hi - lo) / 5) or 1)):
-        x = _scale(tick, lo, hi, 120, W - 20)
+    for k, n in sorted(counts.items()):
+        h = max(1.0, n / top * 26)
+        centre = box.x_lo + k * width
+        a, b = box.x(centre - width / 2), box.x(centre + width / 2)
         parts.append(
-            f'<line x1="{x:.1f}" y1="20" x2="{x:.1f}" y2="{height - 10}" class="grid"/>'
-            f'<text x="{x:.1f}" y="14" class="tick">{tick}</text>'
+            f'<rect x="{a:.1f}" y="{y + 13 - h:.1f}" width="{b - a - 0.6:.1f}" '
+            f'height="{h:.1f}" fill="{color}" fill-opacity="0.55">'
+            f"<title>{escape(name)}: {n:,} cases scored about {centre:.2f}</title></rect>"
         )
-    for i, (name, vals) in enumerate(rows):
-        y = PAD + 34 * i
-        color = PALETTE[i % len(PALETTE)]
-        parts.append(f'<text x="4" y="{y + 4}" class="label">{escape(name)}</text>')
-        for j, v in enumerate(vals):
-            x = _scale(v, lo, hi, 120, W - 20)
-            parts.append(
-                f'<circle cx="{x:.1f}" cy="{y + (j % 5 - 2) * 3}" r="3" fill="{color}" fill-opacity="0.5"/>'
-            )
-        if vals:
-            mean = sum(vals) / len(vals)
-            x = _scale(mean, lo, hi, 120, W - 20)
-            parts.append(
-                f'<line x1="{x:.1f}" y1="{y - 12}" x2="{x:.1f}" y2="{y + 12}" stroke="{color}" '
-                f'stroke-width="3"><title>mean {mean:.2f}</title></line>'
-            )
-    return _frame("".join(parts), title, height)
+    return "".join(parts)
 
 
-def differences(items: Sequence[tuple[str, float]], title: str) -> Markup:
-    """Per-case paired differences as bars around zero (green: treatment better)."""
-    if not items:
-        return Markup("")
-    span = max(abs(v) for _, v in items) or 1.0
-    n = len(items)
-    bar = max(2.0, (W - 2 * PAD) / n - 2)
-    zero = H / 2
+def _mean_and_interval(
+    values: Sequence[float], interval: tuple[float | None, float | None], box: Box, y: float, name: str
+) -> str:
+    mean = sum(values) / len(values)
+    parts = []
+    low, high = interval
+    if low is not None and high is not None:
+        a, b = box.x(low), box.x(high)
+        parts.append(
+            f'<path d="M{a:.1f} {y - 5} V{y + 5} M{a:.1f} {y} H{b:.1f} M{b:.1f} {y - 5} V{y + 5}" '
+            f'class="interval"><title>{escape(name)}: 95% interval {low:.2f} to {high:.2f}</title></path>'
+        )
+    x = box.x(mean)
+    parts.append(
+        f'<line x1="{x:.1f}" y1="{y - 14}" x2="{x:.1f}" y2="{y + 14}" class="mean">'
+        f"<title>{escape(name)}: mean {mean:.2f} over {len(values):,} cases</title></line>"
+    )
+    return "".join(parts)
+
+
+def distribution(
+    values: Mapping[str, Sequence[float]],
+    lo: float,
+    hi: float,
+    title: str,
+    *,
+    x_label: str = "score per case",
+    intervals: Mapping[str, tuple[float | None, float | None]] | None = None,
+) -> Markup:
+    """One row per variant: every case's score (a dot, or a histogram strip for many cases), the
+    mean (a bar) and its 95% interval (a whisker), on the whole scale."""
+    rows = [(n, v) for n, v in values.items() if v]
+    if not rows:
+        return note(title, "No case has a score yet: every execution errored or was left ungraded.")
+    many = max(len(v) for _, v in rows) > MAX_DOTS
+    case = "cases per score (bar height)" if many else "one case (its mean over runs)"
+    keys = [Key("bar" if many else "dot", "#6b7280", case), Key("line", "#111827", "variant mean")]
+    if intervals:
+        keys.append(Key("line", "#6b7280", "95% interval of the mean"))
+    subtitle = f"{sum(len(v) for _, v in rows):,} scores; higher is better"
+    legend_svg, top = legend(keys, head_height(subtitle))
+    box = Box(118, top + 8, W - 20, top + 8 + 40 * len(rows), lo, hi, 0, 1)
+    step = nice_step(hi - lo)
+    middle = (box.top + box.bottom) / 2
     parts = [
-        f'<line x1="{PAD}" y1="{zero}" x2="{W - PAD}" y2="{zero}" class="axis"/>',
-        f'<text x="4" y="24" class="tick">+{span:.2g}</text><text x="4" y="{H - 8}" class="tick">-{span:.2g}</text>',
+        legend_svg,
+        x_axis(box, ticks(lo, hi), number(step), x_label),
+        f'<text x="14" y="{middle:.1f}" class="axis-label y-label" transform="rotate(-90 14 {middle:.1f})">'
+        "variant</text>",
     ]
+    for i, (name, vals) in enumerate(rows):
+        y = box.top + 40 * i + 20
+        color = PALETTE[i % len(PALETTE)]
+        parts.append(f'<text x="26" y="{y + 4}" class="label">{escape(name[:14])}</text>')
+        parts.append((_strip if many else _dots)(vals, box, y, color, name))
+        parts.append(_mean_and_interval(vals, (intervals or {}).get(name, (None, None)), box, y, name))
+    return chart(title, "".join(parts), box.bottom + 46, subtitle=subtitle, kind="distribution")
+
+
+# ---------------------------------------------------------------- paired differences
+
+
+@dataclass(frozen=True)
+class Paired:
+    """What the difference chart needs of a comparison."""
+
+    treatment: str
+    control: str
+    margin: float
+    mean: float | None = None
+
+
+def _difference_keys(p: Paired, mean: float) -> list[Key]:
+    return [
+        Key("bar", "#059669", f"{p.treatment} scored higher"),
+        Key("bar", "#dc2626", f"{p.control} scored higher"),
+        Key("band", "#d97706", f"within ±{p.margin:g}: practically equal"),
+        Key("dash", "#111827", f"mean difference {mean:+.2f}"),
+    ]
+
+
+def _cls(v: float, margin: float = 0.0) -> str:
+    return "pos" if v > margin else "neg" if v < -margin else "zero"
+
+
+def _difference_bars(items: Sequence[tuple[str, float]], p: Paired, top: float, mean: float) -> str:
+    span = max(max(abs(v) for _, v in items), p.margin) * 1.05
+    _, hi = nice_range(0, span, 4)
+    box = Box(64, top + 8, W - 16, top + 208, 0, len(items), -hi, hi)
+    step = nice_step(2 * hi, 8)
+    parts = [
+        y_axis(
+            box, ticks(-hi, hi, 8), signed_number(step), f"difference in score ({p.treatment} − {p.control})"
+        ),
+        f'<rect x="{box.left}" y="{box.y(p.margin):.1f}" width="{box.right - box.left}" '
+        f'height="{box.y(-p.margin) - box.y(p.margin):.1f}" class="margin-band"/>',
+    ]
+    width = max(1.0, (box.right - box.left) / len(items) - 1.5)
     for i, (label, v) in enumerate(items):
-        x = PAD + i * (W - 2 * PAD) / n
-        h = abs(v) / span * (H / 2 - 20)
-        y = zero - h if v > 0 else zero
-        cls = "pos" if v > 0 else "neg" if v < 0 else "zero"
+        y0, y1 = box.y(max(v, 0)), box.y(min(v, 0))
         parts.append(
-            f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{max(h, 1):.1f}" class="{cls}">'
-            f"<title>{escape(label)}: {v:+.2f}</title></rect>"
+            f'<rect x="{box.x(i) + 0.75:.1f}" y="{y0:.1f}" width="{width:.1f}" height="{max(y1 - y0, 1):.1f}" '
+            f'class="{_cls(v)}"><title>{escape(label)}: {v:+.2f}</title></rect>'
         )
-    return _frame("".join(parts), title)
+    parts += [
+        f'<line x1="{box.left}" y1="{box.y(0):.1f}" x2="{box.right}" y2="{box.y(0):.1f}" class="zero-line"/>',
+        f'<line x1="{box.left}" y1="{box.y(mean):.1f}" x2="{box.right}" y2="{box.y(mean):.1f}" class="mean-line"/>',
+        f'<text x="{box.left + 4}" y="{box.y(0) - 4:.1f}" class="tick">0 = no difference</text>',
+        f'<text x="{(box.left + box.right) / 2:.1f}" y="{box.bottom + 20}" class="axis-label x-label">'
+        f"cases, sorted from {escape(p.control)}'s best to {escape(p.treatment)}'s best "
+        f"({len(items):,} cases; hover for its name)</text>",
+    ]
+    return "".join(parts)
+
+
+def _difference_histogram(values: Sequence[float], p: Paired, top: float, mean: float) -> str:
+    span = max(max(abs(v) for v in values), p.margin) * 1.05
+    width = nice_step(2 * span, 16)
+    first, last = math.floor(-span / width - 0.5), math.ceil(span / width + 0.5)
+    counts: dict[int, int] = {}
+    for v in values:
+        k = math.floor(v / width + 0.5)  # bins centred on multiples of the width: 0 has its own
+        counts[k] = counts.get(k, 0) + 1
+    _, y_hi = nice_range(0, max(counts.values()), 4)
+    box = Box(64, top + 8, W - 16, top + 208, (first - 0.5) * width, (last + 0.5) * width, 0, y_hi)
+    parts = [
+        y_axis(box, ticks(0, y_hi, 4), number(nice_step(y_hi, 4)), "cases"),
+        x_axis(
+            box,
+            ticks(box.x_lo, box.x_hi, 8),
+            signed_number(nice_step(box.x_hi - box.x_lo, 8)),
+            f"difference in score per case ({p.treatment} − {p.control})",
+        ),
+        f'<rect x="{box.x(-p.margin):.1f}" y="{box.top}" width="{box.x(p.margin) - box.x(-p.margin):.1f}" '
+        f'height="{box.bottom - box.top}" class="margin-band"/>',
+    ]
+    for k, n in sorted(counts.items()):
+        a, b = box.x((k - 0.5) * width), box.x((k + 0.5) * width)
+        parts.append(
+            f'<rect x="{a + 0.5:.1f}" y="{box.y(n):.1f}" width="{max(b - a - 1, 1):.1f}" '
+            f'height="{box.bottom - box.y(n):.1f}" class="{_cls(k * width, p.margin / 2)}">'
+            f"<title>{n:,} cases with a difference of {k * width:+.2f}</title></rect>"
+        )
+    parts += [
+        f'<line x1="{box.x(0):.1f}" y1="{box.top}" x2="{box.x(0):.1f}" y2="{box.bottom}" class="zero-line"/>',
+        f'<line x1="{box.x(mean):.1f}" y1="{box.top}" x2="{box.x(mean):.1f}" y2="{box.bottom}" class="mean-line"/>',
+    ]
+    return "".join(parts)
+
+
+def differences(items: Sequence[tuple[str, float]], title: str, paired: Paired | None = None) -> Markup:
+    """Per-case paired differences (treatment minus control) around a zero line, with the band of
+    the practical margin and the mean: one bar per case, or a histogram when there are many."""
+    p = paired or Paired("treatment", "control", 0.0)
+    if not items:
+        return note(title, "No case has a score in both variants: nothing to compare.")
+    values = [v for _, v in items]
+    if all(v == 0 for v in values):
+        return note(
+            title,
+            f"All {len(items):,} cases scored exactly the same under {p.treatment} and "
+            f"{p.control}: every difference is 0.",
+        )
+    mean = p.mean if p.mean is not None else sum(values) / len(values)
+    better, worse = sum(v > 0 for v in values), sum(v < 0 for v in values)
+    subtitle = f"{better:,} cases better, {worse:,} worse, {len(values) - better - worse:,} unchanged"
+    legend_svg, top = legend(_difference_keys(p, mean), head_height(subtitle))
+    if len(items) > MAX_BARS:
+        body = _difference_histogram(values, p, top, mean)
+    else:
+        body = _difference_bars(sorted(items, key=lambda kv: kv[1]), p, top, mean)
+    return chart(title, legend_svg + body, top + 260, subtitle=subtitle, kind="differences")
+
+
+# ---------------------------------------------------------------- score against cost or latency
+
+
+def _constant(points: Mapping[str, Sequence[tuple[float, float, str]]], what: str) -> str | None:
+    """Why a scatter against ``what`` (cost or latency) would say nothing, if it would not."""
+    xs = [x for pts in points.values() for x, _, _ in pts]
+    if not xs:
+        return f"No scored case has a recorded {what}: there is nothing to plot."
+    lo, hi = min(xs), max(xs)
+    if what == "cost" and hi == lo == 0:
+        return (
+            "Every case cost $0 (a free, local or unpriced model): there is no cost to compare scores with."
+        )
+    if hi == lo == 0:
+        return f"No case has a measured {what}: there is nothing to compare scores with."
+    if hi == lo:
+        return f"Every case has the same {what} ({lo:.4g}): there is nothing to compare scores with."
+    return None
 
 
 def scatter(
-    points: Mapping[str, Sequence[tuple[float, float]]], x_label: str, y_label: str, title: str
+    points: Mapping[str, Sequence[tuple[float, float, str]]],
+    x_label: str,
+    y_label: str,
+    title: str,
+    *,
+    y_range: tuple[float, float],
+    what: str = "cost",
+    x_format: Fmt | None = None,
 ) -> Markup:
-    """Score (y) against cost or latency (x), one colour per variant."""
-    xs = [x for pts in points.values() for x, _ in pts]
-    ys = [y for pts in points.values() for _, y in pts]
-    if not xs:
-        return Markup("")
-    x_lo, x_hi, y_lo, y_hi = min(xs), max(xs), min(ys), max(ys)
+    """Score (y, the whole scale) against cost or latency (x, from 0), one colour per variant, each
+    variant's mean as a diamond; many cases are thinned to every k-th, and the subtitle says so."""
+    empty = _constant(points, what)
+    if empty:
+        return note(title, empty)
+    xs = [x for pts in points.values() for x, _, _ in pts]
+    x_lo, x_hi = nice_range(min(0.0, min(xs)), max(xs))
+    keys = [Key("dot", PALETTE[i % len(PALETTE)], n) for i, n in enumerate(points)]
+    keys.append(Key("diamond", "#ffffff", "variant mean"))
+    shown = {n: thin(pts, MAX_POINTS) for n, pts in points.items()}
+    step = max(k for _, k in shown.values())
+    subtitle = "each dot: one case" + (f" (every {step}th shown of {len(xs):,})" if step > 1 else "")
+    legend_svg, top = legend(keys, head_height(subtitle))
+    box = Box(64, top + 8, W - 16, top + 208, x_lo, x_hi, *y_range)
+    fmt = x_format or number(nice_step(x_hi - x_lo))
     parts = [
-        f'<line x1="{PAD}" y1="{H - PAD}" x2="{W - 10}" y2="{H - PAD}" class="axis"/>',
-        f'<line x1="{PAD}" y1="10" x2="{PAD}" y2="{H - PAD}" class="axis"/>',
-        f'<text x="{W / 2}" y="{H - 8}" class="tick">{escape(x_label)} ({x_lo:.3g} – {x_hi:.3g})</text>',
-        f'<text x="4" y="20" class="tick">{escape(y_label)}</text>',
+        legend_svg,
+        x_axis(box, ticks(x_lo, x_hi), fmt, x_label),
+        y_axis(box, ticks(*y_range), number(nice_step(y_range[1] - y_range[0])), y_label),
     ]
-    for i, (name, pts) in enumerate(points.items()):
+    for i, (name, (pts, _)) in enumerate(shown.items()):
         color = PALETTE[i % len(PALETTE)]
-        for x, y in pts:
-            cx = _scale(x, x_lo, x_hi, PAD + 6, W - 16)
-            cy = _scale(y, y_lo, y_hi, H - PAD - 6, 16)
+        parts += [
+            f'<circle cx="{box.x(x):.1f}" cy="{box.y(y):.1f}" r="3.5" fill="{color}" fill-opacity="0.55">'
+            f"<title>{escape(label)} · {escape(name)}: score {y:.2f} at {fmt(x)}</title></circle>"
+            for x, y, label in pts
+        ]
+    for i, (name, pts) in enumerate(points.items()):
+        if pts:
+            mx, my = sum(p[0] for p in pts) / len(pts), sum(p[1] for p in pts) / len(pts)
+            cx, cy = box.x(mx), box.y(my)
             parts.append(
-                f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="4" fill="{color}" fill-opacity="0.6">'
-                f"<title>{escape(name)}: {y:.2f} at {x:.3g}</title></circle>"
+                f'<path d="M{cx:.1f} {cy - 8:.1f} L{cx + 8:.1f} {cy:.1f} L{cx:.1f} {cy + 8:.1f} L{cx - 8:.1f} {cy:.1f} Z" '
+                f'fill="{PALETTE[i % len(PALETTE)]}" stroke="#111827" stroke-width="1.5">'
+                f"<title>{escape(name)}: mean score {my:.2f} at mean {fmt(mx)}</title></path>"
             )
-        parts.append(
-            f'<text x="{W - 120}" y="{24 + 14 * i}" fill="{color}" class="legend">{escape(name)}</text>'
+    return chart(title, "".join(parts), box.bottom + 46, subtitle=subtitle, kind="scatter")
+
+
+# ---------------------------------------------------------------- a suite over its runs
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    """One run of one series: its value (None: absent from that run), interval, and mark."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    mark: str = ""  # "worse" (a regression against the previous run) or "better"
+    tip: str = ""
+
+
+TREND_KEYS = [
+    Key("down", "#dc2626", "significantly worse than the run before (regression)"),
+    Key("up", "#059669", "significantly better than the run before"),
+    Key("line", "#6b7280", "95% interval"),
+]
+
+
+def _trend_marker(x: float, y: float, p: TrendPoint, color: str, name: str) -> str:
+    tip = f"<title>{escape(name)}: {escape(p.tip)}</title>"
+    if p.mark == "worse":
+        return (
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="11" class="regression-ring"/>'
+            f'<path d="M{x - 7:.1f} {y - 6:.1f} L{x + 7:.1f} {y - 6:.1f} L{x:.1f} {y + 7:.1f} Z" '
+            f'class="mark-worse">{tip}</path>'
         )
-    return _frame("".join(parts), title)
+    if p.mark == "better":
+        return (
+            f'<path d="M{x:.1f} {y - 7:.1f} L{x + 7:.1f} {y + 6:.1f} L{x - 7:.1f} {y + 6:.1f} Z" '
+            f'class="mark-better">{tip}</path>'
+        )
+    return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{color}">{tip}</circle>'
+
+
+def _trend_series(box: Box, points: Sequence[TrendPoint], color: str, name: str) -> str:
+    path, pen, parts = [], "M", []
+    for i, p in enumerate(points):
+        if p.value is None:
+            pen = "M"  # a run without this variant breaks the line
+            continue
+        path.append(f"{pen}{box.x(i):.1f} {box.y(p.value):.1f}")
+        pen = "L"
+        if p.low is not None and p.high is not None:
+            a, b, x = box.y(p.low), box.y(p.high), box.x(i)
+            parts.append(
+                f'<path d="M{x - 4:.1f} {a:.1f} H{x + 4:.1f} M{x:.1f} {a:.1f} V{b:.1f} M{x - 4:.1f} {b:.1f} '
+                f'H{x + 4:.1f}" stroke="{color}" class="whisker"/>'
+            )
+    line = f'<path d="{" ".join(path)}" fill="none" stroke="{color}" stroke-width="2"/>'
+    markers = [
+        _trend_marker(box.x(i), box.y(p.value), p, color, name)
+        for i, p in enumerate(points)
+        if p.value is not None
+    ]
+    return "".join([*parts, line, *markers])
+
+
+def trend(
+    series: Mapping[str, Sequence[TrendPoint]],
+    runs: Sequence[str],
+    title: str,
+    *,
+    y_label: str,
+    y_range: tuple[float, float],
+    y_format: Fmt | None = None,
+    subtitle: str = "",
+    marks: bool = False,
+) -> Markup:
+    """Each series over the runs (oldest left), one colour per series; with ``marks``, a run
+    significantly worse than the one before stands out (a red triangle in a ring)."""
+    if not runs or not series:
+        return note(title, "No run of this suite yet.")
+    keys = [Key("line", PALETTE[i % len(PALETTE)], n) for i, n in enumerate(series)]
+    keys += TREND_KEYS if marks else []
+    legend_svg, top = legend(keys, head_height(subtitle))
+    n = len(runs)
+    box = Box(70, top + 8, W - 24, top + 208, -0.5 if n > 1 else -1, n - 0.5 if n > 1 else 1, *y_range)
+    every = max(1, math.ceil(n / 8))
+    shown = list(range(0, n, every))
+    fmt = y_format or number(nice_step(y_range[1] - y_range[0]))
+    parts = [
+        legend_svg,
+        x_axis(
+            box,
+            shown,
+            str,
+            f"run, oldest to newest ({n} run{'s' if n != 1 else ''})",
+            labels=[runs[i] for i in shown],
+        ),
+        y_axis(box, ticks(*y_range), fmt, y_label),
+    ]
+    for i, (name, points) in enumerate(series.items()):
+        parts.append(_trend_series(box, points, PALETTE[i % len(PALETTE)], name))
+    return chart(title, "".join(parts), box.bottom + 46, subtitle=subtitle, kind="trend")
+
+
+# ---------------------------------------------------------------- trigger rates
 
 
 def rates(rows: Sequence[tuple[str, float | None, float | None, float | None, bool]], title: str) -> Markup:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import math
 import secrets
+from collections import Counter
 from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 from jinja2 import Environment, FileSystemLoader, Undefined, select_autoescape
 from markupsafe import Markup
@@ -29,6 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from flows.report import charts
 from flows.report.schema import Report
 from flows.report.store import BadRequest, NotFound, ReportStore
+from flows.report.suite import suite_view
 
 HERE = Path(__file__).parent
 MAX_BODY = 16 * 1024
@@ -37,6 +39,7 @@ CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'"
 )
+Point = tuple[float, float, str]
 SORTS = {"date": "timestamp", "model": "model", "cost": "cost", "samples": "samples"}
 
 
@@ -51,6 +54,7 @@ def environment() -> Environment:
     )
     env.filters["pct"] = lambda v: "—" if blank(v) else f"{v * 100:.0f}%"
     env.filters["signed"] = lambda v, d=2: "—" if blank(v) else f"{v:+.{d}f}"
+    env.filters["segment"] = lambda v: quote(str(v), safe="")  # one URL path segment, "/" included
     return env
 
 
@@ -64,32 +68,66 @@ def trigger_charts(report: Report) -> dict[str, Markup]:
     return out
 
 
-def run_charts(report: Report) -> dict[str, Markup]:
-    if report.mode == "trigger":
-        return trigger_charts(report)
+def scored_points(
+    report: Report,
+) -> tuple[dict[str, list[float]], dict[str, list[Point]], dict[str, list[Point]]]:
+    """Per variant: every case's score, and (cost, score, case) and (latency, score, case) points."""
     values: dict[str, list[float]] = {v: [] for v in report.summary}
-    cost: dict[str, list[tuple[float, float]]] = {v: [] for v in values}
-    latency: dict[str, list[tuple[float, float]]] = {v: [] for v in values}
+    cost: dict[str, list[Point]] = {v: [] for v in values}
+    latency: dict[str, list[Point]] = {v: [] for v in values}
     for case in report.results:
         for name, entry in case.variants.items():
             score = entry.composite_score
             if score is None or name not in values:
                 continue
             values[name].append(score)
-            cost[name].append((entry.cost_usd, score))
-            latency[name].append((entry.duration_ms or 0.0, score))
+            cost[name].append((entry.cost_usd, score, case.sample_id))
+            if entry.duration_ms is not None:
+                latency[name].append((entry.duration_ms, score, case.sample_id))
+    return values, cost, latency
+
+
+def run_charts(report: Report) -> dict[str, Markup]:
+    if report.mode == "trigger":
+        return trigger_charts(report)
+    scale = report.scale
+    values, cost, latency = scored_points(report)
+    intervals = {
+        n: (s.composite_ci95[0], s.composite_ci95[1]) if len(s.composite_ci95) == 2 else (None, None)
+        for n, s in report.summary.items()
+    }
+    score_label = f"score ({scale.name})"
     out = {
         "distribution": charts.distribution(
-            values, report.scale.minimum, report.scale.maximum, "Score of every case, per variant (bar: mean)"
+            values,
+            scale.minimum,
+            scale.maximum,
+            "How does each variant score, case by case?",
+            x_label=f"score per case ({scale.name}; higher is better)",
+            intervals=intervals,
         )
     }
     for comp in report.comparisons:
-        items = sorted(comp.per_case.items(), key=lambda kv: kv[1])
         out[f"diff:{comp.treatment}"] = charts.differences(
-            items, f"Per-case difference {comp.treatment} − {comp.control}"
+            list(comp.per_case.items()),
+            f"Where does {comp.treatment} beat {comp.control}, case by case?",
+            charts.Paired(comp.treatment, comp.control, comp.verdict.margin, comp.paired.mean),
         )
-    out["cost"] = charts.scatter(cost, "cost USD", "score", "Score against cost")
-    out["latency"] = charts.scatter(latency, "latency ms", "score", "Score against latency")
+    y_range = (scale.minimum, scale.maximum)
+    out["cost"] = charts.scatter(
+        cost, "cost per case (USD)", score_label, "Does a costlier answer score better?", y_range=y_range
+    )
+    seconds = max((x for pts in latency.values() for x, _, _ in pts), default=0.0) > 5000
+    if seconds:
+        latency = {n: [(x / 1000, y, c) for x, y, c in pts] for n, pts in latency.items()}
+    out["latency"] = charts.scatter(
+        latency,
+        f"latency per case ({'s' if seconds else 'ms'})",
+        score_label,
+        "Does a slower answer score better?",
+        y_range=y_range,
+        what="latency",
+    )
     return out
 
 
@@ -141,6 +179,7 @@ class ReportApp:
 
     async def index(self, request: Request) -> Response:
         runs = self.store.runs()
+        suites = Counter(str(r["suite"]) for r in runs if r.get("suite"))
         q = request.query_params.get("q", "").strip().lower()
         label = request.query_params.get("verdict", "")
         if q:
@@ -162,7 +201,13 @@ class ReportApp:
             reverse=descending,
         )
         return self.page(
-            "index.html", runs=runs, q=q, verdict=label, sort=sort, order="desc" if descending else "asc"
+            "index.html",
+            runs=runs,
+            q=q,
+            verdict=label,
+            sort=sort,
+            order="desc" if descending else "asc",
+            suites=sorted(suites.items()),
         )
 
     async def run_page(self, request: Request) -> Response:
@@ -180,6 +225,13 @@ class ReportApp:
         return self.page(
             "run.html", report=report, cases=shown, page=number, pages=pages, charts=run_charts(report)
         )
+
+    async def suite(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        view = suite_view(self.store.runs(), name)
+        if not view["rows"]:
+            return HTMLResponse("no runs of this suite", status_code=404)
+        return self.page("suite.html", **view)
 
     async def compare(self, request: Request) -> Response:
         try:
@@ -260,6 +312,7 @@ def create_app(
             Route("/", app.index),
             Route("/run/{run_id}", app.run_page),
             Route("/compare", app.compare),
+            Route("/suite/{name:path}", app.suite),
             Route("/api/run/{run_id}", app.run_json),
             Route("/api/run/{run_id}/feedback", app.feedback, methods=["POST"]),
             # Browsers ask for it on every page; no icon, and no 404 in the console either.

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from flows.report.human import human_agreement
 from flows.report.schema import Feedback, Report, load_report
+from flows.report.suite import trend_entry
 from tasks.files import atomic_write_json
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
@@ -50,6 +51,7 @@ def run_summary(report: Report) -> dict[str, Any]:
         "verdicts": [f"{c.treatment} vs {c.control}: {c.verdict.label}" for c in report.comparisons],
         "labels": [str(c.verdict.label) for c in report.comparisons],
         "blind": meta.blind or bool(report.blind_mapping),
+        "trend": trend_entry(report) if meta.suite else None,
     }
 
 

@@ -67,7 +67,7 @@ def test_nightly_regression_fails_the_second_run(tmp_path: Path, monkeypatch: py
         return [r.id for r in runs if r.parent_task_run_id is not None and r.name.startswith("capitals")]
 
     keys = set().union(*(asyncio.run(artifact_keys(i)) for i in asyncio.run(subflow_ids())))
-    assert {"capitals-summary", "capitals-variants", "capitals-report"} <= keys
+    assert {"capitals-summary", "capitals-variants", "capitals-report", "capitals-suite"} <= keys
     assert (reports / f"{latest['id']}.html").is_file()
 
 

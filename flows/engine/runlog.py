@@ -1,0 +1,74 @@
+"""The flow run's own log, as a person watching a run in the Prefect UI reads it.
+
+``run_logger`` is Prefect's run logger inside a flow or task run (its lines land in the run's Logs
+tab) and a plain logger elsewhere. ``estimate`` is the plan's arithmetic, shared by ``run
+--dry-run`` and the log line a run starts with.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from flows.engine.progress import LogTarget
+from flows.inputs.plan import estimate_tokens
+from flows.inputs.prepare import Prepared
+
+
+def run_logger() -> LogTarget:
+    """Prefect's run logger in a run, else the ``skillab`` logger (a unit test, a plain call)."""
+    from prefect.exceptions import MissingContextError  # here: a dry run's plan needs no Prefect
+    from prefect.logging import get_run_logger
+
+    try:
+        logger: Any = get_run_logger()
+        return logger  # type: ignore[no-any-return]
+    except MissingContextError:
+        return logging.getLogger("skillab")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a sample-mode run will do and roughly cost, before any call."""
+
+    calls: int
+    judge_calls: int
+    tokens_in: int
+    tokens_out: int
+    cost: str  # "$0.0123", "$0 (local)" or "unknown price": an upper bound
+
+
+def estimate(prepared: Prepared) -> Estimate:
+    o = prepared.options
+    units = prepared.units()
+    tokens_in, tokens_out = estimate_tokens(units, o.max_tokens)
+    price = prepared.target.executor.prices.lookup(prepared.target.model)
+    cost = (
+        "unknown price" if price is None else f"${(tokens_in * price[0] + tokens_out * price[1]) / 1e6:.4f}"
+    )
+    if prepared.target.executor.name == "local":
+        cost = "$0 (local)"
+    judge_calls = 0
+    if prepared.judges:
+        from graders.judge import prompts_for
+
+        per_output = (
+            sum(len(prompts_for(s, "")) for s in prepared.samples) * len(prepared.variants) * o.repeat
+        )
+        judge_calls = per_output * len(prepared.judges) * o.judge_repeat
+    return Estimate(len(units), judge_calls, tokens_in, tokens_out, cost)
+
+
+def plan_line(prepared: Prepared, e: Estimate) -> str:
+    """The run's plan in one line: cases, variants, runs, calls, model, judge, estimated cost."""
+    o = prepared.options
+    judges = ", ".join(f"{j.executor.name}:{j.model}" for j in prepared.judges) or "none"
+    return (
+        f"plan: {len(prepared.samples)} cases × {len(prepared.variants)} variants "
+        f"({', '.join(v.name for v in prepared.variants)}) × {o.repeat} run(s) = {e.calls:,} model calls "
+        f"on {prepared.target.executor.describe(prepared.target.model)}, concurrency {o.concurrency}; "
+        f"judge {judges} (up to {e.judge_calls:,} calls); estimated cost (upper bound) {e.cost}; "
+        f"cache {'off' if prepared.cache_dir is None else prepared.cache_dir} (finished calls are not repeated)"
+        + (f"; suite {o.suite}" if o.suite else "")
+    )

@@ -1,0 +1,96 @@
+"""What a run's log and its final state say about the outcome, in words: each variant's figures, the
+verdicts, where the report is, and how the run compares with the suite's previous run."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from flows.report.schema import Report
+
+
+def _num(value: float | None, fmt: str = ".2f") -> str:
+    return "—" if value is None else format(value, fmt)
+
+
+def figure_lines(report: Report) -> list[str]:
+    """One line per variant: score with its interval, pass rate, errors, cost."""
+    lines = []
+    for name, s in report.summary.items():
+        low, high = [*s.composite_ci95, None, None][:2]
+        passed = "—" if s.pass_rate is None else f"{s.pass_rate:.0%}"
+        lines.append(
+            f"{name}: score {_num(s.avg_composite_score)} (95% CI {_num(low)} to {_num(high)}, "
+            f"{report.scale.name}) · pass {passed} · errors {s.error_count}/{s.executions} · "
+            f"${s.total_cost_usd:.4f}"
+        )
+    return lines
+
+
+def verdict_lines(report: Report) -> list[str]:
+    """The verdict of each comparison, with its reason."""
+    return [
+        f"verdict: {c.treatment} vs {c.control}: {c.verdict.label} — {c.verdict.reason}"
+        for c in report.comparisons
+    ]
+
+
+def verdict_summary(report: Report) -> str:
+    """The verdicts in a few words (each: label, mean difference and interval)."""
+    parts = []
+    for c in report.comparisons:
+        p = c.paired
+        interval = (
+            "" if p.ci_low is None or p.ci_high is None else f", 95% CI {p.ci_low:+.2f} to {p.ci_high:+.2f}"
+        )
+        mean = "" if p.mean is None else f" ({p.mean:+.2f}{interval})"
+        parts.append(f"{c.treatment} vs {c.control}: {c.verdict.label}{mean}")
+    if not parts:  # a single variant: its score
+        parts = [f"{n}: score {_num(s.avg_composite_score)}" for n, s in report.summary.items()]
+    return "; ".join(parts)
+
+
+def regression_lines(report: Report) -> list[str]:
+    """Against the suite's previous run on the same model: each variant's verdict, then the outcome."""
+    suite, r = report.meta.suite, report.regression
+    if not suite:
+        return []
+    if r is None:
+        return [f"suite {suite}: no earlier run on {report.meta.model}, so nothing to compare with yet"]
+    lines = []
+    for name, v in r.per_variant.items():
+        changes = "".join(
+            f", {n} {what}" for n, what in ((v.cases_added, "new"), (v.cases_removed, "removed")) if n
+        )
+        lines.append(
+            f"suite {suite}: {name} against the previous run {r.previous}: {v.verdict.label} "
+            f"(mean {_num(v.mean_before)} → {_num(v.mean_after)} over {v.cases} cases{changes})"
+        )
+    lines.append(regression_outcome(report))
+    return lines
+
+
+def regression_outcome(report: Report) -> str:
+    r = report.regression
+    if r is None:
+        return f"suite {report.meta.suite}: first run on {report.meta.model}"
+    if r.regressed:
+        return (
+            f"REGRESSION in {', '.join(r.regressed)} against the previous run {r.previous} of suite "
+            f"{report.meta.suite}: this flow run is marked Failed"
+        )
+    return f"suite {report.meta.suite}: no regression against the previous run {r.previous}"
+
+
+def state_message(report: Report) -> str:
+    """The flow run's final state message: the verdicts, and the regression outcome of a suite."""
+    message = verdict_summary(report)
+    return f"{message}; {regression_outcome(report)}" if report.meta.suite else message
+
+
+def page_urls(report: Report, port: str) -> list[str]:
+    """The run's page on the report server, and its suite's trend page."""
+    base = f"http://127.0.0.1:{port}"
+    urls = [f"{base}/run/{report.id}"]
+    if report.meta.suite:
+        urls.append(f"{base}/suite/{quote(report.meta.suite, safe='')}")
+    return urls
