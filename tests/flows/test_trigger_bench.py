@@ -125,31 +125,6 @@ def test_description_ab_finds_the_better_description(
     assert "v2 vs v1 [all] recall:" in out
 
 
-def test_the_report_server_shows_a_trigger_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from starlette.testclient import TestClient
-
-    from flows.report.server import create_app
-
-    root = project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."})
-    monkeypatch.chdir(root)
-    with FakeProvider() as server:
-        SkillScript(NAME, p_by_query={QUERIES["q3"][0]: 0.0, QUERIES["q4"][0]: 0.0}).install(server)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-        assert run(root, server, "--skill", str(root / "skills" / "v1" / NAME), "--runs", "1") == 0
-    report = json.loads(next((root / "results").glob("*.json")).read_text())
-    client = TestClient(create_app(root / "results"), base_url="http://127.0.0.1:7799")
-    page = client.get(f"/run/{report['id']}")
-    assert page.status_code == 200
-    for text in (
-        "Does the skill fire?",
-        "confusion matrix",
-        "How often each query triggered",
-        "expect: none",
-    ):
-        assert text in page.text, text
-    assert "fired: greeting-files" in page.text and "fired: nothing" in page.text
-
-
 def test_generate_drafts_a_reviewable_queries_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -284,6 +259,9 @@ def test_the_trigger_page_in_chromium(tmp_path: Path, monkeypatch: pytest.Monkey
         transcript = page.locator("details", has_text="transcript").first
         transcript.locator("summary").click()
         assert transcript.locator("ol.transcript li").first.is_visible()
+        html = page.content()
+        for text in ("confusion matrix", "How often each query triggered", "expect: none", "fired: nothing"):
+            assert text in html, text
         assert "fired: greeting-files" in page.inner_text("body")
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, f"the page is {overflow}px wider than a laptop screen"
