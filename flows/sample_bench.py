@@ -1,5 +1,9 @@
 """The sample-mode flow: load, fan out one task per sample x variant x run, grade, judge, aggregate,
-report. The pieces live below: ``flows.engine`` runs and judges, ``flows.report`` builds and writes."""
+report. The pieces live below: ``flows.engine`` runs and judges, ``flows.report`` builds and writes.
+
+Aggregation (pandas, scipy), the HTML export (Jinja, Starlette), shards and the regression check are
+imported where they are used: a command reaches its first model call without paying for them.
+"""
 
 from __future__ import annotations
 
@@ -25,13 +29,9 @@ from flows.inputs.options import BenchOptions
 from flows.inputs.prepare import Prepared, prepare
 from flows.report.build import blind_labels, build_report, new_report_id, publish, relabel
 from flows.report.ci import append_github_summary, summary_markdown, write_junit
-from flows.report.regression import regression_against_previous
 from flows.report.schema import Report
-from flows.report.server import export_html
-from flows.shard import dispatch_shards
 from graders.judge import Judgement
 from graders.schema import Grade, Sample
-from tasks.aggregate import aggregate_results
 from tasks.files import atomic_write_text
 from tasks.grade import grade_outputs
 from tasks.schema import SAMPLE_SCALE, Record, Unit
@@ -94,7 +94,11 @@ async def run_benchmark(prepared: Prepared, cwd: Path, *, show_progress: bool = 
     names = [v.name for v in prepared.variants]
     report_id = new_report_id(started_at, names)
     units = prepared.units()
-    shard_runs = await dispatch_shards(prepared, cwd) if opts.shards > 1 else []
+    shard_runs = []
+    if opts.shards > 1:
+        from flows.shard import dispatch_shards
+
+        shard_runs = await dispatch_shards(prepared, cwd)
     progress = Progress(len(units), "executing", enabled=show_progress)
     runner = UnitRunner(RunnerConfig.of(prepared), progress)
     try:
@@ -102,6 +106,8 @@ async def run_benchmark(prepared: Prepared, cwd: Path, *, show_progress: bool = 
     finally:
         progress.close()
     records = await grade(prepared, runner, done)
+    from tasks.aggregate import aggregate_results
+
     # Blind runs are aggregated on their labels: no figure or message can carry a name.
     labels = blind_labels(names, opts.seed, report_id) if opts.blind else {n: n for n in names}
     aggregate = aggregate_results(
@@ -133,6 +139,8 @@ async def run_benchmark(prepared: Prepared, cwd: Path, *, show_progress: bool = 
     if shard_runs:
         report.meta.shards = shard_runs
     if opts.suite:
+        from flows.report.regression import regression_against_previous
+
         report.regression = regression_against_previous(prepared.output_dir, report)
     return Outcome(report, write_outputs(report, prepared))
 
@@ -213,6 +221,8 @@ async def publish_artifacts(outcome: Outcome) -> None:
     ]
     await acreate_table_artifact(table=table, key=f"{key}-variants", description="per-variant figures")
     if outcome.path is not None:
+        from flows.report.server import export_html
+
         html = outcome.path.with_suffix(".html")
         atomic_write_text(html, export_html(report))
         port = os.environ.get("SKILLAB_REPORT_PORT") or "7799"

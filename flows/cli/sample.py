@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from executors.errors import InputError
 from flows.cli.codes import EXIT_FAIL, EXIT_OK
-from flows.cli.prefect_env import configure_prefect
+from flows.cli.prefect_env import prepare_prefect
 from flows.inputs.files import validation_lines
 from flows.inputs.options import BenchOptions
 from flows.report.gates import gate_failures, regression_failures
@@ -46,7 +46,7 @@ def execute(args: argparse.Namespace) -> tuple[BenchOptions, Report | None, Path
     if options.dry_run:
         print_plan(prepared)
         return options, None, None
-    configure_prefect()
+    prepare_prefect()
     from flows.report.console import print_summary
     from flows.report.schema import load_report
     from flows.sample_bench import RegressionError, sample_bench
