@@ -1,8 +1,9 @@
 """The sample-mode flow: load, fan out one task per sample x variant x run, grade, judge, aggregate,
 report. The pieces live below: ``flows.engine`` runs and judges, ``flows.report`` builds and writes.
 
-Aggregation (pandas, scipy), the HTML export (Jinja, Starlette), shards and the regression check are
-imported where they are used: a command reaches its first model call without paying for them.
+The report's models, aggregation (pandas, scipy), the HTML export (Jinja, Starlette), shards and the
+regression check are imported where they are used: a command reaches its first model call without
+paying for them, and they are imported in the background while the calls are in flight.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import flow
 from prefect.artifacts import acreate_link_artifact, acreate_markdown_artifact, acreate_table_artifact
@@ -23,18 +24,19 @@ from prefect.artifacts import acreate_link_artifact, acreate_markdown_artifact, 
 from executors.registry import close_all
 from executors.schema import RunResult
 from flows.engine.judging import combine, judge_outputs, pairwise
+from flows.engine.prefetch import prefetch
 from flows.engine.progress import Progress
 from flows.engine.runner import RunnerConfig, UnitRunner, unwalked
 from flows.inputs.options import BenchOptions
 from flows.inputs.prepare import Prepared, prepare
-from flows.report.build import blind_labels, build_report, new_report_id, publish, relabel
-from flows.report.ci import append_github_summary, summary_markdown, write_junit
-from flows.report.schema import Report
 from graders.judge import Judgement
 from graders.schema import Grade, Sample
 from tasks.files import atomic_write_text
 from tasks.grade import grade_outputs
 from tasks.schema import SAMPLE_SCALE, Record, Unit
+
+if TYPE_CHECKING:
+    from flows.report.schema import Report
 
 
 @dataclass
@@ -91,8 +93,6 @@ async def grade(
 async def run_benchmark(prepared: Prepared, cwd: Path, *, show_progress: bool = True) -> Outcome:
     opts = prepared.options
     started, started_at = time.time(), dt.datetime.now(dt.UTC)
-    names = [v.name for v in prepared.variants]
-    report_id = new_report_id(started_at, names)
     units = prepared.units()
     shard_runs = []
     if opts.shards > 1:
@@ -100,15 +100,32 @@ async def run_benchmark(prepared: Prepared, cwd: Path, *, show_progress: bool = 
 
         shard_runs = await dispatch_shards(prepared, cwd)
     progress = Progress(len(units), "executing", enabled=show_progress)
-    runner = UnitRunner(RunnerConfig.of(prepared), progress)
+    runner = UnitRunner(RunnerConfig.of(prepared), progress, on_first_result=prefetch)
     try:
         done = await execute(prepared, runner, units)
     finally:
         progress.close()
     records = await grade(prepared, runner, done)
+    report = await assemble(prepared, runner, records, started, started_at)
+    if shard_runs:
+        report.meta.shards = shard_runs
+    if opts.suite:
+        from flows.report.regression import regression_against_previous
+
+        report.regression = regression_against_previous(prepared.output_dir, report)
+    return Outcome(report, write_outputs(report, prepared))
+
+
+async def assemble(
+    prepared: Prepared, runner: UnitRunner, records: list[Record], started: float, started_at: dt.datetime
+) -> Report:
+    """Aggregate the graded records into the report (blind runs on their labels, not their names)."""
+    from flows.report.build import blind_labels, build_report, new_report_id, relabel
     from tasks.aggregate import aggregate_results
 
-    # Blind runs are aggregated on their labels: no figure or message can carry a name.
+    opts = prepared.options
+    names = [v.name for v in prepared.variants]
+    report_id = new_report_id(started_at, names)
     labels = blind_labels(names, opts.seed, report_id) if opts.blind else {n: n for n in names}
     aggregate = aggregate_results(
         unwalked(relabel(records, labels)),
@@ -126,7 +143,7 @@ async def run_benchmark(prepared: Prepared, cwd: Path, *, show_progress: bool = 
             {**p, "control": labels[p["control"]], "treatment": labels[p["treatment"]]}
             for p in await pairwise(prepared, runner, records)
         ]
-    report = build_report(
+    return build_report(
         prepared,
         report_id,
         relabel(records, labels),
@@ -136,18 +153,14 @@ async def run_benchmark(prepared: Prepared, cwd: Path, *, show_progress: bool = 
         time.time() - started,
         labels,
     )
-    if shard_runs:
-        report.meta.shards = shard_runs
-    if opts.suite:
-        from flows.report.regression import regression_against_previous
-
-        report.regression = regression_against_previous(prepared.output_dir, report)
-    return Outcome(report, write_outputs(report, prepared))
 
 
 def write_outputs(report: Report, prepared: Prepared) -> Path:
     """The report JSON, and the CI files asked for. Every call is paid for by now: a location that
     fails this late gets a warning and the report goes somewhere it can, never lost."""
+    from flows.report.build import publish
+    from flows.report.ci import append_github_summary, write_junit
+
     opts = prepared.options
     try:
         path = publish(report, prepared.output_dir)
@@ -201,6 +214,8 @@ def artifact_key(report: Report) -> str:
 
 async def publish_artifacts(outcome: Outcome) -> None:
     """What the Prefect UI shows without opening a file: summary and verdict, per-variant table, a link."""
+    from flows.report.ci import summary_markdown
+
     report = outcome.report
     key = artifact_key(report)
     await acreate_markdown_artifact(

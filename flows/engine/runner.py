@@ -7,6 +7,7 @@ drive it with a ``RunnerConfig``; what it did is read back as a frozen ``RunStat
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar, cast
@@ -58,9 +59,12 @@ def failed_result(exc: BaseException | None, unit: Unit, policy: CallPolicy) -> 
 class UnitRunner:
     """Runs units as Prefect tasks under a concurrency cap, skipping cached ones, within budgets."""
 
-    def __init__(self, config: RunnerConfig, progress: Progress) -> None:
+    def __init__(
+        self, config: RunnerConfig, progress: Progress, on_first_result: Callable[[], None] | None = None
+    ) -> None:
         self.config = config
         self.progress = progress
+        self.on_first_result = on_first_result  # called once, when the first unit's result is in
         self.cache = ResultCache(config.cache_dir) if config.cache_dir else None
         self.semaphore = asyncio.Semaphore(config.concurrency)
         self.calls = 0
@@ -127,6 +131,9 @@ class UnitRunner:
             self.spent_by_kind[unit.kind] = self.spent_by_kind.get(unit.kind, 0.0) + result.cost_usd
             results[unit.key] = result
             self.progress.advance(ok=result.ok, cost=result.cost_usd)
+            if self.on_first_result is not None:
+                hook, self.on_first_result = self.on_first_result, None
+                hook()
 
         with lean_gc():
             await asyncio.gather(*(one(u) for u in units))
