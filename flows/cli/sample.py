@@ -8,7 +8,7 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -17,9 +17,6 @@ from flows.cli.codes import EXIT_FAIL, EXIT_OK
 from flows.cli.prefect_env import prepare_prefect
 from flows.inputs.files import validation_lines
 from flows.inputs.options import BenchOptions
-
-if TYPE_CHECKING:
-    from flows.report.schema import Report
 
 
 def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
@@ -37,8 +34,8 @@ def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
         raise InputError(validation_lines(exc, flag)) from None
 
 
-def execute(args: argparse.Namespace) -> tuple[BenchOptions, Report | None, Path | None]:
-    """Validate, print the plan or run the flow; returns the report (None for a dry run)."""
+def execute(args: argparse.Namespace) -> tuple[BenchOptions, Path | None]:
+    """Validate, print the plan or run the flow; returns the report's path (None for a dry run)."""
     from flows.inputs.prepare import prepare
 
     cwd = Path.cwd()
@@ -48,7 +45,7 @@ def execute(args: argparse.Namespace) -> tuple[BenchOptions, Report | None, Path
         print(f"skillab: {notice}", file=sys.stderr)
     if options.dry_run:
         print_plan(prepared)
-        return options, None, None
+        return options, None
     prepare_prefect()
     from flows.sample_bench import RegressionError, sample_bench
 
@@ -67,12 +64,7 @@ def execute(args: argparse.Namespace) -> tuple[BenchOptions, Report | None, Path
         raise outcome
     else:
         path = Path(outcome["report_path"])
-    from flows.report.console import print_summary
-    from flows.report.schema import load_report
-
-    report = load_report(path)
-    print_summary(report, path)
-    return options, report, path
+    return options, path
 
 
 def print_plan(prepared: Any) -> None:
@@ -112,9 +104,15 @@ def print_plan(prepared: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    _, report, _ = execute(args)
+    _, path = execute(args)
+    if path is None:
+        return EXIT_OK
+    from flows.report.console import print_summary
     from flows.report.gates import regression_failures
+    from flows.report.schema import load_report
 
+    report = load_report(path)
+    print_summary(report, path)
     failures = regression_failures(report)
     for line in failures:
         print(f"skillab: REGRESSION {line} (the flow run is marked Failed)", file=sys.stderr)
@@ -122,11 +120,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_ci(args: argparse.Namespace) -> int:
-    options, report, _ = execute(args)
-    if report is None:
+    options, path = execute(args)
+    if path is None:
         return EXIT_OK
+    from flows.report.console import print_summary
     from flows.report.gates import gate_failures
+    from flows.report.schema import load_report
 
+    report = load_report(path)
+    print_summary(report, path)
     failures = gate_failures(report, threshold=options.threshold, require=options.require)
     for line in failures:
         print(f"skillab ci: FAIL {line}", file=sys.stderr)

@@ -15,21 +15,11 @@ import importlib
 import threading
 from collections.abc import Sequence
 
-#: What sample mode imports after its calls, in the order it needs them.
-AFTER_CALLS = (
-    "tasks.aggregate",
-    "scipy.stats",
-    "flows.report.build",
-    "flows.report.ci",
-    "flows.report.console",
-    "flows.report.server",
-)
-
 _started: set[tuple[str, ...]] = set()
 _lock = threading.Lock()
 
 
-def prefetch(modules: Sequence[str] = AFTER_CALLS) -> None:
+def prefetch(modules: Sequence[str]) -> None:
     """Import ``modules`` in a daemon thread, once per process."""
     key = tuple(modules)
     with _lock:

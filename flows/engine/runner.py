@@ -7,10 +7,11 @@ drive it with a ``RunnerConfig``; what it did is read back as a frozen ``RunStat
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from prefect.utilities.annotations import quote
 
@@ -21,7 +22,7 @@ from flows.engine.progress import Progress
 from flows.inputs.prepare import Prepared
 from tasks.cache import ResultCache
 from tasks.execute import with_policy
-from tasks.schema import CallPolicy, NotRun, RunStats, Unit
+from tasks.schema import CallPolicy, NotRun, Record, RunStats, Unit
 
 T = TypeVar("T")
 
@@ -138,3 +139,14 @@ class UnitRunner:
         with lean_gc():
             await asyncio.gather(*(one(u) for u in units))
         return results
+
+
+@dataclass
+class Executed:
+    """What a run's units left for its report: graded records, the runner (its figures), when it started."""
+
+    records: list[Record]
+    runner: UnitRunner
+    started: float
+    started_at: dt.datetime
+    shard_runs: list[dict[str, Any]]

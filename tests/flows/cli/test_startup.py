@@ -27,6 +27,7 @@ HEAVY = (
     "uvicorn",
     "flows.report.server",
     "flows.report.schema",
+    "flows.sample_report",
     "tasks.aggregate",
     "llama_cpp",
 )
