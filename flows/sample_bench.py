@@ -1,61 +1,43 @@
 """The sample-mode flow: load, fan out one task per sample x variant x run, grade, judge, aggregate,
-report. The pieces live below: ``flows.engine`` runs and judges, ``flows.report`` builds and writes."""
+report. The pieces live below: ``flows.engine`` runs and judges, ``flows.report`` builds and writes.
+
+What runs after the model calls (the report, aggregation with pandas and scipy, the HTML export
+with Jinja) lives in flows/sample_report.py and is imported then, as are shards, the gold check and
+the sequential procedure when asked for: a command reaches its first model call without paying for
+them, and flows/engine/prefetch.py imports them in the background while the calls are in flight.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
-import os
 import random
-import re
-import sys
-import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from prefect import flow
-from prefect.artifacts import acreate_link_artifact, acreate_markdown_artifact, acreate_table_artifact
 from prefect.states import Completed
 
 from executors.registry import close_all
 from executors.schema import RunResult
-from flows.engine.gold import check_gold
-from flows.engine.judging import combine, judge_outputs, pairwise
+from flows.engine.judging import combine, judge_outputs
+from flows.engine.prefetch import prefetch
 from flows.engine.progress import LogTarget, Progress
 from flows.engine.runlog import estimate, plan_line, run_logger
-from flows.engine.runner import RunnerConfig, UnitRunner, unwalked
-from flows.explain import explain_sample_run
+from flows.engine.runner import Executed, RunnerConfig, UnitRunner, unwalked
 from flows.inputs.options import BenchOptions
 from flows.inputs.prepare import Prepared, prepare
-from flows.report.build import blind_labels, build_report, new_report_id, publish, relabel
-from flows.report.ci import append_github_summary, summary_markdown, write_junit
-from flows.report.logtext import (
-    figure_lines,
-    page_urls,
-    regression_lines,
-    state_message,
-    verdict_lines,
-    verdict_summary,
-)
-from flows.report.regression import regression_against_previous
-from flows.report.schema import Report
-from flows.report.server import export_html
-from flows.shard import dispatch_shards
 from graders.judge import Judgement
 from graders.schema import Grade, Sample
-from tasks.aggregate import aggregate_results
-from tasks.files import atomic_write_text
 from tasks.grade import grade_outputs
 from tasks.schema import SAMPLE_SCALE, Record, Unit
-from tasks.sequential import ConfidenceSequence, decide
-from tasks.sequential import record as seq_record
+
+#: What a run imports after its calls (flows/engine/prefetch.py), in the order it needs them.
+AFTER_CALLS = ("flows.sample_report", "scipy.stats", "flows.report.console", "flows.report.gates")
 
 
-@dataclass
-class Outcome:
-    report: Report
-    path: Path | None
+def prefetch_after_calls() -> None:
+    prefetch(AFTER_CALLS)
 
 
 class RegressionError(Exception):
@@ -105,10 +87,12 @@ async def grade(
 
 async def run_in_waves(
     prepared: Prepared, runner: UnitRunner, units: list[Unit]
-) -> tuple[list[Record], dict[str, ConfidenceSequence]]:
+) -> tuple[list[Record], dict[str, Any]]:
     """--sequential: cases in waves (a seeded order drawn before the first), each wave executed and
     graded, its paired differences fed to one confidence sequence per treatment; stop as soon as
     every sequence settles against the margin, a budget ends, or the cases run out."""
+    from tasks.sequential import ConfidenceSequence, decide
+
     opts, control = prepared.options, prepared.control
     order = [s.sample_id for s in prepared.samples]
     random.Random(opts.seed).shuffle(order)
@@ -146,129 +130,35 @@ def case_differences(records: list[Record], order: list[str], control: str, trea
     ]
 
 
-def settle_by_sequence(
-    aggregate: dict[str, Any],
-    sequences: dict[str, ConfidenceSequence],
-    labels: dict[str, str],
-    prepared: Prepared,
-    planned: int,
-    used: int,
-) -> None:
-    """The verdicts of a sequential run: the sequence's decision where it settled (an interval
-    recomputed after every wave would inflate false verdicts), else the fixed-N test on every case."""
-    opts = prepared.options
-    by_label = {labels[t]: cs for t, cs in sequences.items()}
-    for comp in aggregate.get("comparisons", []):
-        cs = by_label.get(comp["treatment"])
-        if cs is None:
-            continue
-        final = "fixed-N paired interval on every case (the cases ran out first)"
-        rec = seq_record(
-            cs, margin_of(opts), wave_size=opts.wave, cases_available=len(prepared.samples), final_look=final
-        )
-        comp["sequential"] = rec.as_dict() | {"callsUsed": used, "callsFixedN": planned}
-        verdict = comp["verdict"]
-        if rec.decision is None:
-            verdict["procedure"] = final
-            continue
-        verdict |= {
-            "label": rec.decision,
-            "procedure": f"{rec.procedure} ({rec.reference})",
-            "reason": f"the {1 - rec.alpha:.0%} confidence sequence [{rec.lower:+.2f}, {rec.upper:+.2f}] "
-            f"settles it against the margin ±{margin_of(opts):g} after {rec.cases_used} cases in {rec.waves} "
-            f"wave(s); {used} of {planned} executions made",
-        }
-        if rec.decision not in ("BETTER", "WORSE"):
-            verdict |= {"band": None, "band_note": "band shown only beside BETTER or WORSE"}
-
-
-async def run_benchmark(
+async def run_units(
     prepared: Prepared, cwd: Path, *, show_progress: bool = True, log: LogTarget | None = None
-) -> Outcome:
+) -> Executed:
+    """Every unit called (or read from the cache), then graded and judged; with --sequential, in
+    waves until the verdict settles."""
     opts = prepared.options
     started, started_at = time.time(), dt.datetime.now(dt.UTC)
-    names = [v.name for v in prepared.variants]
-    report_id = new_report_id(started_at, names)
     units = prepared.units()
-    shard_runs = await dispatch_shards(prepared, cwd) if opts.shards > 1 else []
+    shard_runs: list[dict[str, Any]] = []
+    if opts.shards > 1:
+        from flows.shard import dispatch_shards
+
+        shard_runs = await dispatch_shards(prepared, cwd)
     progress = Progress(len(units), "executing", enabled=show_progress, log=log)
-    runner = UnitRunner(RunnerConfig.of(prepared), progress)
-    sequences: dict[str, ConfidenceSequence] = {}
+    runner = UnitRunner(RunnerConfig.of(prepared), progress, on_first_result=prefetch_after_calls)
+    sequences: dict[str, Any] = {}
+    gold = None
     try:
-        gold = await check_gold(prepared, runner)
+        if prepared.gold is not None:
+            from flows.engine.gold import check_gold
+
+            gold = await check_gold(prepared, runner)
         if opts.sequential:
             records, sequences = await run_in_waves(prepared, runner, units)
         else:
             records = await grade(prepared, runner, await execute(prepared, runner, units))
     finally:
         progress.close()
-    # Blind runs are aggregated on their labels: no figure or message can carry a name.
-    labels = blind_labels(names, opts.seed, report_id) if opts.blind else {n: n for n in names}
-    aggregate = aggregate_results(
-        unwalked(relabel(records, labels)),
-        unwalked(prepared.samples),
-        [labels[n] for n in names],
-        labels[prepared.control],
-        SAMPLE_SCALE,
-        opts.seed,
-        opts.margin,
-        opts.min_effect,
-        opts.max_error_rate,
-    )
-    if sequences:
-        settle_by_sequence(aggregate, sequences, labels, prepared, len(units), len(records))
-    if opts.pairwise and prepared.judges and len(names) > 1:
-        aggregate["pairwise"] = [
-            {**p, "control": labels[p["control"]], "treatment": labels[p["treatment"]]}
-            for p in await pairwise(prepared, runner, records)
-        ]
-    report = build_report(
-        prepared,
-        report_id,
-        relabel(records, labels),
-        aggregate,
-        runner.stats(),
-        started_at,
-        time.time() - started,
-        labels,
-    )
-    if shard_runs:
-        report.meta.shards = shard_runs
-    await explain_sample_run(report, prepared, runner, labels, gold)
-    if opts.suite:
-        report.regression = regression_against_previous(prepared.output_dir, report)
-    return Outcome(report, write_outputs(report, prepared))
-
-
-def write_outputs(report: Report, prepared: Prepared) -> Path:
-    """The report JSON, and the CI files asked for. Every call is paid for by now: a location that
-    fails this late gets a warning and the report goes somewhere it can, never lost."""
-    opts = prepared.options
-    try:
-        path = publish(report, prepared.output_dir)
-    except OSError as exc:
-        path = publish(report, fallback_reports_dir())
-        warn(
-            f"could not write the report into {prepared.output_dir} ({exc.strerror or exc}); it is at {path}"
-        )
-    for flag, target, write in (
-        ("--junit", opts.junit, write_junit),
-        ("--github-summary", opts.github_summary, append_github_summary),
-    ):
-        if target:
-            try:
-                write(report, Path(target), opts.threshold)
-            except OSError as exc:
-                warn(f"{flag}: could not write {target} ({exc.strerror or exc}); the report is at {path}")
-    return path
-
-
-def fallback_reports_dir() -> Path:
-    return Path(tempfile.gettempdir()) / "skillab-reports"
-
-
-def warn(message: str) -> None:
-    print(f"skillab: warning: {message}", file=sys.stderr)
+    return Executed(records, runner, started, started_at, shard_runs, len(units), sequences, gold)
 
 
 @flow(name="sample-bench", log_prints=False)
@@ -278,11 +168,16 @@ async def sample_bench(options: BenchOptions, cwd: str = ".", show_progress: boo
     prepared = prepare(options, Path(cwd))
     log.info(plan_line(prepared, estimate(prepared)))
     try:
-        outcome = await run_benchmark(prepared, Path(cwd), show_progress=show_progress, log=log)
+        executed = await run_units(prepared, Path(cwd), show_progress=show_progress, log=log)
+        from flows.sample_report import finish, log_outcome, publish_artifacts
+
+        outcome = await finish(prepared, executed)  # pairwise judging and the diagnosis still call models
     finally:
         await close_all()  # connection pools belong to this flow run's event loop
     await publish_artifacts(outcome)
     log_outcome(log, outcome)
+    from flows.report.logtext import state_message, verdict_summary
+
     report = outcome.report
     regression = report.regression
     if regression and regression.regressed:
@@ -293,69 +188,3 @@ async def sample_bench(options: BenchOptions, cwd: str = ".", show_progress: boo
         )
     result = {"report_path": str(outcome.path) if outcome.path else None, "id": report.id}
     return Completed(message=state_message(report), data=result)
-
-
-def report_port() -> str:
-    return os.environ.get("SKILLAB_REPORT_PORT") or "7799"
-
-
-def log_outcome(log: LogTarget, outcome: Outcome) -> None:
-    """What a person watching the run wants at its end: figures, verdicts, where the report is,
-    and the regression outcome (a regression as an error line)."""
-    report = outcome.report
-    for line in figure_lines(report) + verdict_lines(report):
-        log.info(line)
-    if outcome.path is not None:
-        urls = " and ".join(page_urls(report, report_port()))
-        log.info(
-            f"report: {outcome.path} (HTML: {outcome.path.with_suffix('.html')}); in the browser: {urls} "
-            "(python -m flows.bench report)"
-        )
-    lines = regression_lines(report)
-    for line in lines[:-1]:
-        log.info(line)
-    if lines:
-        regressed = report.regression is not None and report.regression.regressed
-        (log.error if regressed else log.info)(lines[-1])
-
-
-def artifact_key(report: Report) -> str:
-    return re.sub(r"[^a-z0-9-]+", "-", (report.meta.suite or "skillab").lower()).strip("-") or "skillab"
-
-
-async def publish_artifacts(outcome: Outcome) -> None:
-    """What the Prefect UI shows without opening a file: summary and verdict, per-variant table, a link."""
-    report = outcome.report
-    key = artifact_key(report)
-    await acreate_markdown_artifact(
-        markdown=summary_markdown(report), key=f"{key}-summary", description=f"skillab report {report.id}"
-    )
-    table = [
-        {
-            "variant": name,
-            "score": s.avg_composite_score,
-            "ci95_low": s.composite_ci95[0] if s.composite_ci95 else None,
-            "ci95_high": s.composite_ci95[1] if len(s.composite_ci95) > 1 else None,
-            "pass_rate": s.pass_rate,
-            "errors": s.error_count,
-            "ungraded": s.ungraded_count,
-            "cost_usd": s.total_cost_usd,
-        }
-        for name, s in report.summary.items()
-    ]
-    await acreate_table_artifact(table=table, key=f"{key}-variants", description="per-variant figures")
-    if outcome.path is not None:
-        html = outcome.path.with_suffix(".html")
-        atomic_write_text(html, export_html(report))
-        run_url, *suite_url = page_urls(report, report_port())
-        await acreate_link_artifact(
-            link=run_url,
-            link_text=f"report {report.id} (python -m flows.bench report; file: {html})",
-            key=f"{key}-report",
-        )
-        if suite_url:
-            await acreate_link_artifact(
-                link=suite_url[0],
-                link_text=f"suite {report.meta.suite}: the trend over its runs (python -m flows.bench report)",
-                key=f"{key}-suite",
-            )

@@ -283,15 +283,16 @@ def case_insights(df: pd.DataFrame, variants: list[str], scale: Scale) -> list[d
                 )
             )
     case_cost = df.groupby("sample_id")["cost_usd"].mean()
-    if len(case_cost) >= 3 and case_cost.median() > 0:
-        high = [str(s) for s, c in case_cost.items() if c > 3 * case_cost.median()]
+    median = float(case_cost.median()) if len(case_cost) else 0.0  # once: not once per case
+    if len(case_cost) >= 3 and median > 0:
+        high = [str(s) for s, c in case_cost.items() if c > 3 * median]
         if high:
             found.append(
                 _insight(
                     "high_cost",
                     "info",
                     high,
-                    f"{len(high)} sample(s) cost over 3x the median sample (${case_cost.median():.5f})",
+                    f"{len(high)} sample(s) cost over 3x the median sample (${median:.5f})",
                 )
             )
     return found

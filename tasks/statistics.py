@@ -11,9 +11,21 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from tasks.schema import VerdictLabel
+
+
+class _LazyStats:
+    """``scipy.stats``, imported on first use: importing it takes 0.5-1 s, which a command would
+    otherwise pay before its first model call (the report schema imports this module)."""
+
+    def __getattr__(self, name: str) -> Any:
+        from scipy import stats as scipy_stats
+
+        return getattr(scipy_stats, name)
+
+
+stats: Any = _LazyStats()
 
 ALPHA = 0.05
 POWER = 0.8

@@ -20,18 +20,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 from pydantic import Field
-from scipy import stats
 
 from executors.schema import Frozen
 from graders.queries import NONE, Query
 from graders.triggers import SessionTriggers, TriggerStatus
 from tasks.statistics import BOOTSTRAP_DRAWS, VerdictInputs, paired, verdict
 
-Z95 = float(stats.norm.ppf(0.975))
+Z95 = NormalDist().inv_cdf(0.975)
 DEFAULT_MARGIN = 0.05  # on the rate scale: 5 percentage points
 DEFAULT_MIN_EFFECT = 0.10
 DEFAULT_MAX_ERROR_RATE = 0.10

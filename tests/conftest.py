@@ -15,6 +15,10 @@ if str(ROOT) not in sys.path:
 
 from tests.fakes.provider import FakeProvider  # noqa: E402
 
+# Hermetic: no test leaves a Prefect server running. Runs use the test harness's server (or Prefect's
+# temporary one in a child process), never the persistent local server a user's runs share.
+os.environ["SKILLAB_PREFECT_SERVER"] = "ephemeral"
+
 
 @pytest.fixture
 def provider() -> Iterator[FakeProvider]:

@@ -3,6 +3,7 @@
 run    benchmark artifact variants on samples (sample mode)
 ci     the same, exiting 1 when a variant is under --threshold or the verdict gate fails
 init   scaffold a working example project
+server the local Prefect server that runs share (start, stop, status)
 """
 
 from __future__ import annotations
@@ -159,6 +160,18 @@ def add_report_commands(sub: Any) -> None:
     report.set_defaults(handler=cmd_report)
 
 
+def add_server_command(sub: Any) -> None:
+    from flows.cli.prefect_env import SERVER_SETTING, cmd_server
+
+    server = sub.add_parser(
+        "server",
+        help="the local Prefect server that runs share (started by the first run when no "
+        f"PREFECT_API_URL is set; {SERVER_SETTING}=ephemeral: a temporary one per run instead)",
+    )
+    server.add_argument("action", choices=("start", "stop", "status"))
+    server.set_defaults(handler=cmd_server)
+
+
 def build_parser() -> Parser:
     parser = Parser(
         prog="skillab",
@@ -197,6 +210,7 @@ def build_parser() -> Parser:
     add_trigger_commands(skill_sub)
     add_plan_command(sub)
     add_report_commands(sub)
+    add_server_command(sub)
     init = sub.add_parser("init", help="scaffold a working example project")
     init.add_argument("dir", nargs="?", default=".", help="where (default: here)")
     init.set_defaults(handler=cmd_init)

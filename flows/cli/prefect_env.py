@@ -1,8 +1,31 @@
-"""Prefect settings for every command: quiet, robust defaults measured in ../shared/PREFECT.md."""
+"""Prefect settings for every command, and the local Prefect server that runs share.
+
+Quiet, robust defaults measured in ../shared/PREFECT.md. With no Prefect API configured, a run does
+not start Prefect's temporary server (6-30 s on every run, and it dies before the run's history
+reaches its database): it reuses the local server this module started earlier, or one answering at
+Prefect's default address, or starts one in the background that later runs reuse, and says so in
+one line. ``python -m flows.bench server stop`` ends it, by the pid recorded when it was started.
+``SKILLAB_PREFECT_SERVER=ephemeral`` keeps Prefect's temporary server per run (the test suite does).
+"""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import fcntl
+import json
 import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from executors.errors import InputError
 
 # Quiet, robust defaults for Prefect (measured in ../shared/PREFECT.md); the user's environment wins.
 PREFECT_DEFAULTS = {
@@ -22,7 +45,224 @@ PREFECT_DEFAULTS = {
     "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "false",
 }
 
+#: "persistent" (default): reuse or start a local server that outlives the run; "ephemeral": Prefect's
+#: temporary server, started and stopped by every run.
+SERVER_SETTING = "SKILLAB_PREFECT_SERVER"
+SERVER_MODES = ("persistent", "ephemeral")
+#: Seconds to wait for a server we started: 19-30 s on a fresh database here, more under load.
+STARTUP_TIMEOUT_S = 180.0
+STOP_COMMAND = "python -m flows.bench server stop"
+
 
 def configure_prefect() -> None:
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)
+
+
+def prepare_prefect(announce: bool = True) -> None:
+    """Before a command's first flow: the defaults, then a Prefect API to talk to (see the module doc).
+
+    The defaults are read by Prefect at import: call this before the command imports it."""
+    configure_prefect()
+    mode = os.environ.get(SERVER_SETTING) or "persistent"
+    if mode not in SERVER_MODES:
+        raise InputError(f"{SERVER_SETTING}={mode}: expected one of {', '.join(SERVER_MODES)}")
+    if mode == "ephemeral" or configured_api_url():
+        return
+    os.environ["PREFECT_API_URL"] = ensure_server(announce=announce).api_url
+    from prefect.context import refresh_global_settings_context
+
+    refresh_global_settings_context()  # Prefect read its settings at import, before the URL was set
+
+
+def configured_api_url() -> str | None:
+    """The Prefect API the user configured: the environment, the active profile, prefect.toml, or
+    (inside a test harness or a served flow) the current settings context."""
+    if os.environ.get("PREFECT_API_URL"):
+        return os.environ["PREFECT_API_URL"]
+    from prefect.settings.context import get_current_settings
+
+    return get_current_settings().api.url
+
+
+# ------------------------------------------------------------------ the local server
+
+
+@dataclass(frozen=True)
+class ServerRecord:
+    """The server this module started: enough to find it again and to stop exactly that process."""
+
+    pid: int
+    host: str
+    port: int
+    log: str
+    started: float
+
+    @property
+    def ui_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.ui_url}/api"
+
+
+def state_dir() -> Path:
+    return Path(os.environ.get("SKILLAB_HOME") or Path.home() / ".skillab")
+
+
+def record_path() -> Path:
+    return state_dir() / "prefect-server.json"
+
+
+def default_address() -> tuple[str, int]:
+    """Prefect's own default (127.0.0.1:4200), or what PREFECT_SERVER_API_HOST/PORT say."""
+    host = os.environ.get("PREFECT_SERVER_API_HOST") or "127.0.0.1"
+    return host, int(os.environ.get("PREFECT_SERVER_API_PORT") or 4200)
+
+
+def healthy(api_url: str, timeout: float = 1.0) -> bool:
+    """A Prefect API answers its health check at ``api_url`` (no proxy: the server is local)."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(f"{api_url}/health", timeout=timeout) as response:
+            return bool(response.status == 200 and json.loads(response.read() or b"null") is True)
+    except (OSError, ValueError):
+        return False
+
+
+def read_record() -> ServerRecord | None:
+    try:
+        return ServerRecord(**json.loads(record_path().read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is a Prefect server (a recycled pid running something else is not)."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reap it if it is our own child that already exited
+    try:
+        os.kill(pid, 0)
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (OSError, ProcessLookupError):
+        return False
+    return b"prefect" in cmdline and b"server" in cmdline
+
+
+@contextlib.contextmanager
+def server_lock() -> Iterator[None]:
+    """One process at a time decides whether to start a server (two runs starting at once share one)."""
+    state_dir().mkdir(parents=True, exist_ok=True)
+    with open(state_dir() / "prefect-server.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def port_free(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def ensure_server(announce: bool = True) -> ServerRecord:
+    """The running local server: ours from an earlier run, one at the default address, or a new one."""
+    with server_lock():
+        record = read_record()
+        if record is not None and alive(record.pid) and healthy(record.api_url):
+            return record
+        host, port = default_address()
+        found = ServerRecord(pid=0, host=host, port=port, log="", started=0.0)
+        if healthy(found.api_url, timeout=0.5):
+            return found
+        return start_server(host, port if port_free(host, port) else free_port(host), announce)
+
+
+def start_server(host: str, port: int, announce: bool = True) -> ServerRecord:
+    """`prefect server start` in its own session (it outlives this command and the terminal), its pid
+    recorded; waits until it answers."""
+    configure_prefect()
+    log = state_dir() / "prefect-server.log"
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    cmd = [sys.executable, "-m", "prefect", "server", "start", "--host", host, "--port", str(port)]
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            cmd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
+        )
+    record = ServerRecord(pid=proc.pid, host=host, port=port, log=str(log), started=time.time())
+    record_path().write_text(json.dumps(asdict(record)))
+    if announce:
+        print(
+            f"skillab: started a Prefect server in the background for this and later runs, UI "
+            f"{record.ui_url} (first start up to ~30 s; stop it: {STOP_COMMAND})",
+            file=sys.stderr,
+            flush=True,
+        )
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while not healthy(record.api_url):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop_server(record)
+            raise InputError(
+                f"the Prefect server did not start (log: {log}); set PREFECT_API_URL to a running "
+                f"one, or {SERVER_SETTING}=ephemeral for a temporary server per run"
+            )
+        time.sleep(0.2)
+    return record
+
+
+def stop_server(record: ServerRecord | None = None, timeout: float = 20.0) -> ServerRecord | None:
+    """Stop the server this module started (by its recorded pid: its whole process group), if running."""
+    record = record or read_record()
+    if record is None:
+        return None
+    if alive(record.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(record.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while alive(record.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if alive(record.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(record.pid, signal.SIGKILL)
+    with contextlib.suppress(FileNotFoundError):
+        if read_record() == record:
+            record_path().unlink()
+    return record
+
+
+def cmd_server(args: argparse.Namespace) -> int:
+    """``server start|stop|status``: the local Prefect server that runs share."""
+    configure_prefect()
+    record = read_record()
+    ours = record if record is not None and alive(record.pid) else None
+    if args.action == "stop":
+        stop_server(record)
+        if ours is None:
+            print("skillab: no Prefect server started by skillab is running")
+        else:
+            print(f"skillab: stopped the Prefect server at {ours.ui_url} (pid {ours.pid})")
+        return 0
+    if args.action == "start":
+        ours = ensure_server(announce=True)
+    if ours is None or ours.pid == 0:
+        host, port = default_address()
+        found = ours or ServerRecord(pid=0, host=host, port=port, log="", started=0.0)
+        state = "answering (not started by skillab)" if healthy(found.api_url) else "not running"
+        print(f"skillab: Prefect server at {found.ui_url}: {state}")
+        return 0
+    state = "answering" if healthy(ours.api_url) else "not answering"
+    print(f"skillab: Prefect server at {ours.ui_url} (pid {ours.pid}, log {ours.log}): {state}")
+    print(f"  stop it: {STOP_COMMAND}")
+    return 0

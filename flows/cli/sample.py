@@ -1,4 +1,6 @@
-"""``run`` and ``ci``: sample mode from the command line, and the CI gate."""
+"""``run`` and ``ci``: sample mode from the command line, and the CI gate.
+
+The report's modules are imported after the run: a command reaches its first model call sooner."""
 
 from __future__ import annotations
 
@@ -6,17 +8,18 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from executors.errors import InputError
 from flows.cli.codes import EXIT_FAIL, EXIT_OK
-from flows.cli.prefect_env import configure_prefect
+from flows.cli.prefect_env import prepare_prefect
 from flows.inputs.files import validation_lines
 from flows.inputs.options import BenchOptions
-from flows.report.gates import gate_failures, regression_failures
-from flows.report.schema import Report
+
+if TYPE_CHECKING:
+    from flows.report.schema import Report
 
 
 def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
@@ -46,9 +49,7 @@ def execute(args: argparse.Namespace) -> tuple[BenchOptions, Report | None, Path
     if options.dry_run:
         print_plan(prepared)
         return options, None, None
-    configure_prefect()
-    from flows.report.console import print_summary
-    from flows.report.schema import load_report
+    prepare_prefect()
     from flows.sample_bench import RegressionError, sample_bench
 
     names = ",".join(options.variants)
@@ -66,6 +67,9 @@ def execute(args: argparse.Namespace) -> tuple[BenchOptions, Report | None, Path
         raise outcome
     else:
         path = Path(outcome["report_path"])
+    from flows.report.console import print_summary
+    from flows.report.schema import load_report
+
     report = load_report(path)
     print_summary(report, path)
     print_ui_link(state)
@@ -117,6 +121,8 @@ def print_plan(prepared: Any) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     _, report, _ = execute(args)
+    from flows.report.gates import regression_failures
+
     failures = regression_failures(report)
     for line in failures:
         print(f"skillab: REGRESSION {line} (the flow run is marked Failed)", file=sys.stderr)
@@ -127,6 +133,8 @@ def cmd_ci(args: argparse.Namespace) -> int:
     options, report, _ = execute(args)
     if report is None:
         return EXIT_OK
+    from flows.report.gates import gate_failures
+
     failures = gate_failures(report, threshold=options.threshold, require=options.require)
     for line in failures:
         print(f"skillab ci: FAIL {line}", file=sys.stderr)

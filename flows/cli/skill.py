@@ -10,7 +10,7 @@ from typing import Any
 
 from executors.errors import InputError
 from flows.cli.codes import EXIT_FAIL, EXIT_OK
-from flows.cli.prefect_env import configure_prefect
+from flows.cli.prefect_env import prepare_prefect
 
 
 def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -35,7 +35,7 @@ def cmd_skill_run(args: argparse.Namespace) -> int:
     load_tasks(Path(config.tasks))  # every malformed file reported before any session starts
     usable_executor(config.runner, "--runner", agentic=True)
     checked_isolation(config.os_sandbox)  # exit 2 before any session when bubblewrap cannot run
-    configure_prefect()
+    prepare_prefect()
     from flows.skill_bench import InsufficientData, skill_bench
 
     flow = skill_bench.with_options(

@@ -17,7 +17,7 @@ from executors.pricing import PriceTable
 from executors.registry import usable_executor
 from executors.schema import RunRequest
 from flows.cli.codes import EXIT_FAIL, EXIT_OK
-from flows.cli.prefect_env import configure_prefect
+from flows.cli.prefect_env import prepare_prefect
 from flows.engine.task_generation import GenerationError
 from flows.inputs.files import validation_lines
 from flows.inputs.skill_config import find_skill
@@ -84,7 +84,7 @@ def cmd_triggers_run(args: argparse.Namespace) -> int:
     if options.dry_run:
         print_trigger_plan(plan)
         return EXIT_OK
-    configure_prefect()
+    prepare_prefect()
     from flows.trigger_bench import trigger_bench
 
     flow = trigger_bench.with_options(

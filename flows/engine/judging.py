@@ -25,8 +25,6 @@ from graders.judge import (
 )
 from graders.schema import AssertionResult, Grade, JudgeResult, Sample
 from graders.scoring import make_grade
-from tasks.aggregate import pairwise_summary
-from tasks.judge_bias import position_flips
 from tasks.schema import CallPolicy, Record, Unit
 
 P = TypeVar("P")
@@ -96,6 +94,9 @@ async def judge_outputs(
 
 async def pairwise(prepared: Prepared, runner: UnitRunner, records: list[Record]) -> list[dict[str, Any]]:
     """--pairwise: each judge compares control and treatment outputs of a case, in both orders."""
+    from tasks.aggregate import pairwise_summary  # pandas, scipy: imported when a run gets this far
+    from tasks.judge_bias import position_flips
+
     by_key = {(r.sample_id, r.variant, r.run): r for r in records if r.result.ok}
     samples = {s.sample_id: s for s in prepared.samples}
     comparisons = []

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+import datetime as dt
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from prefect.context import FlowRunContext
 from prefect.utilities.annotations import quote
@@ -24,7 +25,7 @@ from flows.engine.progress import Progress
 from flows.inputs.prepare import Prepared
 from tasks.cache import ResultCache
 from tasks.execute import RETRY_LISTENERS, with_policy
-from tasks.schema import CallPolicy, NotRun, NotRunReason, RunStats, Unit
+from tasks.schema import CallPolicy, NotRun, NotRunReason, Record, RunStats, Unit
 
 T = TypeVar("T")
 
@@ -87,9 +88,12 @@ def retries_told_to(progress: Progress) -> Iterator[None]:
 class UnitRunner:
     """Runs units as Prefect tasks under a concurrency cap, skipping cached ones, within budgets."""
 
-    def __init__(self, config: RunnerConfig, progress: Progress) -> None:
+    def __init__(
+        self, config: RunnerConfig, progress: Progress, on_first_result: Callable[[], None] | None = None
+    ) -> None:
         self.config = config
         self.progress = progress
+        self.on_first_result = on_first_result  # called once, when the first unit's result is in
         self.cache = ResultCache(config.cache_dir) if config.cache_dir else None
         self.semaphore = asyncio.Semaphore(config.concurrency)
         self.calls = 0
@@ -143,6 +147,9 @@ class UnitRunner:
         self.spent_by_kind[unit.kind] = self.spent_by_kind.get(unit.kind, 0.0) + result.cost_usd
         failure = None if result.ok else (unit.label, str(result.error_kind), str(result.error))
         self.progress.advance(ok=result.ok, cost=result.cost_usd, failure=failure)
+        if self.on_first_result is not None:
+            hook, self.on_first_result = self.on_first_result, None
+            hook()
         return result
 
     async def before_fan_out(self, fresh: list[Unit], policy: CallPolicy) -> dict[str, RunResult]:
@@ -194,3 +201,17 @@ class UnitRunner:
         with lean_gc(), retries_told_to(self.progress):
             await asyncio.gather(*(one(u) for u in units))
         return results
+
+
+@dataclass
+class Executed:
+    """What a run's units left for its report: graded records, the runner (its figures), when it started."""
+
+    records: list[Record]
+    runner: UnitRunner
+    started: float
+    started_at: dt.datetime
+    shard_runs: list[dict[str, Any]]
+    planned: int  # units the run would make without --sequential
+    sequences: dict[str, Any]  # --sequential: treatment -> its ConfidenceSequence
+    gold: dict[str, Any] | None  # --judge-gold: the check made before the run

@@ -252,6 +252,7 @@ class FakeProvider:
             "usage": {
                 "prompt_tokens": len((system + prompt).split()),
                 "completion_tokens": len(text.split()),
+                "total_tokens": len((system + prompt).split()) + len(text.split()),
                 "prompt_tokens_details": {
                     "cached_tokens": self._implicit_cached("openai", body["model"], system)
                 },
@@ -971,9 +972,21 @@ def serve_forever(argv: list[str] | None = None) -> None:
         server.server.config.port = args.port
 
     async def stats(request: Request) -> Response:
-        return JSONResponse({"calls": server.count()})
+        with server.lock:
+            first = server.calls[0].t if server.calls else None
+            last = server.calls[-1].t if server.calls else None
+        # first/last: wall-clock times of the first and last request (a command's start-up is measured
+        # from its launch to the first one); POST /stats/reset forgets the calls between measurements.
+        return JSONResponse({"calls": server.count(), "first": first, "last": last, "peak": server.peak})
+
+    async def reset(request: Request) -> Response:
+        with server.lock:
+            server.calls.clear()
+            server.peak = 0
+        return JSONResponse({"calls": 0})
 
     server.app.router.routes.append(Route("/stats", stats, methods=["GET"]))
+    server.app.router.routes.append(Route("/stats/reset", reset, methods=["POST"]))
     print(server.url, flush=True)
     server.server.run()
 

@@ -1,0 +1,424 @@
+"""The user's clock: whole commands of skillab, promptfoo and inspect-ai, side by side.
+
+    .venv/bin/python -m benchmarks.peers                       # every scenario (about 30-40 minutes here)
+    .venv/bin/python -m benchmarks.peers --scenarios 100:16 --trials 3 --no-first-run
+
+Each tool runs the same N samples x 1 variant (a system prompt) with one `contains` assertion per
+sample, through its own command line, against one local stub (tests/fakes/provider.py, replying
+after --latency seconds, 200 ms by default). Measured from outside, per command: the wall clock from
+launch to exit (process start, imports, loading, orchestration, grading, report, exit), the time to
+the stub's first request, the time from the last request to exit, and the command's peak RSS.
+
+The tools alternate within each trial (the order rotates between trials), so a noisy neighbour on
+the machine hits all of them; each trial gives the ratios skillab/promptfoo and skillab/inspect, and
+the summary their medians. Scenarios: `N:C` (N units at concurrency C), plus "first": the first run
+after `init` in a fresh home (skillab starts its local Prefect server there; promptfoo creates its
+database; inspect its log folder). Later skillab runs reuse that server, as a user's do.
+
+promptfoo (npm) and inspect-ai (pip, in a virtualenv of its own) are installed once into the cache
+folder (--cache, default ~/.cache/skillab/peers); nothing goes into skillab's environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PROMPTFOO_VERSION = "0.121.20"
+INSPECT_VERSION = "0.3.285"
+PROMPTFOO = f"promptfoo@{PROMPTFOO_VERSION}"
+TOOLS = ("skillab", "promptfoo", "inspect")
+ARTIFACT = "Answer in one short sentence."
+MODEL = "gpt-4o-mini"
+RUN_TIMEOUT_S = 3600
+
+
+# ------------------------------------------------------------------ installing the peers
+
+
+@dataclass(frozen=True)
+class Peers:
+    promptfoo: Path
+    inspect: Path
+
+
+def install(cache: Path) -> Peers:
+    """promptfoo and inspect-ai in the cache folder, once (pinned versions)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    promptfoo = cache / "promptfoo" / "node_modules" / ".bin" / "promptfoo"
+    package = cache / "promptfoo" / "node_modules" / "promptfoo" / "package.json"
+    if not package.is_file() or json.loads(package.read_text())["version"] != PROMPTFOO_VERSION:
+        print(f"installing promptfoo {PROMPTFOO_VERSION} into {cache / 'promptfoo'} ...", flush=True)
+        subprocess.run(
+            ["npm", "install", "--prefix", str(cache / "promptfoo"), "--no-audit", "--no-fund", PROMPTFOO],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    venv = cache / "inspect-venv"
+    inspect = venv / "bin" / "inspect"
+    version = (
+        subprocess.run(
+            [str(inspect), "--version"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+        if inspect.exists()
+        else ""
+    )
+    if version != INSPECT_VERSION:
+        print(f"installing inspect-ai {INSPECT_VERSION} into {venv} ...", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        subprocess.run(
+            [str(venv / "bin" / "pip"), "install", "-q", f"inspect-ai=={INSPECT_VERSION}", "openai"],
+            check=True,
+        )
+    return Peers(promptfoo=promptfoo, inspect=inspect)
+
+
+# ------------------------------------------------------------------ one suite, three formats
+
+
+INSPECT_TASK = '''"""The benchmark's samples as an inspect-ai task (written by benchmarks/peers.py)."""
+import json
+from pathlib import Path
+
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+from inspect_ai.scorer import includes
+from inspect_ai.solver import generate, system_message
+
+
+@task
+def bench() -> Task:
+    rows = json.loads((Path(__file__).parent / "samples.json").read_text())
+    return Task(
+        dataset=[Sample(id=r["id"], input=r["prompt"], target=r["target"]) for r in rows],
+        solver=[system_message(ARTIFACT), generate()],
+        scorer=includes(),
+    )
+'''
+
+
+def write_suite(folder: Path, units: int, concurrency: int, stub: str) -> Path:
+    """The same N samples for the three tools: prompt "question i", the answer must contain "i"."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [{"id": f"s{i:05d}", "prompt": f"question {i}", "target": str(i)} for i in range(units)]
+    samples = [
+        {
+            "sample_id": r["id"],
+            "prompt": r["prompt"],
+            "assertions": [{"type": "contains", "value": r["target"]}],
+        }
+        for r in rows
+    ]
+    (folder / "eval-samples.json").write_text(json.dumps(samples))
+    (folder / "skills").mkdir(exist_ok=True)
+    (folder / "skills" / "v1.md").write_text(ARTIFACT)
+    (folder / "prompt.json").write_text(
+        json.dumps([{"role": "system", "content": ARTIFACT}, {"role": "user", "content": "{{prompt}}"}])
+    )
+    tests = [
+        {"vars": {"prompt": r["prompt"]}, "assert": [{"type": "contains", "value": r["target"]}]}
+        for r in rows
+    ]
+    (folder / "tests.json").write_text(json.dumps(tests))
+    config = {
+        "description": f"{units} units",
+        "prompts": ["file://prompt.json"],
+        "providers": [
+            {"id": f"openai:chat:{MODEL}", "config": {"apiBaseUrl": f"{stub}/v1", "apiKey": "sk-bench"}}
+        ],
+        "tests": "file://tests.json",
+        "evaluateOptions": {"maxConcurrency": concurrency},
+    }
+    (folder / "promptfooconfig.json").write_text(json.dumps(config, indent=1))
+    (folder / "samples.json").write_text(json.dumps(rows))
+    (folder / "task.py").write_text(INSPECT_TASK.replace("ARTIFACT", repr(ARTIFACT)))
+    return folder
+
+
+# ------------------------------------------------------------------ running one command
+
+
+@dataclass
+class Homes:
+    """Where each tool keeps its state: fresh for the first-run scenario, then reused."""
+
+    root: Path
+    prefect_port: int
+
+    def env(self, tool: str, run_dir: Path) -> dict[str, str]:
+        base = {
+            k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "SKILLAB_", "PROMPTFOO_"))
+        }
+        base |= {
+            "OPENAI_API_KEY": "sk-bench",
+            "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
+        }
+        if tool == "skillab":
+            return base | {
+                "SKILLAB_HOME": str(self.root / "skillab"),
+                "PREFECT_HOME": str(self.root / "prefect"),
+                # A server of the benchmark's own, not one a user may run at 4200.
+                "PREFECT_SERVER_API_PORT": str(self.prefect_port),
+                "PYTHONPATH": str(ROOT),
+            }
+        if tool == "promptfoo":
+            return base | {
+                "PROMPTFOO_CONFIG_DIR": str(self.root / "promptfoo"),
+                "PROMPTFOO_CACHE_PATH": str(run_dir / "promptfoo-cache"),
+                "PROMPTFOO_DISABLE_TELEMETRY": "1",
+                "PROMPTFOO_DISABLE_UPDATE": "1",
+            }
+        return base | {"INSPECT_LOG_DIR": str(self.root / "inspect-logs")}
+
+
+def command(tool: str, peers: Peers, suite: Path, run_dir: Path, stub: str, concurrency: int) -> list[str]:
+    if tool == "skillab":
+        return [
+            sys.executable, "-m", "flows.bench", "run", "--samples", str(suite / "eval-samples.json"),
+            "--skill-dir", str(suite / "skills"), "--variants", "v1", "--executor", "openai",
+            "--model", MODEL, "--base-url", f"{stub}/v1", "--no-judge", "--concurrency", str(concurrency),
+            "--cache-dir", str(run_dir / "cache"), "--output-dir", str(run_dir / "reports"), "--quiet",
+        ]  # fmt: skip
+    if tool == "promptfoo":
+        return [
+            str(peers.promptfoo), "eval", "-c", str(suite / "promptfooconfig.json"),
+            "--no-progress-bar", "-j", str(concurrency),
+        ]  # fmt: skip
+    return [
+        str(peers.inspect), "eval", "task.py", "--model", f"openai/{MODEL}",  # run from the suite folder
+        "--model-base-url", f"{stub}/v1", "--max-connections", str(concurrency), "--display", "none",
+    ]  # fmt: skip
+
+
+@dataclass
+class Run:
+    tool: str
+    wall: float
+    to_first: float
+    tail: float
+    rss_mb: float
+    calls: int
+    code: int
+    note: str = ""
+
+
+def stub_stats(stub: str, reset: bool = False) -> dict[str, Any]:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    request = urllib.request.Request(
+        f"{stub}/stats/reset" if reset else f"{stub}/stats", method="POST" if reset else "GET"
+    )
+    with opener.open(request, timeout=10) as response:
+        return dict(json.loads(response.read()))
+
+
+def run_one(
+    tool: str, cmd: list[str], env: dict[str, str], cwd: Path, stub: str, units: int, log: Path
+) -> Run:
+    """One whole command, timed from outside; its peak RSS from the kernel's accounting of it."""
+    cwd.mkdir(parents=True, exist_ok=True)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    stub_stats(stub, reset=True)
+    with open(log, "wb") as out:
+        start = time.time()
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+        deadline = start + RUN_TIMEOUT_S
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.time() > deadline:
+                proc.kill()
+            time.sleep(0.005)
+        end = time.time()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    stats = stub_stats(stub)
+    first, last = stats["first"] or end, stats["last"] or end
+    note = "" if proc.returncode == 0 and stats["calls"] == units else log.read_text(errors="replace")[-600:]
+    return Run(
+        tool,
+        end - start,
+        first - start,
+        end - last,
+        usage.ru_maxrss / 1024,
+        stats["calls"],
+        proc.returncode,
+        note,
+    )
+
+
+# ------------------------------------------------------------------ scenarios
+
+
+@dataclass
+class Scenario:
+    name: str
+    units: int
+    concurrency: int
+    trials: int
+    fresh: bool = False
+    runs: list[list[Run]] = field(default_factory=list)
+
+
+def run_scenario(
+    sc: Scenario, peers: Peers, homes: Homes, work: Path, stub: str, tools: list[str], latency: float
+) -> None:
+    suite = write_suite(work / f"suite-{sc.units}-{sc.concurrency}", sc.units, sc.concurrency, stub)
+    ideal = sc.units * latency / sc.concurrency
+    print(
+        f"\n== {sc.name}: {sc.units} units at concurrency {sc.concurrency} (ideal {ideal:.2f} s)", flush=True
+    )
+    for trial in range(sc.trials):
+        order = tools[trial % len(tools) :] + tools[: trial % len(tools)]
+        runs = []
+        for tool in order:
+            run_dir = work / f"{sc.name}-t{trial}-{tool}"
+            if sc.fresh and tool == "skillab":
+                subprocess.run(
+                    [sys.executable, "-m", "flows.bench", "init", str(run_dir / "project")],
+                    env=homes.env(tool, run_dir), cwd=ROOT, capture_output=True, check=True,
+                )  # fmt: skip
+            cmd = command(tool, peers, suite, run_dir, stub, sc.concurrency)
+            cwd = run_dir / "project" if sc.fresh and tool == "skillab" else run_dir
+            if tool == "inspect":  # it takes only a relative task path
+                cwd = suite
+            run = run_one(tool, cmd, homes.env(tool, run_dir), cwd, stub, sc.units, run_dir / "output.log")
+            runs.append(run)
+            print(
+                f"  trial {trial + 1} {tool:9s} wall {run.wall:7.2f} s  first request {run.to_first:5.2f} s  "
+                f"last request to exit {run.tail:5.2f} s  peak RSS {run.rss_mb:6.0f} MB  calls {run.calls}"
+                + (f"  FAILED (exit {run.code}):\n{run.note}" if run.note else ""),
+                flush=True,
+            )
+        sc.runs.append(runs)
+
+
+def ratio_line(sc: Scenario, peer: str) -> str:
+    ratios = []
+    for runs in sc.runs:
+        by = {r.tool: r for r in runs if not r.note}
+        if "skillab" in by and peer in by:
+            ratios.append(by["skillab"].wall / by[peer].wall)
+    if not ratios:
+        return "-"
+    listed = ", ".join(f"{r:.2f}" for r in ratios)
+    return f"**{statistics.median(ratios):.2f}** ({listed})" if len(ratios) > 1 else f"**{ratios[0]:.2f}**"
+
+
+def summary(scenarios: list[Scenario], tools: list[str]) -> str:
+    """The README's table: median wall per tool, ratios per trial and their median."""
+    head = "| scenario | " + " | ".join(f"{t} wall (s)" for t in tools)
+    head += " | skillab/promptfoo | skillab/inspect | skillab first request (s) | skillab peak RSS |"
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for sc in scenarios:
+        walls = []
+        for tool in tools:
+            values = [r.wall for runs in sc.runs for r in runs if r.tool == tool and not r.note]
+            walls.append(f"{statistics.median(values):.2f}" if values else "failed")
+        mine = [r for runs in sc.runs for r in runs if r.tool == "skillab" and not r.note]
+        first = f"{statistics.median(r.to_first for r in mine):.2f}" if mine else "-"
+        rss = f"{max(r.rss_mb for r in mine):.0f} MB" if mine else "-"
+        label = f"{sc.name} ({sc.units} units, c={sc.concurrency}, {len(sc.runs)} trial(s))"
+        lines.append(
+            f"| {label} | " + " | ".join(walls)
+            + f" | {ratio_line(sc, 'promptfoo')} | {ratio_line(sc, 'inspect')} | {first} | {rss} |"
+        )  # fmt: skip
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ main
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_stub(latency: float) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.provider", "--delay", str(latency), "--port", str(port)],
+        cwd=ROOT, env=os.environ | {"PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    stub = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            stub_stats(stub)
+            return proc, stub
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                raise RuntimeError("the stub did not start") from None
+            time.sleep(0.2)
+
+
+def parse_scenarios(args: argparse.Namespace) -> list[Scenario]:
+    out = [Scenario("first run after init", 100, 16, 1, fresh=True)] if args.first_run else []
+    for item in args.scenarios.split(","):
+        units, concurrency = (int(x) for x in item.split(":"))
+        trials = args.big_trials if units >= 10_000 else args.trials
+        out.append(Scenario(f"{units}", units, concurrency, trials))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--scenarios", default="100:16,1000:32,10000:64", help="N:C,... (units:concurrency)")
+    parser.add_argument("--trials", type=int, default=3, help="trials per scenario below 10,000 units")
+    parser.add_argument(
+        "--big-trials", type=int, default=1, help="trials per scenario of 10,000 units or more"
+    )
+    parser.add_argument("--first-run", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--latency", type=float, default=0.2, help="the stub's reply delay in seconds")
+    parser.add_argument("--tools", default=",".join(TOOLS))
+    parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "skillab" / "peers")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (logs, reports)")
+    args = parser.parse_args()
+    tools = args.tools.split(",")
+    peers = install(args.cache)
+    work = Path(tempfile.mkdtemp(prefix="skillab-peers-"))
+    homes = Homes(work / "homes", free_port())
+    stub_proc, stub = start_stub(args.latency)
+    scenarios = parse_scenarios(args)
+    server = [sys.executable, "-m", "flows.bench", "server"]
+    try:
+        if not args.first_run and "skillab" in tools:  # later runs find a server, as a user's do
+            subprocess.run([*server, "start"], env=homes.env("skillab", work), cwd=ROOT, check=True)
+        for sc in scenarios:
+            run_scenario(sc, peers, homes, work, stub, tools, args.latency)
+    finally:
+        subprocess.run([*server, "stop"], env=homes.env("skillab", work), cwd=ROOT, check=False)
+        stub_proc.terminate()
+        stub_proc.wait(timeout=30)
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print(
+        f"\npromptfoo {PROMPTFOO_VERSION}, inspect-ai {INSPECT_VERSION}, stub latency {args.latency * 1000:.0f} ms"
+    )
+    print(summary(scenarios, tools))
+    if args.keep:
+        print(f"work folder: {work}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,231 @@
+"""The sample-mode flow's second half: aggregate the graded records into the report (the verdicts of
+a sequential run settled by its confidence sequences), explain it, write it and the CI files, and
+publish the Prefect UI's artifacts and the run log's closing lines.
+
+Apart from the flow body (flows/sample_bench.py) because all of it runs after the model calls: the
+flow imports it then, so a command reaches its first call without importing the report's models,
+pandas, scipy or Jinja (flows/engine/prefetch.py imports them while the calls are in flight).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prefect.artifacts import acreate_link_artifact, acreate_markdown_artifact, acreate_table_artifact
+
+from flows.engine.judging import pairwise
+from flows.engine.progress import LogTarget
+from flows.engine.runner import Executed, unwalked
+from flows.explain import explain_sample_run
+from flows.inputs.prepare import Prepared
+from flows.report.build import blind_labels, build_report, new_report_id, publish, relabel
+from flows.report.ci import append_github_summary, summary_markdown, write_junit
+from flows.report.logtext import figure_lines, page_urls, regression_lines, verdict_lines
+from flows.report.regression import regression_against_previous
+from flows.report.schema import Report
+from flows.report.server import export_html
+from flows.sample_bench import margin_of
+from tasks.aggregate import aggregate_results
+from tasks.files import atomic_write_text
+from tasks.schema import SAMPLE_SCALE
+from tasks.sequential import ConfidenceSequence
+from tasks.sequential import record as seq_record
+
+
+@dataclass
+class Outcome:
+    report: Report
+    path: Path | None
+
+
+async def finish(prepared: Prepared, executed: Executed) -> Outcome:
+    """The report of a run, explained, compared with the suite's previous run when named, written out."""
+    report, labels = await assemble(prepared, executed)
+    if executed.shard_runs:
+        report.meta.shards = executed.shard_runs
+    await explain_sample_run(report, prepared, executed.runner, labels, executed.gold)
+    if prepared.options.suite:
+        report.regression = regression_against_previous(prepared.output_dir, report)
+    return Outcome(report, write_outputs(report, prepared))
+
+
+async def assemble(prepared: Prepared, executed: Executed) -> tuple[Report, dict[str, str]]:
+    """Aggregate the graded records into the report (blind runs on their labels, not their names)."""
+    opts, records, runner, started_at = (
+        prepared.options,
+        executed.records,
+        executed.runner,
+        executed.started_at,
+    )
+    names = [v.name for v in prepared.variants]
+    report_id = new_report_id(started_at, names)
+    labels = blind_labels(names, opts.seed, report_id) if opts.blind else {n: n for n in names}
+    aggregate = aggregate_results(
+        unwalked(relabel(records, labels)),
+        unwalked(prepared.samples),
+        [labels[n] for n in names],
+        labels[prepared.control],
+        SAMPLE_SCALE,
+        opts.seed,
+        opts.margin,
+        opts.min_effect,
+        opts.max_error_rate,
+    )
+    if executed.sequences:
+        settle_by_sequence(aggregate, executed.sequences, labels, prepared, executed.planned, len(records))
+    if opts.pairwise and prepared.judges and len(names) > 1:
+        aggregate["pairwise"] = [
+            {**p, "control": labels[p["control"]], "treatment": labels[p["treatment"]]}
+            for p in await pairwise(prepared, runner, records)
+        ]
+    report = build_report(
+        prepared,
+        report_id,
+        relabel(records, labels),
+        aggregate,
+        runner.stats(),
+        started_at,
+        time.time() - executed.started,
+        labels,
+    )
+    return report, labels
+
+
+def settle_by_sequence(
+    aggregate: dict[str, Any],
+    sequences: dict[str, ConfidenceSequence],
+    labels: dict[str, str],
+    prepared: Prepared,
+    planned: int,
+    used: int,
+) -> None:
+    """The verdicts of a sequential run: the sequence's decision where it settled (an interval
+    recomputed after every wave would inflate false verdicts), else the fixed-N test on every case."""
+    opts = prepared.options
+    by_label = {labels[t]: cs for t, cs in sequences.items()}
+    for comp in aggregate.get("comparisons", []):
+        cs = by_label.get(comp["treatment"])
+        if cs is None:
+            continue
+        final = "fixed-N paired interval on every case (the cases ran out first)"
+        rec = seq_record(
+            cs, margin_of(opts), wave_size=opts.wave, cases_available=len(prepared.samples), final_look=final
+        )
+        comp["sequential"] = rec.as_dict() | {"callsUsed": used, "callsFixedN": planned}
+        verdict = comp["verdict"]
+        if rec.decision is None:
+            verdict["procedure"] = final
+            continue
+        verdict |= {
+            "label": rec.decision,
+            "procedure": f"{rec.procedure} ({rec.reference})",
+            "reason": f"the {1 - rec.alpha:.0%} confidence sequence [{rec.lower:+.2f}, {rec.upper:+.2f}] "
+            f"settles it against the margin ±{margin_of(opts):g} after {rec.cases_used} cases in {rec.waves} "
+            f"wave(s); {used} of {planned} executions made",
+        }
+        if rec.decision not in ("BETTER", "WORSE"):
+            verdict |= {"band": None, "band_note": "band shown only beside BETTER or WORSE"}
+
+
+def write_outputs(report: Report, prepared: Prepared) -> Path:
+    """The report JSON, and the CI files asked for. Every call is paid for by now: a location that
+    fails this late gets a warning and the report goes somewhere it can, never lost."""
+    opts = prepared.options
+    try:
+        path = publish(report, prepared.output_dir)
+    except OSError as exc:
+        path = publish(report, fallback_reports_dir())
+        warn(
+            f"could not write the report into {prepared.output_dir} ({exc.strerror or exc}); it is at {path}"
+        )
+    for flag, target, write in (
+        ("--junit", opts.junit, write_junit),
+        ("--github-summary", opts.github_summary, append_github_summary),
+    ):
+        if target:
+            try:
+                write(report, Path(target), opts.threshold)
+            except OSError as exc:
+                warn(f"{flag}: could not write {target} ({exc.strerror or exc}); the report is at {path}")
+    return path
+
+
+def fallback_reports_dir() -> Path:
+    return Path(tempfile.gettempdir()) / "skillab-reports"
+
+
+def warn(message: str) -> None:
+    print(f"skillab: warning: {message}", file=sys.stderr)
+
+
+def report_port() -> str:
+    return os.environ.get("SKILLAB_REPORT_PORT") or "7799"
+
+
+def log_outcome(log: LogTarget, outcome: Outcome) -> None:
+    """What a person watching the run wants at its end: figures, verdicts, where the report is,
+    and the regression outcome (a regression as an error line)."""
+    report = outcome.report
+    for line in figure_lines(report) + verdict_lines(report):
+        log.info(line)
+    if outcome.path is not None:
+        urls = " and ".join(page_urls(report, report_port()))
+        log.info(
+            f"report: {outcome.path} (HTML: {outcome.path.with_suffix('.html')}); in the browser: {urls} "
+            "(python -m flows.bench report)"
+        )
+    lines = regression_lines(report)
+    for line in lines[:-1]:
+        log.info(line)
+    if lines:
+        regressed = report.regression is not None and report.regression.regressed
+        (log.error if regressed else log.info)(lines[-1])
+
+
+def artifact_key(report: Report) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", (report.meta.suite or "skillab").lower()).strip("-") or "skillab"
+
+
+async def publish_artifacts(outcome: Outcome) -> None:
+    """What the Prefect UI shows without opening a file: summary and verdict, per-variant table, a link."""
+    report = outcome.report
+    key = artifact_key(report)
+    await acreate_markdown_artifact(
+        markdown=summary_markdown(report), key=f"{key}-summary", description=f"skillab report {report.id}"
+    )
+    table = [
+        {
+            "variant": name,
+            "score": s.avg_composite_score,
+            "ci95_low": s.composite_ci95[0] if s.composite_ci95 else None,
+            "ci95_high": s.composite_ci95[1] if len(s.composite_ci95) > 1 else None,
+            "pass_rate": s.pass_rate,
+            "errors": s.error_count,
+            "ungraded": s.ungraded_count,
+            "cost_usd": s.total_cost_usd,
+        }
+        for name, s in report.summary.items()
+    ]
+    await acreate_table_artifact(table=table, key=f"{key}-variants", description="per-variant figures")
+    if outcome.path is not None:
+        html = outcome.path.with_suffix(".html")
+        atomic_write_text(html, export_html(report))
+        run_url, *suite_url = page_urls(report, report_port())
+        await acreate_link_artifact(
+            link=run_url,
+            link_text=f"report {report.id} (python -m flows.bench report; file: {html})",
+            key=f"{key}-report",
+        )
+        if suite_url:
+            await acreate_link_artifact(
+                link=suite_url[0],
+                link_text=f"suite {report.meta.suite}: the trend over its runs (python -m flows.bench report)",
+                key=f"{key}-suite",
+            )
