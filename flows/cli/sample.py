@@ -8,7 +8,7 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -17,9 +17,6 @@ from flows.cli.codes import EXIT_FAIL, EXIT_OK
 from flows.cli.prefect_env import prepare_prefect
 from flows.inputs.files import validation_lines
 from flows.inputs.options import BenchOptions
-
-if TYPE_CHECKING:
-    from flows.report.schema import Report
 
 
 def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
@@ -37,8 +34,9 @@ def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
         raise InputError(validation_lines(exc, flag)) from None
 
 
-def execute(args: argparse.Namespace) -> tuple[BenchOptions, Report | None, Path | None]:
-    """Validate, print the plan or run the flow; returns the report (None for a dry run)."""
+def execute(args: argparse.Namespace) -> tuple[BenchOptions, Path | None, Any]:
+    """Validate, print the plan or run the flow; returns the report's path and the flow run's final
+    state (None, None for a dry run)."""
     from flows.inputs.prepare import prepare
 
     cwd = Path.cwd()
@@ -67,13 +65,7 @@ def execute(args: argparse.Namespace) -> tuple[BenchOptions, Report | None, Path
         raise outcome
     else:
         path = Path(outcome["report_path"])
-    from flows.report.console import print_summary
-    from flows.report.schema import load_report
-
-    report = load_report(path)
-    print_summary(report, path)
-    print_ui_link(state)
-    return options, report, path
+    return options, path, state
 
 
 def print_ui_link(state: Any) -> None:
@@ -120,21 +112,30 @@ def print_plan(prepared: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    _, report, _ = execute(args)
-    from flows.report.gates import regression_failures
-
-    failures = regression_failures(report)
-    for line in failures:
-        print(f"skillab: REGRESSION {line} (the flow run is marked Failed)", file=sys.stderr)
-    return EXIT_FAIL if failures else EXIT_OK
+    return run_and_gate(args, ci=False)
 
 
 def cmd_ci(args: argparse.Namespace) -> int:
-    options, report, _ = execute(args)
-    if report is None:
-        return EXIT_OK
-    from flows.report.gates import gate_failures
+    return run_and_gate(args, ci=True)
 
+
+def run_and_gate(args: argparse.Namespace, *, ci: bool) -> int:
+    """Run, print the summary, then gate: ``run`` fails on a regression against the suite's previous
+    run, ``ci`` on the thresholds asked for. The report's modules are imported only now."""
+    options, path, state = execute(args)
+    if path is None:
+        return EXIT_OK
+    from flows.report.console import print_summary
+    from flows.report.gates import gate_failures, regression_failures
+    from flows.report.schema import load_report
+
+    report = load_report(path)
+    print_summary(report, path)
+    print_ui_link(state)
+    if not ci:
+        for line in (failures := regression_failures(report)):
+            print(f"skillab: REGRESSION {line} (the flow run is marked Failed)", file=sys.stderr)
+        return EXIT_FAIL if failures else EXIT_OK
     failures = gate_failures(report, threshold=options.threshold, require=options.require)
     for line in failures:
         print(f"skillab ci: FAIL {line}", file=sys.stderr)
