@@ -193,8 +193,12 @@ def prepare(options: BenchOptions, cwd: Path) -> Prepared:
     control = names[0] if ablated else options.control or (BASELINE if BASELINE in names else names[0])
     if control not in names:
         raise InputError(f"--control: {control!r} is not among the variants {','.join(names)}")
-    if options.prices and not (cwd / options.prices).is_file():
-        raise InputError(f"--prices: file not found: {options.prices}")
+    if options.prices:
+        if not (cwd / options.prices).is_file():
+            raise InputError(f"--prices: file not found: {options.prices}")
+        # Absolute: executors are shared per settings in a process (a nightly runs several suites,
+        # each from its own folder), so a relative path would name another suite's file.
+        options = options.model_copy(update={"prices": str((cwd / options.prices).resolve())})
     writable_folder(prepared_output_dir(options), "--output-dir")
     if options.cache:
         writable_folder(prepared_cache_dir(options), "--cache-dir")
