@@ -162,7 +162,7 @@ def note(title: str, message: str) -> Markup:
         line = f"{line} {word}".strip()
     lines.append(line)
     body = "".join(
-        f'<text x="{W / 2}" y="{62 + 18 * i}" class="chart-note">{escape(t)}</text>'
+        f'<text x="{W / 2}" y="{62 + 18 * i}" class="chart-note" text-anchor="middle">{escape(t)}</text>'
         for i, t in enumerate(lines)
     )
     return chart(title, body, 80 + 18 * len(lines), kind="chart-empty")

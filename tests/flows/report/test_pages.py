@@ -156,7 +156,8 @@ def test_large_run_page(browser: Any, site: str, folder: dict[str, Any]) -> None
 def test_suite_page(browser: Any, site: str, folder: dict[str, Any]) -> None:
     page = browser.new_page(viewport=LAPTOP)
     page.goto(site + "/")
-    page.click("p.suites a.suite-link:text('caps')")
+    with page.expect_navigation():  # to the new page's load event (its stylesheet applied)
+        page.click("p.suites a.suite-link:text('caps')")
     assert page.url.endswith("/suite/caps")
     check_charts(page.evaluate(CHART_FACTS), 3)
     assert page.locator("svg.trend .regression-ring").count() == 1  # the regression stands out
@@ -179,7 +180,8 @@ def test_hostile_suite_name_is_text(browser: Any, site: str) -> None:
 
     page.on("dialog", on_dialog)
     page.goto(site + "/")
-    page.click("p.suites a.suite-link:text('nightly/team')")
+    with page.expect_navigation():  # to the new page's load event (its stylesheet applied)
+        page.click("p.suites a.suite-link:text('nightly/team')")
     assert XSS_SUITE in page.inner_text("main")
     assert page.locator("#suite-runs tbody tr").count() == 1
     assert page.evaluate("() => window.__pwned === undefined") and not dialogs
@@ -193,6 +195,7 @@ def test_pages_work_with_scripts_off(browser: Any, site: str, folder: dict[str, 
     for path in ("/", "/suite/caps", f"/run/{folder['nights'][0]}"):
         page.goto(site + path)
         assert page.locator("svg.chart").count() >= (0 if path == "/" else 3)
-    page.click("a.suite-link")
+    with page.expect_navigation():  # to the new page's load event (its stylesheet applied)
+        page.click("a.suite-link")
     assert "/suite/caps" in page.url
     context.close()
