@@ -1,4 +1,5 @@
-"""Custom assertions: a Python file exposing ``check(output, ctx)``.
+"""Custom assertions: a Python file exposing ``check(output, ctx)``, or a JavaScript one
+(``.mjs``/``.js``, oh-my-knowledge's format) run by ``graders.custom_js``.
 
 It runs in a child process so that an exception, a hang or a crash is a failed assertion with its
 message, never a crash or a stuck run. ``check`` returns a bool or ``{"pass", "message", "score"}``.
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path
 
 from executors.errors import InputError
+from graders import custom_js
 from graders.schema import Assertion, Observation
 
 Outcome = tuple[bool, str]
@@ -41,7 +43,11 @@ def resolve(fn: str, source_dir: str) -> Path:
 
 
 def validate_file(path: Path) -> None:
-    """Load-time check without running user code: the file exists, parses, and defines check()."""
+    """Load-time check: a Python file exists, parses and defines check() (without running it); a
+    JavaScript one is loaded in node, sandboxed, and must export a function."""
+    if custom_js.is_js(path.name):
+        custom_js.validate_file(path)
+        return
     if not path.is_file():
         raise InputError(f"custom assertion file not found: {path}")
     try:
@@ -66,8 +72,10 @@ def run_custom(a: Assertion, obs: Observation) -> tuple[bool, str, float | None]
         "cost_usd": obs.cost_usd,
         "latency_ms": obs.latency_ms,
     }
-    payload = json.dumps({"path": str(path), "output": obs.output, "ctx": ctx})
     timeout = a.timeout_s or DEFAULT_TIMEOUT_S
+    if custom_js.is_js(path.name):
+        return custom_js.run_js(path, obs.output, ctx["sample"], ctx["assertion"], timeout)
+    payload = json.dumps({"path": str(path), "output": obs.output, "ctx": ctx})
     try:
         proc = subprocess.run(
             [sys.executable, "-c", _RUNNER],
