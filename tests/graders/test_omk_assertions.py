@@ -12,7 +12,7 @@ import pytest
 
 from executors.errors import InputError
 from graders import similarity
-from graders.judge import assertion_aspect, judge_layer, prompts_for, Judgement
+from graders.judge import Judgement, assertion_aspect, judge_layer, prompts_for
 from graders.registry import is_judged, run_assertion, validate
 from graders.schema import Assertion, Observation, Sample, ToolCall
 
