@@ -66,15 +66,16 @@ def run_custom(a: Assertion, obs: Observation) -> tuple[bool, str, float | None]
     sample = obs.sample
     source_dir = sample.source_dir if sample else "."
     path = resolve(str(a.fn), source_dir)
+    fields = sample.model_dump(mode="json", by_alias=True) if sample else {}
+    timeout = a.timeout_s or DEFAULT_TIMEOUT_S
+    if custom_js.is_js(path.name):
+        return custom_js.run_js(path, obs.output, fields, a.described(), timeout)
     ctx = {
-        "sample": sample.model_dump(mode="json", by_alias=True) if sample else {},
+        "sample": fields,
         "assertion": a.described(),
         "cost_usd": obs.cost_usd,
         "latency_ms": obs.latency_ms,
     }
-    timeout = a.timeout_s or DEFAULT_TIMEOUT_S
-    if custom_js.is_js(path.name):
-        return custom_js.run_js(path, obs.output, ctx["sample"], ctx["assertion"], timeout)
     payload = json.dumps({"path": str(path), "output": obs.output, "ctx": ctx})
     try:
         proc = subprocess.run(

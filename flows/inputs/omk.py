@@ -68,12 +68,6 @@ def is_project(data: Any) -> bool:
     return isinstance(variants, list) and any(isinstance(v, dict) for v in variants)
 
 
-def read_project(path: Path) -> dict[str, Any] | None:
-    """The file's mapping when it is an oh-my-knowledge project, else None."""
-    data = parse_data(path, read_text(path))
-    return data if is_project(data) else None
-
-
 def _string(data: dict[str, Any], key: str, where: str) -> str:
     value = data.get(key)
     if not isinstance(value, str) or not value.strip():

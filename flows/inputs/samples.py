@@ -28,11 +28,11 @@ def load_config(path: Path) -> dict[str, Any]:
     oh-my-knowledge eval.yaml is read by ``flows.inputs.omk`` (its variants are objects with roles)."""
     from flows.inputs import omk
 
-    if omk.read_project(path) is not None:
+    data = parse_data(path, read_text(path))
+    if omk.is_project(data):
         return {"project": str(path)}
-    return options_file(
-        path, BenchOptions, frozenset({"variants", "treatment", "judge_models", "ablate_sections"})
-    )
+    lists = frozenset({"variants", "treatment", "judge_models", "ablate_sections"})
+    return options_file(path, BenchOptions, lists, data)
 
 
 # ---------------------------------------------------------------- samples
