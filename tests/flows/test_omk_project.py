@@ -118,6 +118,17 @@ def test_control_and_treatment_flags(
     assert code == 0 and report is not None and report["meta"]["variants"] == ["baseline", "v2"]
 
 
+def test_treatment_needs_a_control(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = make_project(tmp_path / "p", n=2)
+    code, _ = run(project, "--treatment", "v2", "--dry-run", monkeypatch=monkeypatch)
+    assert code == 2 and "--treatment: needs --control" in capsys.readouterr().err
+    code, _ = run(project, "--control", "v1", "--treatment", "v7", "--dry-run", monkeypatch=monkeypatch)
+    err = capsys.readouterr().err
+    assert code == 2 and "--treatment: skill not found: " in err and "v7.md" in err
+
+
 @pytest.mark.parametrize(
     ("edit", "expected"),
     [

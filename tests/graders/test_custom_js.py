@@ -130,3 +130,21 @@ def test_samples_file_with_a_bad_module_is_one_line(tmp_path: Path) -> None:
     (line,) = info.value.lines
     assert line.startswith(f"{samples}") and "s1" in line and "assertions[0].fn:" in line
     assert "no default export" in line
+
+
+@pytest.mark.skipif(custom_js.isolation() != "bubblewrap", reason="bubblewrap cannot build a sandbox here")
+def test_runs_in_the_os_sandbox(tmp_path: Path) -> None:
+    """The samples' folder is read-only to the check and the real HOME is covered."""
+    a = write(
+        tmp_path,
+        "import { writeFileSync, existsSync } from 'node:fs';\n"
+        "export default () => {\n"
+        "  let wrote = true;\n"
+        "  try { writeFileSync(new URL('./leak.txt', import.meta.url), 'x'); } catch { wrote = false; }\n"
+        f"  return {{ pass: !wrote && !existsSync({json.dumps(str(Path.home() / '.bashrc'))}),"
+        " message: String(wrote) };\n"
+        "};\n",
+    )
+    result = run(tmp_path, a)
+    assert result.passed, result.message
+    assert not (tmp_path / "leak.txt").exists()
