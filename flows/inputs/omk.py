@@ -274,3 +274,13 @@ def variants_of(
     where = f"{loaded.path}: "
     variants = [resolve(by_name[n], loaded.path.parent, skill_dir, where) for n in names]
     return variants, control or loaded.control
+
+
+def notices(project: str | None) -> list[str]:
+    """What of an eval.yaml a sample-mode run reads but does not use, for the user to know."""
+    if project is None:
+        return []
+    unused = load_project(Path(project)).unused
+    if not unused:
+        return []
+    return [f"{project}: not used in a skillab sample-mode run: {', '.join(unused)}"]

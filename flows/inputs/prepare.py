@@ -234,6 +234,7 @@ def prepare(options: BenchOptions, cwd: Path) -> Prepared:
             f"No executor configured: using the embedded model {target.model} ({weights_origin(target.model)}). "
             "Pass --executor openai|anthropic|gemini and --model to test a real model."
         )
+    notices += omk.notices(options.project and str(cwd / options.project))
     judges, judge_notices = judge_targets(options, samples, target, executor)
     notices += judge_notices + batch_notices(options, target, judges)
     gold = load_gold(cwd / options.judge_gold) if options.judge_gold else None

@@ -83,11 +83,12 @@ def omk_project(root: Path) -> Path:
 
 
 def test_eval_yaml_runs_unchanged(
-    tmp_path: Path, server: FakeProvider, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, server: FakeProvider, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     project = omk_project(tmp_path / "p")
     code, report = run(project, "--config", "eval.yaml", monkeypatch=monkeypatch)
     assert code == 0 and report is not None
+    assert "not used in a skillab sample-mode run: bootstrap" in capsys.readouterr().err
     assert report["meta"]["variants"] == ["plain", "terse"]  # control first
     comparison = report["comparisons"][0]
     assert comparison["control"] == "plain" and comparison["treatment"] == "terse"
