@@ -1,28 +1,30 @@
-"""Custom assertions: a Python file exposing ``check(output, ctx)``.
+"""Custom assertions: a Python file exposing ``check(output, ctx)``, or a JavaScript one
+(``.mjs``/``.js``, oh-my-knowledge's format) run by ``graders.custom_js``.
 
-It runs in a child process so that an exception, a hang or a crash is a failed assertion with its
-message, never a crash or a stuck run. ``check`` returns a bool or ``{"pass", "message", "score"}``.
+It runs in a child process, confined (``graders.confined``: the OS sandbox, no credentials, a
+timeout, the output's tail), so that an exception, a hang or a crash is a failed assertion with its
+message, never a crash or a stuck run, and the check cannot touch the host. ``check`` returns a bool or ``{"pass", "message", "score"}``.
 ``ctx`` holds ``sample`` (the sample's fields), ``assertion``, ``cost_usd`` and ``latency_ms``.
 """
 
 from __future__ import annotations
 
 import ast
-import json
-import math
-import subprocess
 import sys
 from pathlib import Path
 
 from executors.errors import InputError
+from graders import custom_js
+from graders.confined import outcome, python_paths, run_confined
 from graders.schema import Assertion, Observation
 
 Outcome = tuple[bool, str]
 DEFAULT_TIMEOUT_S = 10.0
 
+# argv = [payload file]; the answer is MARKER + JSON (graders.confined).
 _RUNNER = r"""
 import importlib.util, json, sys
-payload = json.loads(sys.stdin.read())
+payload = json.loads(open(sys.argv[1], encoding="utf-8").read())
 spec = importlib.util.spec_from_file_location("skillab_custom_check", payload["path"])
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
@@ -41,7 +43,11 @@ def resolve(fn: str, source_dir: str) -> Path:
 
 
 def validate_file(path: Path) -> None:
-    """Load-time check without running user code: the file exists, parses, and defines check()."""
+    """Load-time check: a Python file exists, parses and defines check() (without running it); a
+    JavaScript one is loaded in node, sandboxed, and must export a function."""
+    if custom_js.is_js(path.name):
+        custom_js.validate_file(path)
+        return
     if not path.is_file():
         raise InputError(f"custom assertion file not found: {path}")
     try:
@@ -60,39 +66,23 @@ def run_custom(a: Assertion, obs: Observation) -> tuple[bool, str, float | None]
     sample = obs.sample
     source_dir = sample.source_dir if sample else "."
     path = resolve(str(a.fn), source_dir)
+    fields = sample.model_dump(mode="json", by_alias=True) if sample else {}
+    timeout = a.timeout_s or DEFAULT_TIMEOUT_S
+    if custom_js.is_js(path.name):
+        return custom_js.run_js(path, obs.output, fields, a.described(), timeout)
     ctx = {
-        "sample": sample.model_dump(mode="json", by_alias=True) if sample else {},
+        "sample": fields,
         "assertion": a.described(),
         "cost_usd": obs.cost_usd,
         "latency_ms": obs.latency_ms,
     }
-    payload = json.dumps({"path": str(path), "output": obs.output, "ctx": ctx})
-    timeout = a.timeout_s or DEFAULT_TIMEOUT_S
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-c", _RUNNER],
-            input=payload,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            cwd=path.parent,
-        )
-    except subprocess.TimeoutExpired:
-        return False, f"custom check timed out after {timeout:g}s", None
-    marker = "\x00SKILLAB\x00"
-    if proc.returncode != 0 or marker not in proc.stdout:
-        lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
-        return False, f"custom check failed: {lines[-1] if lines else f'exit code {proc.returncode}'}", None
-    result = json.loads(proc.stdout.rsplit(marker, 1)[1])
-    score = result.get("score")
-    if isinstance(score, float) and not math.isfinite(score):
-        return (
-            False,
-            f"custom check returned a score that is not a finite number ({score}): not counted",
-            None,
-        )
-    return (
-        bool(result["pass"]),
-        result.get("message", ""),
-        float(score) if isinstance(score, int | float) else None,
+    answer = run_confined(
+        sys.executable,
+        ("runner.py", _RUNNER),
+        [],
+        {"path": str(path), "output": obs.output, "ctx": ctx},
+        code_dir=path.parent,
+        timeout_s=timeout,
+        readable=python_paths(),
     )
+    return outcome(answer)

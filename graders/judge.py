@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from graders.schema import AssertionResult, JudgeResult, JudgeStatus, Sample
+from graders.schema import Assertion, AssertionResult, JudgeResult, JudgeStatus, Sample
 
 #: Part of every judge cache key: bump when the prompts or schemas below change.
 PROMPT_VERSION = "2"
@@ -94,6 +94,51 @@ def similarity_prompt(reference: str, output: str) -> JudgePrompt:
     return JudgePrompt("semantic_similarity", _SYSTEM, body)
 
 
+#: oh-my-knowledge's RAG assertions: what each asks the judge, and which text it grades against.
+RAG_QUESTIONS = {
+    "faithfulness": (
+        "Source context",
+        "Is every factual claim in the answer supported by the source context? 1 = mostly unsupported "
+        "or contradicting it, 5 = every claim supported.",
+    ),
+    "answer_relevancy": (
+        "The user's question",
+        "Does the answer address the question directly and stay on it? 1 = off topic, 5 = fully on point.",
+    ),
+    "context_recall": (
+        "Reference facts",
+        "How many of the key facts of the reference does the answer cover? 1 = none, 5 = all of them.",
+    ),
+}
+#: Assertion types the judge scores, each as the aspect ``<type>#<index>``.
+JUDGED_ASSERTIONS = frozenset({"semantic_similarity", *RAG_QUESTIONS})
+
+
+def rag_prompt(kind: str, grounding: str, output: str) -> JudgePrompt:
+    label, question = RAG_QUESTIONS[kind]
+    body = (
+        f"{label}:\n<reference>\n{grounding}\n</reference>\n\n"
+        f"{_answer_block(output)}\n\n"
+        "Judge on substance, not length: a longer answer earns nothing for being longer. "
+        f"{question} " + _REPLY
+    )
+    return JudgePrompt(kind, _SYSTEM, body)
+
+
+def rag_grounding(a: Assertion, sample: Sample) -> str:
+    """faithfulness: the reference, else the sample's context; answer_relevancy: the prompt;
+    context_recall: the reference, else the context (oh-my-knowledge's choices)."""
+    if a.type == "answer_relevancy":
+        return sample.prompt
+    return a.reference or sample.context or ""
+
+
+def assertion_aspect(aspect: str) -> int | None:
+    """The assertion index of an aspect ``<judged type>#<index>``, else None (a layer aspect)."""
+    kind, sep, index = aspect.partition("#")
+    return int(index) if sep and kind in JUDGED_ASSERTIONS and index.isdigit() else None
+
+
 class JudgeParseError(ValueError):
     pass
 
@@ -148,6 +193,9 @@ def prompts_for(sample: Sample, output: str, *, layer: bool = True) -> list[Judg
         if a.type == "semantic_similarity":
             p = similarity_prompt(str(a.reference), output)
             prompts.append(JudgePrompt(f"semantic_similarity#{i}", p.system, p.prompt))
+        elif a.type in RAG_QUESTIONS:
+            p = rag_prompt(a.type, rag_grounding(a, sample), output)
+            prompts.append(JudgePrompt(f"{a.type}#{i}", p.system, p.prompt))
     return prompts
 
 
@@ -192,17 +240,18 @@ def judge_layer(
     scored = {a: [j for j in js if j.score is not None] for a, js in by_aspect.items()}
     similarity: dict[int, AssertionResult] = {}
     for aspect, js in scored.items():
-        if aspect.startswith("semantic_similarity#"):
-            index = int(aspect.split("#", 1)[1])
+        index = assertion_aspect(aspect)
+        if index is not None:
             a = sample.assertions[index]
             score = _mean([j.score for j in js if j.score is not None])
             threshold = 3.0 if a.threshold is None else a.threshold
             passed = score >= threshold
-            message = f"similarity {score:.2g}/5 (threshold {threshold:g}): {js[0].reason}"
+            label = "similarity" if a.type == "semantic_similarity" else a.type
+            message = f"{label} {score:.2g}/5 (threshold {threshold:g}): {js[0].reason}"
             if a.negate:
                 passed, message = not passed, f"negated: {message}"
             similarity[index] = AssertionResult(assertion=a, passed=passed, message=message, score=score)
-    layer_aspects = [a for a in scored if not a.startswith("semantic_similarity#")]
+    layer_aspects = [a for a in scored if assertion_aspect(a) is None]
     if not layer_aspects:
         return JudgeResult(status=JudgeStatus.GRADED), similarity
 

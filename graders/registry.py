@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import difflib
 import numbers
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from executors.errors import InputError
-from graders import custom, metrics, structured, text
+from graders import custom, metrics, similarity, structured, text, tools
 from graders.schema import Assertion, AssertionResult, Observation
 
 Check = Callable[[Assertion, Observation], tuple[bool, str]]
@@ -47,7 +48,38 @@ ASSERTIONS: dict[str, AssertionType] = {
     "latency_max": AssertionType("sync", metrics.latency_max, ("value",), numeric_value=True),
     "semantic_similarity": AssertionType("judge", None, ("reference",)),
     "custom": AssertionType("custom", None, ("fn",)),
+    # oh-my-knowledge's types beyond the seed's (0.54): how the answer was produced ...
+    "turns_max": AssertionType("sync", tools.turns_max, ("value",), numeric_value=True),
+    "turns_min": AssertionType("sync", tools.turns_min, ("value",), numeric_value=True),
+    "tools_called": AssertionType("sync", tools.tools_called, ("values",)),
+    "tools_not_called": AssertionType("sync", tools.tools_not_called, ("values",)),
+    "tools_count_max": AssertionType("sync", tools.tools_count_max, ("value",), numeric_value=True),
+    "tools_count_min": AssertionType("sync", tools.tools_count_min, ("value",), numeric_value=True),
+    "tool_output_contains": AssertionType("sync", tools.tool_output_contains, ("value",)),
+    "tool_input_contains": AssertionType("sync", tools.tool_input_contains, ("value",)),
+    "tool_input_not_contains": AssertionType("sync", tools.tool_input_not_contains, ("value",)),
+    "mock_hit": AssertionType("sync", tools.mock_hit, ("value",)),
+    # ... closeness to a reference text ...
+    "rouge_n_min": AssertionType("sync", similarity.rouge_n_min, ("reference",)),
+    "levenshtein_max": AssertionType(
+        "sync", similarity.levenshtein_max, ("reference", "value"), numeric_value=True
+    ),
+    "bleu_min": AssertionType("sync", similarity.bleu_min, ("reference",)),
+    # ... a combination of checks, and the RAG judgements (skillab's judge scores them).
+    "assert-set": AssertionType("sync", None, ("children",)),
+    "faithfulness": AssertionType("judge", None),
+    "answer_relevancy": AssertionType("judge", None),
+    "context_recall": AssertionType("judge", None),
 }
+#: Types whose value must not be negative, and those whose value is a non-empty string.
+NON_NEGATIVE = frozenset({"turns_max", "turns_min", "tools_count_max", "tools_count_min", "levenshtein_max"})
+STRING_VALUE = frozenset(
+    {"tool_output_contains", "tool_input_contains", "tool_input_not_contains", "mock_hit"}
+)
+#: Judged types whose threshold is on the judge's 1-5 scale, and similarity types on 0-1.
+JUDGE_THRESHOLD = frozenset({"semantic_similarity", "faithfulness", "answer_relevancy", "context_recall"})
+UNIT_THRESHOLD = frozenset({"rouge_n_min", "bleu_min"})
+MAX_NESTING = 16
 
 # How a field is spelled in the samples file, for error messages.
 FIELD_NAMES = {"json_schema": "schema"}
@@ -58,7 +90,7 @@ def closest_type(name: str) -> str | None:
     return matches[0] if matches else None
 
 
-def validate(a: Assertion, source_dir: str) -> None:
+def validate(a: Assertion, source_dir: str, depth: int = 0) -> None:
     """Raise ValueError ('field: problem') for anything that would fail at grading time."""
     spec = ASSERTIONS.get(a.type)
     if spec is None:
@@ -79,8 +111,49 @@ def validate(a: Assertion, source_dir: str) -> None:
         structured.check_schema(a.json_schema)
     elif a.type == "custom":
         custom.validate_file(custom.resolve(str(a.fn), source_dir))
-    elif a.type == "semantic_similarity" and a.threshold is not None and not 1 <= a.threshold <= 5:
-        raise InputError(f"threshold: must be between 1 and 5, got {a.threshold}")
+    elif a.type == "assert-set":
+        validate_set(a, source_dir, depth)
+    _validate_extra(a)
+
+
+def _validate_extra(a: Assertion) -> None:
+    """The parameter rules of oh-my-knowledge's types (and the judged types' threshold scale)."""
+    if a.type in NON_NEGATIVE and float(a.value) < 0:
+        raise InputError(f"value: type {a.type!r} needs a number >= 0, got {a.value!r}")
+    if a.type in STRING_VALUE and (not isinstance(a.value, str) or not a.value.strip()):
+        raise InputError(f"value: type {a.type!r} needs a non-empty string, got {a.value!r}")
+    if a.type == "mock_hit" and not re.fullmatch(r"[^:]+:[1-9]\d*", str(a.value)):
+        raise InputError(f"value: mock_hit needs Tool:N (N from 1), got {a.value!r}")
+    if a.type in {"tools_called", "tools_not_called"} and not a.values:
+        raise InputError(f"values: type {a.type!r} needs at least one tool name")
+    if a.reference is not None and a.type in UNIT_THRESHOLD | {"levenshtein_max"} and not a.reference.strip():
+        raise InputError(f"reference: type {a.type!r} needs a non-empty reference")
+    if a.n is not None and a.n < 1:
+        raise InputError(f"n: must be a positive integer, got {a.n}")
+    if a.threshold is not None:
+        if a.type in JUDGE_THRESHOLD and not 1 <= a.threshold <= 5:
+            raise InputError(f"threshold: must be between 1 and 5, got {a.threshold}")
+        if a.type in UNIT_THRESHOLD and not 0 <= a.threshold <= 1:
+            raise InputError(f"threshold: must be between 0 and 1, got {a.threshold}")
+
+
+def validate_set(a: Assertion, source_dir: str, depth: int) -> None:
+    """assert-set: a non-empty list of checks, each valid, none graded by the judge or custom code
+    (oh-my-knowledge's rule: a set is decided at once, without an LLM), nested at most 16 deep."""
+    if not a.children:
+        raise InputError("children: assert-set needs at least one assertion")
+    if depth + 1 >= MAX_NESTING:
+        raise InputError(f"children: assert-set nested deeper than {MAX_NESTING} levels")
+    for i, child in enumerate(a.children):
+        spec = ASSERTIONS.get(child.type)
+        if spec is not None and spec.kind != "sync":
+            raise InputError(
+                f"children: [{i}] {child.type!r} cannot be inside an assert-set (not deterministic)"
+            )
+        try:
+            validate(child, source_dir, depth + 1)
+        except InputError as exc:
+            raise InputError(f"children: [{i}] {exc}") from None
 
 
 def run_assertion(a: Assertion, obs: Observation) -> AssertionResult:
@@ -90,6 +163,8 @@ def run_assertion(a: Assertion, obs: Observation) -> AssertionResult:
     try:
         if spec.kind == "custom":
             passed, message, score = custom.run_custom(a, obs)
+        elif a.type == "assert-set":
+            passed, message = assert_set(a, obs)
         elif spec.check is not None:
             passed, message = spec.check(a, obs)
         else:
@@ -100,6 +175,23 @@ def run_assertion(a: Assertion, obs: Observation) -> AssertionResult:
         passed = not passed
         message = f"negated: {message}" if message else "negated"
     return AssertionResult(assertion=a, passed=passed, message=message, score=score)
+
+
+def assert_set(a: Assertion, obs: Observation) -> tuple[bool, str]:
+    """oh-my-knowledge's combinator: each child checked (its own ``not`` applied), then all of them
+    (mode ``all``, the default) or at least one (``any``) must pass."""
+    children = [run_assertion(child, obs) for child in a.children or ()]
+    if not children:
+        return False, "no assertion in the set"
+    mode = a.mode or "all"
+    passed = any(c.passed for c in children) if mode == "any" else all(c.passed for c in children)
+    failed = [
+        f"{c.assertion.type}: {c.message}" if c.message else c.assertion.type
+        for c in children
+        if not c.passed
+    ]
+    summary = f"{len(children) - len(failed)}/{len(children)} passed ({mode})"
+    return passed, summary + (f"; failed: {'; '.join(failed)}" if failed else "")
 
 
 def is_judged(a: Assertion) -> bool:

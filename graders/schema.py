@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -25,16 +25,21 @@ class Assertion(Frozen):
     weight: float = Field(default=1.0, allow_inf_nan=False)
     negate: bool = Field(default=False, alias="not")
     timeout_s: float | None = None
+    n: int | None = Field(default=None, description="rouge_n_min: the n-gram size (default 1)")
+    mode: Literal["any", "all"] | None = Field(default=None, description="assert-set: any or all")
+    children: tuple[Assertion, ...] | None = Field(default=None, description="assert-set: its checks")
 
     def described(self) -> dict[str, Any]:
         """The fields a reader needs to recognise this assertion in a report."""
         out: dict[str, Any] = {"type": self.type}
-        for name in ("value", "values", "pattern", "flags", "reference", "threshold", "fn"):
+        for name in ("value", "values", "pattern", "flags", "reference", "threshold", "fn", "n", "mode"):
             field = getattr(self, name)
             if field is not None:
                 out[name] = list(field) if isinstance(field, tuple) else field
         if self.json_schema is not None:
             out["schema"] = self.json_schema
+        if self.children is not None:
+            out["children"] = [c.described() for c in self.children]
         out["weight"] = self.weight
         if self.negate:
             out["not"] = True
@@ -66,13 +71,25 @@ class Sample(Frozen):
         return bool(self.rubric or self.dimensions)
 
 
+class ToolCall(Frozen):
+    """One tool call of an agent run, for the tool assertions."""
+
+    tool: str
+    input: Any = None
+    output: str | None = None
+
+
 class Observation(Frozen):
-    """What an assertion may look at: the output and what the call cost."""
+    """What an assertion may look at: the output, what the call cost, and how it was produced (a
+    sample-mode call is one turn with no tool call and no mock)."""
 
     output: str
     cost_usd: float = 0.0
     latency_ms: float = 0.0
     sample: Sample | None = None
+    num_turns: int | None = 1
+    tool_calls: tuple[ToolCall, ...] = ()
+    mock_hits: dict[str, int] | None = Field(default=None, description="hits per Tool:N mock, when mocks ran")
 
 
 class AssertionResult(Frozen):

@@ -36,7 +36,16 @@ class Parser(argparse.ArgumentParser):
 
 #: BenchOptions fields by flag group; "ci" only on the ci command. Every field has exactly one flag.
 RUN_GROUPS: dict[str, tuple[str, ...]] = {
-    "inputs": ("samples", "skill_dir", "variants", "control", "ablate", "ablate_sections"),
+    "inputs": (
+        "samples",
+        "skill_dir",
+        "variants",
+        "control",
+        "treatment",
+        "project",
+        "ablate",
+        "ablate_sections",
+    ),
     "model": ("executor", "model", "base_url", "temperature", "max_tokens", "seed", "prices"),
     "judge": (
         "judge",
@@ -91,7 +100,7 @@ def add_run_options(p: argparse.ArgumentParser) -> set[str]:
         "--config",
         default=argparse.SUPPRESS,
         metavar="PATH",
-        help="options file (default: ./skillab.yaml if present)",
+        help="options file (default: ./skillab.yaml if present), or an oh-my-knowledge eval.yaml",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return add_model_flags(p, BenchOptions, RUN_GROUPS)

@@ -20,6 +20,7 @@ from flows.inputs.options import BenchOptions
 
 
 def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
+    from flows.inputs.omk import project_options
     from flows.inputs.samples import CONFIG_FILE, load_config
 
     given = {k: v for k, v in vars(args).items() if k in BenchOptions.model_fields}
@@ -27,6 +28,9 @@ def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
     if getattr(args, "config", None) and not config_path.is_file():
         raise InputError(f"{config_path}: file not found (--config)")
     config = load_config(config_path) if config_path.is_file() else {}
+    project = given.get("project") or config.get("project")
+    if project:  # an oh-my-knowledge eval.yaml, by --config or --project
+        config = project_options(cwd / project, given)
     try:
         return BenchOptions(**{**config, **given})
     except ValidationError as exc:
@@ -50,7 +54,7 @@ def execute(args: argparse.Namespace) -> tuple[BenchOptions, Path | None, Any]:
     prepare_prefect()
     from flows.sample_bench import RegressionError, sample_bench
 
-    names = ",".join(options.variants)
+    names = ",".join(v.name for v in prepared.variants)
     flow = sample_bench.with_options(flow_run_name=f"{options.suite or prepared.samples_path.name} · {names}")
     try:
         state: Any = asyncio.run(flow(options, str(cwd), not args.quiet, return_state=True))  # type: ignore[arg-type]

@@ -77,10 +77,13 @@ def writable_file(path: Path, flag: str) -> None:
     writable_folder(path.parent, flag)
 
 
-def options_file(path: Path, model: type[BaseModel], lists: frozenset[str] = frozenset()) -> dict[str, Any]:
+def options_file(
+    path: Path, model: type[BaseModel], lists: frozenset[str] = frozenset(), data: Any = None
+) -> dict[str, Any]:
     """Options from a YAML/JSON file, named as the flags are (dashes or underscores), validated
-    against ``model``; ``lists`` may also be written as one comma-separated string."""
-    data = parse_data(path, read_text(path)) or {}
+    against ``model``; ``lists`` may also be written as one comma-separated string. ``data``: the
+    file already parsed."""
+    data = (parse_data(path, read_text(path)) if data is None else data) or {}
     if not isinstance(data, dict):
         raise InputError(f"{path}: expected a mapping of option: value")
     fields = list(model.model_fields)

@@ -26,6 +26,16 @@ class BenchOptions(BaseModel):
     control: str | None = Field(
         None, description="the variant others are compared with (default: baseline, else the first)"
     )
+    treatment: tuple[str, ...] = Field(
+        (),
+        description="oh-my-knowledge naming: the variants compared with --control (names in --skill-dir, "
+        "paths, or baseline); replaces --variants",
+    )
+    project: str | None = Field(
+        None,
+        description="an oh-my-knowledge eval.yaml: its samples, variants and options (--config eval.yaml "
+        "sets it)",
+    )
     executor: str | None = Field(None, description="openai | anthropic | gemini | local (default: local)")
     model: str | None = Field(None, description="model under test (default: the executor's default)")
     base_url: str | None = Field(None, description="override the provider endpoint")

@@ -13,6 +13,7 @@ from executors.errors import InputError
 from executors.local import DEFAULT_MODEL as LOCAL_MODEL
 from executors.local import weights_origin
 from executors.registry import EXECUTORS, usable_executor
+from flows.inputs import omk
 from flows.inputs.ablation import plan_variants
 from flows.inputs.files import writable_file, writable_folder
 from flows.inputs.gold import Gold, load_gold
@@ -185,14 +186,34 @@ def judge_targets(
     return judges, notices
 
 
-def prepare(options: BenchOptions, cwd: Path) -> Prepared:
-    samples_path = find_samples(options.samples and str(cwd / options.samples), cwd)
-    samples = load_samples(samples_path)
-    variants, ablated = plan_variants(cwd / options.skill_dir, options)
+def choose_variants(options: BenchOptions, cwd: Path) -> tuple[list[Variant], dict[str, str], str]:
+    """The variants, the ablated sections (--ablate) and the control. An oh-my-knowledge project
+    (eval.yaml, or --control with --treatment) names its variants by role."""
+    skill_dir = cwd / options.skill_dir
+    if options.project or options.treatment:
+        if options.ablate:
+            raise InputError("--ablate: not with --treatment or an eval.yaml (it makes its own variants)")
+        variants, control = omk.variants_of(
+            options.project and str(cwd / options.project),
+            options.control,
+            options.treatment,
+            options.variants,
+            cwd,
+            skill_dir,
+        )
+        return variants, {}, control
+    variants, ablated = plan_variants(skill_dir, options)
     names = [v.name for v in variants]
     control = names[0] if ablated else options.control or (BASELINE if BASELINE in names else names[0])
     if control not in names:
         raise InputError(f"--control: {control!r} is not among the variants {','.join(names)}")
+    return variants, ablated, control
+
+
+def prepare(options: BenchOptions, cwd: Path) -> Prepared:
+    samples_path = find_samples(options.samples and str(cwd / options.samples), cwd)
+    samples = load_samples(samples_path)
+    variants, ablated, control = choose_variants(options, cwd)
     if options.prices:
         if not (cwd / options.prices).is_file():
             raise InputError(f"--prices: file not found: {options.prices}")
@@ -217,6 +238,7 @@ def prepare(options: BenchOptions, cwd: Path) -> Prepared:
             f"No executor configured: using the embedded model {target.model} ({weights_origin(target.model)}). "
             "Pass --executor openai|anthropic|gemini and --model to test a real model."
         )
+    notices += omk.notices(options.project and str(cwd / options.project))
     judges, judge_notices = judge_targets(options, samples, target, executor)
     notices += judge_notices + batch_notices(options, target, judges)
     gold = load_gold(cwd / options.judge_gold) if options.judge_gold else None

@@ -24,8 +24,15 @@ BASELINE = "baseline"
 
 
 def load_config(path: Path) -> dict[str, Any]:
-    """Options from skillab.yaml: the same names as the flags (dashes or underscores)."""
-    return options_file(path, BenchOptions, frozenset({"variants", "judge_models", "ablate_sections"}))
+    """Options from skillab.yaml: the same names as the flags (dashes or underscores); an
+    oh-my-knowledge eval.yaml is read by ``flows.inputs.omk`` (its variants are objects with roles)."""
+    from flows.inputs import omk
+
+    data = parse_data(path, read_text(path))
+    if omk.is_project(data):
+        return {"project": str(path)}
+    lists = frozenset({"variants", "treatment", "judge_models", "ablate_sections"})
+    return options_file(path, BenchOptions, lists, data)
 
 
 # ---------------------------------------------------------------- samples
@@ -67,6 +74,12 @@ def assertion_problems(sample: Sample, prefix: str, source_dir: str) -> list[str
     """Each assertion's parameters, checked by its type (a custom file must exist and define check)."""
     problems = []
     for i, assertion in enumerate(sample.assertions):
+        if assertion.type in {"faithfulness", "context_recall"} and not (
+            assertion.reference or sample.context
+        ):
+            problems.append(
+                f"{prefix}: assertions[{i}].reference: {assertion.type} needs it, or the sample's context"
+            )
         try:
             registry.validate(assertion, source_dir)
         except (OSError, RuntimeError) as exc:  # a symlink loop, an unreadable file
@@ -80,8 +93,30 @@ def assertion_problems(sample: Sample, prefix: str, source_dir: str) -> list[str
     return problems
 
 
+#: Sample fields of oh-my-knowledge 0.54 that drive its agent runs (working folder, tool mocks,
+#: allowed tools) or describe the sample (capability, difficulty, ...): accepted, unused here.
+OMK_SAMPLE_FIELDS = frozenset(
+    {
+        "cwd",
+        "mocks",
+        "mocksStrict",
+        "allowedTools",
+        "expectedTools",
+        "capability",
+        "environment",
+        "difficulty",
+        "construct",
+        "provenance",
+        "tripwire",
+        "covers",
+    }
+)
+
+
 def load_samples(path: Path) -> list[Sample]:
     data = parse_data(path, read_text(path))
+    if isinstance(data, dict) and isinstance(data.get("samples"), list):
+        data = data["samples"]  # oh-my-knowledge's wrapper: {requires: ..., samples: [...]}
     if not isinstance(data, list):
         raise InputError(f"{path}: expected an array of samples, got {type(data).__name__}")
     problems: list[str] = []
@@ -101,7 +136,7 @@ def load_samples(path: Path) -> list[Sample]:
             problems += shape
             continue
         try:
-            fields = {**raw, "source_dir": source_dir}
+            fields = {k: v for k, v in raw.items() if k not in OMK_SAMPLE_FIELDS} | {"source_dir": source_dir}
             if sample_id is not None:
                 fields["sample_id"] = str(sample_id)
             sample = Sample(**fields)

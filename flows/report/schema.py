@@ -427,6 +427,12 @@ class AssertionDetail(Model):
     """the JSON Schema"""
     negate: bool | None = Field(default=None, alias="not")
     """true: the assertion is negated"""
+    n: int | None = None
+    """rouge_n_min: the n-gram size"""
+    mode: str | None = None
+    """assert-set: any or all"""
+    children: list[dict[str, Any]] | None = None
+    """assert-set: its assertions, as configured"""
 
 
 class AssertionSummary(Model):

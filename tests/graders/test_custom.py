@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from graders import confined
 from graders.registry import run_assertion, validate
 from graders.schema import Assertion, Observation, Sample
 
@@ -61,3 +62,33 @@ def test_load_time_errors(tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text("def check(:\n")
     with pytest.raises(ValueError, match="syntax error at line 1"):
         validate(Assertion(type="custom", fn="broken.py"), str(tmp_path))
+
+
+@pytest.mark.skipif(confined.isolation() != "bubblewrap", reason="bubblewrap cannot build a sandbox here")
+def test_confined_to_its_folder_without_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A check reads its own folder, but cannot write there, cannot see the host's files beside it
+    (a private /tmp) and gets no credential from the environment."""
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    secret = tmp_path / "secret.txt"  # outside the check's folder, on the host
+    secret.write_text("s3cret")
+    (folder / "data.txt").write_text("mine")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-leak")
+    a = write(
+        folder,
+        "import os, pathlib\n"
+        "def check(output, ctx):\n"
+        "    here = pathlib.Path(__file__).parent\n"
+        "    try:\n"
+        "        (here / 'leak.txt').write_text('x')\n"
+        "        wrote = True\n"
+        "    except OSError:\n"
+        "        wrote = False\n"
+        f"    seen = pathlib.Path({str(secret)!r}).exists()\n"
+        "    key = os.environ.get('OPENAI_API_KEY')\n"
+        "    ok = (here / 'data.txt').read_text() == 'mine' and not wrote and not seen and key is None\n"
+        "    return {'pass': ok, 'message': f'wrote={wrote} seen={seen} key={key}'}\n",
+    )
+    result = run(folder, a)
+    assert result.passed, result.message
+    assert not (folder / "leak.txt").exists()

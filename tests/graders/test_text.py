@@ -82,5 +82,9 @@ def test_weight_is_recorded_in_details() -> None:
     assert result.detail() == {"type": "contains", "value": "sql", "weight": 0.5, "passed": True}
 
 
-def test_registry_has_the_seeds_19_types() -> None:
-    assert len(ASSERTIONS) == 19  # 17 deterministic + semantic_similarity + custom
+def test_registry_has_the_seeds_19_types_and_oh_my_knowledges_36() -> None:
+    # the seed: 17 deterministic + semantic_similarity + custom; oh-my-knowledge 0.54: 31 + 5
+    assert len(ASSERTIONS) == 36
+    assert {"contains", "latency_max", "semantic_similarity", "custom", "assert-set", "bleu_min"} <= set(
+        ASSERTIONS
+    )

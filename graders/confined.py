@@ -1,0 +1,149 @@
+"""User code of a benchmark (custom assertions in Python or JavaScript) run in a child process,
+confined: the OS sandbox of ``executors.sandbox`` where bubblewrap runs here (read-only host,
+private /tmp, the real HOME covered), always the environment allow-list (no API key reaches user
+code), a throwaway HOME, a timeout after which the whole process group is killed, and only the tail
+of its output kept (a flood cannot fill memory).
+
+The child answers with ``MARKER`` followed by one JSON object; anything else (a crash, a hang, a
+cut-off answer) comes back as a one-line reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections import deque
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from executors.sandbox import Isolation, executable_paths, host_env, probe, wrap
+
+OUTPUT_CAP = 64 * 1024  # bytes of the child's output kept
+MARKER = "\x00SKILLAB\x00"
+
+
+def isolation() -> Isolation:
+    """Bubblewrap where it builds a sandbox here; elsewhere only the fresh HOME and the scrubbed
+    environment stand between user code and this machine."""
+    return "bubblewrap" if probe() is None else "none"
+
+
+def python_paths() -> list[Path]:
+    """What this interpreter needs readable inside the sandbox (a virtualenv under /tmp or HOME is
+    covered there unless bound back)."""
+    return [
+        *executable_paths(sys.executable),
+        *(Path(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}),
+    ]
+
+
+def _drain(proc: subprocess.Popen[bytes], tail: deque[bytes]) -> None:
+    if proc.stdout is None:
+        return
+    size = 0
+    while chunk := os.read(proc.stdout.fileno(), 1 << 16):
+        tail.append(chunk)
+        size += len(chunk)
+        while size - len(tail[0]) > OUTPUT_CAP:
+            size -= len(tail.popleft())
+
+
+def run_confined(
+    interpreter: str,
+    script: tuple[str, str],
+    args: Sequence[str],
+    payload: dict[str, Any],
+    *,
+    code_dir: Path,
+    timeout_s: float,
+    readable: Sequence[Path] = (),
+) -> dict[str, Any] | str:
+    """Run ``interpreter WORK/script[0] *args WORK/payload.json`` in ``code_dir`` (read-only), where
+    ``script[1]`` is the script's text: its answer, or a one-line reason it gave none."""
+    name, text = script
+    with tempfile.TemporaryDirectory(prefix="skillab-check-") as work_dir:
+        work = Path(work_dir)
+        (work / "home").mkdir()
+        (work / name).write_text(text, encoding="utf-8")
+        (work / "payload.json").write_text(json.dumps(payload), encoding="utf-8")
+        env = host_env() | {"HOME": str(work / "home"), "TMPDIR": str(work / "home")}
+        argv = [interpreter, str(work / name), *args, str(work / "payload.json")]
+        command = wrap(
+            argv,
+            isolation=isolation(),
+            workdir=work,
+            readable=[code_dir, *readable],
+            search_path=env["PATH"],
+            chdir=code_dir,
+        )
+        code, out = _wait(command, code_dir, env, timeout_s)
+    if code is None:
+        return f"timed out after {timeout_s:g}s"
+    if MARKER not in out:
+        lines = [line for line in out.strip().splitlines() if line.strip()]
+        return lines[-1][:300] if lines else f"exited with code {code} and no answer"
+    try:
+        answer = json.loads(out.rsplit(MARKER, 1)[1])
+    except json.JSONDecodeError:
+        return "its answer was cut off (output over the cap)"
+    return answer if isinstance(answer, dict) else "no answer"
+
+
+def _wait(command: list[str], cwd: Path, env: dict[str, str], timeout_s: float) -> tuple[int | None, str]:
+    """Exit code (None: killed at the timeout) and the output's tail; the process group is always killed."""
+    proc = subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    tail: deque[bytes] = deque()
+    reader = threading.Thread(target=_drain, args=(proc, tail), daemon=True)
+    reader.start()
+    try:
+        code: int | None = proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        code = None
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    reader.join(timeout=5)
+    if proc.stdout is not None and not reader.is_alive():
+        proc.stdout.close()
+    return code, b"".join(tail)[-OUTPUT_CAP:].decode("utf-8", "replace")
+
+
+def outcome(answer: dict[str, Any] | str) -> tuple[bool, str, float | None]:
+    """A custom check's (passed, message, score) from its answer: a reason it gave none, an error it
+    reported, or a score that is not a finite number is a failed assertion saying so."""
+    if isinstance(answer, str):
+        return (
+            False,
+            f"custom check {answer if answer.startswith('timed out') else 'failed: ' + answer}",
+            None,
+        )
+    if "error" in answer:
+        return False, f"custom check failed: {answer['error']}", None
+    score = answer.get("score")
+    if isinstance(score, float) and not math.isfinite(score):
+        return (
+            False,
+            f"custom check returned a score that is not a finite number ({score}): not counted",
+            None,
+        )
+    return (
+        bool(answer.get("pass")),
+        str(answer.get("message") or ""),
+        float(score) if isinstance(score, int | float) else None,
+    )

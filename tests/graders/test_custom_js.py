@@ -1,0 +1,150 @@
+"""JavaScript custom assertions (oh-my-knowledge's ``.mjs`` format) run by the real node, sandboxed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from executors.errors import InputError
+from flows.inputs.samples import load_samples
+from graders import confined, custom_js
+from graders.registry import run_assertion, validate
+from graders.schema import Assertion, AssertionResult, Observation, Sample
+
+pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+
+
+def write(tmp_path: Path, body: str, name: str = "check.mjs") -> Assertion:
+    (tmp_path / name).write_text(body)
+    return Assertion(type="custom", fn=name, timeout_s=3)
+
+
+def run(tmp_path: Path, a: Assertion, output: str = "hello world") -> AssertionResult:
+    sample = Sample(sample_id="s1", prompt="p", source_dir=str(tmp_path), tags=("x",))
+    validate(a, str(tmp_path))
+    return run_assertion(a, Observation(output=output, sample=sample))
+
+
+def test_pass_and_fail_with_message_and_context(tmp_path: Path) -> None:
+    a = write(
+        tmp_path,
+        "export default function (output, { sample, assertion }) {\n"
+        "  const ok = output.includes('hello') && sample.sample_id === 's1' && assertion.fn === 'check.mjs';\n"
+        "  return { pass: ok, message: ok ? 'found hello' : 'no hello in ' + output };\n"
+        "}\n",
+    )
+    result = run(tmp_path, a)
+    assert result.passed and result.message == "found hello"
+    result = run(tmp_path, a, output="goodbye")
+    assert not result.passed and result.message == "no hello in goodbye"
+
+
+def test_async_function_and_named_check_export(tmp_path: Path) -> None:
+    a = write(
+        tmp_path,
+        "export default async function (output) {\n"
+        "  await new Promise((r) => setTimeout(r, 20));\n"
+        "  return { pass: output.length > 3, message: `length ${output.length}`, score: 0.5 };\n"
+        "}\n",
+    )
+    result = run(tmp_path, a)
+    assert result.passed and result.message == "length 11" and result.score == 0.5
+    b = write(tmp_path, "export function check(output) { return { pass: false }; }\n", "named.mjs")
+    assert not run(tmp_path, b).passed
+
+
+def test_throw_and_rejection_are_failures_with_their_message(tmp_path: Path) -> None:
+    a = write(tmp_path, "export default function () { throw new TypeError('boom here'); }\n")
+    result = run(tmp_path, a)
+    assert not result.passed and "threw TypeError: boom here" in result.message
+    b = write(tmp_path, "export default async () => { throw new Error('later'); };\n", "rej.mjs")
+    result = run(tmp_path, b)
+    assert not result.passed and "Error: later" in result.message
+
+
+def test_hang_times_out(tmp_path: Path) -> None:
+    a = write(tmp_path, "export default function () { while (true) {} }\n")
+    result = run(tmp_path, a)
+    assert not result.passed and "timed out after 3s" in result.message
+    b = write(tmp_path, "export default () => new Promise(() => setInterval(() => {}, 1000));\n", "p.mjs")
+    result = run(tmp_path, b)
+    assert not result.passed and "timed out after 3s" in result.message
+
+
+@pytest.mark.parametrize("returned", ["true", "'yes'", "null", "{ message: 'x' }", "[1]"])
+def test_non_object_return_is_a_failure(tmp_path: Path, returned: str) -> None:
+    a = write(tmp_path, f"export default () => {returned};\n")
+    result = run(tmp_path, a)
+    assert not result.passed and "expected { pass: boolean" in result.message
+
+
+def test_environment_is_scrubbed_and_home_hidden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret")
+    a = write(
+        tmp_path,
+        "import { homedir } from 'node:os';\n"
+        "export default () => ({ pass: process.env.ANTHROPIC_API_KEY === undefined,"
+        " message: homedir() });\n",
+    )
+    result = run(tmp_path, a)
+    assert result.passed and "skillab-check-" in result.message
+
+
+def test_output_flood_is_capped(tmp_path: Path) -> None:
+    a = write(
+        tmp_path,
+        "export default () => { for (let i = 0; i < 2000; i++) console.log('x'.repeat(1000));"
+        " return { pass: true, message: 'm'.repeat(100000) }; };\n",
+    )
+    result = run(tmp_path, a)
+    assert result.passed and len(result.message) == custom_js.MESSAGE_CAP
+
+
+def test_load_time_errors_name_the_field(tmp_path: Path) -> None:
+    (tmp_path / "nodefault.mjs").write_text("export const x = 1;\n")
+    with pytest.raises(InputError, match=r"^fn: .*nodefault.mjs: no default export"):
+        validate(Assertion(type="custom", fn="nodefault.mjs"), str(tmp_path))
+    (tmp_path / "object.mjs").write_text("export default { pass: true };\n")
+    with pytest.raises(InputError, match="default export is object"):
+        validate(Assertion(type="custom", fn="object.mjs"), str(tmp_path))
+    (tmp_path / "broken.mjs").write_text("export default function (\n")
+    with pytest.raises(InputError, match="cannot load: SyntaxError"):
+        validate(Assertion(type="custom", fn="broken.mjs"), str(tmp_path))
+    with pytest.raises(InputError, match="not found"):
+        validate(Assertion(type="custom", fn="missing.mjs"), str(tmp_path))
+
+
+def test_samples_file_with_a_bad_module_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "nodefault.mjs").write_text("export const x = 1;\n")
+    samples = tmp_path / "eval-samples.json"
+    samples.write_text(
+        json.dumps(
+            [{"sample_id": "s1", "prompt": "p", "assertions": [{"type": "custom", "fn": "nodefault.mjs"}]}]
+        )
+    )
+    with pytest.raises(InputError) as info:
+        load_samples(samples)
+    (line,) = info.value.lines
+    assert line.startswith(f"{samples}") and "s1" in line and "assertions[0].fn:" in line
+    assert "no default export" in line
+
+
+@pytest.mark.skipif(confined.isolation() != "bubblewrap", reason="bubblewrap cannot build a sandbox here")
+def test_runs_in_the_os_sandbox(tmp_path: Path) -> None:
+    """The samples' folder is read-only to the check and the real HOME is covered."""
+    a = write(
+        tmp_path,
+        "import { writeFileSync, existsSync } from 'node:fs';\n"
+        "export default () => {\n"
+        "  let wrote = true;\n"
+        "  try { writeFileSync(new URL('./leak.txt', import.meta.url), 'x'); } catch { wrote = false; }\n"
+        f"  return {{ pass: !wrote && !existsSync({json.dumps(str(Path.home() / '.bashrc'))}),"
+        " message: String(wrote) };\n"
+        "};\n",
+    )
+    result = run(tmp_path, a)
+    assert result.passed, result.message
+    assert not (tmp_path / "leak.txt").exists()
