@@ -30,7 +30,14 @@ from flows.engine.sessions import contamination, init_event, write_outputs
 from flows.explain import diagnose_skill_run
 from flows.inputs.ablation import SkillAblation, plan_skill_ablations, write_ablated_skills
 from flows.inputs.plan import JudgeJob, Target
-from flows.inputs.sessions import ARMS, Session, checked_isolation, isolation_root, plan_sessions
+from flows.inputs.sessions import (
+    ARMS,
+    Session,
+    arm_root,
+    checked_isolation,
+    isolation_root,
+    plan_sessions,
+)
 from flows.inputs.skill_config import Skill, SkillBenchConfig, load_tasks
 from flows.report.agentic import REPORT_ARMS, AgenticRun, Graded, build_skill_report
 from flows.report.logtext import figure_lines, state_message, verdict_lines
@@ -259,7 +266,8 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
     atomic_write_text(results / "report.md", report_markdown(report))
     if config.output_dir:
         atomic_write_json(Path(config.output_dir) / f"{report.id}.json", report.dump())
-    shutil.rmtree(isolated, ignore_errors=True)
+    for root in {arm_root(isolated, s.mode) for s in plans}:
+        shutil.rmtree(root, ignore_errors=True)
     complete = complete_tasks(tasks, records)
     if len(complete) < 2:
         raise InsufficientData(

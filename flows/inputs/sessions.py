@@ -3,6 +3,7 @@ neutral random path) and where its outputs go in the seed's results tree."""
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import tempfile
 from dataclasses import dataclass
@@ -58,6 +59,17 @@ def checked_isolation(os_sandbox: bool) -> Isolation:
         raise InputError(str(exc)) from None
 
 
+def arm_root(isolated: Path, mode: str) -> Path:
+    """Where an arm's sandboxes and homes go: the run's root, or for an ablated arm a sibling of the
+    same length, its sessions then at the with-skill arm's path under it. The working directory is
+    part of the agent's system prompt: it must neither name the section left out nor make the
+    prompt longer (the section's token cost is measured)."""
+    if mode in ARMS:
+        return isolated
+    digest = hashlib.sha256(f"{isolated.name}/{mode}".encode()).hexdigest()
+    return isolated.with_name(digest[: len(isolated.name)])
+
+
 def plan_sessions(
     tasks: list[AgentTask], results: Path, runs: int, isolated: Path, arms: tuple[str, ...] = ARMS
 ) -> list[Session]:
@@ -67,14 +79,18 @@ def plan_sessions(
         for index, task in enumerate(tasks, start=1):
             for mode in arms:
                 level = Path(f"task-{index:02d}") / (f"run-{run}" if runs > 1 else "")
+                root, where = (
+                    arm_root(isolated, mode),
+                    str(Arm.BASELINE if mode == Arm.BASELINE else Arm.WITH_SKILL),
+                )
                 out.append(
                     Session(
                         task,
                         index,
                         run,
                         mode,
-                        sandbox=isolated / "sandbox" / level / mode,
-                        home=isolated / "home" / level / mode,
+                        sandbox=root / "sandbox" / level / where,
+                        home=root / "home" / level / where,
                         outputs=results / "outputs" / level / mode,
                         grades=results / "grades" / level,
                         archive=results / "sandbox" / level / mode,

@@ -12,7 +12,7 @@ from scipy.stats import ttest_1samp
 from executors.errors import InputError
 from executors.schema import AgentSession, SessionStatus
 from flows.inputs.ablation import plan_skill_ablations, skill_ablations, write_ablated_skills
-from flows.inputs.sessions import ARMS, plan_sessions
+from flows.inputs.sessions import ARMS, arm_root, plan_sessions
 from flows.inputs.skill_config import Skill, SkillBenchConfig
 from flows.report.agentic import AgenticRun, Graded, build_skill_report
 from flows.skill_bench import session_record
@@ -98,12 +98,19 @@ def test_each_arm_gets_a_copy_of_the_whole_skill(tmp_path: Path) -> None:
 def test_ablated_arms_run_the_same_tasks_and_runs(tmp_path: Path) -> None:
     tasks = [parse_task(TASK.format(n=n), f"task-0{n}") for n in (1, 2)]
     arms = (*ARMS, "with-skill-no-rules")
-    plans = plan_sessions(tasks, tmp_path / "r", 2, tmp_path / "iso", arms)
+    iso = tmp_path / "skillab-sandboxes" / "a1b2c3d4e5f6"
+    plans = plan_sessions(tasks, tmp_path / "r", 2, iso, arms)
     assert len(plans) == 2 * 2 * 3
     grid = {(s.task.task_id, s.run, s.mode) for s in plans}
     assert grid == {(t.task_id, run, arm) for t in tasks for run in (1, 2) for arm in arms}
     cut = next(s for s in plans if s.mode == "with-skill-no-rules" and s.run == 2)
-    assert cut.kind == Arm.WITH_SKILL and cut.sandbox.name == "with-skill-no-rules"
+    full = next(s for s in plans if s.mode == Arm.WITH_SKILL and s.run == 2 and s.index == 1)
+    assert cut.kind == Arm.WITH_SKILL and cut.sandbox.name == "with-skill"  # the cwd names no section
+    assert len(str(cut.sandbox)) == len(str(full.sandbox)) and cut.sandbox != full.sandbox
+    root = arm_root(iso, "with-skill-no-rules")
+    assert root.parent == iso.parent and len(root.name) == len(iso.name) and root != iso
+    assert cut.home == root / "home" / "task-01" / "run-2" / "with-skill"
+    assert arm_root(iso, Arm.BASELINE) == arm_root(iso, Arm.WITH_SKILL) == iso
     assert cut.outputs == tmp_path / "r" / "outputs" / "task-01" / "run-2" / "with-skill-no-rules"
     assert {s.kind for s in plans if s.mode == Arm.BASELINE} == {Arm.BASELINE}
     assert len({s.sandbox for s in plans}) == len(plans)  # every session its own sandbox
