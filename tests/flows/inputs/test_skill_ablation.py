@@ -170,7 +170,7 @@ def test_report_finds_the_section_against_the_full_skill(tmp_path: Path) -> None
     p_rules = ttest_1samp([50.0 - j for j in jitter], 0).pvalue
     p_style = ttest_1samp([-float(j) for j in jitter], 0).pvalue
     assert rules.p_holm == pytest.approx(2 * p_rules) and style.p_holm == pytest.approx(p_style)
-    assert rules.p_holm < 0.05 < style.p_holm
+    assert rules.p_holm is not None and style.p_holm is not None and rules.p_holm < 0.05 < style.p_holm
     assert rules.input_tokens == 100 and style.input_tokens == 50  # 1100 vs 1000 and 1050 per session
     assert "no detectable effect at this N (smallest detectable effect" in style.line
     assert "input tokens per session" in rules.line
