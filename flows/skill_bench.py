@@ -42,6 +42,7 @@ from flows.inputs.skill_config import Skill, SkillBenchConfig, load_tasks
 from flows.report.agentic import REPORT_ARMS, AgenticRun, Graded, build_skill_report
 from flows.report.logtext import figure_lines, state_message, verdict_lines
 from flows.report.markdown import report_markdown
+from graders.agent_task import AgentTask
 from graders.behavior import analyze
 from graders.checks import sandbox_files
 from graders.criteria import CRITERIA_SCHEMA_JSON, criteria_prompt, grade, parse_criteria, read_files
@@ -209,7 +210,7 @@ def plan_line(config: SkillBenchConfig, skill: Skill, plans: list[Session], isol
     )
 
 
-def complete_tasks(tasks: list[Any], records: list[Record]) -> set[str]:
+def complete_tasks(tasks: list[AgentTask], records: list[Record]) -> set[str]:
     """Tasks with a successful session in both report arms (the ablated arms are not needed)."""
     return {
         t.task_id
