@@ -119,12 +119,15 @@ async def explain_sample_run(
     report.meta.judge_cost_usd = round(stats.spent_by_kind.get("judge", 0.0), 6)
 
 
-async def diagnose_skill_run(report: Report, config: SkillBenchConfig, skill: Skill) -> Diagnosis:
+async def diagnose_skill_run(
+    report: Report, config: SkillBenchConfig, skill: Skill, ablated: dict[str, str] | None = None
+) -> Diagnosis:
     """Agentic mode's diagnosis: suggestions from the four-criterion judge's model, the with-skill
-    arm's artifact being the skill's SKILL.md."""
+    arm's artifact being the skill's SKILL.md (``ablated``: an ablated arm -> its shorter SKILL.md)."""
     artifacts: dict[str, str | None] = {
         Arm.WITH_SKILL: read_text(skill.path / "SKILL.md"),
         Arm.BASELINE: None,
+        **(ablated or {}),
     }
     if not config.diagnose:
         return await diagnose(report, artifacts, None)

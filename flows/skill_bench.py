@@ -1,6 +1,7 @@
 """Agentic mode: does a skill make an agent do better than the same agent without it?
 
-Every task runs in two arms (with-skill, baseline), ``runs`` times, each session in its own sandbox
+Every task runs in two arms (with-skill, baseline; --ablate adds one arm per section of SKILL.md,
+the skill with that section left out), ``runs`` times, each session in its own sandbox
 with a fresh HOME, then: deterministic checks, the four-criterion judge (blind to the arm),
 transcript analysis, aggregation with the paired statistics, report.md and a report JSON.
 """
@@ -27,12 +28,21 @@ from flows.engine.runlog import run_logger
 from flows.engine.runner import RunnerConfig, UnitRunner
 from flows.engine.sessions import contamination, init_event, write_outputs
 from flows.explain import diagnose_skill_run
+from flows.inputs.ablation import SkillAblation, plan_skill_ablations, write_ablated_skills
 from flows.inputs.plan import JudgeJob, Target
-from flows.inputs.sessions import Session, checked_isolation, isolation_root, plan_sessions
+from flows.inputs.sessions import (
+    ARMS,
+    Session,
+    arm_root,
+    checked_isolation,
+    isolation_root,
+    plan_sessions,
+)
 from flows.inputs.skill_config import Skill, SkillBenchConfig, load_tasks
 from flows.report.agentic import REPORT_ARMS, AgenticRun, Graded, build_skill_report
 from flows.report.logtext import figure_lines, state_message, verdict_lines
 from flows.report.markdown import report_markdown
+from graders.agent_task import AgentTask
 from graders.behavior import analyze
 from graders.checks import sandbox_files
 from graders.criteria import CRITERIA_SCHEMA_JSON, criteria_prompt, grade, parse_criteria, read_files
@@ -52,13 +62,16 @@ async def run_sessions(
     plans: list[Session],
     isolation: Isolation,
     log: LogTarget | None = None,
+    skill_dirs: dict[str, Path] | None = None,
 ) -> list[tuple[AgentSession, str | None]]:
-    """Every session (both arms, every run) under the concurrency cap, with its contamination."""
+    """Every session (every arm, every run) under the concurrency cap, with its contamination.
+    ``skill_dirs``: an ablated arm -> its copy of the skill (the with-skill arm has the skill's own)."""
+    dirs = {str(Arm.WITH_SKILL): skill.path, **(skill_dirs or {})}
     semaphore = asyncio.Semaphore(config.concurrency)
     progress = Progress(len(plans), "sessions", log=log)
 
     async def one(s: Session) -> tuple[AgentSession, str | None]:
-        with_skill = s.mode == Arm.WITH_SKILL
+        with_skill = s.kind == Arm.WITH_SKILL
         request = AgentRequest(
             cli=config.runner,
             model=config.runner_model,
@@ -66,7 +79,7 @@ async def run_sessions(
             sandbox=str(s.sandbox),
             home=str(s.home),
             skill_name=skill.name if with_skill else None,
-            skill_dir=str(skill.path) if with_skill else None,
+            skill_dir=str(dirs[s.mode]) if with_skill else None,
             max_turns=config.max_turns,
             timeout_s=config.timeout,
             raw_stream=str(s.outputs / "raw_stream.jsonl"),
@@ -75,7 +88,7 @@ async def run_sessions(
         async with semaphore:
             session = await run_agent_session(request, config.base_url, s.label)
         raw = read_events(s.outputs / "raw_stream.jsonl")
-        contaminated = contamination(session, s.mode, skill.name, init_event(raw), skill.description)
+        contaminated = contamination(session, s.kind, skill.name, init_event(raw), skill.description)
         write_outputs(s, session, skill.name, contaminated, raw)
         bad = None if contaminated is None else ("contaminated", contaminated)
         bad = bad or (None if session.ok else (session.status, session.error or session.status))
@@ -186,45 +199,20 @@ def grade_sessions(
     return graded
 
 
-@flow(name="skill-bench", log_prints=False)
-async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str, tasks_dir: str) -> Any:
-    skill = Skill(skill_name, Path(skill_path))
-    isolation = checked_isolation(config.os_sandbox)
-    tasks, suite_hash = load_tasks(Path(tasks_dir))
-    started = dt.datetime.now(dt.UTC)
-    results = Path(config.results_dir) / f"{skill.name}-{started.strftime('%Y%m%d-%H%M%S')}"
-    (results / "tasks").mkdir(parents=True, exist_ok=True)
-    for path in sorted(Path(tasks_dir).glob("*.md")):
-        shutil.copyfile(path, results / "tasks" / path.name)
-    isolated = isolation_root()
-    plans = plan_sessions(tasks, results, config.runs, isolated)
-    log = run_logger()
-    log.info(
-        f"plan: {len(tasks)} tasks × 2 arms (with-skill, baseline) × {config.runs} run(s) = {len(plans)} "
+def plan_line(config: SkillBenchConfig, skill: Skill, plans: list[Session], isolation: Isolation) -> str:
+    arms = list(dict.fromkeys(s.mode for s in plans))
+    tasks = len({s.task.task_id for s in plans})
+    return (
+        f"plan: {tasks} tasks × {len(arms)} arms ({', '.join(arms)}) × {config.runs} run(s) = {len(plans)} "
         f"agent sessions of {config.runner}:{config.runner_model} with skill {skill.name}, concurrency "
         f"{config.concurrency}; judge {config.judge_executor}:{config.judge_model}; OS sandbox "
-        f"{isolation}; cost not estimated (agent sessions "
-        "vary): the closing lines give it; results in " + str(results)
+        f"{isolation}; cost not estimated (agent sessions vary): the closing lines give it"
     )
-    outcomes = await run_sessions(config, skill, plans, isolation, log)
-    checks = check_sessions(plans, isolation)
-    try:
-        grades = await judge_sessions(config, plans, outcomes, checks)
-    finally:
-        await close_all()
-    graded = grade_sessions(plans, outcomes, checks, grades)
-    records = [session_record(g, config) for g in graded if not g.contaminated]
-    report = build_skill_report(
-        AgenticRun(config, skill, tasks, suite_hash, results, started, isolation), graded, records
-    )
-    report.diagnosis = await diagnose_skill_run(report, config, skill)
-    report_path = results / "report.json"
-    atomic_write_json(report_path, report.dump())
-    atomic_write_text(results / "report.md", report_markdown(report))
-    if config.output_dir:
-        atomic_write_json(Path(config.output_dir) / f"{report.id}.json", report.dump())
-    shutil.rmtree(isolated, ignore_errors=True)
-    complete = {
+
+
+def complete_tasks(tasks: list[AgentTask], records: list[Record]) -> set[str]:
+    """Tasks with a successful session in both report arms (the ablated arms are not needed)."""
+    return {
         t.task_id
         for t in tasks
         if all(
@@ -232,6 +220,56 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
             for m in REPORT_ARMS
         )
     }
+
+
+def start_results(config: SkillBenchConfig, skill: Skill, tasks_dir: str, started: dt.datetime) -> Path:
+    """The run's results tree, with its copy of the suite."""
+    results = Path(config.results_dir) / f"{skill.name}-{started.strftime('%Y%m%d-%H%M%S')}"
+    (results / "tasks").mkdir(parents=True, exist_ok=True)
+    for path in sorted(Path(tasks_dir).glob("*.md")):
+        shutil.copyfile(path, results / "tasks" / path.name)
+    return results
+
+
+def ablated_arms(skill: Skill, ablations: list[SkillAblation], results: Path) -> dict[str, Path]:
+    """--ablate: each arm's copy of the skill, made once under the run's results tree (so what the
+    agent saw stays on record); none without --ablate."""
+    return write_ablated_skills(skill.path, skill.name, ablations, results / "ablated-skills")
+
+
+@flow(name="skill-bench", log_prints=False)
+async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str, tasks_dir: str) -> Any:
+    skill = Skill(skill_name, Path(skill_path))
+    isolation = checked_isolation(config.os_sandbox)
+    tasks, suite_hash = load_tasks(Path(tasks_dir))
+    ablations = plan_skill_ablations(skill.path, config.ablate, config.ablate_sections)
+    started = dt.datetime.now(dt.UTC)
+    results = start_results(config, skill, tasks_dir, started)
+    skill_dirs = ablated_arms(skill, ablations, results)
+    isolated = isolation_root()
+    plans = plan_sessions(tasks, results, config.runs, isolated, (*ARMS, *skill_dirs))
+    log = run_logger()
+    log.info(f"{plan_line(config, skill, plans, isolation)}; results in {results}")
+    outcomes = await run_sessions(config, skill, plans, isolation, log, skill_dirs)
+    checks = check_sessions(plans, isolation)
+    try:
+        grades = await judge_sessions(config, plans, outcomes, checks)
+    finally:
+        await close_all()
+    graded = grade_sessions(plans, outcomes, checks, grades)
+    records = [session_record(g, config) for g in graded if not g.contaminated]
+    ablated = {a.arm: a.heading for a in ablations}
+    run = AgenticRun(config, skill, tasks, suite_hash, results, started, isolation, ablated)
+    report = build_skill_report(run, graded, records)
+    report.diagnosis = await diagnose_skill_run(report, config, skill, {a.arm: a.skill_md for a in ablations})
+    report_path = results / "report.json"
+    atomic_write_json(report_path, report.dump())
+    atomic_write_text(results / "report.md", report_markdown(report))
+    if config.output_dir:
+        atomic_write_json(Path(config.output_dir) / f"{report.id}.json", report.dump())
+    for root in {arm_root(isolated, s.mode) for s in plans}:
+        shutil.rmtree(root, ignore_errors=True)
+    complete = complete_tasks(tasks, records)
     if len(complete) < 2:
         raise InsufficientData(
             f"insufficient data: {len(complete)} task(s) completed in both arms (at least 2 are needed); "
@@ -240,6 +278,7 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
     for line in [
         *figure_lines(report),
         *verdict_lines(report),
+        *(s.line for s in (report.ablation.sections if report.ablation else [])),
         f"report: {results / 'report.md'} ({report_path})",
     ]:
         log.info(line)

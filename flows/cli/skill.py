@@ -24,6 +24,7 @@ def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def cmd_skill_run(args: argparse.Namespace) -> int:
     from executors.registry import usable_executor
+    from flows.inputs.ablation import plan_skill_ablations
     from flows.inputs.sessions import checked_isolation
     from flows.inputs.skill_config import load_tasks
 
@@ -33,6 +34,7 @@ def cmd_skill_run(args: argparse.Namespace) -> int:
             "--tasks: name the task-set folder (a fixed suite; `skill generate-tasks` writes one)"
         )
     load_tasks(Path(config.tasks))  # every malformed file reported before any session starts
+    plan_skill_ablations(skill.path, config.ablate, config.ablate_sections)  # a SKILL.md without headings
     usable_executor(config.runner, "--runner", agentic=True)
     checked_isolation(config.os_sandbox)  # exit 2 before any session when bubblewrap cannot run
     prepare_prefect()
@@ -64,6 +66,8 @@ def cmd_skill_run(args: argparse.Namespace) -> int:
     for comp in report.comparisons:
         v = comp.verdict
         print(f"with-skill vs baseline: {v.label} ({v.band_text()}) — {v.reason}")
+    for section in report.ablation.sections if report.ablation else []:
+        print(section.line)
     print(f"report: {Path(outcome['results_dir']) / 'report.md'}")
     failures = gate_failures(
         report,

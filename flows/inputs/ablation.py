@@ -1,5 +1,8 @@
 """--ablate: leave-one-section-out variants of a markdown artifact (a SKILL.md or a prompt file).
 
+In agentic mode (``skill run --ablate``) the artifact is the skill's SKILL.md and each variant is an
+extra arm: a copy of the skill folder whose SKILL.md lacks one section.
+
 Sections are found by heading: the shallowest heading level that occurs at least twice (so a
 single title above them is kept), or every heading named with --ablate-sections (any level). A
 section runs from its heading to the next heading of the same or a shallower level. Front matter
@@ -9,12 +12,15 @@ and headings inside fenced code are never sections.
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from executors.errors import InputError
+from flows.inputs.files import read_text
 from flows.inputs.options import BenchOptions
 from flows.inputs.samples import Variant, load_variants
+from tasks.schema import Arm
 
 HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 FENCE = re.compile(r"^[ \t]*(```|~~~)")
@@ -109,3 +115,43 @@ def plan_variants(skill_dir: Path, options: BenchOptions) -> tuple[list[Variant]
         return load_variants(skill_dir, options.variants), {}
     (full,) = load_variants(skill_dir, (options.ablate,))
     return ablated_variants(full, options.ablate_sections)
+
+
+@dataclass(frozen=True)
+class SkillAblation:
+    """One extra agentic arm: the skill with one section of its SKILL.md left out."""
+
+    arm: str  # with-skill-no-<section>
+    heading: str
+    skill_md: str  # SKILL.md without the section
+
+
+def skill_ablations(skill_md: Path, text: str, named: tuple[str, ...]) -> list[SkillAblation]:
+    """One arm per section of SKILL.md, named after the with-skill arm. Front matter is never a
+    section, so every arm sees the same skill name and description."""
+    variants, names = ablated_variants(Variant(str(Arm.WITH_SKILL), text, str(skill_md)), named)
+    return [SkillAblation(v.name, names[v.name], v.artifact or "") for v in variants[1:]]
+
+
+def plan_skill_ablations(skill_dir: Path, ablate: bool, named: tuple[str, ...]) -> list[SkillAblation]:
+    """``skill run``'s extra arms: none without --ablate."""
+    if not ablate:
+        if named:
+            raise InputError("--ablate-sections: needs --ablate (the sections are SKILL.md's)")
+        return []
+    path = skill_dir / "SKILL.md"
+    return skill_ablations(path, read_text(path), named)
+
+
+def write_ablated_skills(
+    skill_dir: Path, skill_name: str, ablations: list[SkillAblation], folder: Path
+) -> dict[str, Path]:
+    """Each ablated arm's copy of the skill folder (same folder name, every other file kept), made
+    once per run under ``folder``; returns arm -> the copy."""
+    out = {}
+    for a in ablations:
+        copy = folder / a.arm / skill_name
+        shutil.copytree(skill_dir, copy, symlinks=True, dirs_exist_ok=True)
+        (copy / "SKILL.md").write_text(a.skill_md, encoding="utf-8")
+        out[a.arm] = copy
+    return out

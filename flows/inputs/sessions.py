@@ -3,6 +3,7 @@ neutral random path) and where its outputs go in the seed's results tree."""
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import tempfile
 from dataclasses import dataclass
@@ -13,8 +14,8 @@ from executors.sandbox import Isolation, SandboxUnavailableError, require
 from graders.agent_task import AgentTask
 from tasks.schema import Arm
 
-#: The arms in the order sessions of a task are scheduled.
-ARMS = (Arm.WITH_SKILL, Arm.BASELINE)
+#: The arms in the order sessions of a task are scheduled (--ablate adds its arms after them).
+ARMS: tuple[str, ...] = (Arm.WITH_SKILL, Arm.BASELINE)
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,7 @@ class Session:
     task: AgentTask
     index: int
     run: int
-    mode: Arm
+    mode: str  # an Arm, or with --ablate a with-skill-no-<section> arm
     sandbox: Path  # where the agent works: outside the project (see isolation_root)
     home: Path
     outputs: Path
@@ -32,6 +33,12 @@ class Session:
     @property
     def label(self) -> str:
         return f"{self.task.task_id} · {self.mode} · run {self.run}"
+
+    @property
+    def kind(self) -> Arm:
+        """What the arm is for the sandbox and the contamination check: an ablated arm is a
+        with-skill arm (the skill installed and forced, only its SKILL.md shorter)."""
+        return Arm.BASELINE if self.mode == Arm.BASELINE else Arm.WITH_SKILL
 
 
 def isolation_root() -> Path:
@@ -52,21 +59,38 @@ def checked_isolation(os_sandbox: bool) -> Isolation:
         raise InputError(str(exc)) from None
 
 
-def plan_sessions(tasks: list[AgentTask], results: Path, runs: int, isolated: Path) -> list[Session]:
+def arm_root(isolated: Path, mode: str) -> Path:
+    """Where an arm's sandboxes and homes go: the run's root, or for an ablated arm a sibling of the
+    same length, its sessions then at the with-skill arm's path under it. The working directory is
+    part of the agent's system prompt: it must neither name the section left out nor make the
+    prompt longer (the section's token cost is measured)."""
+    if mode in ARMS:
+        return isolated
+    digest = hashlib.sha256(f"{isolated.name}/{mode}".encode()).hexdigest()
+    return isolated.with_name(digest[: len(isolated.name)])
+
+
+def plan_sessions(
+    tasks: list[AgentTask], results: Path, runs: int, isolated: Path, arms: tuple[str, ...] = ARMS
+) -> list[Session]:
     """The seed's tree; the run-N level only when runs > 1. Arms of a task run side by side."""
     out = []
     for run in range(1, runs + 1):
         for index, task in enumerate(tasks, start=1):
-            for mode in ARMS:
+            for mode in arms:
                 level = Path(f"task-{index:02d}") / (f"run-{run}" if runs > 1 else "")
+                root, where = (
+                    arm_root(isolated, mode),
+                    str(Arm.BASELINE if mode == Arm.BASELINE else Arm.WITH_SKILL),
+                )
                 out.append(
                     Session(
                         task,
                         index,
                         run,
                         mode,
-                        sandbox=isolated / "sandbox" / level / mode,
-                        home=isolated / "home" / level / mode,
+                        sandbox=root / "sandbox" / level / where,
+                        home=root / "home" / level / where,
                         outputs=results / "outputs" / level / mode,
                         grades=results / "grades" / level,
                         archive=results / "sandbox" / level / mode,

@@ -61,6 +61,14 @@ class SkillBenchConfig(BaseModel):
     require: Literal["none", "better", "not-worse"] = Field(
         "none", description="CI gate: the with-skill verdict required (exit 1 otherwise)"
     )
+    ablate: bool = Field(
+        False,
+        description="also run the with-skill arm once per section of SKILL.md with that section left out, "
+        "paired against the full skill (one arm per section)",
+    )
+    ablate_sections: tuple[str, ...] = Field(
+        (), description="with --ablate: only these sections (headings, any level)"
+    )
 
     @model_validator(mode="after")
     def _task_count_matches(self) -> SkillBenchConfig:

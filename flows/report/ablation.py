@@ -23,7 +23,7 @@ def mean_input_tokens(report: Report, variant: str) -> float | None:
     return sum(tokens) / len(tokens) if tokens else None
 
 
-def section_effect(report: Report, comp: Comparison, heading: str) -> dict[str, Any]:
+def section_effect(report: Report, comp: Comparison, heading: str, per: str = "call") -> dict[str, Any]:
     p, v = comp.paired, comp.verdict
     contribution = None if p.mean is None else -p.mean
     low = None if p.ci_high is None else -p.ci_high
@@ -40,7 +40,7 @@ def section_effect(report: Report, comp: Comparison, heading: str) -> dict[str, 
     shown = "—" if contribution is None else f"{contribution:+.3g}"
     interval = f" [95% CI {low:+.3g}, {high:+.3g}]" if low is not None and high is not None else ""
     holm = "" if p_holm is None else f", Holm p = {p_holm:.2g}"
-    cost = "" if tokens is None else f"; costs {tokens:.0f} input tokens per call"
+    cost = "" if tokens is None else f"; costs {tokens:.0f} input tokens per {per}"
     if finding == "no detectable effect":
         mde = "unknown" if v.mde is None else f"{v.mde:.3g}"
         verdict = f"no detectable effect at this N (smallest detectable effect {mde})"
@@ -60,14 +60,17 @@ def section_effect(report: Report, comp: Comparison, heading: str) -> dict[str, 
     }
 
 
-def ablation(report: Report, artifact: str, full: str, ablated: dict[str, str]) -> Ablation:
-    """``ablated``: the report's variant label -> the heading that variant leaves out."""
+def ablation(
+    report: Report, artifact: str, full: str, ablated: dict[str, str], per: str = "call"
+) -> Ablation:
+    """``ablated``: the report's variant label -> the heading that variant leaves out; ``per``: what
+    the token cost is counted over (a call in sample mode, an agent session in agentic mode)."""
     comps = [c for c in report.comparisons if c.control == full and c.treatment in ablated]
     return Ablation.model_validate(
         {
             "artifact": artifact,
             "full": full,
             "cases": max((c.cases for c in comps), default=0),
-            "sections": [section_effect(report, c, ablated[c.treatment]) for c in comps],
+            "sections": [section_effect(report, c, ablated[c.treatment], per) for c in comps],
         }
     )

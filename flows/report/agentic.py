@@ -1,20 +1,24 @@
 """The agentic-mode report: per-task sessions of both arms, criteria, checks and behaviour, built
-through the same ``assemble`` as every mode."""
+through the same ``assemble`` as every mode. With --ablate, the ablated arms' sessions too, and the
+section ablation computed against the with-skill arm (its own comparisons and Holm adjustment, so
+the with-skill vs baseline verdict is the one a run without --ablate gives)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from executors.agent import usage_of
 from executors.sandbox import Isolation
 from executors.schema import AgentSession
 from flows.inputs.sessions import Session
 from flows.inputs.skill_config import Skill, SkillBenchConfig
+from flows.report.ablation import ablation
 from flows.report.build import assemble, cli_version, isolation_meta, timestamp, variant_entry
-from flows.report.schema import Report
+from flows.report.schema import Comparison, Report, VariantSummary
 from graders.agent_task import AgentTask
 from graders.criteria import WEIGHTS
 from tasks.aggregate import aggregate
@@ -37,6 +41,14 @@ class Graded:
     contaminated: str | None
 
 
+def prompt_tokens(session: AgentSession) -> int | None:
+    """Every input token of the session, however billed (what a longer SKILL.md costs)."""
+    if not session.meta.get("usage"):
+        return None
+    u = usage_of(session.meta)
+    return u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
+
+
 def session_entry(g: Graded) -> dict[str, Any]:
     s, session = g.plan, g.session
     return {
@@ -56,6 +68,7 @@ def session_entry(g: Graded) -> dict[str, Any]:
         "durationMs": session.duration_ms,
         "costUSD": session.meta.get("total_cost_usd") or 0.0,
         "usage": session.meta.get("usage"),
+        "inputTokens": prompt_tokens(session),
         "numTurns": session.meta.get("num_turns"),
         "transcript": [
             {
@@ -71,17 +84,17 @@ def session_entry(g: Graded) -> dict[str, Any]:
 
 
 def task_results(
-    tasks: list[AgentTask], graded: list[Graded], case_stats: dict[str, Any]
+    tasks: list[AgentTask], graded: list[Graded], case_stats: dict[str, Any], arms: list[str]
 ) -> list[dict[str, Any]]:
     per_task: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for g in graded:
         per_task.setdefault(g.plan.task.task_id, {}).setdefault(g.plan.mode, []).append(session_entry(g))
     results = []
     for t in tasks:
-        arms = per_task.get(t.task_id, {})
+        sessions = per_task.get(t.task_id, {})
         entries = {}
-        for mode in REPORT_ARMS:
-            runs = arms.get(mode, [])
+        for mode in arms:
+            runs = sessions.get(mode, [])
             if runs:
                 scores = [r["compositeScore"] for r in runs if r["compositeScore"] is not None]
                 mean = sum(scores) / len(scores) if scores else None
@@ -102,9 +115,9 @@ def task_results(
     return results
 
 
-def criteria_means(graded: list[Graded]) -> dict[str, dict[str, float | None]]:
+def criteria_means(graded: list[Graded], arms: list[str]) -> dict[str, dict[str, float | None]]:
     out: dict[str, dict[str, float | None]] = {}
-    for mode in REPORT_ARMS:
+    for mode in arms:
         grades = [
             g.grade
             for g in graded
@@ -116,9 +129,9 @@ def criteria_means(graded: list[Graded]) -> dict[str, dict[str, float | None]]:
     return out
 
 
-def behavior_summary(graded: list[Graded]) -> dict[str, dict[str, float]]:
+def behavior_summary(graded: list[Graded], arms: list[str]) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
-    for mode in REPORT_ARMS:
+    for mode in arms:
         rows = [(g.session, g.behavior) for g in graded if g.plan.mode == mode and g.contaminated is None]
         n = len(rows) or 1
         out[mode] = {
@@ -149,6 +162,12 @@ class AgenticRun:
     results: Path
     started: dt.datetime
     isolation: Isolation
+    ablated: dict[str, str] = field(default_factory=dict)  # --ablate: arm -> the section it leaves out
+
+    @property
+    def arms(self) -> list[str]:
+        """The report's arms: the control first, then the with-skill arm and any ablated ones."""
+        return [*map(str, REPORT_ARMS), *self.ablated]
 
 
 def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -> dict[str, Any]:
@@ -164,7 +183,7 @@ def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -
         "skill": skill.name,
         "skillPath": str(skill.path),
         "skillSha256": skill.sha256,
-        "variants": [str(a) for a in REPORT_ARMS],
+        "variants": run.arms,
         "control": Arm.BASELINE,
         "model": config.runner_model,
         "executor": config.runner,
@@ -189,11 +208,54 @@ def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -
     }
 
 
+def ablation_aggregate(run: AgenticRun, records: list[Record]) -> dict[str, Any] | None:
+    """--ablate: the ablated arms against the full skill (the control), Holm-adjusted over the
+    sections only, apart from the with-skill vs baseline comparison."""
+    arms = [str(Arm.WITH_SKILL), *run.ablated]
+    chosen = [r for r in records if r.variant in arms]
+    if not run.ablated or not chosen:
+        return None
+    return aggregate(
+        chosen,
+        [],
+        arms,
+        Arm.WITH_SKILL,
+        AGENTIC_SCALE,
+        seed=run.config.seed,
+        max_error_rate=run.config.max_error_rate,
+    )
+
+
+def add_ablation(run: AgenticRun, agg: dict[str, Any], report: Report) -> None:
+    """The ablated arms' figures join the summary; their comparisons go into the section ablation
+    only (the gates and the headline verdict stay with-skill vs baseline)."""
+    for arm in run.ablated:
+        report.summary[arm] = VariantSummary.model_validate(agg["summary"][arm])
+    view = report.model_copy(
+        update={
+            "comparisons": [Comparison.model_validate(c) for c in agg["comparisons"]],
+            "multiple_comparisons": agg["multipleComparisons"],
+        }
+    )
+    skill_md = str(run.skill.path / "SKILL.md")
+    report.ablation = ablation(view, skill_md, Arm.WITH_SKILL, run.ablated, per="session")
+
+
+def case_stats(*aggs: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Per task and arm, from every aggregate (the first one's figures win where they overlap)."""
+    out: dict[str, dict[str, Any]] = {}
+    for agg in reversed([a for a in aggs if a]):
+        for task, arms in agg["caseStats"].items():
+            out.setdefault(task, {}).update(arms)
+    return out
+
+
 def build_skill_report(run: AgenticRun, graded: list[Graded], records: list[Record]) -> Report:
     config, skill, tasks, started = run.config, run.skill, run.tasks, run.started
+    main = [r for r in records if r.variant in REPORT_ARMS]
     agg = (
         aggregate(
-            records,
+            main,
             [],
             [str(a) for a in REPORT_ARMS],
             Arm.BASELINE,
@@ -201,22 +263,26 @@ def build_skill_report(run: AgenticRun, graded: list[Graded], records: list[Reco
             seed=config.seed,
             max_error_rate=config.max_error_rate,
         )
-        if records
+        if main
         else None
     )
-    case_results = task_results(tasks, graded, agg["caseStats"] if agg else {})
+    sections = ablation_aggregate(run, records)
+    case_results = task_results(tasks, graded, case_stats(agg, sections), run.arms)
     passes = {
-        mode: [bool(g.checks["all_passed"]) for g in graded if g.plan.mode == mode] for mode in REPORT_ARMS
+        mode: [bool(g.checks["all_passed"]) for g in graded if g.plan.mode == mode] for mode in run.arms
     }
-    return assemble(
+    report = assemble(
         "agentic",
         f"{started.strftime('%Y-%m-%dT%H-%M-%S')}-skill-{skill.name}",
         agentic_meta(run, graded, records),
         AGENTIC_SCALE,
         agg,
         case_results,
-        criteria=criteria_means(graded),
+        criteria=criteria_means(graded, run.arms),
         deterministicPassRate={m: (sum(v) / len(v) if v else None) for m, v in passes.items()},
         negativeControls=[r for r in case_results if r["type"] == "negative-control"],
-        behavior=behavior_summary(graded),
+        behavior=behavior_summary(graded, run.arms),
     )
+    if sections is not None:
+        add_ablation(run, sections, report)
+    return report

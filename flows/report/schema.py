@@ -945,7 +945,8 @@ class SectionEffect(Model):
     p_holm: float | None = Field(description="Holm-adjusted p over the sections")
     mde: float | None = Field(description="smallest effect detectable at this N")
     input_tokens: float | None = Field(
-        alias="inputTokens", description="input tokens the section costs per call (full minus without)"
+        alias="inputTokens",
+        description="input tokens the section costs per call, per agent session in agentic mode (full minus without)",
     )
     finding: Literal["helps", "hurts", "no detectable effect"] = Field(description="the finding")
     line: str = Field(description="the finding in one line")
