@@ -479,8 +479,11 @@ class ExpectationSummary(Model):
     """grading.json's summary of a session's expectations."""
 
     passed: int
+    """expectations that passed"""
     failed: int
+    """expectations that failed"""
     total: int
+    """expectations in all"""
     pass_rate: float
     """passed / total; the session's score is 100 x this"""
 
