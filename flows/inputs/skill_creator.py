@@ -33,10 +33,17 @@ NO_EXPECTATIONS_RUBRIC = (
 
 
 def evals_file(path: Path) -> Path | None:
-    """The evals.json a ``--tasks`` value names: a ``.json`` file itself, or a skill folder that
-    holds ``evals/evals.json``; None for anything else (a folder of task-*.md files)."""
-    if path.suffix == ".json" and not path.is_dir():
+    """The evals.json a ``--tasks`` value names: a file called evals.json (or another JSON file with
+    skill-creator's top-level ``evals``), or a skill folder that holds ``evals/evals.json``; None
+    for anything else (a folder of task-*.md files, another suite format)."""
+    if path.name == "evals.json" and not path.is_dir():
         return path
+    if path.suffix == ".json" and path.is_file():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None
+        return path if isinstance(data, dict) and "evals" in data else None
     if path.is_dir() and (path / EVALS).is_file():
         return path / EVALS
     return None

@@ -70,6 +70,14 @@ def test_tasks_flag_finds_the_evals_from_the_file_or_the_skill_folder(tmp_path: 
     markdown_suite = tmp_path / "suite"
     markdown_suite.mkdir()
     assert evals_file(markdown_suite) is None  # a folder of task-*.md stays the seed's format
+    renamed = tmp_path / "csv-evals.json"
+    renamed.write_text(path.read_text())
+    other = tmp_path / "other.json"
+    other.write_text('{"tests": []}')
+    assert evals_file(renamed) == renamed and evals_file(other) is None  # other formats pass by
+    assert evals_file(tmp_path / "missing" / "evals.json") is not None  # reported as missing on load
+    with pytest.raises(InputError, match=r"no such evals\.json"):
+        load_tasks(tmp_path / "missing" / "evals.json")
 
 
 def test_an_id_less_eval_is_named_by_its_index_and_string_ids_pass(tmp_path: Path) -> None:
