@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from flows.inputs.sessions import (
     plan_sessions,
 )
 from flows.inputs.skill_config import Skill, SkillBenchConfig, load_tasks
+from flows.inputs.skill_creator import evals_file, stage_inputs
 from flows.report.agentic import REPORT_ARMS, AgenticRun, Graded, build_skill_report
 from flows.report.logtext import figure_lines, state_message, verdict_lines
 from flows.report.markdown import report_markdown
@@ -46,6 +48,14 @@ from graders.agent_task import AgentTask
 from graders.behavior import analyze
 from graders.checks import sandbox_files
 from graders.criteria import CRITERIA_SCHEMA_JSON, criteria_prompt, grade, parse_criteria, read_files
+from graders.expectations import (
+    expectations_grade,
+    expectations_prompt,
+    expectations_schema,
+    parse_expectations,
+    transcript_text,
+)
+from graders.expectations import max_tokens as expectation_tokens
 from graders.schema import Grade
 from tasks.agent import check_sandbox, run_agent_session
 from tasks.files import atomic_write_json, atomic_write_text
@@ -85,6 +95,7 @@ async def run_sessions(
             raw_stream=str(s.outputs / "raw_stream.jsonl"),
             isolation=isolation,
         )
+        stage_inputs(s.task, s.sandbox)  # a skill-creator eval's input files, before the agent starts
         async with semaphore:
             session = await run_agent_session(request, config.base_url, s.label)
         raw = read_events(s.outputs / "raw_stream.jsonl")
@@ -115,13 +126,48 @@ def check_sessions(plans: list[Session], isolation: Isolation) -> list[dict[str,
     return checks
 
 
+def judge_job(target: Target, s: Session, session: AgentSession, checks: dict[str, Any]) -> JudgeJob:
+    """The judgement of one session: each expectation of a skill-creator eval, else the four criteria."""
+    task, files = s.task, read_files(s.archive, sandbox_files(s.archive))
+    if task.expectations:
+        prompt = expectations_prompt(
+            task.prompt,
+            task.expected_outcome,
+            task.expectations,
+            session.final_text,
+            transcript_text(session.events),
+            files,
+            task.input_files,
+        )
+        schema = json.dumps(expectations_schema(len(task.expectations)))
+        return JudgeJob(
+            target,
+            prompt,
+            task.task_id,
+            "session",
+            s.run,
+            schema_json=schema,
+            max_tokens=expectation_tokens(task.expectations),
+        )
+    prompt = criteria_prompt(
+        task.prompt,
+        task.expected_outcome,
+        task.rubric,
+        session.final_text,
+        checks,
+        files,
+        session.meta.get("usage") or {},
+    )
+    return JudgeJob(target, prompt, task.task_id, "session", s.run, schema_json=CRITERIA_SCHEMA_JSON)
+
+
 async def judge_sessions(
     config: SkillBenchConfig,
     plans: list[Session],
     outcomes: list[tuple[AgentSession, str | None]],
     checks: list[dict[str, Any]],
 ) -> dict[int, dict[str, Any]]:
-    """The four-criterion judge, blind to the arm, for every clean session that ran to its end."""
+    """The judge, blind to the arm, for every clean session that ran to its end."""
     executor = usable_executor(config.judge_executor, "--judge-executor")
     endpoint = executor.base_url if isinstance(executor, HttpExecutor) else "in-process"
     target = Target(executor, config.judge_model, endpoint)
@@ -129,28 +175,31 @@ async def judge_sessions(
     runner = UnitRunner(RunnerConfig(config.concurrency, cache_dir), Progress(0, "judging", enabled=False))
     policy = CallPolicy(cache_dir=str(cache_dir))
     judged = [i for i, (session, bad) in enumerate(outcomes) if session.ok and bad is None]
-    jobs = []
+    # One batch for the four-criterion judgements, one per skill-creator eval (its own expectations).
+    groups: dict[str, list[int]] = {}
     for i in judged:
-        s, session = plans[i], outcomes[i][0]
-        prompt = criteria_prompt(
-            s.task.prompt,
-            s.task.expected_outcome,
-            s.task.rubric,
-            session.final_text,
-            checks[i],
-            read_files(s.archive, sandbox_files(s.archive)),
-            session.meta.get("usage") or {},
-        )
-        jobs.append(
-            JudgeJob(target, prompt, s.task.task_id, "session", s.run, schema_json=CRITERIA_SCHEMA_JSON)
-        )
-    verdicts = await run_judge_jobs(runner, jobs, parse_criteria, lambda _: policy)
-    return {
-        i: grade(criteria, bool(checks[i]["all_passed"]))
-        if criteria is not None
-        else {"status": "ungraded", "error": error, "raw": raw}
-        for i, (criteria, raw, error) in zip(judged, verdicts, strict=True)
-    }
+        groups.setdefault(plans[i].task.task_id if plans[i].task.expectations else "", []).append(i)
+
+    async def batch(part: list[int]) -> list[tuple[Any, str | None, str | None]]:
+        jobs = [judge_job(target, plans[i], outcomes[i][0], checks[i]) for i in part]
+        wanted = plans[part[0]].task.expectations
+        if wanted:
+            return await run_judge_jobs(
+                runner, jobs, lambda reply: parse_expectations(reply, wanted), lambda _: policy
+            )
+        return await run_judge_jobs(runner, jobs, parse_criteria, lambda _: policy)
+
+    verdicts = await asyncio.gather(*(batch(part) for part in groups.values()))
+    out: dict[int, dict[str, Any]] = {}
+    for part, results in zip(groups.values(), verdicts, strict=True):
+        for i, (parsed, raw, error) in zip(part, results, strict=True):
+            if parsed is None:
+                out[i] = {"status": "ungraded", "error": error, "raw": raw}
+            elif plans[i].task.expectations:
+                out[i] = expectations_grade(parsed)
+            else:
+                out[i] = grade(parsed, bool(checks[i]["all_passed"]))
+    return out
 
 
 def session_record(g: Graded, config: SkillBenchConfig) -> Record:
@@ -226,7 +275,8 @@ def start_results(config: SkillBenchConfig, skill: Skill, tasks_dir: str, starte
     """The run's results tree, with its copy of the suite."""
     results = Path(config.results_dir) / f"{skill.name}-{started.strftime('%Y%m%d-%H%M%S')}"
     (results / "tasks").mkdir(parents=True, exist_ok=True)
-    for path in sorted(Path(tasks_dir).glob("*.md")):
+    evals = evals_file(Path(tasks_dir))  # a skill-creator suite: its evals.json
+    for path in [evals] if evals else sorted(Path(tasks_dir).glob("*.md")):
         shutil.copyfile(path, results / "tasks" / path.name)
     return results
 

@@ -94,6 +94,7 @@ class JudgeJob:
     run: int
     repeat: int = 1
     schema_json: str = SCORE_SCHEMA_JSON
+    max_tokens: int = 256
 
 
 def judge_unit(job: JudgeJob, attempt: int) -> Unit:
@@ -105,7 +106,7 @@ def judge_unit(job: JudgeJob, attempt: int) -> Unit:
         system=job.prompt.system,
         prompt=job.prompt.prompt,
         temperature=0.0,
-        max_tokens=256,
+        max_tokens=job.max_tokens,
         seed=job.repeat,
         response_schema=job.schema_json,
     )

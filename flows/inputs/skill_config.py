@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from executors.errors import InputError
 from executors.sandbox import OS_SANDBOX_HELP
 from flows.inputs.files import closest, dotted, parse_data, read_text, validation_lines
+from flows.inputs.skill_creator import evals_file, load_evals
 from graders.agent_task import AgentTask, parse_task
 
 CONFIG_NAME = "config.yml"
@@ -176,7 +177,11 @@ def _listing(roots: list[Path]) -> str:
 
 
 def load_tasks(folder: Path) -> tuple[list[AgentTask], str]:
-    """Every task-*.md of a suite, and the suite's hash (recorded, so runs stay comparable)."""
+    """Every task-*.md of a suite, and the suite's hash (recorded, so runs stay comparable).
+    A skill-creator evals.json (or a skill folder holding evals/evals.json) is read as its evals."""
+    evals = evals_file(folder)
+    if evals is not None:
+        return load_evals(evals)
     if not folder.is_dir():
         raise InputError(f"{folder}: no task-set folder (--tasks); write one or run `skill generate-tasks`")
     files = sorted(folder.glob("*.md"))

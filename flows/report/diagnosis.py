@@ -57,6 +57,9 @@ def agentic_what(run: RunEntry, threshold: float) -> list[tuple[str, str, str]]:
         if score < threshold:
             why = extra.get(name, {}).get("justification", "") if isinstance(extra.get(name), dict) else ""
             what.append(("judge", f"judge criterion: {name}", str(why)))
+    for e in (run.grade.expectations or []) if run.grade is not None else []:
+        if not e.passed:  # a skill-creator eval's expectation
+            what.append(("judge", f"expectation: {e.text}", e.evidence))
     return what
 
 

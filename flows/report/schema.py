@@ -470,6 +470,30 @@ class CriterionScore(Model):
     """the judge's justification"""
 
 
+class ExpectationResult(Model):
+    """One skill-creator expectation as the judge graded it (grading.json's entry)."""
+
+    text: str
+    """the expectation, as the eval states it"""
+    passed: bool
+    """the judge found clear evidence that it holds"""
+    evidence: str = ""
+    """what the judge quoted or found"""
+
+
+class ExpectationSummary(Model):
+    """grading.json's summary of a session's expectations."""
+
+    passed: int
+    """expectations that passed"""
+    failed: int
+    """expectations that failed"""
+    total: int
+    """expectations in all"""
+    pass_rate: float
+    """passed / total; the session's score is 100 x this"""
+
+
 class SessionGrade(Model):
     """The four-criterion judgement of one agentic session, or why there is none."""
 
@@ -489,6 +513,10 @@ class SessionGrade(Model):
     """the judge's last error"""
     raw: str | None = None
     """the judge's last reply, when it could not be parsed"""
+    expectations: list[ExpectationResult] | None = None
+    """a skill-creator eval: each expectation with its verdict and evidence"""
+    expectation_summary: ExpectationSummary | None = None
+    """a skill-creator eval: passed, failed, total and pass rate"""
 
     _status_case = field_validator("status", mode="before")(_lower)
 

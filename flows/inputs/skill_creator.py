@@ -1,0 +1,194 @@
+"""Suites written by Anthropic's skill-creator skill, run unchanged as agentic tasks.
+
+skill-creator keeps a skill's evals at ``<skill>/evals/evals.json``::
+
+    {"skill_name": "pdf", "evals": [{"id": 1, "prompt": "...", "expected_output": "...",
+      "files": ["evals/files/form.pdf"], "expectations": ["The output includes X", ...]}]}
+
+``files`` are relative to the skill's root folder (the folder holding ``evals/``); each is copied
+into every session's sandbox at the same relative path before the agent starts, and the prompt names
+them as skill-creator's runner does ("Input files: ..."). ``expectations`` are judged one by one
+(graders.expectations); an eval without expectations falls back to the four-criterion judge against
+its ``expected_output``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from executors.errors import InputError
+from flows.inputs.files import read_text
+from graders.agent_task import AgentTask
+
+EVALS = Path("evals") / "evals.json"
+FIELDS = ("id", "prompt", "expected_output", "files", "expectations")
+NO_EXPECTATIONS_RUBRIC = (
+    "This eval lists no expectations: judge the result against the expected output above."
+)
+
+
+def evals_file(path: Path) -> Path | None:
+    """The evals.json a ``--tasks`` value names: a file called evals.json (or another JSON file with
+    skill-creator's top-level ``evals``), or a skill folder that holds ``evals/evals.json``; None
+    for anything else (a folder of task-*.md files, another suite format)."""
+    if path.name == "evals.json" and not path.is_dir():
+        return path
+    if path.suffix == ".json" and path.is_file():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None
+        return path if isinstance(data, dict) and "evals" in data else None
+    if path.is_dir() and (path / EVALS).is_file():
+        return path / EVALS
+    return None
+
+
+def skill_root(evals: Path) -> Path:
+    """The folder ``files`` are relative to: the skill's root when evals.json sits in ``evals/``."""
+    parent = evals.resolve().parent
+    return parent.parent if parent.name == "evals" else parent
+
+
+def input_path(root: Path, value: str) -> tuple[str, Path]:
+    """(the normalised relative path, the file) of one ``files`` entry; ValueError when it is
+    absolute, climbs out with ``..``, leads outside the skill folder through a link, or is missing."""
+    if PurePosixPath(value).is_absolute() or re.match(r"^[A-Za-z]:[\\/]", value) or not value.strip():
+        raise ValueError(f"{value!r} is not a path relative to the skill folder {root}")
+    parts = [p for p in re.split(r"[\\/]", value) if p not in ("", ".")]
+    if ".." in parts:
+        raise ValueError(f"{value!r} climbs out of the skill folder with '..'")
+    path = root.joinpath(*parts)
+    if not path.exists():
+        raise ValueError(f"{value!r}: no such file ({path})")
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise ValueError(f"{value!r} leads outside the skill folder {root} (a symbolic link)")
+    return "/".join(parts), path
+
+
+def strings(value: Any, field: str) -> list[str]:
+    """A list of non-empty strings, or ValueError naming the entry that is not one."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"{field}: expected a list of strings (got {type(value).__name__})")
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip():
+            raise ValueError(f"{field}[{i}]: expected a non-empty string (got {item!r})")
+    return [str(v).strip() for v in value]
+
+
+def eval_task(raw: dict[str, Any], ident: str, root: Path, skill_name: str) -> AgentTask:
+    """One eval as an agentic task; ValueError('field: problem') when it is malformed."""
+    prompt = raw.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise ValueError(f"prompt: required, a non-empty string (got {prompt!r})")
+    expected = raw.get("expected_output", "")
+    if not isinstance(expected, str):
+        raise ValueError(f"expected_output: expected a string (got {type(expected).__name__})")
+    expectations = strings(raw.get("expectations"), "expectations")
+    files = []
+    for i, value in enumerate(strings(raw.get("files"), "files")):
+        try:
+            files.append(input_path(root, value)[0])
+        except ValueError as exc:
+            raise ValueError(f"files[{i}]: {exc}") from None
+    shown = prompt.strip() + (f"\n\nInput files: {', '.join(files)}" if files else "")
+    first = prompt.strip().splitlines()[0]
+    return AgentTask(
+        task_id=f"eval-{ident}",
+        name=f"eval {ident}: {first[:60]}" + ("…" if len(first) > 60 else ""),
+        difficulty="-",
+        category=skill_name,
+        type="positive",
+        prompt=shown,
+        expected_outcome=expected.strip() or "(no expected_output given)",
+        checks=(),
+        rubric="\n".join(f"- {e}" for e in expectations) or NO_EXPECTATIONS_RUBRIC,
+        tags=("skill-creator",),
+        input_files=tuple(files),
+        input_root=str(root),
+        expectations=tuple(expectations),
+    )
+
+
+def eval_id(raw: Any, index: int, seen: dict[str, int]) -> str:
+    """The eval's id as text (its index when it has none); ValueError on a bad or repeated id."""
+    ident = raw.get("id", index) if isinstance(raw, dict) else index
+    if isinstance(ident, bool) or not isinstance(ident, int | str) or str(ident).strip() == "":
+        raise ValueError(f"id: expected an integer or a string (got {ident!r})")
+    text = str(ident).strip()
+    if text in seen:
+        raise ValueError(f"id: {text!r} repeats the id of evals[{seen[text]}]")
+    seen[text] = index
+    return text
+
+
+def load_evals(path: Path) -> tuple[list[AgentTask], str]:
+    """Every eval of a skill-creator evals.json as a task, and the suite's hash (evals.json and
+    every input file, so a changed input is a changed suite)."""
+    if not path.is_file():
+        raise InputError(f"{path}: no such evals.json (--tasks)")
+    text = read_text(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not valid JSON: {exc}") from None
+    evals = data.get("evals") if isinstance(data, dict) else None
+    if not isinstance(evals, list) or not evals:
+        got = "an empty list" if evals == [] else "no list"
+        raise InputError(
+            f'{path}: evals: expected a JSON list of evals ({{"skill_name": ..., "evals": [...]}}), got {got}'
+        )
+    skill_name = data.get("skill_name")
+    if skill_name is not None and not isinstance(skill_name, str):
+        raise InputError(f"{path}: skill_name: expected a string (got {skill_name!r})")
+    root = skill_root(path)
+    tasks: list[AgentTask] = []
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    for index, raw in enumerate(evals):
+        where = f"{path}: evals[{index}]"
+        try:
+            ident = eval_id(raw, index, seen)
+            where = f"{path}: eval {ident} (evals[{index}])"
+            if not isinstance(raw, dict):
+                raise ValueError(f"expected an object with {', '.join(FIELDS)}")
+            tasks.append(eval_task(raw, ident, root, skill_name or root.name))
+        except ValueError as exc:
+            problems.append(f"{where}: {exc}")
+    if problems:
+        raise InputError(problems)
+    return tasks, suite_hash(text, root, tasks)
+
+
+def suite_hash(text: str, root: Path, tasks: list[AgentTask]) -> str:
+    digest = hashlib.sha256(b"evals.json\0" + text.encode())
+    for rel in sorted({f for t in tasks for f in t.input_files}):
+        path = root / rel
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for f in files:
+            digest.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
+    return digest.hexdigest()
+
+
+def stage_inputs(task: AgentTask, sandbox: Path) -> list[str]:
+    """Copy the task's input files into the sandbox at their relative paths, before the agent
+    starts; confinement is checked again (a file may have become a link since the suite loaded)."""
+    if not task.input_files or task.input_root is None:
+        return []
+    root = Path(task.input_root)
+    for rel in task.input_files:
+        _, source = input_path(root, rel)
+        target = sandbox.joinpath(*rel.split("/"))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+        else:
+            shutil.copyfile(source, target)
+    return list(task.input_files)
