@@ -264,7 +264,9 @@ def plugin_copy(request: AgentRequest) -> Path | None:
     if not request.plugin_dir:
         return None
     name = read_plugin(Path(request.plugin_dir)).name
-    return prepared_copy(request.plugin_dir, Path(request.home) / "skillab-plugins" / name, request.plugin_mcp)
+    return prepared_copy(
+        request.plugin_dir, Path(request.home) / "skillab-plugins" / name, request.plugin_mcp
+    )
 
 
 def install_plugin_skills(request: AgentRequest, *where: str) -> tuple[str, ...]:

@@ -49,7 +49,12 @@ class Plugin:
 
     def skill_dirs(self) -> dict[str, Path]:
         """skill name -> its folder (holding SKILL.md)."""
-        return {p.name: p for root in self._roots("skills") for p in sorted(root.glob("*")) if (p / "SKILL.md").is_file()}
+        return {
+            p.name: p
+            for root in self._roots("skills")
+            for p in sorted(root.glob("*"))
+            if (p / "SKILL.md").is_file()
+        }
 
     def _roots(self, key: str) -> list[Path]:
         return _part_roots(self.path, _manifest(self.path), key)
@@ -67,7 +72,9 @@ class Plugin:
         elif mcp:
             servers = f"MCP servers started: {', '.join(self.mcp_servers)} (--plugin-mcp)"
         else:
-            servers = f"MCP servers NOT started: {', '.join(self.mcp_servers)} (stripped; --plugin-mcp starts them)"
+            servers = (
+                f"MCP servers NOT started: {', '.join(self.mcp_servers)} (stripped; --plugin-mcp starts them)"
+            )
         return f"plugin {self.name}: {', '.join(counts)}; {servers}"
 
 
@@ -167,7 +174,9 @@ def read_plugin(path: Path) -> Plugin:
         mcp_servers=_mcp_servers(path, manifest),
     )
     if not (plugin.parts or plugin.hooks or plugin.mcp_servers):
-        raise InputError(f"{path}: no skills/, commands/, agents/, hooks or .mcp.json: the plugin has nothing to load")
+        raise InputError(
+            f"{path}: no skills/, commands/, agents/, hooks or .mcp.json: the plugin has nothing to load"
+        )
     return plugin
 
 

@@ -13,7 +13,14 @@ from executors.sandbox import Isolation
 from executors.schema import AgentSession
 from flows.inputs.sessions import Session
 from flows.inputs.skill_config import Skill, SkillBenchConfig
-from flows.report.build import assemble, cli_version, isolation_meta, timestamp, variant_entry
+from flows.report.build import (
+    agent_cli_meta,
+    assemble,
+    cli_version,
+    isolation_meta,
+    timestamp,
+    variant_entry,
+)
 from flows.report.schema import Report
 from graders.agent_task import AgentTask
 from graders.criteria import WEIGHTS
@@ -149,6 +156,7 @@ class AgenticRun:
     results: Path
     started: dt.datetime
     isolation: Isolation
+    cli_version: str | None = None  # the agent CLI's --version before the run (None: not told)
 
 
 def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -> dict[str, Any]:
@@ -181,6 +189,8 @@ def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -
         "cliVersion": cli_version(),
         "totalCostUSD": sum(r.result.cost_usd for r in records),
         **isolation_meta(run.isolation),
+        **agent_cli_meta(config.runner, [g.session.meta.get("cli_version") for g in graded], run.cli_version),
+        "plugin": plugin.summary(config.plugin_mcp) if (plugin := skill.plugin) else None,
         "contaminated": [
             {"task": g.plan.task.task_id, "mode": g.plan.mode, "run": g.plan.run, "reason": g.contaminated}
             for g in graded

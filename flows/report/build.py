@@ -290,6 +290,13 @@ def publish(report: Report, output_dir: Path) -> Path:
     return path
 
 
+def agent_cli_meta(runner: str, reported: list[Any], probed: str | None) -> dict[str, str | None]:
+    """The agent CLI's version for the report: what its sessions reported (Claude Code's init event),
+    else what ``--version`` said before the run."""
+    version = next((str(v) for v in reported if v), None) or probed
+    return {"agentCliVersion": f"{runner} {version}" if version else None}
+
+
 def isolation_meta(isolation: sandbox.Isolation) -> dict[str, str | None]:
     """The report's record of the OS sandbox agents and checks ran in, with its version."""
     return {"isolation": isolation, "sandboxVersion": sandbox.version() if isolation != "none" else None}

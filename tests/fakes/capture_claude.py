@@ -62,7 +62,9 @@ def bash_then_answer(body: dict[str, Any], headers: Mapping[str, str]) -> list[d
     return [{"type": "tool_use", "name": "Bash", "input": {"command": command, "description": "write"}}]
 
 
-def capture(out: Path, tag: str, agent: Callable[..., Any] | None, fault: Fault | None, **fields: Any) -> None:
+def capture(
+    out: Path, tag: str, agent: Callable[..., Any] | None, fault: Fault | None, **fields: Any
+) -> None:
     with tempfile.TemporaryDirectory(prefix="cap-") as tmp, FakeProvider() as server:
         if isinstance(agent, SkillScript):
             agent.install(server)
@@ -100,7 +102,15 @@ def main(argv: list[str]) -> None:
     capture(out, "stream", bash_then_answer, None)
     capture(out, "skill", SkillScript("calc-skill"), None, skill=True)
     capture(out, "maxturns", SkillScript("calc-skill", before=("Bash", "Bash")), None, max_turns=1)
-    capture(out, "apierr", None, Fault(status=400, body='{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long"}}'))
+    capture(
+        out,
+        "apierr",
+        None,
+        Fault(
+            status=400,
+            body='{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long"}}',
+        ),
+    )
     capture(out, "plugin", SkillScript("demo-plugin:calc-rules"), None, plugin=True, force_skill=False)
     capture(out, "plugin-baseline", SkillScript("demo-plugin:calc-rules"), None, force_skill=False)
     capture(out, "plugin-mcp", None, None, plugin=True, plugin_mcp=True)
