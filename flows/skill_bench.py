@@ -58,6 +58,8 @@ async def run_sessions(
     progress = Progress(len(plans), "sessions", log=log)
 
     plugin = skill.plugin  # a whole plugin: loaded by the CLI's own mechanism, in the with-arm only
+    if plugin is not None and log is not None:
+        log.info(plugin.summary(config.plugin_mcp) + "; loaded in the with-skill arm only, nothing forced")
 
     async def one(s: Session) -> tuple[AgentSession, str | None]:
         with_skill = s.mode == Arm.WITH_SKILL
@@ -212,8 +214,6 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
         f"{isolation}; cost not estimated (agent sessions "
         "vary): the closing lines give it; results in " + str(results)
     )
-    if (plugin := skill.plugin) is not None:
-        log.info(plugin.summary(config.plugin_mcp) + "; loaded in the with-skill arm only, nothing forced")
     outcomes = await run_sessions(config, skill, plans, isolation, log)
     checks = check_sessions(plans, isolation)
     try:
