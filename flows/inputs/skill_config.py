@@ -161,6 +161,24 @@ class Skill:
         return str(front.get("description") or "") if isinstance(front, dict) else ""
 
     @property
+    def artifact_text(self) -> str:
+        """What the artifact says, for prompts about it (diagnosis, task drafting): SKILL.md, or a
+        plugin's manifest and the text of its skills, commands and agents, each under its path."""
+        if not (self.path / MANIFEST).is_file():
+            return read_text(self.path / "SKILL.md")
+        parts = sorted(
+            p
+            for folder in ("skills", "commands", "agents")
+            for p in (self.path / folder).rglob("*.md")
+            if (self.path / folder).is_dir()
+        )
+        files = [self.path / MANIFEST, *parts]
+        return "\n\n".join(
+            f"=== {f.relative_to(self.path)}\n{f.read_text(encoding='utf-8', errors='replace')}"
+            for f in files
+        )
+
+    @property
     def sha256(self) -> str:
         digest = hashlib.sha256()
         for f in sorted(p for p in self.path.rglob("*") if p.is_file()):
