@@ -16,7 +16,7 @@ from executors.codex_cli import CodexExecutor
 from executors.errors import InputError
 from executors.gemini_cli import GeminiCliExecutor
 from executors.plugin import looks_like_plugin, prepared_copy, read_plugin, runner_problem
-from executors.schema import AgentRequest
+from executors.schema import AgentEvent, AgentRequest, AgentSession
 from executors.versions import CLAUDE_BUILTIN_SKILLS, feature_problem, parse_version
 from flows.engine.sessions import contamination, init_event
 from flows.inputs.skill_config import Skill, check_artifact, find_skill
@@ -236,3 +236,12 @@ def test_trigger_candidates_of_a_plugin_are_namespaced(tmp_path: Path) -> None:
     (folder / "skills" / "calc-rules" / "SKILL.md").write_text("---\nname: other\ndescription: d\n---\n")
     (problem,) = artifact_problems(variants[0].skills[0])
     assert "name: 'other' differs" in problem
+
+
+def test_a_built_in_skill_firing_is_not_the_candidates() -> None:
+    listed = ("demo-plugin:debug", "calc-skill", *sorted(CLAUDE_BUILTIN_SKILLS))
+    calls = [AgentEvent(kind="tool_use", tool="Skill", tool_id="t1", input={"skill": "debug"})]
+    session = AgentSession(ok=True, status="success", events=tuple(calls), skills_listed=listed)
+    triggers = detect(session, ["demo-plugin:debug", "calc-skill"])
+    assert triggers.status == TriggerStatus.OK and triggers.fired == ("debug",)  # the CLI's own
+    assert not triggers.fired_skill("demo-plugin:debug") and not triggers.fired_skill("calc-skill")

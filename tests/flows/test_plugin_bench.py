@@ -121,6 +121,8 @@ def test_skill_run_with_a_plugin(
     assert "MCP servers NOT started: notes (stripped; --plugin-mcp starts them)" in meta["plugin"]
     version = json.loads((results / "outputs/task-01/with-skill/meta.json").read_text())["cli_version"]
     assert meta["agentCliVersion"] == f"claude {version}"
+    md = (results / "report.md").read_text()
+    assert f"Agent CLI: claude {version}" in md and "Plugin: plugin demo-plugin: 1 skill(s)" in md
     summary = report["summary"]
     assert summary["with-skill"]["avgCompositeScore"] == 90 and summary["baseline"]["avgCompositeScore"] == 40
 
