@@ -9,6 +9,7 @@ from typing import Any
 
 from executors.plugin import Plugin
 from executors.schema import AgentSession
+from executors.versions import CLAUDE_BUILTIN_SKILLS
 from flows.inputs.sessions import Session
 from tasks.files import atomic_write_json
 from tasks.schema import Arm
@@ -18,8 +19,12 @@ def baseline_leak(init: dict[str, Any], skill: str, description: str) -> str | N
     """What of the skill the baseline's init event shows: its name among the listed skills, slash
     commands or agents, or its name or description anywhere else in the event (the working
     directory is part of the model's system prompt)."""
+    # A skill named like one of Claude Code's own is listed in every baseline under that name (the
+    # user's project skill replaces the built-in one in the with-arm): the name tells nothing there.
     for key in ("skills", "slash_commands", "agents"):
         names = init.get(key) or []
+        if skill in CLAUDE_BUILTIN_SKILLS:
+            break
         if isinstance(names, list) and any(str(n).split(":")[-1] == skill for n in names):
             return f"the baseline session's init event lists {skill!r} in {key}"
     # The working directory is ours (a random neutral path, see isolation_root): not searched.
@@ -91,7 +96,7 @@ def contamination(
     listed = session.skills_listed
     if mode == Arm.WITH_SKILL and listed is not None and skill not in listed:
         return f"the with-skill session's init event does not list {skill!r}"
-    if mode == Arm.BASELINE and listed is not None and skill in listed:
+    if mode == Arm.BASELINE and listed is not None and skill in listed and skill not in CLAUDE_BUILTIN_SKILLS:
         return f"the baseline session's init event lists {skill!r}"
     if mode == Arm.BASELINE and session.skill_invoked:
         return f"the baseline session invoked {skill!r}"

@@ -15,7 +15,7 @@ from executors.agent import find_binary
 from executors.errors import InputError
 from executors.plugin import MANIFEST, Plugin, looks_like_plugin, read_plugin, runner_problem
 from executors.sandbox import OS_SANDBOX_HELP
-from executors.versions import CLAUDE_BUILTIN_SKILLS, feature_problem, installed_version
+from executors.versions import feature_problem, installed_version
 from flows.inputs.files import closest, dotted, parse_data, read_text, validation_lines
 from graders.agent_task import AgentTask, parse_task
 
@@ -211,8 +211,7 @@ RUNNER_BINARIES = {"claude": "claude", "codex": "codex", "gemini-cli": "gemini"}
 def check_artifact(skill: Skill, runner: str) -> str | None:
     """Before any session: whether ``runner`` can load the artifact, and the installed CLI's version
     (None when it cannot be told). A plugin needs a CLI that loads plugins (Claude Code, recent
-    enough) or consists of skills alone; a skill may not share its name with one of Claude Code's
-    built-in skills, which every session lists (the arms could not be told apart)."""
+    enough) or consists of skills alone."""
     binary = find_binary(RUNNER_BINARIES.get(runner, runner))
     version = installed_version(binary) if binary else None
     plugin = skill.plugin
@@ -220,11 +219,6 @@ def check_artifact(skill: Skill, runner: str) -> str | None:
         problem = runner_problem(plugin, runner) or feature_problem(runner, "plugin-dir", version)
         if problem:
             raise InputError(problem)
-    elif runner == "claude" and skill.name in CLAUDE_BUILTIN_SKILLS:
-        raise InputError(
-            f"{skill.path}: the skill's name {skill.name!r} is also one of Claude Code's built-in skills, "
-            "which every session lists: rename the skill's folder"
-        )
     return version
 
 

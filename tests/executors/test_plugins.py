@@ -178,17 +178,6 @@ def test_the_version_gate_is_one_line(tmp_path: Path, monkeypatch: pytest.Monkey
         check_artifact(plugin, "codex")
 
 
-def test_a_skill_named_like_a_builtin_skill_is_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("SKILLAB_CLAUDE_BIN", fake_cli(tmp_path, "2.1.330"))
-    (tmp_path / "debug").mkdir()
-    with pytest.raises(InputError, match="built-in skills"):
-        check_artifact(Skill("debug", tmp_path / "debug"), "claude")
-    monkeypatch.setenv("SKILLAB_CODEX_BIN", str(tmp_path / "no-codex"))
-    assert check_artifact(Skill("debug", tmp_path / "debug"), "codex") is None  # no such clash there
-
-
 @pytest.mark.parametrize("version", VERSIONS)
 def test_builtin_skills_are_neither_the_skill_nor_contamination(version: str) -> None:
     raw = stream(version, "plugin-baseline")
@@ -198,6 +187,10 @@ def test_builtin_skills_are_neither_the_skill_nor_contamination(version: str) ->
     assert (
         contamination(session, Arm.BASELINE, "calc-skill", init_event(raw), "Writes exact modules.") is None
     )
+    # a user's skill named like a built-in one replaces it in the with-arm; the baseline's is the CLI's
+    assert contamination(session, Arm.BASELINE, "code-review", init_event(raw), "Reviews diffs.") is None
+    leaked = dict(init_event(raw) or {}, skills=["calc-skill"])
+    assert "lists 'calc-skill'" in (contamination(session, Arm.BASELINE, "calc-skill", leaked) or "")
 
 
 @pytest.mark.parametrize("version", VERSIONS)
