@@ -9,9 +9,11 @@ is always passed: the CLI's default alias resolves to a different model from rel
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from executors.agent import LOCAL_KEY, AgentExecutor, install_skill, plugin_copy
+from executors.plugin import read_plugin
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 
 TOOLS = "Read,Edit,Bash,Grep,Glob,Write"
@@ -78,7 +80,8 @@ class ClaudeCodeExecutor(AgentExecutor):
         return argv, env
 
     def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
-        return parse_claude(events, request.skill_name)
+        plugin = read_plugin(Path(request.plugin_dir)).name if request.plugin_dir else None
+        return parse_claude(events, request.skill_name, plugin=plugin)
 
 
 def _text(content: Any) -> str:
@@ -89,7 +92,11 @@ def _text(content: Any) -> str:
     return ""
 
 
-def parse_claude(events: list[dict[str, Any]], skill_name: str | None = None) -> AgentSession:
+def parse_claude(
+    events: list[dict[str, Any]], skill_name: str | None = None, plugin: str | None = None
+) -> AgentSession:
+    """The session; ``skill_invoked`` when a Skill call loaded ``skill_name`` (any skill when None),
+    or with ``plugin``, one of that plugin's skills (``<plugin>:<skill>``)."""
     out: list[AgentEvent] = []
     skills: tuple[str, ...] | None = None
     meta: dict[str, Any] = {}
@@ -118,7 +125,12 @@ def parse_claude(events: list[dict[str, Any]], skill_name: str | None = None) ->
                 elif block.get("type") == "tool_use":
                     name = block.get("name")
                     tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
-                    if name == "Skill" and (skill_name is None or tool_input.get("skill") == skill_name):
+                    called = str(tool_input.get("skill") or "")
+                    if name == "Skill" and (
+                        called.startswith(f"{plugin}:")
+                        if plugin
+                        else skill_name is None or called == skill_name
+                    ):
                         invoked = True
                     out.append(
                         AgentEvent(kind="tool_use", tool=name, tool_id=block.get("id"), input=tool_input)

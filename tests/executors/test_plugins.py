@@ -197,7 +197,8 @@ def test_builtin_skills_are_neither_the_skill_nor_contamination(version: str) ->
 def test_plugin_contamination_on_captured_streams(version: str, tmp_path: Path) -> None:
     plugin = read_plugin(write_plugin(tmp_path))
     loaded, bare = stream(version, "plugin"), stream(version, "plugin-baseline")
-    with_arm, baseline = parse_claude(loaded), parse_claude(bare)
+    with_arm, baseline = parse_claude(loaded, plugin="demo-plugin"), parse_claude(bare)
+    assert with_arm.skill_invoked and not parse_claude(loaded, plugin="other").skill_invoked
     assert with_arm.meta["plugins"][0] == "demo-plugin" and with_arm.meta["mcp_servers"] == []
     assert contamination(with_arm, Arm.WITH_SKILL, plugin.name, init_event(loaded), plugin=plugin) is None
     assert contamination(baseline, Arm.BASELINE, plugin.name, init_event(bare), plugin=plugin) is None

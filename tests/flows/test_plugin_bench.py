@@ -119,7 +119,11 @@ def test_skill_run_with_a_plugin(
     assert meta["skill"] == "demo-plugin" and meta["contaminated"] == []
     assert meta["plugin"].startswith("plugin demo-plugin: 1 skill(s), 1 command(s), 1 agent(s)")
     assert "MCP servers NOT started: notes (stripped; --plugin-mcp starts them)" in meta["plugin"]
-    version = json.loads((results / "outputs/task-01/with-skill/meta.json").read_text())["cli_version"]
+    with_meta = json.loads((results / "outputs/task-01/with-skill/meta.json").read_text())
+    base_meta = json.loads((results / "outputs/task-01/baseline/meta.json").read_text())
+    assert with_meta["skill_invoked"] and "demo-plugin" in with_meta["plugins"]
+    assert not base_meta["skill_invoked"] and "demo-plugin" not in base_meta["plugins"]
+    version = with_meta["cli_version"]
     assert meta["agentCliVersion"] == f"claude {version}"
     md = (results / "report.md").read_text()
     assert f"Agent CLI: claude {version}" in md and "Plugin: plugin demo-plugin: 1 skill(s)" in md
