@@ -145,6 +145,21 @@ def test_bad_plugin_is_one_line_and_exit_2(
     assert str(folder) in err[0] and ".claude-plugin/plugin.json: missing" in err[0]
 
 
+def test_a_full_plugin_is_refused_by_codex_in_one_line(
+    plugin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "queries.yaml").write_text(
+        yaml.safe_dump({"queries": [{"id": "q", "query": "x", "expect": SKILL}]})
+    )
+    monkeypatch.chdir(tmp_path)
+    code = main(
+        ["skill", "triggers", "run", "--skill", str(plugin), "--queries", "queries.yaml", "--runner", "codex"]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "only a plugin's skills load outside Claude Code" in err[0]
+    assert "commands/tidy" in err[0] and "--runner claude" in err[0]
+
+
 def test_trigger_benchmark_sees_the_plugins_skill_fire(
     plugin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
