@@ -187,3 +187,45 @@ def test_trigger_benchmark_sees_the_plugins_skill_fire(
     assert "MCP servers NOT started: notes" in meta["plugin"] and meta["agentCliVersion"].startswith(
         "claude 2."
     )
+
+
+def gemini_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Activates the plugin's skill when the CLI offers it, then answers."""
+    done = sum(1 for c in body["contents"] for p in c.get("parts", []) if "functionResponse" in p)
+    offered = "calc-rules" in json.dumps(body.get("tools") or [])
+    if offered and not done:
+        return [{"functionCall": {"name": "activate_skill", "args": {"name": "calc-rules"}}}]
+    return [{"text": "calc.py written."}]
+
+
+def test_gemini_runs_a_plugin_of_skills_alone(tmp_path: Path) -> None:
+    from executors.gemini_cli import GeminiCliExecutor
+    from graders.triggers import TriggerStatus, detect
+
+    if find_binary("gemini") is None:
+        pytest.fail("the gemini CLI is missing: scripts/install-agent-clis.sh installs it")
+    folder = tmp_path / "skills-only"
+    (folder / ".claude-plugin").mkdir(parents=True)
+    (folder / ".claude-plugin" / "plugin.json").write_text('{"name": "demo-plugin"}')
+    (folder / "skills" / "calc-rules").mkdir(parents=True)
+    (folder / "skills" / "calc-rules" / "SKILL.md").write_text(
+        "---\nname: calc-rules\ndescription: Exact arithmetic modules.\n---\nBe exact.\n"
+    )
+    with FakeProvider() as server:
+        server.gemini_agent = gemini_agent
+        request = AgentRequest(
+            cli="gemini-cli",
+            model="gemini-2.5-pro",
+            prompt="Create calc.py with add(a, b).",
+            sandbox=str(tmp_path / "sb"),
+            home=str(tmp_path / "home"),
+            raw_stream=str(tmp_path / "out" / "raw_stream.jsonl"),
+            plugin_dir=str(folder),
+            force_skill=False,
+            timeout_s=120,
+        )
+        result = asyncio.run(GeminiCliExecutor(ExecutorSettings(base_url=server.url)).session(request))
+    assert result.ok, result.error
+    assert (tmp_path / "sb" / ".gemini" / "skills" / "calc-rules" / "SKILL.md").exists()
+    triggers = detect(result, [SKILL])  # activate_skill "calc-rules" is the plugin's skill
+    assert triggers.status == TriggerStatus.OK and triggers.fired == (SKILL,)
