@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from executors.base import Executor
 from executors.errors import PermanentError, TransientError, is_transient_status
+from executors.plugin import prepared_copy, read_plugin
 from executors.sandbox import AGENT_ENV_PREFIXES, executable_paths, host_env, require, wrap
 from executors.schema import AgentRequest, AgentSession, RunRequest, RunResult, SessionStatus, Usage
 
@@ -255,6 +256,28 @@ def install_skill(request: AgentRequest, *where: str) -> bool:
         request.skill_dir, Path(request.sandbox).joinpath(*where, request.skill_name), dirs_exist_ok=True
     )
     return True
+
+
+def plugin_copy(request: AgentRequest) -> Path | None:
+    """The session's copy of the plugin under test (in its fresh HOME, outside the working
+    directory), MCP servers stripped unless the request opts in; None without a plugin."""
+    if not request.plugin_dir:
+        return None
+    name = read_plugin(Path(request.plugin_dir)).name
+    return prepared_copy(
+        request.plugin_dir, Path(request.home) / "skillab-plugins" / name, request.plugin_mcp
+    )
+
+
+def install_plugin_skills(request: AgentRequest, *where: str) -> tuple[str, ...]:
+    """Codex and Gemini have no plugin loader: the plugin's skills are installed as skills, under
+    their own names (its other parts are refused before the run, see executors.plugin)."""
+    if not request.plugin_dir:
+        return ()
+    dirs = read_plugin(Path(request.plugin_dir)).skill_dirs()
+    for name, folder in dirs.items():
+        shutil.copytree(folder, Path(request.sandbox).joinpath(*where, name), dirs_exist_ok=True)
+    return tuple(dirs)
 
 
 def kill_group(pid: int) -> None:

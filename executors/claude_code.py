@@ -2,14 +2,18 @@
 
 With the skill: installed at ``.claude/skills/<name>/`` in the sandbox, allowed as ``Skill(<name>)``,
 and its load forced by an appended system prompt. Baseline: the Skill tool disallowed. Trigger mode
-(``force_skill`` False): skills installed, the Skill tool kept, nothing forced.
+(``force_skill`` False): skills installed, the Skill tool kept, nothing forced. A plugin
+(``plugin_dir``): a copy loaded with ``--plugin-dir``, its parts listed, nothing forced. ``--model``
+is always passed: the CLI's default alias resolves to a different model from release to release.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from executors.agent import LOCAL_KEY, AgentExecutor, install_skill
+from executors.agent import LOCAL_KEY, AgentExecutor, install_skill, plugin_copy
+from executors.plugin import read_plugin
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 
 TOOLS = "Read,Edit,Bash,Grep,Glob,Write"
@@ -49,7 +53,11 @@ class ClaudeCodeExecutor(AgentExecutor):
         ]
         appended = []
         installed = install_skill(request, ".claude", "skills")
-        if not request.force_skill:  # trigger mode: listed, never forced, the Skill tool kept
+        plugin = plugin_copy(request)
+        if plugin is not None:  # loaded for this session only, through the CLI's own mechanism
+            argv += ["--plugin-dir", str(plugin)]
+        if not request.force_skill or (plugin is not None and not installed):
+            # trigger mode, or a whole plugin: its parts listed, nothing forced, the Skill tool kept
             argv += ["--allowedTools", f"Skill,{TOOLS}"]
         elif installed:
             argv += ["--allowedTools", f"Skill({request.skill_name}),{TOOLS}"]
@@ -63,13 +71,17 @@ class ClaudeCodeExecutor(AgentExecutor):
         env = self.base_env(request) | QUIET
         if self.settings.base_url:
             env["ANTHROPIC_BASE_URL"] = self.settings.base_url
+            # A local server serves the model asked for: subagents (a plugin's agents too) use it
+            # rather than a default of the CLI's that the server may not know.
+            env["CLAUDE_CODE_SUBAGENT_MODEL"] = request.model
             env.setdefault(
                 "ANTHROPIC_API_KEY", LOCAL_KEY
             )  # a local server needs no key, the CLI insists on one
         return argv, env
 
     def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
-        return parse_claude(events, request.skill_name)
+        plugin = read_plugin(Path(request.plugin_dir)).name if request.plugin_dir else None
+        return parse_claude(events, request.skill_name, plugin=plugin)
 
 
 def _text(content: Any) -> str:
@@ -80,7 +92,11 @@ def _text(content: Any) -> str:
     return ""
 
 
-def parse_claude(events: list[dict[str, Any]], skill_name: str | None = None) -> AgentSession:
+def parse_claude(
+    events: list[dict[str, Any]], skill_name: str | None = None, plugin: str | None = None
+) -> AgentSession:
+    """The session; ``skill_invoked`` when a Skill call loaded ``skill_name`` (any skill when None),
+    or with ``plugin``, one of that plugin's skills (``<plugin>:<skill>``)."""
     out: list[AgentEvent] = []
     skills: tuple[str, ...] | None = None
     meta: dict[str, Any] = {}
@@ -96,6 +112,10 @@ def parse_claude(events: list[dict[str, Any]], skill_name: str | None = None) ->
                 "cwd": e.get("cwd"),
                 "tools": e.get("tools"),
                 "cli_version": e.get("claude_code_version"),
+                "plugins": [str(p.get("name")) for p in e.get("plugins") or [] if isinstance(p, dict)],
+                "mcp_servers": [
+                    str(m.get("name")) for m in e.get("mcp_servers") or [] if isinstance(m, dict)
+                ],
             }
             out.append(AgentEvent(kind="init", text=f"model {e.get('model')}, {len(skills)} skills"))
         elif kind == "assistant":
@@ -105,7 +125,12 @@ def parse_claude(events: list[dict[str, Any]], skill_name: str | None = None) ->
                 elif block.get("type") == "tool_use":
                     name = block.get("name")
                     tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
-                    if name == "Skill" and (skill_name is None or tool_input.get("skill") == skill_name):
+                    called = str(tool_input.get("skill") or "")
+                    if name == "Skill" and (
+                        called.startswith(f"{plugin}:")
+                        if plugin
+                        else skill_name is None or called == skill_name
+                    ):
                         invoked = True
                     out.append(
                         AgentEvent(kind="tool_use", tool=name, tool_id=block.get("id"), input=tool_input)

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from executors.agent import LOCAL_KEY, AgentExecutor, install_skill
+from executors.agent import LOCAL_KEY, AgentExecutor, install_plugin_skills, install_skill
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 
 CONFIG = """\
@@ -52,6 +52,7 @@ class CodexExecutor(AgentExecutor):
         provider = PROVIDER.format(base_url=self.settings.base_url) if self.settings.base_url else ""
         (codex_home / "config.toml").write_text(CONFIG.format(provider=provider), encoding="utf-8")
         prompt = request.prompt
+        install_plugin_skills(request, ".agents", "skills")
         if install_skill(request, ".agents", "skills") and request.force_skill:
             prompt = f"${request.skill_name} {prompt}"
         if request.system:

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from executors.agent import LOCAL_KEY, AgentExecutor, install_skill
+from executors.agent import LOCAL_KEY, AgentExecutor, install_plugin_skills, install_skill
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 
 EXIT_TURN_LIMIT = 53
@@ -38,6 +38,7 @@ class GeminiCliExecutor(AgentExecutor):
         }
         (settings_dir / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
         context = []
+        install_plugin_skills(request, ".gemini", "skills")
         if install_skill(request, ".gemini", "skills") and request.force_skill:
             context.append(FORCE_SKILL.format(name=request.skill_name))
         if request.system:

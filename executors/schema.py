@@ -158,6 +158,15 @@ class AgentRequest(Frozen):
         default="bubblewrap",
         description="the OS sandbox: bubblewrap (an error where it cannot run) or none (a fresh HOME only)",
     )
+    plugin_dir: str | None = Field(
+        default=None,
+        description="a plugin folder loaded in this session only (Claude Code: --plugin-dir; Codex and "
+        "Gemini: its skills installed like skills); None in the baseline arm",
+    )
+    plugin_mcp: bool = Field(
+        default=False,
+        description="start the plugin's MCP servers; False loads a copy without .mcp.json and mcpServers",
+    )
 
 
 class AgentEvent(Frozen):

@@ -15,7 +15,6 @@ from executors.registry import close_all, usable_executor
 from flows.engine.judging import judge_name, run_judge_jobs
 from flows.engine.progress import Progress
 from flows.engine.runner import RunnerConfig, UnitRunner
-from flows.inputs.files import read_text
 from flows.inputs.plan import JudgeJob, Target
 from flows.inputs.prepare import Prepared
 from flows.inputs.skill_config import Skill, SkillBenchConfig
@@ -125,7 +124,7 @@ async def diagnose_skill_run(
     """Agentic mode's diagnosis: suggestions from the four-criterion judge's model, the with-skill
     arm's artifact being the skill's SKILL.md (``ablated``: an ablated arm -> its shorter SKILL.md)."""
     artifacts: dict[str, str | None] = {
-        Arm.WITH_SKILL: read_text(skill.path / "SKILL.md"),
+        Arm.WITH_SKILL: skill.artifact_text,
         Arm.BASELINE: None,
         **(ablated or {}),
     }

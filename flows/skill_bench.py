@@ -39,7 +39,7 @@ from flows.inputs.sessions import (
     isolation_root,
     plan_sessions,
 )
-from flows.inputs.skill_config import Skill, SkillBenchConfig, load_tasks
+from flows.inputs.skill_config import Skill, SkillBenchConfig, check_artifact, load_tasks
 from flows.inputs.skill_creator import evals_file, stage_inputs
 from flows.report.agentic import REPORT_ARMS, AgenticRun, Graded, build_skill_report
 from flows.report.logtext import figure_lines, state_message, verdict_lines
@@ -80,26 +80,33 @@ async def run_sessions(
     semaphore = asyncio.Semaphore(config.concurrency)
     progress = Progress(len(plans), "sessions", log=log)
 
+    plugin = skill.plugin  # a whole plugin: loaded by the CLI's own mechanism, in the with-arm only
+    if plugin is not None and log is not None:
+        log.info(plugin.summary(config.plugin_mcp) + "; loaded in the with-skill arm only, nothing forced")
+
     async def one(s: Session) -> tuple[AgentSession, str | None]:
         with_skill = s.kind == Arm.WITH_SKILL
+        as_skill = with_skill and plugin is None
         request = AgentRequest(
             cli=config.runner,
             model=config.runner_model,
             prompt=s.task.prompt,
             sandbox=str(s.sandbox),
             home=str(s.home),
-            skill_name=skill.name if with_skill else None,
-            skill_dir=str(dirs[s.mode]) if with_skill else None,
+            skill_name=skill.name if as_skill else None,
+            skill_dir=str(dirs[s.mode]) if as_skill else None,
             max_turns=config.max_turns,
             timeout_s=config.timeout,
             raw_stream=str(s.outputs / "raw_stream.jsonl"),
             isolation=isolation,
+            plugin_dir=str(skill.path) if with_skill and plugin is not None else None,
+            plugin_mcp=config.plugin_mcp,
         )
         stage_inputs(s.task, s.sandbox)  # a skill-creator eval's input files, before the agent starts
         async with semaphore:
             session = await run_agent_session(request, config.base_url, s.label)
         raw = read_events(s.outputs / "raw_stream.jsonl")
-        contaminated = contamination(session, s.kind, skill.name, init_event(raw), skill.description)
+        contaminated = contamination(session, s.kind, skill.name, init_event(raw), skill.description, plugin)
         write_outputs(s, session, skill.name, contaminated, raw)
         bad = None if contaminated is None else ("contaminated", contaminated)
         bad = bad or (None if session.ok else (session.status, session.error or session.status))
@@ -290,6 +297,7 @@ def ablated_arms(skill: Skill, ablations: list[SkillAblation], results: Path) ->
 @flow(name="skill-bench", log_prints=False)
 async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str, tasks_dir: str) -> Any:
     skill = Skill(skill_name, Path(skill_path))
+    version = check_artifact(skill, config.runner)  # exit 2 on a plugin this CLI cannot load
     isolation = checked_isolation(config.os_sandbox)
     tasks, suite_hash = load_tasks(Path(tasks_dir))
     ablations = plan_skill_ablations(skill.path, config.ablate, config.ablate_sections)
@@ -309,7 +317,7 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
     graded = grade_sessions(plans, outcomes, checks, grades)
     records = [session_record(g, config) for g in graded if not g.contaminated]
     ablated = {a.arm: a.heading for a in ablations}
-    run = AgenticRun(config, skill, tasks, suite_hash, results, started, isolation, ablated)
+    run = AgenticRun(config, skill, tasks, suite_hash, results, started, isolation, ablated, version)
     report = build_skill_report(run, graded, records)
     report.diagnosis = await diagnose_skill_run(report, config, skill, {a.arm: a.skill_md for a in ablations})
     report_path = results / "report.json"

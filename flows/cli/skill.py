@@ -26,9 +26,10 @@ def cmd_skill_run(args: argparse.Namespace) -> int:
     from executors.registry import usable_executor
     from flows.inputs.ablation import plan_skill_ablations
     from flows.inputs.sessions import checked_isolation
-    from flows.inputs.skill_config import load_tasks
+    from flows.inputs.skill_config import check_artifact, load_tasks
 
     config, skill = skill_inputs(args)
+    check_artifact(skill, config.runner)  # exit 2: a plugin this CLI cannot load, a clashing name
     if not config.tasks:
         raise InputError(
             "--tasks: name the task-set folder (a fixed suite; `skill generate-tasks` writes one)"

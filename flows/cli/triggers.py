@@ -175,6 +175,11 @@ def cmd_triggers_generate(args: argparse.Namespace) -> int:
     if out.exists():
         raise InputError(f"--out: {out} exists; draft into a new file and review it")
     skill = find_skill(args.skill, Path.cwd())
+    if skill.plugin is not None:
+        raise InputError(
+            f"--skill: {skill.path} is a plugin; draft queries per skill (--skill {skill.path}/skills/<name>) "
+            f"and write their expect as '{skill.name}:<name>'"
+        )
     text = (skill.path / "SKILL.md").read_text(encoding="utf-8", errors="replace")
     try:
         drafted = asyncio.run(draft_queries(args, skill.name, text))

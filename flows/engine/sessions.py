@@ -7,7 +7,9 @@ import json
 import re
 from typing import Any
 
+from executors.plugin import Plugin
 from executors.schema import AgentSession
+from executors.versions import CLAUDE_BUILTIN_SKILLS
 from flows.inputs.sessions import Session
 from tasks.files import atomic_write_json
 from tasks.schema import Arm
@@ -17,8 +19,12 @@ def baseline_leak(init: dict[str, Any], skill: str, description: str) -> str | N
     """What of the skill the baseline's init event shows: its name among the listed skills, slash
     commands or agents, or its name or description anywhere else in the event (the working
     directory is part of the model's system prompt)."""
+    # A skill named like one of Claude Code's own is listed in every baseline under that name (the
+    # user's project skill replaces the built-in one in the with-arm): the name tells nothing there.
     for key in ("skills", "slash_commands", "agents"):
         names = init.get(key) or []
+        if skill in CLAUDE_BUILTIN_SKILLS:
+            break
         if isinstance(names, list) and any(str(n).split(":")[-1] == skill for n in names):
             return f"the baseline session's init event lists {skill!r} in {key}"
     # The working directory is ours (a random neutral path, see isolation_root): not searched.
@@ -31,10 +37,58 @@ def baseline_leak(init: dict[str, Any], skill: str, description: str) -> str | N
     return None
 
 
+def _names(init: dict[str, Any], key: str) -> list[str]:
+    values = init.get(key) or []
+    if not isinstance(values, list):
+        return []
+    return [str(v.get("name")) if isinstance(v, dict) else str(v) for v in values]
+
+
+def plugin_leak(init: dict[str, Any], plugin: Plugin) -> str | None:
+    """What of a plugin the baseline's init event shows: the plugin itself, any of its parts (the CLI
+    lists them as ``<plugin>:<part>``; a bare name may be one of the CLI's built-in skills, which
+    both arms list), or one of its MCP servers."""
+    if plugin.name in _names(init, "plugins"):
+        return f"the baseline session's init event lists plugin {plugin.name!r}"
+    parts = set(plugin.parts)
+    for key in ("skills", "slash_commands", "agents"):
+        hit = next((n for n in _names(init, key) if n in parts), None)
+        if hit:
+            return f"the baseline session's init event lists {hit!r} of plugin {plugin.name!r} in {key}"
+    server = next((n for n in _names(init, "mcp_servers") if n.startswith(f"plugin:{plugin.name}:")), None)
+    if server:
+        return f"the baseline session's init event lists the plugin's MCP server {server!r}"
+    return None
+
+
+def plugin_contamination(
+    session: AgentSession, mode: Arm, plugin: Plugin, init: dict[str, Any] | None
+) -> str | None:
+    """A whole plugin: the with-arm's init event must list it; the baseline must list nothing of it."""
+    if mode == Arm.BASELINE:
+        leak = plugin_leak(init, plugin) if init else None
+        if leak:
+            return leak
+        invoked = [e.input or {} for e in session.events if e.kind == "tool_use" and e.tool == "Skill"]
+        hit = next((str(i.get("skill")) for i in invoked if str(i.get("skill")) in set(plugin.parts)), None)
+        return f"the baseline session invoked {hit!r} of plugin {plugin.name!r}" if hit else None
+    loaded = session.meta.get("plugins")
+    if init is not None and isinstance(loaded, list) and plugin.name not in loaded:
+        return f"the with-skill session's init event does not list plugin {plugin.name!r} (it did not load)"
+    return None
+
+
 def contamination(
-    session: AgentSession, mode: Arm, skill: str, init: dict[str, Any] | None = None, description: str = ""
+    session: AgentSession,
+    mode: Arm,
+    skill: str,
+    init: dict[str, Any] | None = None,
+    description: str = "",
+    plugin: Plugin | None = None,
 ) -> str | None:
     """The init event must list the skill in the with-skill arm; the baseline must see nothing of it."""
+    if plugin is not None:
+        return plugin_contamination(session, mode, plugin, init)
     if mode == Arm.BASELINE and init:
         leak = baseline_leak(init, skill, description)
         if leak:
@@ -42,7 +96,7 @@ def contamination(
     listed = session.skills_listed
     if mode == Arm.WITH_SKILL and listed is not None and skill not in listed:
         return f"the with-skill session's init event does not list {skill!r}"
-    if mode == Arm.BASELINE and listed is not None and skill in listed:
+    if mode == Arm.BASELINE and listed is not None and skill in listed and skill not in CLAUDE_BUILTIN_SKILLS:
         return f"the baseline session's init event lists {skill!r}"
     if mode == Arm.BASELINE and session.skill_invoked:
         return f"the baseline session invoked {skill!r}"

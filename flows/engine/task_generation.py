@@ -76,7 +76,7 @@ async def generate_tasks(
     if out.exists() and any(out.glob("*.md")):
         raise InputError(f"{out}: already holds tasks; generate into a new folder and review it")
     ex = usable_executor(executor, "--executor", ExecutorSettings(timeout_s=config.timeout))
-    skill_text = (skill.path / "SKILL.md").read_text(encoding="utf-8")
+    skill_text = skill.artifact_text  # a plugin: its manifest, skills, commands and agents
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     names: list[str] = []

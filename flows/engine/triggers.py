@@ -35,6 +35,7 @@ def outcome_of(session: AgentSession, triggers: SessionTriggers) -> dict[str, An
         "durationMs": session.duration_ms,
         "costUSD": float(session.meta.get("total_cost_usd") or 0.0),
         "listed": list(session.skills_listed) if session.skills_listed is not None else None,
+        "cliVersion": session.meta.get("cli_version"),
         "transcript": [
             {
                 "kind": e.kind,
@@ -72,7 +73,11 @@ class TriggerRunner:
             prompt=s.query.query,
             sandbox=str(sandbox / "work"),
             home=str(sandbox / "home"),
-            skills=tuple(InstalledSkill(name=k.name, path=str(k.path)) for k in s.variant.skills),
+            skills=tuple(
+                InstalledSkill(name=k.name, path=str(k.path)) for k in s.variant.skills if k.plugin is None
+            ),
+            plugin_dir=next((str(k.path) for k in s.variant.skills if k.plugin is not None), None),
+            plugin_mcp=o.plugin_mcp,
             force_skill=False,
             max_turns=o.max_turns,
             timeout_s=o.timeout,

@@ -140,6 +140,11 @@ def plan_skill_ablations(skill_dir: Path, ablate: bool, named: tuple[str, ...]) 
             raise InputError("--ablate-sections: needs --ablate (the sections are SKILL.md's)")
         return []
     path = skill_dir / "SKILL.md"
+    if not path.is_file():  # a whole plugin: its skills are ablated one at a time, as skills
+        raise InputError(
+            f"{skill_dir}: --ablate: no SKILL.md here (a plugin?); ablate one of its skills with "
+            "--skill path/to/plugin/skills/NAME"
+        )
     return skill_ablations(path, read_text(path), named)
 
 

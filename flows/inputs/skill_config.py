@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -10,8 +11,11 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from executors.agent import find_binary
 from executors.errors import InputError
+from executors.plugin import MANIFEST, Plugin, looks_like_plugin, read_plugin, runner_problem
 from executors.sandbox import OS_SANDBOX_HELP
+from executors.versions import feature_problem, installed_version
 from flows.inputs.files import closest, dotted, parse_data, read_text, validation_lines
 from flows.inputs.skill_creator import evals_file, load_evals
 from graders.agent_task import AgentTask, parse_task
@@ -38,7 +42,9 @@ class SkillBenchConfig(BaseModel):
     max_turns: int = Field(10, ge=1, description="turn limit of each session")
     results_dir: str = Field("./skill-bench/results", description="where each run's results tree goes")
     skill: str | None = Field(
-        None, description="skill name (.claude/skills/<name>, ~/.claude/skills/<name>) or a path"
+        None,
+        description="skill name (.claude/skills/<name>, ~/.claude/skills/<name>) or a path; a folder with "
+        ".claude-plugin/plugin.json is a whole plugin",
     )
     # Beyond the seed:
     tasks: str | None = Field(None, description="the task-set folder (a fixed, reviewed suite)")
@@ -69,6 +75,11 @@ class SkillBenchConfig(BaseModel):
     )
     ablate_sections: tuple[str, ...] = Field(
         (), description="with --ablate: only these sections (headings, any level)"
+    )
+    plugin_mcp: bool = Field(
+        False,
+        description="start the MCP servers of a plugin under test (without it they are left out of the "
+        "copy loaded, and the report says so)",
     )
 
     @model_validator(mode="after")
@@ -125,12 +136,27 @@ def load_config(explicit: str | None, cwd: Path, overrides: dict[str, Any]) -> S
 
 @dataclass(frozen=True)
 class Skill:
+    """The artifact under test: a skill (a folder holding SKILL.md) or a whole plugin (a folder with
+    ``.claude-plugin/plugin.json``; ``name`` is then the manifest's name)."""
+
     name: str
-    path: Path  # the folder holding SKILL.md
+    path: Path  # the folder holding SKILL.md, or the plugin's root
+
+    @property
+    def plugin(self) -> Plugin | None:
+        """The plugin when the artifact is one (its manifest read afresh: the folder is the truth)."""
+        return read_plugin(self.path) if (self.path / MANIFEST).is_file() else None
 
     @property
     def description(self) -> str:
-        """The front matter's description: all the model sees of a skill before invoking it."""
+        """The front matter's description: all the model sees of a skill before invoking it (of a
+        plugin: its manifest's description)."""
+        if (self.path / MANIFEST).is_file():
+            try:
+                manifest = json.loads((self.path / MANIFEST).read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+                return ""
+            return str(manifest.get("description") or "") if isinstance(manifest, dict) else ""
         try:
             text = (self.path / "SKILL.md").read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
@@ -142,6 +168,24 @@ class Skill:
         except yaml.YAMLError:
             return ""
         return str(front.get("description") or "") if isinstance(front, dict) else ""
+
+    @property
+    def artifact_text(self) -> str:
+        """What the artifact says, for prompts about it (diagnosis, task drafting): SKILL.md, or a
+        plugin's manifest and the text of its skills, commands and agents, each under its path."""
+        if not (self.path / MANIFEST).is_file():
+            return read_text(self.path / "SKILL.md")
+        parts = sorted(
+            p
+            for folder in ("skills", "commands", "agents")
+            for p in (self.path / folder).rglob("*.md")
+            if (self.path / folder).is_dir()
+        )
+        files = [self.path / MANIFEST, *parts]
+        return "\n\n".join(
+            f"=== {f.relative_to(self.path)}\n{f.read_text(encoding='utf-8', errors='replace')}"
+            for f in files
+        )
 
     @property
     def sha256(self) -> str:
@@ -157,6 +201,8 @@ def find_skill(name: str | None, cwd: Path) -> Skill:
     if not name:
         raise InputError("--skill: name the skill to benchmark" + _listing(roots))
     direct = cwd / Path(name).expanduser()  # relative to the run's folder (a scheduled suite's)
+    if looks_like_plugin(direct):  # a whole plugin; a malformed one is one line naming the field
+        return Skill(read_plugin(direct.resolve()).name, direct.resolve())
     if direct.name == "SKILL.md" and direct.is_file():
         return Skill(direct.parent.name, direct.parent.resolve())
     if (direct / "SKILL.md").is_file():
@@ -165,6 +211,24 @@ def find_skill(name: str | None, cwd: Path) -> Skill:
         if (root / name / "SKILL.md").is_file():
             return Skill(name, (root / name).resolve())
     raise InputError(f"--skill: no skill {name!r}" + _listing(roots))
+
+
+#: The binary of each agent runner (the version gate asks it for its version).
+RUNNER_BINARIES = {"claude": "claude", "codex": "codex", "gemini-cli": "gemini"}
+
+
+def check_artifact(skill: Skill, runner: str) -> str | None:
+    """Before any session: whether ``runner`` can load the artifact, and the installed CLI's version
+    (None when it cannot be told). A plugin needs a CLI that loads plugins (Claude Code, recent
+    enough) or consists of skills alone."""
+    binary = find_binary(RUNNER_BINARIES.get(runner, runner))
+    version = installed_version(binary) if binary else None
+    plugin = skill.plugin
+    if plugin is not None:
+        problem = runner_problem(plugin, runner) or feature_problem(runner, "plugin-dir", version)
+        if problem:
+            raise InputError(problem)
+    return version
 
 
 def _listing(roots: list[Path]) -> str:

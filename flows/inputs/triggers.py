@@ -18,7 +18,7 @@ from executors.errors import InputError
 from executors.sandbox import OS_SANDBOX_HELP, Isolation
 from flows.inputs.files import options_file, writable_folder
 from flows.inputs.sessions import checked_isolation
-from flows.inputs.skill_config import Skill, find_skill
+from flows.inputs.skill_config import Skill, check_artifact, find_skill
 from graders.queries import Query, QuerySet, Split, check_expectations, load_queries, split
 from graders.triggers import install_problem
 from tasks.cache import cache_key
@@ -74,6 +74,11 @@ class TriggerOptions(BaseModel):
     )
     junit: str | None = Field(None, description="write JUnit XML (one test per query and variant)")
     suite: str | None = Field(None, description="suite name, recorded in the report")
+    plugin_mcp: bool = Field(
+        False,
+        description="start the MCP servers of a plugin under test (without it they are left out of the "
+        "copy loaded, and the report says so)",
+    )
 
 
 def load_trigger_config(path: Path, suite: str | None = None) -> TriggerOptions:
@@ -121,6 +126,24 @@ class TriggerPlan:
     split: Split | None
     sessions: tuple[TriggerSession, ...]
     isolation: Isolation
+    cli_version: str | None = None  # the agent CLI's --version before the run (None: not told)
+
+
+def candidate_names(skill: Skill) -> tuple[str, ...]:
+    """The names the CLI lists an artifact's skills by: a skill's folder name; a plugin's skills
+    namespaced ``<plugin>:<skill>`` (the queries file expects those)."""
+    plugin = skill.plugin
+    return plugin.namespaced(plugin.skills) if plugin is not None else (skill.name,)
+
+
+def artifact_problems(skill: Skill) -> list[str]:
+    """Why an artifact's skills would not be listed under the names the run looks for."""
+    plugin = skill.plugin
+    if plugin is None:
+        return [p] if (p := install_problem(skill.name, skill.path)) else []
+    if not plugin.skills:
+        return [f"{skill.path}: the plugin has no skills (skills/<name>/SKILL.md): nothing can trigger"]
+    return [p for name, folder in plugin.skill_dirs().items() if (p := install_problem(name, folder))]
 
 
 def variants_of(options: TriggerOptions, cwd: Path) -> tuple[tuple[TriggerVariant, ...], tuple[str, ...]]:
@@ -136,16 +159,19 @@ def variants_of(options: TriggerOptions, cwd: Path) -> tuple[tuple[TriggerVarian
         raise InputError("--skill: name the skill (or --skills-dir for routing)")
     skills = [find_skill(name, cwd) for name in options.skill]
     names = list(dict.fromkeys(s.name for s in skills))
+    if sum(1 for s in skills if s.plugin is not None) > 1 and len(names) > 1:
+        raise InputError("--skill: one plugin per run (or folders of the same plugin for an A/B)")
     if len(skills) > 1 and len(names) == 1:
         labels = [s.path.parent.name for s in skills]
         if len(set(labels)) < len(labels):
             labels = [f"{chr(ord('A') + i)}" for i in range(len(skills))]
-        return tuple(TriggerVariant(label, (s,)) for label, s in zip(labels, skills, strict=True)), (
-            names[0],
-        )
+        candidates = tuple(dict.fromkeys(n for s in skills for n in candidate_names(s)))
+        variants = tuple(TriggerVariant(label, (s,)) for label, s in zip(labels, skills, strict=True))
+        return variants, candidates
     if len(names) < len(skills):
         raise InputError("--skill: the same skill twice among different skills; give an A/B or a routing set")
-    return (TriggerVariant(DEFAULT_VARIANT, tuple(skills)),), tuple(names)
+    candidates = tuple(dict.fromkeys(n for s in skills for n in candidate_names(s)))
+    return (TriggerVariant(DEFAULT_VARIANT, tuple(skills)),), candidates
 
 
 def session_key(options: TriggerOptions, query: Query, variant: TriggerVariant, run: int) -> str:
@@ -161,6 +187,8 @@ def session_key(options: TriggerOptions, query: Query, variant: TriggerVariant, 
             "max_turns": options.max_turns,
             "timeout": options.timeout,
             "run": run,
+            # Only when set, so the keys of sessions cached before this option stay valid.
+            **({"plugin_mcp": True} if options.plugin_mcp else {}),
         },
     )
 
@@ -171,9 +199,12 @@ def prepare_triggers(options: TriggerOptions, cwd: Path) -> TriggerPlan:
         raise InputError("--queries: name the queries file (`skill triggers generate` drafts one)")
     queries = load_queries(cwd / options.queries)
     variants, candidates = variants_of(options, cwd)
-    problems = [p for v in variants for s in v.skills if (p := install_problem(s.name, s.path))]
+    problems = [p for v in variants for s in v.skills for p in artifact_problems(s)]
     if problems:
         raise InputError(problems)
+    versions = [
+        check_artifact(s, options.runner) for s in {s.path: s for v in variants for s in v.skills}.values()
+    ]
     check_expectations(queries.queries, candidates, str(cwd / options.queries))
     writable_folder(cwd / options.results_dir, "--results-dir")
     chosen = split(queries.queries, options.holdout, options.seed) if options.holdout else None
@@ -184,4 +215,5 @@ def prepare_triggers(options: TriggerOptions, cwd: Path) -> TriggerPlan:
         for v in variants
     )
     isolation = checked_isolation(options.os_sandbox)
-    return TriggerPlan(options, queries, variants, candidates, chosen, sessions, isolation)
+    version = next((v for v in versions if v), None)
+    return TriggerPlan(options, queries, variants, candidates, chosen, sessions, isolation, version)

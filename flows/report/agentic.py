@@ -17,7 +17,14 @@ from executors.schema import AgentSession
 from flows.inputs.sessions import Session
 from flows.inputs.skill_config import Skill, SkillBenchConfig
 from flows.report.ablation import ablation
-from flows.report.build import assemble, cli_version, isolation_meta, timestamp, variant_entry
+from flows.report.build import (
+    agent_cli_meta,
+    assemble,
+    cli_version,
+    isolation_meta,
+    timestamp,
+    variant_entry,
+)
 from flows.report.schema import Comparison, Report, VariantSummary
 from graders.agent_task import AgentTask
 from graders.criteria import WEIGHTS
@@ -163,6 +170,7 @@ class AgenticRun:
     started: dt.datetime
     isolation: Isolation
     ablated: dict[str, str] = field(default_factory=dict)  # --ablate: arm -> the section it leaves out
+    cli_version: str | None = None  # the agent CLI's --version before the run (None: not told)
 
     @property
     def arms(self) -> list[str]:
@@ -200,6 +208,8 @@ def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -
         "cliVersion": cli_version(),
         "totalCostUSD": sum(r.result.cost_usd for r in records),
         **isolation_meta(run.isolation),
+        **agent_cli_meta(config.runner, [g.session.meta.get("cli_version") for g in graded], run.cli_version),
+        "plugin": plugin.summary(config.plugin_mcp) if (plugin := skill.plugin) else None,
         "contaminated": [
             {"task": g.plan.task.task_id, "mode": g.plan.mode, "run": g.plan.run, "reason": g.contaminated}
             for g in graded

@@ -20,8 +20,11 @@ from typing import Any
 from pydantic_core import to_json
 
 from executors import sandbox
+from executors.agent import find_binary
+from executors.base import Executor
 from executors.pricing import PriceTable, caching_savings
 from executors.schema import RunResult
+from executors.versions import installed_version
 from flows.inputs.prepare import Prepared
 from flows.report.schema import REPORT_VERSION, Mode, Report
 from graders.schema import JudgeStatus
@@ -217,6 +220,7 @@ def sample_meta(
         "judgeCostUSD": round(stats.spent_by_kind.get("judge", 0.0), 6),
         "timestamp": timestamp(started_at),
         "cliVersion": cli_version(),
+        **executor_cli_meta(prepared.target.executor),
         "pythonVersion": platform.python_version(),
         "skillHashes": {labels[v.name]: v.sha256 for v in prepared.variants},
         "seed": o.seed,
@@ -293,6 +297,22 @@ def publish(report: Report, output_dir: Path) -> Path:
     text = to_json(report.dump(), indent=2, inf_nan_mode="null").decode()
     atomic_write_text(path, text + "\n")
     return path
+
+
+def agent_cli_meta(runner: str, reported: list[Any], probed: str | None) -> dict[str, str | None]:
+    """The agent CLI's version for the report: what its sessions reported (Claude Code's init event),
+    else what ``--version`` said before the run."""
+    version = next((str(v) for v in reported if v), None) or probed
+    return {"agentCliVersion": f"{runner} {version}" if version else None}
+
+
+def executor_cli_meta(executor: Executor) -> dict[str, str | None]:
+    """Sample mode through an agent CLI: its ``--version`` (nothing for an API executor)."""
+    binary = getattr(executor, "binary", None) if executor.agentic else None
+    if not isinstance(binary, str):
+        return {}
+    path = find_binary(binary)
+    return agent_cli_meta(executor.name, [], installed_version(path) if path else None)
 
 
 def isolation_meta(isolation: sandbox.Isolation) -> dict[str, str | None]:

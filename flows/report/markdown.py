@@ -50,6 +50,8 @@ def _header(report: Report, comp: Comparison | None) -> list[str]:
         f"Date: {meta.timestamp[:16].replace('T', ' ')}",
         f"Runner Model: {meta.model} ({meta.executor}) | Judge Model: {meta.judge_model} | "
         f"Tasks: {meta.sample_count} | Runs: {meta.runs}",
+        *([f"Agent CLI: {meta.agent_cli_version}"] if meta.agent_cli_version else []),
+        *([f"Plugin: {meta.plugin}"] if meta.plugin else []),
         "",
         f"## Verdict: {EMOJI.get(band, '')} {band}",
         f"**Skill scores {abs(delta or 0):.1f}% {'higher' if (delta or 0) >= 0 else 'lower'} than baseline on average.**"

@@ -777,6 +777,10 @@ class Meta(Model):
     """OS sandbox of the agent sessions and task checks: bubblewrap, or none (--no-os-sandbox)"""
     sandbox_version: str | None = Field(default=None, alias="sandboxVersion")
     """the sandbox's version (e.g. bubblewrap 0.8.0)"""
+    agent_cli_version: str | None = Field(default=None, alias="agentCliVersion")
+    """the agent CLI and its version as its sessions reported it (e.g. claude 2.1.330)"""
+    plugin: str | None = None
+    """the artifact is a whole plugin: what it holds and whether its MCP servers ran"""
 
 
 class BehaviorSummary(Model):

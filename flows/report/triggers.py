@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from flows.inputs.triggers import TriggerPlan
-from flows.report.build import assemble, cli_version, isolation_meta, timestamp, variant_entry
+from flows.report.build import (
+    agent_cli_meta,
+    assemble,
+    cli_version,
+    isolation_meta,
+    timestamp,
+    variant_entry,
+)
 from flows.report.schema import Report
 from graders.triggers import SessionTriggers, TriggerStatus
 from tasks.files import atomic_write_text
@@ -128,6 +135,11 @@ def build_trigger_report(
         "skillHashes": {v.label: v.sha256 for v in plan.variants},
         "maxTurns": o.max_turns,
         **isolation_meta(plan.isolation),
+        **agent_cli_meta(o.runner, [out.get("cliVersion") for out in outcomes.values()], plan.cli_version),
+        "plugin": "; ".join(
+            p.summary(o.plugin_mcp) for v in plan.variants for s in v.skills if (p := s.plugin)
+        )
+        or None,
         **stats,
     }
     return assemble(

@@ -812,8 +812,9 @@ def skill_listing(body: dict[str, Any]) -> dict[str, str]:
         last: str | None = None
         for line in text[start:].splitlines()[1:]:
             if line.startswith("- "):
-                name, _, description = line[2:].partition(":")
-                last = name.strip()
+                # A plugin's skill is listed as "plugin:skill: description": split at ": ".
+                name, _, description = line[2:].partition(": ")
+                last = name.strip().removesuffix(":")
                 listing[last] = description.strip()
             elif not line.strip():
                 if listing:

@@ -49,6 +49,7 @@ def test_sample_mode_through_claude_code(tmp_path: Path, monkeypatch: pytest.Mon
         and report["summary"]["v1"]["avgCompositeScore"] == 3.0
     )
     assert report["results"][0]["variants"]["v2"]["output"] == "Paris"
+    assert report["meta"]["agentCliVersion"].startswith("claude 2.")  # the CLI's --version
 
 
 TASK = """# Task: {name}
