@@ -158,6 +158,15 @@ class AgentRequest(Frozen):
         default="bubblewrap",
         description="the OS sandbox: bubblewrap (an error where it cannot run) or none (a fresh HOME only)",
     )
+    # A plugin eval case's own settings (claude only); None / empty: the executor's defaults.
+    tools: tuple[str, ...] | None = Field(
+        default=None, description="the only built-in tools offered to the model (claude --tools)"
+    )
+    disallowed_tools: tuple[str, ...] = Field(default=(), description="tools withheld (--disallowedTools)")
+    env: tuple[tuple[str, str], ...] = Field(
+        default=(),
+        description="extra environment of the session; never overrides HOME, keys or quiet settings",
+    )
 
 
 class AgentEvent(Frozen):

@@ -22,6 +22,13 @@ from executors.registry import close_all, usable_executor
 from executors.sandbox import Isolation
 from executors.schema import AgentRequest, AgentSession, RunResult
 from flows.engine.judging import run_judge_jobs
+from flows.engine.plugin_eval import (
+    evidence,
+    grade_plugin_run,
+    judge_plugin_runs,
+    plugin_request,
+    prepare_sandbox,
+)
 from flows.engine.progress import LogTarget, Progress
 from flows.engine.runlog import run_logger
 from flows.engine.runner import RunnerConfig, UnitRunner
@@ -36,6 +43,7 @@ from flows.report.markdown import report_markdown
 from graders.behavior import analyze
 from graders.checks import sandbox_files
 from graders.criteria import CRITERIA_SCHEMA_JSON, criteria_prompt, grade, parse_criteria, read_files
+from graders.plugin_eval import PluginCase, RunEvidence
 from graders.schema import Grade
 from tasks.agent import check_sandbox, run_agent_session
 from tasks.files import atomic_write_json, atomic_write_text
@@ -73,7 +81,12 @@ async def run_sessions(
             isolation=isolation,
         )
         async with semaphore:
-            session = await run_agent_session(request, config.base_url, s.label)
+            request, setup_error = await plugin_setup(s, request, isolation)
+            session = (
+                AgentSession(ok=False, status="error", error=setup_error)
+                if setup_error
+                else await run_agent_session(request, config.base_url, s.label)
+            )
         raw = read_events(s.outputs / "raw_stream.jsonl")
         contaminated = contamination(session, s.mode, skill.name, init_event(raw), skill.description)
         write_outputs(s, session, skill.name, contaminated, raw)
@@ -94,7 +107,12 @@ async def run_sessions(
 
 def check_sessions(plans: list[Session], isolation: Isolation) -> list[dict[str, Any]]:
     """The deterministic checks of each sandbox, then the seed's archive copy of it."""
-    checks = [check_sandbox(s.task, str(s.sandbox), s.label, isolation) for s in plans]
+    checks = [
+        grade_plugin_run(s.task.plugin_case, evidence(s.sandbox, s.outputs), s.mode == Arm.WITH_SKILL)
+        if s.task.plugin_case
+        else check_sandbox(s.task, str(s.sandbox), s.label, isolation)
+        for s in plans
+    ]
     for s, c in zip(plans, checks, strict=True):
         atomic_write_json(s.grades / f"{s.mode}-checks.json", c)
         if s.sandbox.exists():
@@ -115,7 +133,9 @@ async def judge_sessions(
     cache_dir = Path(config.results_dir) / ".cache"
     runner = UnitRunner(RunnerConfig(config.concurrency, cache_dir), Progress(0, "judging", enabled=False))
     policy = CallPolicy(cache_dir=str(cache_dir))
-    judged = [i for i, (session, bad) in enumerate(outcomes) if session.ok and bad is None]
+    clean = [i for i, (session, bad) in enumerate(outcomes) if session.ok and bad is None]
+    judged = [i for i in clean if plans[i].task.plugin_case is None]
+    plugin = await judge_plugin_runs(runner, target, policy, plugin_runs(plans, clean), checks)
     jobs = []
     for i in judged:
         s, session = plans[i], outcomes[i][0]
@@ -132,12 +152,40 @@ async def judge_sessions(
             JudgeJob(target, prompt, s.task.task_id, "session", s.run, schema_json=CRITERIA_SCHEMA_JSON)
         )
     verdicts = await run_judge_jobs(runner, jobs, parse_criteria, lambda _: policy)
-    return {
+    return plugin | {
         i: grade(criteria, bool(checks[i]["all_passed"]))
         if criteria is not None
         else {"status": "ungraded", "error": error, "raw": raw}
         for i, (criteria, raw, error) in zip(judged, verdicts, strict=True)
     }
+
+
+async def plugin_setup(
+    s: Session, request: AgentRequest, isolation: Isolation
+) -> tuple[AgentRequest, str | None]:
+    """A plugin eval case's own settings and scaffold (other tasks: the request as it is)."""
+    case = s.task.plugin_case
+    if case is None:
+        return request, None
+    error = await asyncio.to_thread(prepare_sandbox, case, s.task.case_dir, s.sandbox, s.outputs, isolation)
+    return plugin_request(request, case), error
+
+
+def plugin_runs(
+    plans: list[Session], clean: list[int]
+) -> list[tuple[int, PluginCase, RunEvidence, bool, tuple[str, str, int]]]:
+    """The clean sessions of plugin eval cases, with what their judged graders read."""
+    return [
+        (
+            i,
+            case,
+            evidence(s.sandbox, s.outputs),
+            s.mode == Arm.WITH_SKILL,
+            (s.task.task_id, str(s.mode), s.run),
+        )
+        for i in clean
+        if (case := (s := plans[i]).task.plugin_case) is not None
+    ]
 
 
 def session_record(g: Graded, config: SkillBenchConfig) -> Record:

@@ -19,6 +19,13 @@ def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
     cwd = Path.cwd()
     overrides = {k: v for k, v in vars(args).items() if k in SkillBenchConfig.model_fields and k != "config"}
     config = load_config(args.config, cwd, overrides)
+    suite = config.suite
+    if suite:  # a plugin eval suite: its tasks, and its skill unless --skill names one
+        from flows.inputs.plugin_suite import suite_skill
+
+        config = config.model_copy(update={"tasks": config.tasks or suite})
+        if not config.skill:
+            config = config.model_copy(update={"skill": str(suite_skill(Path(suite)))})
     return config, find_skill(config.skill, cwd)
 
 

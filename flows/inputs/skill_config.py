@@ -61,6 +61,9 @@ class SkillBenchConfig(BaseModel):
     require: Literal["none", "better", "not-worse"] = Field(
         "none", description="CI gate: the with-skill verdict required (exit 1 otherwise)"
     )
+    suite: str | None = Field(
+        None, description="a Claude Code plugin folder whose evals/ suite (claude plugin eval) runs in place"
+    )
 
     @model_validator(mode="after")
     def _task_count_matches(self) -> SkillBenchConfig:
@@ -168,7 +171,12 @@ def _listing(roots: list[Path]) -> str:
 
 
 def load_tasks(folder: Path) -> tuple[list[AgentTask], str]:
-    """Every task-*.md of a suite, and the suite's hash (recorded, so runs stay comparable)."""
+    """Every task-*.md of a suite, and the suite's hash (recorded, so runs stay comparable). A
+    Claude Code plugin (or its evals/ folder) is read as its plugin eval suite."""
+    from flows.inputs.plugin_suite import is_plugin_suite, load_plugin_tasks
+
+    if is_plugin_suite(folder):
+        return load_plugin_tasks(folder)
     if not folder.is_dir():
         raise InputError(f"{folder}: no task-set folder (--tasks); write one or run `skill generate-tasks`")
     files = sorted(folder.glob("*.md"))
