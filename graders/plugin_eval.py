@@ -140,6 +140,7 @@ Grader = Annotated[
     RegexGrader | ToolOrderGrader | ToolUsedGrader | FileExistsGrader | LlmGrader | BaselineGrader,
     Field(discriminator="type"),
 ]
+GRADER_MODELS = (RegexGrader, ToolOrderGrader, ToolUsedGrader, FileExistsGrader, LlmGrader, BaselineGrader)
 JudgedGrader = LlmGrader | BaselineGrader
 
 
@@ -158,7 +159,7 @@ class PluginCase(_Strict):
     append_system_prompt: str | None = None
     env: tuple[tuple[str, str], ...] = ()
     runs: int = Field(3, gt=0, le=50)
-    graders: tuple[Grader, ...] = Field(min_length=1)
+    graders: tuple[Grader, ...]  # at least one: checked before validation, with the file's words
     expected_outcome: str | None = None
     scaffold_script: str | None = None
     unsupported: tuple[str, ...] = ()  # documented settings this case uses that skillab ignores
@@ -330,13 +331,19 @@ def _grader_kind_problems(graders: Any, label: str) -> list[str]:
 
 def _validation_lines(exc: ValidationError, label: str) -> list[str]:
     lines = []
+    models = {m.model_fields["type"].annotation.__args__[0]: m for m in GRADER_MODELS}  # type: ignore[union-attr]
     for err in exc.errors():
         loc = [str(p) for p in err["loc"]]
+        valid = list(models[loc[2]].model_fields) if len(loc) >= 3 and loc[2] in models else []
         if len(loc) >= 3 and loc[0] == "graders":  # graders.0.regex.pattern -> graders[0].pattern
             loc = [f"graders[{loc[1]}]", *loc[3:]]
+        if loc and loc[0] in (*EXECUTION_KEYS, "prompt"):
+            loc[0] = f"execution.{loc[0]}"
+        elif loc and loc[0] == "scaffold_script":
+            loc[0] = "context.scaffold_script"
         where = ".".join(loc) or "case"
         if err["type"] == "extra_forbidden":
-            lines.append(f"{label}: {where}: unknown field")
+            lines.append(f"{label}: {where}: unknown field{closest(loc[-1], valid)}")
         elif err["type"] == "missing":
             lines.append(f"{label}: {where}: required field missing")
         else:
