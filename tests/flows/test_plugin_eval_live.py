@@ -31,6 +31,10 @@ graders:
   - {type: file_exists, name: no-py, path: "**/*.py", exists: false}
   - {type: regex, name: no-marker, pattern: "HELLO", match: not_contains}
   - {type: regex, name: the-file, target: {source: file, path: notes/out.txt}, pattern: "^hi$", flags: m}
+  - {type: tool_used, name: read-first, tool: Read}
+  - {type: regex, name: trace-write, target: trace, pattern: '"name":"Write"'}
+  - {type: regex, name: files-list, target: files, pattern: '^notes/out\\.txt$', flags: m}
+  - {type: tool_order, name: write-then-read, before: Write, after: Read, weight: 2}
   - {type: tool_used, name: wrote-once, tool: Write, input_match: "out\\\\.txt", min: 1, max: 1}
 """
 GREET = {
@@ -43,6 +47,7 @@ PLAIN = {
     "prompt.md": "---\nmax_turns: 3\n---\nWhat is two plus two?\n",
     "graders/four.md": "---\ntype: regex\nmatch: count:1\n---\n\\b4\\b\n",
     "graders/no-write.md": "---\ntype: tool_used\ntool: Write\nmin: 0\nmax: 0\narm: both\n---\n",
+    "graders/five.md": "---\ntype: regex\nweight: 0.5\n---\nfive\n",
     "graders/no-files.md": "---\ntype: file_exists\npath: '**'\nexists: false\n---\n",
 }
 
@@ -171,7 +176,7 @@ def skillab(plugin: Path, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPa
             grade = json.loads((grades / f"{arm}-grade.json").read_text())
             case = tasks[int(grades.name.removeprefix("task-")) - 1].task_id
             out.setdefault(case, {})[name] = {g["name"]: g["passed"] for g in checks["graders"]} | {
-                "score": grade["weighted_total"] / 100
+                "score": grade["plugin_eval_score"]
             }
     return out
 
@@ -187,5 +192,7 @@ def test_the_official_runner_and_skillab_agree(
     # the suite discriminates: the skill fires and scores only with the plugin
     assert theirs["greet"]["with"] == {"fired": True, "marker": True, "read-before": True, "score": 1}
     assert theirs["greet"]["without"] == {"marker": False, "read-before": False, "score": 0}
-    assert all(v is True or k == "score" for arm in theirs["write-file"].values() for k, v in arm.items())
-    assert theirs["plain"]["with"]["score"] == theirs["plain"]["without"]["score"] == 1
+    failed = {k for arm in theirs["write-file"].values() for k, v in arm.items() if v is False}
+    assert failed == {"read-first", "write-then-read"}
+    assert theirs["write-file"]["with"]["score"] == pytest.approx(7 / 10)
+    assert theirs["plain"]["with"]["score"] == theirs["plain"]["without"]["score"] == pytest.approx(3 / 3.5)
