@@ -230,6 +230,8 @@ def grade_sessions(
         else:
             g = grades[i]
         atomic_write_json(s.grades / f"{s.mode}-grade.json", g)
+        if s.task.plugin_case is not None:  # the judged graders' votes came in after the checks file
+            atomic_write_json(s.grades / f"{s.mode}-checks.json", checks[i])
         graded.append(Graded(s, session, checks[i], behavior, g, contaminated))
     return graded
 

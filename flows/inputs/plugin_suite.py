@@ -51,6 +51,9 @@ def eval_dir(folder: Path) -> Path | None:
         found is not None or any(_is_case(p) for p in (folder / name).iterdir())
     ):
         return folder / name
+    under_plugin = folder.parent != folder and manifest(folder.parent) is not None
+    if folder.is_dir() and under_plugin and eval_dir(folder.parent) == folder:
+        return folder
     if folder.is_dir() and any(p.is_dir() and _is_case(p) for p in folder.iterdir()):
         return folder
     return None

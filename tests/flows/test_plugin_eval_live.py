@@ -196,3 +196,44 @@ def test_the_official_runner_and_skillab_agree(
     assert failed == {"read-first", "write-then-read"}
     assert theirs["write-file"]["with"]["score"] == pytest.approx(7 / 10)
     assert theirs["plain"]["with"]["score"] == theirs["plain"]["without"]["score"] == pytest.approx(3 / 3.5)
+
+
+def judge(system: str, prompt: str) -> str:
+    """Votes PASS when the graded reply greets in the house style; one vote in three dissents."""
+    judge.calls += 1  # type: ignore[attr-defined]
+    good = "HELLO-MARKER" in prompt.split("Agent output", 1)[-1]
+    return "PASS" if good != (judge.calls % 3 == 0) else "FAIL"  # type: ignore[attr-defined]
+
+
+def test_llm_graders_go_to_the_judge_three_votes_majority(
+    plugin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    judge.calls = 0  # type: ignore[attr-defined]
+    write(
+        plugin / "evals" / "greet",
+        {"graders/style.md": "---\ntype: llm\nweight: 2\n---\nGreets in the house style.\n"},
+    )
+    (plugin / "evals" / "write-file" / "case.yaml").unlink()  # two cases are enough here
+    write(
+        plugin / "evals" / "write-file",
+        {"prompt.md": "Write a file with notes.", "graders/x.md": "---\ntype: file_exists\npath: x\n---\n"},
+    )
+    with FakeProvider(judge) as server:
+        server.claude_agent = agent
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        argv = ["skill", "run", "--suite", str(plugin / "evals"), "--base-url", server.url, "--runs", "1"]
+        code = main(
+            [*argv, "--results-dir", str(tmp_path / "r"), "--judge-model", "claude-opus-4", "--no-diagnose"]
+        )
+        votes = server.count(lambda c: "Respond with exactly one word: PASS or FAIL." in c.prompt)
+    assert code == 0 and votes == 6  # two arms x three votes; the judge's cache keeps none of them apart
+    (run,) = (tmp_path / "r").glob("hello-*")
+    with_arm = json.loads((run / "grades" / "task-01" / "with-skill-checks.json").read_text())["plugin_eval"]
+    base = json.loads((run / "grades" / "task-01" / "baseline-checks.json").read_text())["plugin_eval"]
+    style = {g["name"]: g for g in with_arm["graders"]}["style"]
+    assert style["passed"] and len(style["votes"]) == 3 and style["votes"].count(True) == 2
+    assert not {g["name"]: g for g in base["graders"]}["style"]["passed"]
+    grade = json.loads((run / "grades" / "task-01" / "with-skill-grade.json").read_text())
+    assert grade["weighted_total"] == 100 and with_arm["score"] == 1.0

@@ -332,3 +332,32 @@ def test_llm_grader_prompt_and_majority_of_three() -> None:
         [{"type": "llm", "name": "f", "criteria": "c", "focus": {"source": "file", "path": "x"}}]
     )
     assert judge_prompt(missing.graders[0], run) is None  # type: ignore[arg-type]
+
+
+def test_suite_loading_and_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from flows.cli.main import main
+    from flows.inputs.plugin_suite import is_plugin_suite, load_plugin_tasks, suite_skill
+
+    root = tmp_path / "plug"
+    (root / ".claude-plugin").mkdir(parents=True)
+    (root / ".claude-plugin" / "plugin.json").write_text(
+        '{"name": "plug", "experimental": {"evals": "quality"}}'
+    )
+    (root / "skills" / "hello").mkdir(parents=True)
+    (root / "skills" / "hello" / "SKILL.md").write_text("---\nname: hello\ndescription: d\n---\nbody\n")
+    case = root / "quality" / "group" / "greet"
+    (case / "graders").mkdir(parents=True)
+    (case / "prompt.md").write_text("Say hi.\n")
+    (case / "graders" / "hi.md").write_text("---\ntype: regex\n---\nhi\n")
+    (root / "quality" / "results" / "old").mkdir(parents=True)  # the official runner's own output
+    assert is_plugin_suite(root) and is_plugin_suite(root / "quality") and not is_plugin_suite(tmp_path)
+    tasks, digest = load_plugin_tasks(root)
+    assert [(t.task_id, t.prompt) for t in tasks] == [("greet", "Say hi.")] and len(digest) == 64
+    assert tasks[0].plugin_case is not None and tasks[0].case_dir == str(case.resolve())
+    assert suite_skill(root) == (root / "skills" / "hello").resolve()
+    (case / "graders" / "hi.md").write_text("---\ntype: regexx\n---\nhi\n")
+    assert main(["skill", "run", "--suite", str(root)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"skillab: error: {case / 'prompt.md'}: graders[0] (hi): type: unknown grader kind 'regexx' (did you mean 'regex'?)"
+    ]
