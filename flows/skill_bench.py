@@ -81,7 +81,7 @@ async def run_sessions(
             isolation=isolation,
         )
         async with semaphore:
-            request, setup_error = await plugin_setup(s, request, isolation)
+            request, setup_error = await plugin_setup(s, request, isolation, skill.name)
             session = (
                 AgentSession(ok=False, status="error", error=setup_error)
                 if setup_error
@@ -161,14 +161,14 @@ async def judge_sessions(
 
 
 async def plugin_setup(
-    s: Session, request: AgentRequest, isolation: Isolation
+    s: Session, request: AgentRequest, isolation: Isolation, skill: str
 ) -> tuple[AgentRequest, str | None]:
     """A plugin eval case's own settings and scaffold (other tasks: the request as it is)."""
     case = s.task.plugin_case
     if case is None:
         return request, None
     error = await asyncio.to_thread(prepare_sandbox, case, s.task.case_dir, s.sandbox, s.outputs, isolation)
-    return plugin_request(request, case), error
+    return plugin_request(request, case, skill), error
 
 
 def plugin_runs(

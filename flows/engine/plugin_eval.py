@@ -57,8 +57,10 @@ def tool_name(rule: str) -> str:
     return rule.split("(", 1)[0].strip()
 
 
-def plugin_request(request: AgentRequest, case: PluginCase) -> AgentRequest:
-    """The session request with the case's settings; the skill listed, never forced."""
+def plugin_request(request: AgentRequest, case: PluginCase, skill: str | None = None) -> AgentRequest:
+    """The session request with the case's settings; the skill listed, never forced. The baseline
+    keeps the Skill tool (as under the official runner), so it is told the skill's name (never its
+    folder): only a call of that skill, not of a built-in one, counts as contamination."""
     tools = tuple(dict.fromkeys(tool_name(t) for t in case.allowed_tools)) or READ_ONLY_TOOLS
     return request.model_copy(
         update={
@@ -70,6 +72,7 @@ def plugin_request(request: AgentRequest, case: PluginCase) -> AgentRequest:
             "env": case.env,
             "system": case.append_system_prompt,
             "force_skill": False,
+            "skill_name": request.skill_name or skill,
         }
     )
 

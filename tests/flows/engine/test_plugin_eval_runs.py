@@ -66,6 +66,8 @@ def test_case_settings_reach_the_claude_command_line(tmp_path: Path) -> None:
     assert "--tools Read,Bash,Skill" in joined and "--disallowedTools Agent" in joined
     assert "--append-system-prompt Be brief." in joined and "MUST first call the Skill tool" not in joined
     assert env["FEATURE"] == "on" and env["HOME"] == str(tmp_path / "home")  # a case cannot move HOME
+    baseline = base_request(tmp_path).model_copy(update={"skill_name": None, "skill_dir": None})
+    assert plugin_request(baseline, c, "hello").skill_name == "hello"  # named, not installed
     bare, _ = case(tmp_path / "b", "max_turns: 2", {"g": "---\ntype: regex\n---\nx\n"})
     assert plugin_request(base_request(tmp_path), bare).tools == ("Read", "Glob", "Grep", "Skill")
 
