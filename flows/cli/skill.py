@@ -39,7 +39,11 @@ def cmd_skill_run(args: argparse.Namespace) -> int:
         raise InputError(
             "--tasks: name the task-set folder (a fixed suite; `skill generate-tasks` writes one)"
         )
-    load_tasks(Path(config.tasks))  # every malformed file reported before any session starts
+    tasks, _ = load_tasks(Path(config.tasks))  # every malformed file reported before any session starts
+    if config.runner != "claude" and any(t.plugin_case for t in tasks):
+        raise InputError(
+            f"--runner: a plugin eval suite runs on claude (its graders read Claude Code's stream), not {config.runner}"
+        )
     usable_executor(config.runner, "--runner", agentic=True)
     checked_isolation(config.os_sandbox)  # exit 2 before any session when bubblewrap cannot run
     configure_prefect()

@@ -361,3 +361,6 @@ def test_suite_loading_and_one_line_exit_2(tmp_path: Path, capsys: pytest.Captur
     assert err == [
         f"skillab: error: {case / 'prompt.md'}: graders[0] (hi): type: unknown grader kind 'regexx' (did you mean 'regex'?)"
     ]
+    (case / "graders" / "hi.md").write_text("---\ntype: regex\n---\nhi\n")
+    assert main(["skill", "run", "--suite", str(root), "--runner", "codex"]) == 2
+    assert "--runner: a plugin eval suite runs on claude" in capsys.readouterr().err
