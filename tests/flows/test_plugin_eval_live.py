@@ -19,6 +19,7 @@ from flows.inputs.plugin_suite import load_plugin_tasks
 from tests.fakes.provider import FakeProvider, user_query
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
+FIRST_WITH_EVAL = (2, 1, 269)
 SKILL = "---\nname: hello\ndescription: Greets in the house style. Use when asked to greet.\n---\nAnswer with HELLO-MARKER.\n"
 CASE_YAML = """schema_version: "1.0"
 name: write-file
@@ -109,25 +110,35 @@ def plugin(tmp_path: Path) -> Path:
     return root
 
 
-def official(plugin: Path, url: str, tmp_path: Path) -> dict[str, Any]:
-    """`claude plugin eval --json` of the suite: {case: {arm: {grader: passed, "score": x}}}."""
-    binary = find_binary("claude")
-    if binary is None:
-        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
-    home = tmp_path / "official-home"
-    home.mkdir()
+def cli_env(home: Path, url: str) -> dict[str, str]:
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_CODE_", "CLAUDECODE", "ANTHROPIC_"))
     }
-    env |= QUIET | {"HOME": str(home), "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-test"}
-    probe = subprocess.run(
-        [binary, "plugin", "eval", "--help"], env=env, capture_output=True, text=True, timeout=60
-    )
-    if probe.returncode != 0:
-        version = subprocess.run(
-            [binary, "--version"], env=env, capture_output=True, text=True
-        ).stdout.strip()
-        pytest.skip(f"Claude Code {version} predates `claude plugin eval` (2.1.269+); install 2.1.330")
+    return env | QUIET | {"HOME": str(home), "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-test"}
+
+
+@pytest.fixture
+def claude_with_eval(tmp_path: Path) -> str:
+    """The claude binary, when it has `plugin eval` (2.1.269+); the test is skipped otherwise."""
+    binary = find_binary("claude")
+    if binary is None:
+        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    env = cli_env(tmp_path, "http://127.0.0.1:9")
+    out = subprocess.run([binary, "--version"], env=env, capture_output=True, text=True, timeout=60).stdout
+    found = re.match(r"\s*(\d+)\.(\d+)\.(\d+)", out)
+    version = tuple(int(p) for p in found.groups()) if found else (0, 0, 0)
+    if version < FIRST_WITH_EVAL:
+        pytest.skip(
+            f"Claude Code {out.strip()} predates `claude plugin eval` (2.1.269): the side-by-side needs 2.1.330"
+        )
+    return binary
+
+
+def official(binary: str, plugin: Path, url: str, tmp_path: Path) -> dict[str, Any]:
+    """`claude plugin eval --json` of the suite: {case: {arm: {grader: passed, "score": x}}}."""
+    home = tmp_path / "official-home"
+    home.mkdir()
+    env = cli_env(home, url)
     out = tmp_path / "official.json"
     argv = [
         binary,
@@ -182,12 +193,12 @@ def skillab(plugin: Path, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_the_official_runner_and_skillab_agree(
-    plugin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    claude_with_eval: str, plugin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with FakeProvider() as server:
         server.claude_agent = agent
         ours = skillab(plugin, server.url, tmp_path, monkeypatch)
-        theirs = official(plugin, server.url, tmp_path)
+        theirs = official(claude_with_eval, plugin, server.url, tmp_path)
     assert ours == theirs
     # the suite discriminates: the skill fires and scores only with the plugin
     assert theirs["greet"]["with"] == {"fired": True, "marker": True, "read-before": True, "score": 1}
