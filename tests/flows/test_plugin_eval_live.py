@@ -209,17 +209,21 @@ def test_the_official_runner_and_skillab_agree(
     assert theirs["plain"]["with"]["score"] == theirs["plain"]["without"]["score"] == pytest.approx(3 / 3.5)
 
 
+SEEN: dict[str, int] = {}
+
+
 def judge(system: str, prompt: str) -> str:
-    """Votes PASS when the graded reply greets in the house style; one vote in three dissents."""
-    judge.calls += 1  # type: ignore[attr-defined]
+    """Votes PASS when the graded reply greets in the house style; the second vote on each prompt
+    dissents (the three votes of a grader are the same prompt)."""
+    SEEN[prompt] = SEEN.get(prompt, 0) + 1
     good = "HELLO-MARKER" in prompt.split("Agent output", 1)[-1]
-    return "PASS" if good != (judge.calls % 3 == 0) else "FAIL"  # type: ignore[attr-defined]
+    return "PASS" if good != (SEEN[prompt] == 2) else "FAIL"
 
 
 def test_llm_graders_go_to_the_judge_three_votes_majority(
     plugin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    judge.calls = 0  # type: ignore[attr-defined]
+    SEEN.clear()
     write(
         plugin / "evals" / "greet",
         {"graders/style.md": "---\ntype: llm\nweight: 2\n---\nGreets in the house style.\n"},
