@@ -68,7 +68,11 @@ class ClaudeCodeExecutor(AgentExecutor):
             appended.append(request.system)
         if appended:
             argv += ["--append-system-prompt", "\n\n".join(appended)]
-        env = self.base_env(request) | QUIET
+        if request.tools is not None:
+            argv += ["--tools", ",".join(request.tools)]
+        if request.disallowed_tools:
+            argv += ["--disallowedTools", ",".join(request.disallowed_tools)]
+        env = dict(request.env) | self.base_env(request) | QUIET
         if self.settings.base_url:
             env["ANTHROPIC_BASE_URL"] = self.settings.base_url
             # A local server serves the model asked for: subagents (a plugin's agents too) use it

@@ -167,6 +167,15 @@ class AgentRequest(Frozen):
         default=False,
         description="start the plugin's MCP servers; False loads a copy without .mcp.json and mcpServers",
     )
+    # A plugin eval case's own settings (claude only); None / empty: the executor's defaults.
+    tools: tuple[str, ...] | None = Field(
+        default=None, description="the only built-in tools offered to the model (claude --tools)"
+    )
+    disallowed_tools: tuple[str, ...] = Field(default=(), description="tools withheld (--disallowedTools)")
+    env: tuple[tuple[str, str], ...] = Field(
+        default=(),
+        description="extra environment of the session; never overrides HOME, keys or quiet settings",
+    )
 
 
 class AgentEvent(Frozen):

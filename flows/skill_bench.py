@@ -24,6 +24,13 @@ from executors.registry import close_all, usable_executor
 from executors.sandbox import Isolation
 from executors.schema import AgentRequest, AgentSession, RunResult
 from flows.engine.judging import run_judge_jobs
+from flows.engine.plugin_eval import (
+    evidence,
+    grade_plugin_run,
+    judge_plugin_runs,
+    plugin_request,
+    prepare_sandbox,
+)
 from flows.engine.progress import LogTarget, Progress
 from flows.engine.runlog import run_logger
 from flows.engine.runner import RunnerConfig, UnitRunner
@@ -56,6 +63,7 @@ from graders.expectations import (
     transcript_text,
 )
 from graders.expectations import max_tokens as expectation_tokens
+from graders.plugin_eval import PluginCase, RunEvidence
 from graders.schema import Grade
 from tasks.agent import check_sandbox, run_agent_session
 from tasks.files import atomic_write_json, atomic_write_text
@@ -104,7 +112,12 @@ async def run_sessions(
         )
         stage_inputs(s.task, s.sandbox)  # a skill-creator eval's input files, before the agent starts
         async with semaphore:
-            session = await run_agent_session(request, config.base_url, s.label)
+            request, setup_error = await plugin_setup(s, request, isolation, skill.name)
+            session = (
+                AgentSession(ok=False, status="error", error=setup_error)
+                if setup_error
+                else await run_agent_session(request, config.base_url, s.label)
+            )
         raw = read_events(s.outputs / "raw_stream.jsonl")
         contaminated = contamination(session, s.kind, skill.name, init_event(raw), skill.description, plugin)
         write_outputs(s, session, skill.name, contaminated, raw)
@@ -125,7 +138,12 @@ async def run_sessions(
 
 def check_sessions(plans: list[Session], isolation: Isolation) -> list[dict[str, Any]]:
     """The deterministic checks of each sandbox, then the seed's archive copy of it."""
-    checks = [check_sandbox(s.task, str(s.sandbox), s.label, isolation) for s in plans]
+    checks = [
+        grade_plugin_run(s.task.plugin_case, evidence(s.sandbox, s.outputs), s.kind == Arm.WITH_SKILL)
+        if s.task.plugin_case
+        else check_sandbox(s.task, str(s.sandbox), s.label, isolation)
+        for s in plans
+    ]
     for s, c in zip(plans, checks, strict=True):
         atomic_write_json(s.grades / f"{s.mode}-checks.json", c)
         if s.sandbox.exists():
@@ -181,7 +199,9 @@ async def judge_sessions(
     cache_dir = Path(config.results_dir) / ".cache"
     runner = UnitRunner(RunnerConfig(config.concurrency, cache_dir), Progress(0, "judging", enabled=False))
     policy = CallPolicy(cache_dir=str(cache_dir))
-    judged = [i for i, (session, bad) in enumerate(outcomes) if session.ok and bad is None]
+    clean = [i for i, (session, bad) in enumerate(outcomes) if session.ok and bad is None]
+    judged = [i for i in clean if plans[i].task.plugin_case is None]  # plugin cases: their own graders
+    plugin = await judge_plugin_runs(runner, target, policy, plugin_runs(plans, clean), checks)
     # One batch for the four-criterion judgements, one per skill-creator eval (its own expectations).
     groups: dict[str, list[int]] = {}
     for i in judged:
@@ -206,7 +226,35 @@ async def judge_sessions(
                 out[i] = expectations_grade(parsed)
             else:
                 out[i] = grade(parsed, bool(checks[i]["all_passed"]))
-    return out
+    return plugin | out
+
+
+async def plugin_setup(
+    s: Session, request: AgentRequest, isolation: Isolation, skill: str
+) -> tuple[AgentRequest, str | None]:
+    """A plugin eval case's own settings and scaffold (other tasks: the request as it is)."""
+    case = s.task.plugin_case
+    if case is None:
+        return request, None
+    error = await asyncio.to_thread(prepare_sandbox, case, s.task.case_dir, s.sandbox, s.outputs, isolation)
+    return plugin_request(request, case, skill), error
+
+
+def plugin_runs(
+    plans: list[Session], clean: list[int]
+) -> list[tuple[int, PluginCase, RunEvidence, bool, tuple[str, str, int]]]:
+    """The clean sessions of plugin eval cases, with what their judged graders read."""
+    return [
+        (
+            i,
+            case,
+            evidence(s.sandbox, s.outputs),
+            s.kind == Arm.WITH_SKILL,
+            (s.task.task_id, str(s.mode), s.run),
+        )
+        for i in clean
+        if (case := (s := plans[i]).task.plugin_case) is not None
+    ]
 
 
 def session_record(g: Graded, config: SkillBenchConfig) -> Record:
@@ -251,6 +299,8 @@ def grade_sessions(
         else:
             g = grades[i]
         atomic_write_json(s.grades / f"{s.mode}-grade.json", g)
+        if s.task.plugin_case is not None:  # the judged graders' votes came in after the checks file
+            atomic_write_json(s.grades / f"{s.mode}-checks.json", checks[i])
         graded.append(Graded(s, session, checks[i], behavior, g, contaminated))
     return graded
 

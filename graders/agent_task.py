@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from executors.errors import InputError
+from graders.plugin_eval import PluginCase
 
 CHECK_KINDS = ("file_exists", "file_contains", "syntax_valid", "runs_without_error")
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -71,6 +72,9 @@ class AgentTask(BaseModel):
     input_files: tuple[str, ...] = ()
     input_root: str | None = None
     expectations: tuple[str, ...] = ()
+    # A case of a Claude Code plugin eval suite: its graders decide it (graders.plugin_eval).
+    plugin_case: PluginCase | None = None
+    case_dir: str | None = None  # the case's folder (its scaffold script is found there)
 
     @property
     def negative_control(self) -> bool:

@@ -19,6 +19,13 @@ def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
     cwd = Path.cwd()
     overrides = {k: v for k, v in vars(args).items() if k in SkillBenchConfig.model_fields and k != "config"}
     config = load_config(args.config, cwd, overrides)
+    suite = config.suite
+    if suite:  # a plugin eval suite: its tasks, and its skill unless --skill names one
+        from flows.inputs.plugin_suite import suite_skill
+
+        config = config.model_copy(update={"tasks": config.tasks or suite})
+        if not config.skill:
+            config = config.model_copy(update={"skill": str(suite_skill(Path(suite)))})
     return config, find_skill(config.skill, cwd)
 
 
@@ -34,7 +41,11 @@ def cmd_skill_run(args: argparse.Namespace) -> int:
         raise InputError(
             "--tasks: name the task-set folder (a fixed suite; `skill generate-tasks` writes one)"
         )
-    load_tasks(Path(config.tasks))  # every malformed file reported before any session starts
+    tasks, _ = load_tasks(Path(config.tasks))  # every malformed file reported before any session starts
+    if config.runner != "claude" and any(t.plugin_case for t in tasks):
+        raise InputError(
+            f"--runner: a plugin eval suite runs on claude (its graders read Claude Code's stream), not {config.runner}"
+        )
     plan_skill_ablations(skill.path, config.ablate, config.ablate_sections)  # a SKILL.md without headings
     usable_executor(config.runner, "--runner", agentic=True)
     checked_isolation(config.os_sandbox)  # exit 2 before any session when bubblewrap cannot run

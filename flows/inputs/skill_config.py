@@ -81,6 +81,9 @@ class SkillBenchConfig(BaseModel):
         description="start the MCP servers of a plugin under test (without it they are left out of the "
         "copy loaded, and the report says so)",
     )
+    suite: str | None = Field(
+        None, description="a Claude Code plugin folder whose evals/ suite (claude plugin eval) runs in place"
+    )
 
     @model_validator(mode="after")
     def _task_count_matches(self) -> SkillBenchConfig:
@@ -241,11 +244,16 @@ def _listing(roots: list[Path]) -> str:
 
 
 def load_tasks(folder: Path) -> tuple[list[AgentTask], str]:
-    """Every task-*.md of a suite, and the suite's hash (recorded, so runs stay comparable).
-    A skill-creator evals.json (or a skill folder holding evals/evals.json) is read as its evals."""
+    """Every task-*.md of a suite, and the suite's hash (recorded, so runs stay comparable). A
+    skill-creator evals.json (or a skill folder holding evals/evals.json) is read as its evals, a
+    Claude Code plugin (or its evals/ folder) as its plugin eval suite."""
+    from flows.inputs.plugin_suite import is_plugin_suite, load_plugin_tasks
+
     evals = evals_file(folder)
     if evals is not None:
         return load_evals(evals)
+    if is_plugin_suite(folder):
+        return load_plugin_tasks(folder)
     if not folder.is_dir():
         raise InputError(f"{folder}: no task-set folder (--tasks); write one or run `skill generate-tasks`")
     files = sorted(folder.glob("*.md"))

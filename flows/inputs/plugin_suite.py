@@ -1,0 +1,172 @@
+"""A Claude Code plugin's eval suite (``claude plugin eval``), read in place as skillab tasks.
+
+``--suite PLUGIN`` (or ``--tasks PLUGIN``) names the plugin folder (``.claude-plugin/plugin.json`` or
+``plugin.json``; its ``experimental.evals`` names the eval folder, else ``evals/``) or the eval folder
+itself. Every folder below it holding ``case.yaml``, ``prompt.md`` or ``graders/`` is a case
+(``results/`` and ``mocks/`` are the official runner's own). The plugin's skills are
+``skills/<name>/SKILL.md``. Parsing and grading are ``graders.plugin_eval``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from executors.errors import InputError
+from flows.inputs.files import parse_data, read_text
+from graders.agent_task import AgentTask
+from graders.plugin_eval import LlmGrader, PluginCase, merge_case, parse_case
+
+MANIFESTS = (Path(".claude-plugin") / "plugin.json", Path("plugin.json"))
+SKIPPED = {"results", "mocks", "graders", "node_modules", ".git"}
+CASE_FILES = ("case.yaml", "prompt.md")
+
+
+def manifest(root: Path) -> dict[str, Any] | None:
+    for rel in MANIFESTS:
+        path = root / rel
+        if path.is_file():
+            try:
+                data = json.loads(read_text(path))
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+            return data if isinstance(data, dict) else {}
+    return None
+
+
+def _is_case(folder: Path) -> bool:
+    return any((folder / f).is_file() for f in CASE_FILES) or (folder / "graders").is_dir()
+
+
+def eval_dir(folder: Path) -> Path | None:
+    """The folder holding the cases: the manifest's experimental.evals or evals/ below a plugin, or
+    ``folder`` itself when cases sit right in it; None when ``folder`` is no plugin suite."""
+    found = manifest(folder)
+    experimental = (found or {}).get("experimental")
+    named = experimental.get("evals") if isinstance(experimental, dict) else None
+    name: str = named if isinstance(named, str) else "evals"
+    if (folder / name).is_dir() and (
+        found is not None or any(_is_case(p) for p in (folder / name).iterdir())
+    ):
+        return folder / name
+    under_plugin = folder.parent != folder and manifest(folder.parent) is not None
+    if folder.is_dir() and under_plugin and eval_dir(folder.parent) == folder:
+        return folder
+    if folder.is_dir() and any(p.is_dir() and _is_case(p) for p in folder.iterdir()):
+        return folder
+    return None
+
+
+def is_plugin_suite(folder: Path) -> bool:
+    return folder.is_dir() and eval_dir(folder) is not None
+
+
+def plugin_root(folder: Path) -> Path:
+    """The plugin folder of a suite path (the eval folder's parent when given the eval folder)."""
+    found = eval_dir(folder)
+    return folder if found is None or found != folder else folder.parent
+
+
+def case_folders(evals: Path) -> list[Path]:
+    out: list[Path] = []
+    for child in sorted(p for p in evals.iterdir() if p.is_dir() and p.name not in SKIPPED):
+        if child.name.startswith("."):
+            continue
+        if _is_case(child):
+            out.append(child)
+        out += case_folders(child)
+    return out
+
+
+def load_case(folder: Path) -> tuple[PluginCase, str]:
+    """One case and the text it was read from (for the suite's hash)."""
+    yaml_path, prompt_path = folder / "case.yaml", folder / "prompt.md"
+    case_yaml = None
+    texts = []
+    if yaml_path.is_file():
+        text = read_text(yaml_path)
+        texts.append(text)
+        case_yaml = parse_data(yaml_path, text)
+        if not isinstance(case_yaml, dict):
+            raise InputError(f"{yaml_path}: case: must be a YAML mapping")
+    prompt = None
+    if prompt_path.is_file():
+        prompt = (str(prompt_path), read_text(prompt_path))
+        texts.append(prompt[1])
+    graders = [(str(p), read_text(p)) for p in sorted((folder / "graders").glob("*.md"))]
+    texts += [t for _, t in graders]
+    label = str(yaml_path if case_yaml is not None else prompt_path if prompt else folder)
+    data = merge_case(case_yaml, prompt, graders, folder.name)
+    return parse_case(data, label), "\0".join(texts)
+
+
+def load_plugin_tasks(folder: Path) -> tuple[list[AgentTask], str]:
+    """Every case of the suite as an AgentTask carrying it, and the suite's hash."""
+    evals = eval_dir(folder)
+    if evals is None:
+        raise InputError(
+            f"{folder}: no plugin eval suite (no evals/ folder with case.yaml or prompt.md cases)"
+        )
+    folders = case_folders(evals)
+    if not folders:
+        raise InputError(f"{evals}: no cases (folders with case.yaml or prompt.md + graders/*.md)")
+    tasks, problems = [], []
+    names: dict[str, str] = {}
+    digest = hashlib.sha256()
+    for sub in folders:
+        rel = sub.relative_to(evals).as_posix()
+        try:
+            case, text = load_case(sub)
+        except InputError as exc:
+            problems += exc.lines
+            continue
+        if case.name in names:
+            problems.append(f"{sub}: name: {case.name!r} is also the name of {names[case.name]}")
+            continue
+        names[case.name] = rel
+        digest.update(rel.encode() + b"\0" + text.encode())
+        tasks.append(case_task(case, sub))
+    if problems:
+        raise InputError(problems)
+    return tasks, digest.hexdigest()
+
+
+def case_task(case: PluginCase, folder: Path) -> AgentTask:
+    """The case in skillab's task model; its graders, not checks or the four-criterion rubric,
+    decide it."""
+    rubric = "\n".join(f"- {g.name}: {g.criteria}" for g in case.graders if isinstance(g, LlmGrader))
+    return AgentTask(
+        task_id=case.name,
+        name=case.name,
+        difficulty="medium",
+        category=", ".join(case.tags) or "plugin-eval",
+        type="positive",
+        prompt=case.prompt,
+        expected_outcome=case.expected_outcome or case.description or "",
+        checks=(),
+        rubric=rubric or "(graded by the suite's graders)",
+        tags=case.tags,
+        plugin_case=case,
+        case_dir=str(folder.resolve()),
+    )
+
+
+def plugin_skills(folder: Path) -> list[Path]:
+    """The plugin's skill folders (skills/<name>/SKILL.md)."""
+    root = plugin_root(folder)
+    return sorted(p.parent for p in (root / "skills").glob("*/SKILL.md"))
+
+
+def suite_skill(folder: Path) -> Path:
+    """The skill of a one-skill plugin; with several, --skill must choose (InputError listing them)."""
+    if not is_plugin_suite(folder):
+        raise InputError(f"--suite: {folder} is not a plugin with an eval suite (no evals/ cases)")
+    skills = plugin_skills(folder)
+    if len(skills) == 1:
+        return skills[0].resolve()
+    if not skills:
+        raise InputError(f"--suite: {plugin_root(folder)} has no skills/<name>/SKILL.md to benchmark")
+    names = ", ".join(p.name for p in skills)
+    raise InputError(f"--skill: the plugin has several skills ({names}); name the one to benchmark")

@@ -1,0 +1,628 @@
+"""Claude Code plugin eval suites (``claude plugin eval``, 2.1.269+), parsed and graded without I/O.
+
+A case is a folder under the plugin's ``evals/``: ``case.yaml`` (``schema_version``, ``name``,
+``execution: {prompt, max_turns, ...}``, ``graders: [...]``) and/or ``prompt.md`` (front matter with
+the execution keys, the body is the prompt) plus ``graders/<name>.md`` (front matter with ``type:``,
+the body is the pattern or the criteria). The merge, the defaults, the grader kinds and their
+pass/fail rules follow Claude Code 2.1.330 as read from its own schema and graders:
+
+- ``regex`` over ``last_message`` (text of the last assistant message), ``trace`` (every stream event
+  as one JSON line), ``files`` (paths created during the run, one per line) or ``{source: file,
+  path}`` (one file's content); ``match`` contains | not_contains | count:N.
+- ``tool_used``: the calls of ``tool`` (input, as JSON, searched by ``input_match``) number
+  ``min`` (default 1) .. ``max``.
+- ``tool_order``: the first matching call of ``before`` precedes the first of ``after``.
+- ``file_exists``: a created path matches the glob (``*``, ``**/``, ``?``), or none does.
+- ``llm``: a judge answers PASS or FAIL; three votes, the majority wins. ``baseline`` likewise,
+  with a reference transcript.
+
+A run's score is the weighted share of passed graders that are scored. With two arms, a grader
+marked ``arm: with-only`` (and a ``tool_used: Skill`` grader without ``arm``) is an indicator that
+the plugin fired: reported in the with-plugin arm, left out of the score of both arms, and not run
+in the baseline arm (unless every grader of the case is one).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from executors.errors import InputError
+from graders.loading import closest
+
+GRADER_KINDS = ("regex", "tool_order", "tool_used", "file_exists", "llm", "baseline")
+TEXT_TARGETS = ("trace", "last_message", "files", "mock_calls")
+#: prompt.md front matter keys that go to the top of the case, and those that go under execution.
+TOP_KEYS = ("schema_version", "name", "description", "tags", "plugins", "runs", "expected_outcome")
+EXECUTION_KEYS = (
+    "model",
+    "max_turns",
+    "timeout_seconds",
+    "allowed_tools",
+    "disallowed_tools",
+    "artifact_publish",
+    "growthbook_overrides",
+    "append_system_prompt",
+    "env",
+)
+#: The body of a grader .md fills this field when the front matter leaves it out.
+BODY_FIELD = {"llm": "criteria", "baseline": "criteria", "regex": "pattern"}
+SUPPORTED_MAJOR = 1
+JUDGE_VOTES = 3
+#: Settings skillab reads but does not act on (reported with the suite, never silently dropped).
+UNSUPPORTED = (
+    "history_file",
+    "add_dirs",
+    "artifact_publish",
+    "growthbook_overrides",
+    "plugins",
+    "mock_calls",
+)
+FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class FileSource(_Strict):
+    source: Literal["file"]
+    path: str
+
+
+Target = Literal["trace", "last_message", "files", "mock_calls"] | FileSource
+
+
+class ToolRef(_Strict):
+    tool: str
+    input_match: str | None = None
+
+
+def _tool_ref(value: Any) -> Any:
+    return {"tool": value} if isinstance(value, str) else value
+
+
+class _Grader(_Strict):
+    name: str
+    weight: float = Field(1.0, gt=0)
+    arm: Literal["with-only", "both"] | None = None
+
+
+class RegexGrader(_Grader):
+    type: Literal["regex"]
+    target: Target = "last_message"
+    pattern: str
+    flags: str = Field("", pattern=r"^[dgimsuvy]*$")
+    match: str = Field("contains", pattern=r"^(contains|not_contains|count:\d+)$")
+
+
+class ToolOrderGrader(_Grader):
+    type: Literal["tool_order"]
+    before: ToolRef
+    after: ToolRef
+
+    _refs = field_validator("before", "after", mode="before")(_tool_ref)
+
+
+class ToolUsedGrader(_Grader):
+    type: Literal["tool_used"]
+    tool: str
+    input_match: str | None = None
+    min: int | None = Field(None, ge=0)
+    max: int | None = Field(None, ge=0)
+
+
+class FileExistsGrader(_Grader):
+    type: Literal["file_exists"]
+    path: str
+    exists: bool = True
+
+
+class LlmGrader(_Grader):
+    type: Literal["llm"]
+    criteria: str
+    focus: Target = "last_message"
+
+
+class BaselineGrader(_Grader):
+    type: Literal["baseline"]
+    baseline_file: str
+    criteria: str
+
+
+Grader = Annotated[
+    RegexGrader | ToolOrderGrader | ToolUsedGrader | FileExistsGrader | LlmGrader | BaselineGrader,
+    Field(discriminator="type"),
+]
+GRADER_MODELS = (RegexGrader, ToolOrderGrader, ToolUsedGrader, FileExistsGrader, LlmGrader, BaselineGrader)
+JudgedGrader = LlmGrader | BaselineGrader
+
+
+class PluginCase(_Strict):
+    """One case, merged from case.yaml and prompt.md + graders/*.md, with the official defaults."""
+
+    name: str = Field(min_length=1)
+    description: str | None = None
+    tags: tuple[str, ...] = ()
+    prompt: str
+    max_turns: int = Field(10, gt=0, le=200)
+    timeout_seconds: int = Field(300, gt=0, le=3600)
+    model: str | None = None
+    allowed_tools: tuple[str, ...] = ()
+    disallowed_tools: tuple[str, ...] | None = None
+    append_system_prompt: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    runs: int = Field(3, gt=0, le=50)
+    graders: tuple[Grader, ...]  # at least one: checked before validation, with the file's words
+    expected_outcome: str | None = None
+    scaffold_script: str | None = None
+    unsupported: tuple[str, ...] = ()  # documented settings this case uses that skillab ignores
+
+
+# ----------------------------------------------------------------- parsing
+
+
+def front_matter(text: str, label: str) -> tuple[dict[str, Any], str, bool]:
+    """(front matter, body, had front matter); InputError naming ``label`` when it is malformed."""
+    text = text.removeprefix("\ufeff")
+    found = FRONT_MATTER.match(text)
+    if not found:
+        if re.match(r"^---[ \t]*\r?\n", text):
+            raise InputError(f"{label}: front matter: unterminated (an opening '---' with no closing '---')")
+        return {}, text, False
+    try:
+        data = yaml.safe_load(found.group(1) or "")
+    except yaml.YAMLError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else "unreadable"
+        raise InputError(f"{label}: front matter: invalid YAML ({first})") from None
+    if data is None:
+        return {}, text[found.end() :], True
+    if not isinstance(data, dict):
+        raise InputError(f"{label}: front matter: must be a mapping of key: value")
+    return data, text[found.end() :], True
+
+
+def grader_from_markdown(text: str, label: str, stem: str) -> dict[str, Any] | None:
+    """A grader's raw fields from graders/<stem>.md; None when the file has no front matter (the
+    official runner skips such a file too)."""
+    fm, body, had = front_matter(text, label)
+    if not had:
+        return None
+    kind = fm.get("type")
+    if not isinstance(kind, str):
+        raise InputError(f"{label}: type: required in the front matter ({' | '.join(GRADER_KINDS)})")
+    raw = {"name": stem, **fm}
+    body_field = BODY_FIELD.get(kind)
+    if body_field and body_field not in raw and body.strip():
+        raw[body_field] = body.strip()
+    return raw
+
+
+def merge_case(
+    case_yaml: dict[str, Any] | None,
+    prompt_md: tuple[str, str] | None,
+    grader_mds: Sequence[tuple[str, str]],
+    folder_name: str,
+) -> dict[str, Any]:
+    """case.yaml's data with prompt.md's keys and body and the graders/*.md laid over it, as the
+    official runner merges them. ``prompt_md`` and each grader are (label, text)."""
+    base: dict[str, Any] = dict(case_yaml) if case_yaml is not None else {"schema_version": "1.1"}
+    base.setdefault("name", folder_name)
+    execution = dict(base.get("execution") or {}) if isinstance(base.get("execution"), dict) else {}
+    if "execution" in base and not isinstance(base["execution"], dict):
+        execution = base["execution"]  # left for validation to reject
+    if prompt_md is not None:
+        label, text = prompt_md
+        fm, body, _ = front_matter(text, label)
+        for key, value in fm.items():
+            if key in TOP_KEYS:
+                base[key] = value
+            elif key in EXECUTION_KEYS:
+                if (
+                    key == "disallowed_tools"
+                    and isinstance(execution.get(key), list)
+                    and isinstance(value, list)
+                ):
+                    value = [*execution[key], *value]
+                execution[key] = value
+            else:
+                raise InputError(
+                    f"{label}: {key}: unknown front matter key{closest(str(key), [*TOP_KEYS, *EXECUTION_KEYS])}"
+                )
+        if body.strip():
+            execution["prompt"] = body.strip()
+    base["execution"] = execution
+    graders = [g for label, text in grader_mds if (g := grader_from_markdown(text, label, _stem(label)))]
+    if graders:
+        base["graders"] = [*(base.get("graders") or []), *graders]
+    return base
+
+
+def _stem(label: str) -> str:
+    name = label.replace("\\", "/").rsplit("/", 1)[-1]
+    return name.removesuffix(".md")
+
+
+def parse_case(data: dict[str, Any], label: str) -> PluginCase:
+    """The merged case data as a PluginCase; InputError lines naming ``label`` and the field."""
+    version = data.get("schema_version")
+    if not isinstance(version, str):
+        raise InputError(f'{label}: schema_version: required (e.g. "1.0")')
+    major = version.split(".", 1)[0]
+    if not major.isdigit():
+        raise InputError(f"{label}: schema_version: {version!r} is not a version")
+    if int(major) > SUPPORTED_MAJOR:
+        raise InputError(
+            f"{label}: schema_version: {version!r} is newer than this reader ({SUPPORTED_MAJOR}.x)"
+        )
+    problems = _grader_kind_problems(data.get("graders"), label)
+    if problems:
+        raise InputError(problems)
+    execution = data.get("execution")
+    if not isinstance(execution, dict):
+        raise InputError(f"{label}: execution: must be a mapping")
+    context = data.get("context") or {}
+    if not isinstance(context, dict):
+        raise InputError(f"{label}: context: must be a mapping")
+    unknown = [k for k in data if k not in (*TOP_KEYS, "context", "execution", "graders")]
+    unknown += [f"execution.{k}" for k in execution if k not in (*EXECUTION_KEYS, "prompt")]
+    unknown += [f"context.{k}" for k in context if k not in ("scaffold_script", "history_file", "add_dirs")]
+    if unknown:
+        valid = [*TOP_KEYS, "context", "execution", "graders", *EXECUTION_KEYS, "prompt"]
+        raise InputError([f"{label}: {k}: unknown field{closest(k.split('.')[-1], valid)}" for k in unknown])
+    used = [k for k in UNSUPPORTED if execution.get(k) or context.get(k) or data.get(k)]
+    env = execution.get("env") or {}
+    fields = {
+        "name": data.get("name"),
+        "description": data.get("description"),
+        "tags": data.get("tags") or (),
+        "prompt": execution.get("prompt") or "",
+        "graders": data.get("graders") or (),
+        "expected_outcome": data.get("expected_outcome"),
+        "scaffold_script": context.get("scaffold_script"),
+        "unsupported": tuple(used),
+        "env": tuple((str(k), str(v)) for k, v in env.items()) if isinstance(env, dict) else env,
+        **{
+            k: execution[k]
+            for k in ("max_turns", "timeout_seconds", "model", "allowed_tools")
+            if k in execution
+        },
+        **{k: execution[k] for k in ("disallowed_tools", "append_system_prompt") if k in execution},
+        **({"runs": data["runs"]} if "runs" in data else {}),
+    }
+    try:
+        case = PluginCase(**fields)
+    except ValidationError as exc:
+        raise InputError(_validation_lines(exc, label)) from None
+    if not case.prompt.strip():
+        raise InputError(
+            f"{label}: execution.prompt: required (a prompt.md body, or execution.prompt in case.yaml)"
+        )
+    seen: set[str] = set()
+    for g in case.graders:
+        if g.name in seen:
+            raise InputError(f"{label}: graders: duplicate grader name {g.name!r}")
+        seen.add(g.name)
+    return case
+
+
+def _grader_kind_problems(graders: Any, label: str) -> list[str]:
+    if not isinstance(graders, list) or not graders:
+        return [f"{label}: graders: at least one grader is required (graders/*.md or a graders: list)"]
+    out = []
+    for i, g in enumerate(graders):
+        where = f"{label}: graders[{i}]" + (f" ({g['name']})" if isinstance(g, dict) and "name" in g else "")
+        if not isinstance(g, dict):
+            out.append(f"{where}: must be a mapping")
+        elif "type" not in g:
+            out.append(f"{where}: type: required ({' | '.join(GRADER_KINDS)})")
+        elif g["type"] not in GRADER_KINDS:
+            out.append(
+                f"{where}: type: unknown grader kind {g['type']!r}{closest(str(g['type']), list(GRADER_KINDS))}"
+            )
+    return out
+
+
+def _validation_lines(exc: ValidationError, label: str) -> list[str]:
+    lines = []
+    models = {m.model_fields["type"].annotation.__args__[0]: m for m in GRADER_MODELS}  # type: ignore[union-attr]
+    for err in exc.errors():
+        loc = [str(p) for p in err["loc"]]
+        valid = list(models[loc[2]].model_fields) if len(loc) >= 3 and loc[2] in models else []
+        if len(loc) >= 3 and loc[0] == "graders":  # graders.0.regex.pattern -> graders[0].pattern
+            loc = [f"graders[{loc[1]}]", *loc[3:]]
+        if loc and loc[0] in (*EXECUTION_KEYS, "prompt"):
+            loc[0] = f"execution.{loc[0]}"
+        elif loc and loc[0] == "scaffold_script":
+            loc[0] = "context.scaffold_script"
+        where = ".".join(loc) or "case"
+        if err["type"] == "extra_forbidden":
+            lines.append(f"{label}: {where}: unknown field{closest(loc[-1], valid)}")
+        elif err["type"] == "missing":
+            lines.append(f"{label}: {where}: required field missing")
+        else:
+            lines.append(f"{label}: {where}: {err['msg']}")
+    return lines
+
+
+# ----------------------------------------------------------------- evidence
+
+
+def js_json(value: Any) -> str:
+    """JSON.stringify's text of a value: no spaces, non-ASCII kept."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    input_text: str
+
+
+@dataclass(frozen=True)
+class RunEvidence:
+    """What a finished session leaves to grade: its stream-json events, the paths it created
+    (relative to the sandbox, '/'-separated) and a reader of one sandbox file (None: absent)."""
+
+    events: Sequence[dict[str, Any]]
+    created_files: Sequence[str] = ()
+    read_file: Callable[[str], bytes | None] = field(default=lambda _path: None)
+
+    def tool_calls(self) -> list[ToolCall]:
+        """Every tool_use block of every assistant message, subagents' included, in order."""
+        out = []
+        for e in self.events:
+            if e.get("type") != "assistant":
+                continue
+            for block in (e.get("message") or {}).get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    out.append(ToolCall(str(block.get("name") or ""), js_json(block.get("input"))))
+        return out
+
+    def last_message(self) -> str:
+        """The text blocks of the last assistant message that has any."""
+        last = ""
+        for e in self.events:
+            if e.get("type") != "assistant":
+                continue
+            content = (e.get("message") or {}).get("content") or []
+            texts = [
+                str(b.get("text") or "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+            ]
+            if texts:
+                last = "\n".join(texts)
+        return last
+
+    def trace(self) -> str:
+        return "\n".join(js_json(e) for e in self.events)
+
+    def text(self, target: Target) -> str | None:
+        """The text a grader reads; None when the file named by a file target is missing."""
+        if isinstance(target, FileSource):
+            data = self.read_file(target.path)
+            return None if data is None else data.decode("utf-8", errors="replace")
+        if target == "last_message":
+            return self.last_message()
+        if target == "files":
+            return "\n".join(self.created_files)
+        if target == "trace":
+            return self.trace()
+        return None  # mock_calls: no MCP stand-ins in skillab
+
+
+# ----------------------------------------------------------------- grading
+
+
+class GraderResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    type: str
+    passed: bool
+    weight: float
+    explanation: str
+    with_only: bool = False
+    votes: tuple[bool | None, ...] = ()
+
+    @property
+    def scored(self) -> bool:
+        return not self.with_only
+
+
+def is_indicator(grader: Grader) -> bool:
+    """An arm-only grader: a plugin-fired indicator, never part of the score under ablation."""
+    return grader.arm == "with-only" or (
+        grader.arm is None and grader.type == "tool_used" and grader.tool == "Skill"
+    )
+
+
+def graders_for_arm(case: PluginCase, with_plugin: bool) -> list[tuple[Grader, bool]]:
+    """(grader, with_only) of each grader that runs in this arm, as the official runner decides."""
+    all_indicators = all(is_indicator(g) for g in case.graders)
+    if all_indicators:
+        return [(g, False) for g in case.graders]
+    if not with_plugin:
+        return [(g, False) for g in case.graders if not is_indicator(g)]
+    return [(g, is_indicator(g)) for g in case.graders]
+
+
+def js_regex(pattern: str, flags: str = "") -> re.Pattern[str]:
+    """A JavaScript RegExp as Python's re: named groups and the i/m/s flags translated."""
+    py = re.sub(r"\(\?<(?![=!])", "(?P<", pattern)
+    py = re.sub(r"\\k<([A-Za-z_]\w*)>", r"(?P=\1)", py)
+    options = 0
+    for letter, flag in (("i", re.IGNORECASE), ("m", re.MULTILINE), ("s", re.DOTALL)):
+        if letter in flags:
+            options |= flag
+    return re.compile(py, options)
+
+
+def glob_regex(glob: str) -> re.Pattern[str]:
+    """file_exists's glob: ``**/`` any folders (or none), ``**`` anything, ``*`` within a folder."""
+    out, i = "^", 0
+    while i < len(glob):
+        c = glob[i]
+        if glob.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+            continue
+        if glob.startswith("**", i):
+            out, i = out + ".*", i + 2
+            continue
+        out += "[^/]*" if c == "*" else "." if c == "?" else re.escape(c)
+        i += 1
+    return re.compile(out + "$")
+
+
+def _matches(call: ToolCall, ref: ToolRef) -> bool:
+    if call.name != ref.tool:
+        return False
+    return ref.input_match is None or js_regex(ref.input_match).search(call.input_text) is not None
+
+
+def grade_deterministic(grader: Grader, run: RunEvidence, with_only: bool = False) -> GraderResult | None:
+    """The verdict of a free grader on one run; None for a judged one (llm, baseline)."""
+    try:
+        verdict = _verdict(grader, run)
+    except re.error as exc:
+        verdict = (False, f"grader threw: invalid regular expression: {exc}")
+    if verdict is None:
+        return None
+    passed, why = verdict
+    return GraderResult(
+        name=grader.name,
+        type=grader.type,
+        passed=passed,
+        weight=grader.weight,
+        explanation=why,
+        with_only=with_only,
+    )
+
+
+def _verdict(grader: Grader, run: RunEvidence) -> tuple[bool, str] | None:
+    if isinstance(grader, RegexGrader):
+        return _regex_verdict(grader, run)
+    if isinstance(grader, ToolUsedGrader):
+        count = sum(
+            1
+            for c in run.tool_calls()
+            if _matches(c, ToolRef(tool=grader.tool, input_match=grader.input_match))
+        )
+        low, high = 1 if grader.min is None else grader.min, grader.max
+        passed = count >= low and (high is None or count <= high)
+        return passed, f"{grader.tool} called {count}x (expected {low}..{'∞' if high is None else high})"
+    if isinstance(grader, ToolOrderGrader):
+        calls = run.tool_calls()
+        first = next((i for i, c in enumerate(calls) if _matches(c, grader.before)), -1)
+        second = next((i for i, c in enumerate(calls) if _matches(c, grader.after)), -1)
+        if first < 0:
+            return False, f'"before" tool {grader.before.tool} never called'
+        if second < 0:
+            return False, f'"after" tool {grader.after.tool} never called'
+        ok = first < second
+        return (
+            ok,
+            f"{grader.before.tool}@{first} {'precedes' if ok else 'does NOT precede'} {grader.after.tool}@{second}",
+        )
+    if isinstance(grader, FileExistsGrader):
+        glob = glob_regex(grader.path)
+        found = any(glob.match(p.strip()) for p in run.created_files if p.strip())
+        if found == grader.exists:
+            return True, f"{grader.path} {'exists' if grader.exists else 'absent'} as expected"
+        return (
+            False,
+            f"{grader.path} {'exists' if found else 'missing'} (expected {'present' if grader.exists else 'absent'})",
+        )
+    return None
+
+
+def _regex_verdict(grader: RegexGrader, run: RunEvidence) -> tuple[bool, str]:
+    target = grader.target
+    label = f"file {target.path}" if isinstance(target, FileSource) else target
+    text = run.text(target)
+    if text is None:
+        reason = (
+            "mock_calls: no mock stand-ins in skillab"
+            if target == "mock_calls"
+            else f"{label} does not exist"
+        )
+        return False, reason
+    pattern = js_regex(grader.pattern, grader.flags)
+    if grader.match == "contains":
+        ok = pattern.search(text) is not None
+        return ok, f"matched {grader.pattern}" if ok else f"pattern not found in {label}"
+    if grader.match == "not_contains":
+        ok = pattern.search(text) is None
+        return ok, "pattern absent as expected" if ok else "pattern found (expected absent)"
+    want = int(grader.match.removeprefix("count:"))
+    found = sum(1 for _ in pattern.finditer(text))
+    return found == want, f"found {found} matches (expected {want})"
+
+
+def run_score(results: Sequence[GraderResult]) -> float:
+    """The weighted share of passed graders among the scored ones (0 when none is scored)."""
+    total = sum(r.weight for r in results if r.scored)
+    return sum(r.weight for r in results if r.scored and r.passed) / total if total else 0.0
+
+
+# ----------------------------------------------------------------- the judge
+
+
+def judge_prompt(grader: JudgedGrader, run: RunEvidence, reference: str | None = None) -> str | None:
+    """The prompt of one judge vote; None when the focus cannot be read (the grader fails)."""
+    focus: Target = grader.focus if isinstance(grader, LlmGrader) else "trace"
+    text = run.text(focus)
+    if text is None:
+        return None
+    if not text and focus == "files":
+        text = "(no file changes)"
+    label = f"file {focus.path}" if isinstance(focus, FileSource) else focus
+    parts = [
+        "You are grading the output of a coding agent against a criterion.",
+        f"Criterion:\n{grader.criteria}",
+    ]
+    if isinstance(grader, BaselineGrader):
+        parts.append(
+            "Pass only if the agent's run is at least as good as this reference run, judged by the "
+            f"criterion.\nReference run:\n{_clip(reference or '')}"
+        )
+    parts += [f"Agent output ({label}):\n{_clip(text)}", "Respond with exactly one word: PASS or FAIL."]
+    return "\n\n".join(parts)
+
+
+def _clip(text: str, limit: int = 100_000, tail: int = 20_000) -> str:
+    if len(text) <= limit:
+        return text
+    return text[: limit - tail] + f"\n[…{len(text) - limit} chars elided…]\n" + text[-tail:]
+
+
+def parse_vote(answer: str) -> bool | None:
+    """PASS -> True, FAIL -> False, anything else -> None (an abstention)."""
+    words = re.findall(r"[A-Za-z]+", answer.upper())
+    if "PASS" in words and "FAIL" not in words:
+        return True
+    if "FAIL" in words and "PASS" not in words:
+        return False
+    return None
+
+
+def judged_result(
+    grader: JudgedGrader, votes: Sequence[bool | None], with_only: bool = False
+) -> GraderResult:
+    """Majority of the votes: passes with more than half of JUDGE_VOTES passing."""
+    yes = sum(1 for v in votes if v is True)
+    passed = yes * 2 > JUDGE_VOTES
+    return GraderResult(
+        name=grader.name,
+        type=grader.type,
+        passed=passed,
+        weight=grader.weight,
+        explanation=f"{yes}/{len(votes)} judge votes PASS",
+        with_only=with_only,
+        votes=tuple(votes),
+    )
