@@ -29,7 +29,8 @@ def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
     return config, find_skill(config.skill, cwd)
 
 
-def cmd_skill_run(args: argparse.Namespace) -> int:
+def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The run's config and skill, every input checked (exit 2) before any session starts."""
     from executors.registry import usable_executor
     from flows.inputs.ablation import plan_skill_ablations
     from flows.inputs.sessions import checked_isolation
@@ -49,6 +50,11 @@ def cmd_skill_run(args: argparse.Namespace) -> int:
     plan_skill_ablations(skill.path, config.ablate, config.ablate_sections)  # a SKILL.md without headings
     usable_executor(config.runner, "--runner", agentic=True)
     checked_isolation(config.os_sandbox)  # exit 2 before any session when bubblewrap cannot run
+    return config, skill
+
+
+def cmd_skill_run(args: argparse.Namespace) -> int:
+    config, skill = checked_run_inputs(args)
     prepare_prefect()
     from flows.skill_bench import InsufficientData, skill_bench
 
@@ -70,6 +76,11 @@ def cmd_skill_run(args: argparse.Namespace) -> int:
         return EXIT_FAIL
     if isinstance(outcome, BaseException):
         raise outcome
+    return summarized(config, outcome)
+
+
+def summarized(config: Any, outcome: dict[str, str]) -> int:
+    """The verdict and ablation lines, the report's path, then the CI gate's exit code."""
     from flows.report.gates import gate_failures
     from flows.report.schema import load_report
     from tasks.schema import Arm
