@@ -20,11 +20,15 @@ silently.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import pwd
 import shutil
+import signal
 import subprocess
+import threading
+from collections import deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal, get_args
@@ -263,3 +267,48 @@ def wrap(
         "--",
         *argv,
     ]
+
+
+def run_capped(
+    command: Sequence[str], *, cwd: str | os.PathLike[str], env: dict[str, str], timeout_s: float, cap: int
+) -> tuple[int | None, str]:
+    """Run ``command`` (a wrapped one, usually) to its end or ``timeout_s``: its exit code (None:
+    killed at the timeout) and the last ``cap`` bytes of its output, stdout and stderr together.
+
+    Its whole process group is killed afterwards, also when it exited: a child it left behind
+    (possible without bubblewrap) is not kept. The output is drained in a thread keeping only the
+    last chunks, so a flood cannot fill memory."""
+    proc = subprocess.Popen(
+        list(command),
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    tail: deque[bytes] = deque()
+    reader = threading.Thread(target=_keep_tail, args=(proc, tail, cap), daemon=True)
+    reader.start()
+    try:
+        code: int | None = proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        code = None
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    reader.join(timeout=5)
+    if proc.stdout is not None and not reader.is_alive():
+        proc.stdout.close()
+    return code, b"".join(tail)[-cap:].decode("utf-8", "replace")
+
+
+def _keep_tail(proc: subprocess.Popen[bytes], tail: deque[bytes], cap: int) -> None:
+    if proc.stdout is None:
+        return
+    size = 0
+    while chunk := os.read(proc.stdout.fileno(), 1 << 16):
+        tail.append(chunk)
+        size += len(chunk)
+        while size - len(tail[0]) > cap:
+            size -= len(tail.popleft())

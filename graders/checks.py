@@ -15,13 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
-import signal
-import subprocess
 import tempfile
-import threading
-from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +24,7 @@ from typing import Any
 import yaml
 
 from executors.agent import find_binary
-from executors.sandbox import Isolation, executable_paths, host_env, require, wrap
+from executors.sandbox import Isolation, executable_paths, host_env, require, run_capped, wrap
 from graders.agent_task import AgentTask, Check
 
 RUN_TIMEOUT_S = 60.0
@@ -103,42 +98,7 @@ class CheckRunner:
             search_path=env["PATH"],
             chdir=cwd,
         )
-        proc = subprocess.Popen(
-            command,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        tail: deque[bytes] = deque()
-        reader = threading.Thread(target=_keep_tail, args=(proc, tail), daemon=True)
-        reader.start()
-        try:
-            code: int | None = proc.wait(timeout=self.timeout_s)
-        except subprocess.TimeoutExpired:
-            code = None
-        # Also when it exited: a child it left behind (possible without bubblewrap) is not kept.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        reader.join(timeout=5)
-        if proc.stdout is not None and not reader.is_alive():
-            proc.stdout.close()
-        return code, b"".join(tail)[-OUTPUT_TAIL:].decode("utf-8", "replace")
-
-
-def _keep_tail(proc: subprocess.Popen[bytes], tail: deque[bytes]) -> None:
-    """Drain the output (a flood cannot fill memory: only the last chunks are kept)."""
-    if proc.stdout is None:  # started without a pipe: nothing to drain
-        return
-    size = 0
-    while chunk := os.read(proc.stdout.fileno(), 1 << 16):
-        tail.append(chunk)
-        size += len(chunk)
-        while size - len(tail[0]) > OUTPUT_TAIL:
-            size -= len(tail.popleft())
+        return run_capped(command, cwd=cwd, env=env, timeout_s=self.timeout_s, cap=OUTPUT_TAIL)
 
 
 @contextlib.contextmanager

@@ -10,21 +10,15 @@ cut-off answer) comes back as a one-line reason.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-import os
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
-from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from executors.sandbox import Isolation, executable_paths, host_env, probe, wrap
+from executors.sandbox import Isolation, executable_paths, host_env, probe, run_capped, wrap
 
 OUTPUT_CAP = 64 * 1024  # bytes of the child's output kept
 MARKER = "\x00SKILLAB\x00"
@@ -43,17 +37,6 @@ def python_paths() -> list[Path]:
         *executable_paths(sys.executable),
         *(Path(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}),
     ]
-
-
-def _drain(proc: subprocess.Popen[bytes], tail: deque[bytes]) -> None:
-    if proc.stdout is None:
-        return
-    size = 0
-    while chunk := os.read(proc.stdout.fileno(), 1 << 16):
-        tail.append(chunk)
-        size += len(chunk)
-        while size - len(tail[0]) > OUTPUT_CAP:
-            size -= len(tail.popleft())
 
 
 def run_confined(
@@ -84,7 +67,7 @@ def run_confined(
             search_path=env["PATH"],
             chdir=code_dir,
         )
-        code, out = _wait(command, code_dir, env, timeout_s)
+        code, out = run_capped(command, cwd=code_dir, env=env, timeout_s=timeout_s, cap=OUTPUT_CAP)
     if code is None:
         return f"timed out after {timeout_s:g}s"
     if MARKER not in out:
@@ -95,33 +78,6 @@ def run_confined(
     except json.JSONDecodeError:
         return "its answer was cut off (output over the cap)"
     return answer if isinstance(answer, dict) else "no answer"
-
-
-def _wait(command: list[str], cwd: Path, env: dict[str, str], timeout_s: float) -> tuple[int | None, str]:
-    """Exit code (None: killed at the timeout) and the output's tail; the process group is always killed."""
-    proc = subprocess.Popen(
-        command,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    tail: deque[bytes] = deque()
-    reader = threading.Thread(target=_drain, args=(proc, tail), daemon=True)
-    reader.start()
-    try:
-        code: int | None = proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        code = None
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    reader.join(timeout=5)
-    if proc.stdout is not None and not reader.is_alive():
-        proc.stdout.close()
-    return code, b"".join(tail)[-OUTPUT_CAP:].decode("utf-8", "replace")
 
 
 def outcome(answer: dict[str, Any] | str) -> tuple[bool, str, float | None]:
