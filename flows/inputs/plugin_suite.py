@@ -160,9 +160,13 @@ def plugin_skills(folder: Path) -> list[Path]:
 
 
 def suite_skill(folder: Path) -> Path:
-    """The skill of a one-skill plugin; with several, --skill must choose (InputError listing them)."""
+    """The artifact of a suite: the whole plugin when it has a manifest (loaded by Claude Code's
+    --plugin-dir, as `claude plugin eval` loads it), else the skill of a one-skill plugin; with
+    several skills and no manifest, --skill must choose (InputError listing them)."""
     if not is_plugin_suite(folder):
         raise InputError(f"--suite: {folder} is not a plugin with an eval suite (no evals/ cases)")
+    if manifest(plugin_root(folder)) is not None:
+        return plugin_root(folder).resolve()
     skills = plugin_skills(folder)
     if len(skills) == 1:
         return skills[0].resolve()

@@ -54,7 +54,7 @@ PLAIN = {
 
 
 def skill_named(body: dict[str, Any]) -> str | None:
-    """The hello skill as this session lists it: plugin:hello under the plugin, hello in .claude/skills."""
+    """The hello skill as this session lists it: plug:hello under the plugin (both runners load it whole), hello in .claude/skills."""
     text = json.dumps(body)
     if "plug:hello" in text:
         return "plug:hello"
@@ -177,7 +177,7 @@ def skillab(plugin: Path, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     argv = ["skill", "run", "--suite", str(plugin), "--base-url", url, "--results-dir", str(results)]
     code = main([*argv, "--runs", "1", "--timeout", "120", "--concurrency", "2", "--no-diagnose"])
     assert code == 0
-    (run,) = results.glob("hello-*")
+    (run,) = results.glob("plug-*")
     assert (run / "report.json").exists() and (run / "report.md").exists()
     tasks, _ = load_plugin_tasks(plugin)
     out: dict[str, Any] = {}
@@ -244,7 +244,7 @@ def test_llm_graders_go_to_the_judge_three_votes_majority(
         )
         votes = server.count(lambda c: "Respond with exactly one word: PASS or FAIL." in c.prompt)
     assert code == 0 and votes == 6  # two arms x three votes; the judge's cache keeps none of them apart
-    (run,) = (tmp_path / "r").glob("hello-*")
+    (run,) = (tmp_path / "r").glob("plug-*")
     with_arm = json.loads((run / "grades" / "task-01" / "with-skill-checks.json").read_text())["plugin_eval"]
     base = json.loads((run / "grades" / "task-01" / "baseline-checks.json").read_text())["plugin_eval"]
     style = {g["name"]: g for g in with_arm["graders"]}["style"]

@@ -354,7 +354,13 @@ def test_suite_loading_and_one_line_exit_2(tmp_path: Path, capsys: pytest.Captur
     tasks, digest = load_plugin_tasks(root)
     assert [(t.task_id, t.prompt) for t in tasks] == [("greet", "Say hi.")] and len(digest) == 64
     assert tasks[0].plugin_case is not None and tasks[0].case_dir == str(case.resolve())
-    assert suite_skill(root) == (root / "skills" / "hello").resolve()
+    assert suite_skill(root) == root.resolve()  # a manifest: the whole plugin, as the official runner
+    bare = tmp_path / "bare"  # no manifest: its one skill
+    (bare / "skills" / "hello").mkdir(parents=True)
+    (bare / "skills" / "hello" / "SKILL.md").write_text("---\nname: hello\ndescription: d\n---\nbody\n")
+    (bare / "evals" / "greet").mkdir(parents=True)
+    (bare / "evals" / "greet" / "prompt.md").write_text("Say hi.\n")
+    assert suite_skill(bare) == (bare / "skills" / "hello").resolve()
     (case / "graders" / "hi.md").write_text("---\ntype: regexx\n---\nhi\n")
     assert main(["skill", "run", "--suite", str(root)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
