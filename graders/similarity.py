@@ -13,8 +13,6 @@ import math
 import re
 from collections import Counter
 
-import numpy as np
-
 from graders.schema import Assertion, Observation
 
 Outcome = tuple[bool, str]
@@ -66,6 +64,8 @@ def bleu(candidate: str, reference: str, max_n: int = 4) -> float:
 def levenshtein(a: str, b: str) -> int:
     """Edit distance (insert, delete, substitute: 1 each), one numpy row at a time: a row's
     insertions are a running minimum, so two long outputs cost milliseconds, not minutes."""
+    import numpy as np  # here: the sample path reaches its first call without numpy
+
     if a == b:
         return 0
     if len(a) < len(b):
