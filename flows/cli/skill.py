@@ -47,6 +47,13 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
         raise InputError(
             f"--runner: a plugin eval suite runs on claude (its graders read Claude Code's stream), not {config.runner}"
         )
+    for t in tasks:  # said before the run: such a case may not score as `claude plugin eval` would
+        if t.plugin_case is not None and t.plugin_case.unsupported:
+            print(
+                f"skillab: warning: {t.case_dir}: {', '.join(t.plugin_case.unsupported)}: not supported "
+                "here, ignored (the case may score differently than under claude plugin eval)",
+                file=sys.stderr,
+            )
     plan_skill_ablations(skill.path, config.ablate, config.ablate_sections)  # a SKILL.md without headings
     usable_executor(config.runner, "--runner", agentic=True)
     checked_isolation(config.os_sandbox)  # exit 2 before any session when bubblewrap cannot run

@@ -370,3 +370,25 @@ def test_suite_loading_and_one_line_exit_2(tmp_path: Path, capsys: pytest.Captur
     (case / "graders" / "hi.md").write_text("---\ntype: regex\n---\nhi\n")
     assert main(["skill", "run", "--suite", str(root), "--runner", "codex"]) == 2
     assert "--runner: a plugin eval suite runs on claude" in capsys.readouterr().err
+
+
+def test_a_setting_skillab_ignores_is_said_before_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from flows.cli.main import main
+
+    root = tmp_path / "plug"
+    (root / ".claude-plugin").mkdir(parents=True)
+    (root / ".claude-plugin" / "plugin.json").write_text('{"name": "plug"}')
+    (root / "skills" / "hello").mkdir(parents=True)
+    (root / "skills" / "hello" / "SKILL.md").write_text("---\nname: hello\ndescription: d\n---\nbody\n")
+    case = root / "evals" / "resume"
+    case.mkdir(parents=True)
+    (case / "case.yaml").write_text(
+        'schema_version: "1.0"\nname: resume\ncontext:\n  history_file: past.jsonl\nexecution:\n  prompt: Go on.\n'
+        "graders:\n  - {type: regex, name: done, pattern: done}\n"
+    )
+    # --ablate-sections without --ablate stops the command after the inputs are read, before any session.
+    assert main(["skill", "run", "--suite", str(root), "--ablate-sections", "X"]) == 2
+    err = capsys.readouterr().err
+    assert f"{case.resolve()}: history_file: not supported here, ignored" in err
