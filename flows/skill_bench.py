@@ -355,7 +355,8 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
     results = start_results(config, skill, tasks_dir, started)
     skill_dirs = ablated_arms(skill, ablations, results)
     isolated = isolation_root()
-    plans = plan_sessions(tasks, results, config.runs, isolated, (*ARMS, *skill_dirs))
+    case_runs = "runs" not in config.model_fields_set  # plugin eval cases: their own runs, unless --runs
+    plans = plan_sessions(tasks, results, config.runs, isolated, (*ARMS, *skill_dirs), case_runs=case_runs)
     log = run_logger()
     log.info(f"{plan_line(config, skill, plans, isolation)}; results in {results}")
     outcomes = await run_sessions(config, skill, plans, isolation, log, skill_dirs)

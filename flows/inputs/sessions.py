@@ -70,15 +70,31 @@ def arm_root(isolated: Path, mode: str) -> Path:
     return isolated.with_name(digest[: len(isolated.name)])
 
 
+def runs_of(task: AgentTask, runs: int, case_runs: bool) -> int:
+    """Sessions per arm of a task: ``runs``, or with ``case_runs`` a plugin eval case's own ``runs``
+    (as `claude plugin eval` runs it when --runs is not given)."""
+    return task.plugin_case.runs if case_runs and task.plugin_case is not None else runs
+
+
 def plan_sessions(
-    tasks: list[AgentTask], results: Path, runs: int, isolated: Path, arms: tuple[str, ...] = ARMS
+    tasks: list[AgentTask],
+    results: Path,
+    runs: int,
+    isolated: Path,
+    arms: tuple[str, ...] = ARMS,
+    *,
+    case_runs: bool = False,
 ) -> list[Session]:
-    """The seed's tree; the run-N level only when runs > 1. Arms of a task run side by side."""
+    """The seed's tree; the run-N level only when a task runs more than once. Arms of a task run
+    side by side."""
     out = []
-    for run in range(1, runs + 1):
-        for index, task in enumerate(tasks, start=1):
+    counts = [runs_of(t, runs, case_runs) for t in tasks]
+    for run in range(1, max(counts, default=runs) + 1):
+        for index, (task, count) in enumerate(zip(tasks, counts, strict=True), start=1):
+            if run > count:
+                continue
             for mode in arms:
-                level = Path(f"task-{index:02d}") / (f"run-{run}" if runs > 1 else "")
+                level = Path(f"task-{index:02d}") / (f"run-{run}" if count > 1 else "")
                 root, where = (
                     arm_root(isolated, mode),
                     str(Arm.BASELINE if mode == Arm.BASELINE else Arm.WITH_SKILL),

@@ -392,3 +392,25 @@ def test_a_setting_skillab_ignores_is_said_before_the_run(
     assert main(["skill", "run", "--suite", str(root), "--ablate-sections", "X"]) == 2
     err = capsys.readouterr().err
     assert f"{case.resolve()}: history_file: not supported here, ignored" in err
+
+
+def test_each_case_runs_its_own_runs_unless_runs_is_given(tmp_path: Path) -> None:
+    from flows.inputs.plugin_suite import load_plugin_tasks
+    from flows.inputs.sessions import plan_sessions
+
+    root = tmp_path / "plug"
+    (root / ".claude-plugin").mkdir(parents=True)
+    (root / ".claude-plugin" / "plugin.json").write_text('{"name": "plug"}')
+    for name, runs in (("a", "runs: 2\n"), ("b", "")):  # b: the official default, 3
+        (root / "evals" / name).mkdir(parents=True)
+        (root / "evals" / name / "case.yaml").write_text(
+            f'schema_version: "1.0"\nname: {name}\n{runs}execution:\n  prompt: Go.\n'
+            "graders:\n  - {type: regex, name: g, pattern: x}\n"
+        )
+    tasks, _ = load_plugin_tasks(root)
+    own = plan_sessions(tasks, tmp_path / "r", 1, tmp_path / "iso", case_runs=True)
+    counts = {t.task_id: sum(1 for s in own if s.task.task_id == t.task_id) for t in tasks}
+    assert counts == {"a": 2 * 2, "b": 3 * 2}  # x 2 arms
+    assert all("run-" in str(s.outputs) for s in own)
+    given = plan_sessions(tasks, tmp_path / "r", 1, tmp_path / "iso", case_runs=False)
+    assert len(given) == 2 * 2 and not any("run-" in str(s.outputs) for s in given)
