@@ -22,6 +22,7 @@ folder (--cache, default ~/.cache/skillab/peers); nothing goes into skillab's en
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -32,6 +33,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -285,27 +287,52 @@ def run_scenario(
     )
     for trial in range(sc.trials):
         order = tools[trial % len(tools) :] + tools[: trial % len(tools)]
-        runs = []
-        for tool in order:
-            run_dir = work / f"{sc.name}-t{trial}-{tool}"
-            if sc.fresh and tool == "skillab":
-                subprocess.run(
-                    [sys.executable, "-m", "flows.bench", "init", str(run_dir / "project")],
-                    env=homes.env(tool, run_dir), cwd=ROOT, capture_output=True, check=True,
-                )  # fmt: skip
-            cmd = command(tool, peers, suite, run_dir, stub, sc.concurrency)
-            cwd = run_dir / "project" if sc.fresh and tool == "skillab" else run_dir
-            if tool == "inspect":  # it takes only a relative task path
-                cwd = suite
-            run = run_one(tool, cmd, homes.env(tool, run_dir), cwd, stub, sc.units, run_dir / "output.log")
-            runs.append(run)
-            print(
-                f"  trial {trial + 1} {tool:9s} wall {run.wall:7.2f} s  first request {run.to_first:5.2f} s  "
-                f"last request to exit {run.tail:5.2f} s  peak RSS {run.rss_mb:6.0f} MB  calls {run.calls}"
-                + (f"  FAILED (exit {run.code}):\n{run.note}" if run.note else ""),
-                flush=True,
-            )
-        sc.runs.append(runs)
+        if sc.fresh:  # every tool starts from nothing in every trial
+            with fresh_homes(homes, work / f"homes-first-t{trial}") as trial_homes:
+                sc.runs.append(run_trial(sc, peers, trial_homes, work, suite, stub, order, trial))
+        else:
+            sc.runs.append(run_trial(sc, peers, homes, work, suite, stub, order, trial))
+
+
+@contextlib.contextmanager
+def fresh_homes(homes: Homes, root: Path) -> Iterator[Homes]:
+    """New homes for one trial; the skillab server started there is stopped after it."""
+    fresh = Homes(root, homes.prefect_port)
+    try:
+        yield fresh
+    finally:
+        server(fresh, root, "stop")
+
+
+def server(homes: Homes, work: Path, action: str) -> None:
+    cmd = [sys.executable, "-m", "flows.bench", "server", action]
+    subprocess.run(cmd, env=homes.env("skillab", work), cwd=ROOT, check=action != "stop", capture_output=True)
+
+
+def run_trial(
+    sc: Scenario, peers: Peers, homes: Homes, work: Path, suite: Path, stub: str, order: list[str], trial: int
+) -> list[Run]:
+    runs = []
+    for tool in order:
+        run_dir = work / f"{sc.name}-t{trial}-{tool}"
+        if sc.fresh and tool == "skillab":
+            subprocess.run(
+                [sys.executable, "-m", "flows.bench", "init", str(run_dir / "project")],
+                env=homes.env(tool, run_dir), cwd=ROOT, capture_output=True, check=True,
+            )  # fmt: skip
+        cmd = command(tool, peers, suite, run_dir, stub, sc.concurrency)
+        cwd = run_dir / "project" if sc.fresh and tool == "skillab" else run_dir
+        if tool == "inspect":  # it takes only a relative task path
+            cwd = suite
+        run = run_one(tool, cmd, homes.env(tool, run_dir), cwd, stub, sc.units, run_dir / "output.log")
+        runs.append(run)
+        print(
+            f"  trial {trial + 1} {tool:9s} wall {run.wall:7.2f} s  first request {run.to_first:5.2f} s  "
+            f"last request to exit {run.tail:5.2f} s  peak RSS {run.rss_mb:6.0f} MB  calls {run.calls}"
+            + (f"  FAILED (exit {run.code}):\n{run.note}" if run.note else ""),
+            flush=True,
+        )
+    return runs
 
 
 def ratio_line(sc: Scenario, peer: str) -> str:
@@ -371,7 +398,7 @@ def start_stub(latency: float) -> tuple[subprocess.Popen[bytes], str]:
 
 
 def parse_scenarios(args: argparse.Namespace) -> list[Scenario]:
-    out = [Scenario("first run after init", 100, 16, 1, fresh=True)] if args.first_run else []
+    out = [Scenario("first run after init", 100, 16, args.trials, fresh=True)] if args.first_run else []
     for item in args.scenarios.split(","):
         units, concurrency = (int(x) for x in item.split(":"))
         trials = args.big_trials if units >= 10_000 else args.trials
@@ -400,14 +427,13 @@ def main() -> None:
     homes = Homes(work / "homes", free_port())
     stub_proc, stub = start_stub(args.latency)
     scenarios = parse_scenarios(args)
-    server = [sys.executable, "-m", "flows.bench", "server"]
     try:
-        if not args.first_run and "skillab" in tools:  # later runs find a server, as a user's do
-            subprocess.run([*server, "start"], env=homes.env("skillab", work), cwd=ROOT, check=True)
         for sc in scenarios:
+            if not sc.fresh and "skillab" in tools:  # later runs find a server, as a user's do
+                server(homes, work, "start")
             run_scenario(sc, peers, homes, work, stub, tools, args.latency)
     finally:
-        subprocess.run([*server, "stop"], env=homes.env("skillab", work), cwd=ROOT, check=False)
+        server(homes, work, "stop")
         stub_proc.terminate()
         stub_proc.wait(timeout=30)
         if not args.keep:

@@ -26,7 +26,7 @@ from flows.engine.progress import LogTarget, Progress
 from flows.engine.runlog import estimate, plan_line, run_logger
 from flows.engine.runner import Executed, RunnerConfig, UnitRunner, unwalked
 from flows.inputs.options import BenchOptions
-from flows.inputs.prepare import Prepared, prepare
+from flows.inputs.prepare import Prepared, prepared_for
 from graders.judge import Judgement
 from graders.schema import Grade, Sample
 from tasks.grade import grade_outputs
@@ -165,7 +165,7 @@ async def run_units(
 async def sample_bench(options: BenchOptions, cwd: str = ".", show_progress: bool = True) -> Any:
     """Sample mode: does artifact B beat artifact A on the same model and the same cases?"""
     log = run_logger()
-    prepared = prepare(options, Path(cwd))
+    prepared = prepared_for(options, Path(cwd))
     log.info(plan_line(prepared, estimate(prepared)))
     try:
         executed = await run_units(prepared, Path(cwd), show_progress=show_progress, log=log)

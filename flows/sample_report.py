@@ -9,11 +9,13 @@ pandas, scipy or Jinja (flows/engine/prefetch.py imports them while the calls ar
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -194,12 +196,10 @@ def artifact_key(report: Report) -> str:
 
 
 async def publish_artifacts(outcome: Outcome) -> None:
-    """What the Prefect UI shows without opening a file: summary and verdict, per-variant table, a link."""
+    """What the Prefect UI shows without opening a file: summary and verdict, per-variant table, a link.
+    The calls are independent: sent together, one round trip instead of four at the end of every run."""
     report = outcome.report
     key = artifact_key(report)
-    await acreate_markdown_artifact(
-        markdown=summary_markdown(report), key=f"{key}-summary", description=f"skillab report {report.id}"
-    )
     table = [
         {
             "variant": name,
@@ -213,19 +213,29 @@ async def publish_artifacts(outcome: Outcome) -> None:
         }
         for name, s in report.summary.items()
     ]
-    await acreate_table_artifact(table=table, key=f"{key}-variants", description="per-variant figures")
+    calls: list[Awaitable[Any]] = [
+        acreate_markdown_artifact(
+            markdown=summary_markdown(report), key=f"{key}-summary", description=f"skillab report {report.id}"
+        ),
+        acreate_table_artifact(table=table, key=f"{key}-variants", description="per-variant figures"),
+    ]
     if outcome.path is not None:
         html = outcome.path.with_suffix(".html")
         atomic_write_text(html, export_html(report))
         run_url, *suite_url = page_urls(report, report_port())
-        await acreate_link_artifact(
-            link=run_url,
-            link_text=f"report {report.id} (python -m flows.bench report; file: {html})",
-            key=f"{key}-report",
+        calls.append(
+            acreate_link_artifact(
+                link=run_url,
+                link_text=f"report {report.id} (python -m flows.bench report; file: {html})",
+                key=f"{key}-report",
+            )
         )
         if suite_url:
-            await acreate_link_artifact(
-                link=suite_url[0],
-                link_text=f"suite {report.meta.suite}: the trend over its runs (python -m flows.bench report)",
-                key=f"{key}-suite",
+            calls.append(
+                acreate_link_artifact(
+                    link=suite_url[0],
+                    link_text=f"suite {report.meta.suite}: the trend over its runs (python -m flows.bench report)",
+                    key=f"{key}-suite",
+                )
             )
+    await asyncio.gather(*calls)

@@ -17,11 +17,13 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -49,7 +51,8 @@ PREFECT_DEFAULTS = {
 #: temporary server, started and stopped by every run.
 SERVER_SETTING = "SKILLAB_PREFECT_SERVER"
 SERVER_MODES = ("persistent", "ephemeral")
-#: Seconds to wait for a server we started: 19-30 s on a fresh database here, more under load.
+#: Seconds to wait for a server we started: 4-5 s from the template here, 16-30 s when it migrates a
+#: new database, more under load.
 STARTUP_TIMEOUT_S = 180.0
 STOP_COMMAND = "python -m flows.bench server stop"
 
@@ -59,20 +62,24 @@ def configure_prefect() -> None:
         os.environ.setdefault(key, value)
 
 
-def prepare_prefect(announce: bool = True) -> None:
+def prepare_prefect(announce: bool = True) -> Callable[[], None]:
     """Before a command's first flow: the defaults, then a Prefect API to talk to (see the module doc).
 
-    The defaults are read by Prefect at import: call this before the command imports it."""
+    A server being started is not waited for here: the command imports its flow meanwhile (both take
+    seconds, on separate cores) and calls the returned function before the flow runs. The defaults
+    are read by Prefect at import: call this before the command imports it."""
     configure_prefect()
     mode = os.environ.get(SERVER_SETTING) or "persistent"
     if mode not in SERVER_MODES:
         raise InputError(f"{SERVER_SETTING}={mode}: expected one of {', '.join(SERVER_MODES)}")
     if mode == "ephemeral" or configured_api_url():
-        return
-    os.environ["PREFECT_API_URL"] = ensure_server(announce=announce).api_url
+        return lambda: None
+    record = ensure_server(announce=announce, wait=False)
+    os.environ["PREFECT_API_URL"] = record.api_url
     from prefect.context import refresh_global_settings_context
 
     refresh_global_settings_context()  # Prefect read its settings at import, before the URL was set
+    return lambda: wait_healthy(record)
 
 
 def configured_api_url() -> str | None:
@@ -144,10 +151,16 @@ def alive(pid: int) -> bool:
         os.waitpid(pid, os.WNOHANG)  # reap it if it is our own child that already exited
     try:
         os.kill(pid, 0)
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except (OSError, ProcessLookupError):
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, ProcessLookupError, IndexError):
         return False
-    return b"prefect" in cmdline and b"server" in cmdline
+    if state == "Z":
+        return False
+    # Empty for a moment right after Popen returns: exec has replaced the process's memory but not
+    # yet written its arguments there. A check landing in that window must not take it for dead.
+    args = cmdline.split(b"\0")
+    return not cmdline or (b"prefect" in args and b"server" in args)
 
 
 @contextlib.contextmanager
@@ -177,25 +190,29 @@ def free_port(host: str) -> int:
         return int(s.getsockname()[1])
 
 
-def ensure_server(announce: bool = True) -> ServerRecord:
-    """The running local server: ours from an earlier run, one at the default address, or a new one."""
+def ensure_server(announce: bool = True, wait: bool = True) -> ServerRecord:
+    """The local server: ours from an earlier run (or still starting), one at the default address, or
+    a new one; with ``wait``, once it answers."""
     with server_lock():
         record = read_record()
-        if record is not None and alive(record.pid) and healthy(record.api_url):
-            return record
-        host, port = default_address()
-        found = ServerRecord(pid=0, host=host, port=port, log="", started=0.0)
-        if healthy(found.api_url, timeout=0.5):
-            return found
-        return start_server(host, port if port_free(host, port) else free_port(host), announce)
+        if record is None or not alive(record.pid):
+            host, port = default_address()
+            found = ServerRecord(pid=0, host=host, port=port, log="", started=0.0)
+            if healthy(found.api_url, timeout=0.5):
+                return found
+            record = start_server(host, port if port_free(host, port) else free_port(host), announce)
+    if wait:
+        wait_healthy(record)
+    return record
 
 
 def start_server(host: str, port: int, announce: bool = True) -> ServerRecord:
     """`prefect server start` in its own session (it outlives this command and the terminal), its pid
-    recorded; waits until it answers."""
+    recorded. A new database starts as a copy of the set-up's template (see `seed_database`)."""
     configure_prefect()
     log = state_dir() / "prefect-server.log"
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    seeded = seed_database()
     cmd = [sys.executable, "-m", "prefect", "server", "start", "--host", host, "--port", str(port)]
     with open(log, "ab") as out:
         proc = subprocess.Popen(
@@ -204,22 +221,93 @@ def start_server(host: str, port: int, announce: bool = True) -> ServerRecord:
     record = ServerRecord(pid=proc.pid, host=host, port=port, log=str(log), started=time.time())
     record_path().write_text(json.dumps(asdict(record)))
     if announce:
+        first = "" if seeded else "; its first start builds the database, up to ~30 s"
         print(
             f"skillab: started a Prefect server in the background for this and later runs, UI "
-            f"{record.ui_url} (first start up to ~30 s; stop it: {STOP_COMMAND})",
+            f"{record.ui_url} (stop it: {STOP_COMMAND}{first})",
             file=sys.stderr,
             flush=True,
         )
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    return record
+
+
+def wait_healthy(record: ServerRecord) -> None:
+    """Until the server answers; one that exits or is still silent after the start-up allowance is
+    stopped, with one line naming its log."""
+    if record.pid == 0:
+        return  # a server this module did not start: it answered when found
+    deadline = record.started + STARTUP_TIMEOUT_S
     while not healthy(record.api_url):
-        if proc.poll() is not None or time.monotonic() > deadline:
+        if not alive(record.pid) or time.time() > deadline:
             stop_server(record)
             raise InputError(
-                f"the Prefect server did not start (log: {log}); set PREFECT_API_URL to a running "
-                f"one, or {SERVER_SETTING}=ephemeral for a temporary server per run"
+                f"the Prefect server did not start (log: {record.log}); set PREFECT_API_URL to a "
+                f"running one, or {SERVER_SETTING}=ephemeral for a temporary server per run"
             )
-        time.sleep(0.2)
-    return record
+        time.sleep(0.1)
+
+
+# ------------------------------------------------------------------ the template database
+
+
+def template_path() -> Path:
+    """The set-up's migrated, empty Prefect database, one per installed Prefect version."""
+    from prefect import __version__
+
+    return Path(sys.prefix) / "share" / "skillab" / f"prefect-{__version__}.db"
+
+
+def database_file() -> Path | None:
+    """The SQLite file the server would use, or None when Prefect is set to another database. Read
+    afresh from the environment and profile, as the server's own process will read them."""
+    from prefect.settings import Settings
+
+    secret = Settings().server.database.connection_url
+    url = secret.get_secret_value() if secret is not None else ""
+    prefix = "sqlite+aiosqlite:///"
+    return Path(url[len(prefix) :]) if url.startswith(prefix) and ":memory:" not in url else None
+
+
+def seed_database() -> bool:
+    """A server's first start spends 15-20 s migrating a new database through Prefect's ~110 schema
+    revisions: when there is no database yet, start from the template instead (the server still
+    checks it is at the newest revision). True when seeded."""
+    target, template = database_file(), template_path()
+    if target is None or target.exists() or not template.is_file():
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    copy_database(template, target)
+    return True
+
+
+def copy_database(source: Path, target: Path) -> None:
+    """SQLite's own backup (consistent even with a write-ahead log), into a file renamed into place."""
+    partial = target.with_name(f".{target.name}.partial")
+    partial.unlink(missing_ok=True)
+    with (
+        contextlib.closing(sqlite3.connect(source)) as src,
+        contextlib.closing(sqlite3.connect(partial)) as dst,
+    ):
+        src.backup(dst)
+    partial.replace(target)
+
+
+def build_template() -> Path:
+    """Run Prefect's migrations once into the template (set-up calls this; idempotent)."""
+    template = template_path()
+    if template.is_file():
+        return template
+    template.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as work:
+        fresh = Path(work) / "prefect.db"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API_DATABASE")}
+        env |= {"PREFECT_HOME": work, "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{fresh}"}
+        cmd = [sys.executable, "-m", "prefect", "server", "database", "upgrade", "--yes"]
+        done = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        if done.returncode != 0 or not fresh.is_file():
+            raise RuntimeError(f"Prefect's database migrations failed: {done.stderr.strip()[-500:]}")
+        copy_database(fresh, template)
+    return template
 
 
 def stop_server(record: ServerRecord | None = None, timeout: float = 20.0) -> ServerRecord | None:

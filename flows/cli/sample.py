@@ -41,7 +41,7 @@ def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
 def execute(args: argparse.Namespace) -> tuple[BenchOptions, Path | None, Any]:
     """Validate, print the plan or run the flow; returns the report's path and the flow run's final
     state (None, None for a dry run)."""
-    from flows.inputs.prepare import prepare
+    from flows.inputs.prepare import hand_over, prepare
 
     cwd = Path.cwd()
     options = options_from(args, cwd)
@@ -51,9 +51,11 @@ def execute(args: argparse.Namespace) -> tuple[BenchOptions, Path | None, Any]:
     if options.dry_run:
         print_plan(prepared)
         return options, None, None
-    prepare_prefect()
+    prefect_ready = prepare_prefect()
     from flows.sample_bench import RegressionError, sample_bench
 
+    prefect_ready()
+    hand_over(options, cwd, prepared)
     names = ",".join(v.name for v in prepared.variants)
     flow = sample_bench.with_options(flow_run_name=f"{options.suite or prepared.samples_path.name} · {names}")
     try:

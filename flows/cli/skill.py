@@ -62,8 +62,10 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def cmd_skill_run(args: argparse.Namespace) -> int:
     config, skill = checked_run_inputs(args)
-    prepare_prefect()
+    prefect_ready = prepare_prefect()
     from flows.skill_bench import InsufficientData, skill_bench
+
+    prefect_ready()
 
     flow = skill_bench.with_options(
         flow_run_name=f"skill {skill.name} · {config.runner}:{config.runner_model}"

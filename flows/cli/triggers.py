@@ -84,8 +84,10 @@ def cmd_triggers_run(args: argparse.Namespace) -> int:
     if options.dry_run:
         print_trigger_plan(plan)
         return EXIT_OK
-    prepare_prefect()
+    prefect_ready = prepare_prefect()
     from flows.trigger_bench import trigger_bench
+
+    prefect_ready()
 
     flow = trigger_bench.with_options(
         flow_run_name=f"triggers {', '.join(plan.candidates)} · {options.runner}:{options.runner_model}"

@@ -1,7 +1,8 @@
 """The local Prefect server that runs share: chosen, reused, started once, stopped by its pid.
 
-The lifecycle test starts a real `prefect server start` (20-30 s on a fresh database) in a temporary
-home on a free port, and always stops it: the suite leaves no server running.
+The lifecycle test builds a template database with Prefect's real migrations, starts a real
+`prefect server start` from it in a temporary home on a free port, and always stops it: the suite
+leaves no server running.
 """
 
 from __future__ import annotations
@@ -9,6 +10,9 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,10 +25,13 @@ from flows.cli.main import main
 from flows.cli.prefect_env import (
     SERVER_SETTING,
     alive,
+    build_template,
+    copy_database,
     ensure_server,
     healthy,
     prepare_prefect,
     read_record,
+    seed_database,
     stop_server,
 )
 
@@ -93,12 +100,33 @@ def test_a_server_answering_at_the_default_address_is_reused(answering: int) -> 
     assert read_record() is None
 
 
-def test_start_reuse_and_stop(homes: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def schema(db: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(db) as conn:
+        return sorted(conn.execute("select type, name from sqlite_master where name not like 'sqlite_%'"))
+
+
+@pytest.fixture
+def template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A template built as set-up builds it (Prefect's own migrations), private to the test."""
+    path = tmp_path / "share" / "prefect-template.db"
+    monkeypatch.setattr(prefect_env, "template_path", lambda: path)
+    assert build_template() == path
+    assert build_template() == path  # idempotent: built once
+    with sqlite3.connect(path) as conn:
+        (revision,) = conn.execute("select version_num from alembic_version").fetchone()
+    assert revision  # migrated to a revision, and the tables are there
+    assert ("table", "flow_run") in schema(path)
+    return path
+
+
+def test_start_reuse_and_stop(homes: Path, template: Path, capsys: pytest.CaptureFixture[str]) -> None:
     try:
         first = ensure_server()
         err = capsys.readouterr().err
         assert f"started a Prefect server in the background for this and later runs, UI {first.ui_url}" in err
         assert "python -m flows.bench server stop" in err
+        assert "builds the database" not in err  # started from the template
+        assert schema(homes / "prefect" / "prefect.db") == schema(template)
         assert alive(first.pid) and healthy(first.api_url)
         assert json.loads((homes / "skillab" / "prefect-server.json").read_text())["pid"] == first.pid
         again = ensure_server()
@@ -113,3 +141,43 @@ def test_start_reuse_and_stop(homes: Path, capsys: pytest.CaptureFixture[str]) -
     assert read_record() is None
     assert main(["server", "stop"]) == 0
     assert "no Prefect server started by skillab is running" in capsys.readouterr().out
+
+
+def test_a_database_is_seeded_only_when_there_is_none(
+    homes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    template = tmp_path / "template.db"
+    monkeypatch.setattr(prefect_env, "template_path", lambda: template)
+    assert seed_database() is False  # no template: the server migrates a new database itself
+    with sqlite3.connect(template) as conn:
+        conn.execute("create table marker (x)")
+    target = homes / "prefect" / "prefect.db"
+    assert seed_database() is True and schema(target) == [("table", "marker")]
+    with sqlite3.connect(target) as conn:
+        conn.execute("create table mine (x)")
+    assert seed_database() is False  # an existing database is never replaced
+    assert ("table", "mine") in schema(target)
+    monkeypatch.setenv("PREFECT_API_DATABASE_CONNECTION_URL", "postgresql+asyncpg://u:p@db/prefect")
+    assert seed_database() is False  # another database: nothing to seed
+
+
+def test_copy_database_includes_what_is_still_in_the_write_ahead_log(tmp_path: Path) -> None:
+    source = tmp_path / "a.db"
+    conn = sqlite3.connect(source)
+    conn.execute("pragma journal_mode=wal")
+    conn.execute("create table t (x)")
+    conn.execute("insert into t values (1)")
+    conn.commit()  # still open: the rows may live only in a.db-wal
+    copy_database(source, tmp_path / "b.db")
+    conn.close()
+    with sqlite3.connect(tmp_path / "b.db") as copy:
+        assert copy.execute("select x from t").fetchall() == [(1,)]
+    assert not list(tmp_path.glob(".*partial"))
+
+
+def test_a_process_that_exited_is_not_alive(tmp_path: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        pass  # a zombie: exited, not yet reaped
+    assert not alive(child.pid)
+    child.wait()
