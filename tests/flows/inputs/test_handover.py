@@ -16,7 +16,12 @@ def test_the_flow_run_takes_what_the_command_prepared_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fresh: list[Any] = []
-    monkeypatch.setattr(prepare_module, "prepare", lambda o, cwd: fresh.append((o, cwd)) or "fresh")
+
+    def prepare(options: BenchOptions, cwd: Path) -> Any:
+        fresh.append((options, cwd))
+        return "fresh"
+
+    monkeypatch.setattr(prepare_module, "prepare", prepare)
     options = BenchOptions(samples="s.json", concurrency=3)
     handed: Any = "handed"
     hand_over(options, tmp_path, handed)
