@@ -9,6 +9,7 @@ is always passed: the CLI's default alias resolves to a different model from rel
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,11 @@ class ClaudeCodeExecutor(AgentExecutor):
             argv += ["--tools", ",".join(request.tools)]
         if request.disallowed_tools:
             argv += ["--disallowedTools", ",".join(request.disallowed_tools)]
+        if request.resume:  # a copy in the session's HOME: resuming appends to the file it reads
+            copy = Path(request.home) / "skillab-history" / Path(request.resume).name
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(request.resume, copy)
+            argv += ["--resume", str(copy)]
         env = dict(request.env) | self.base_env(request) | QUIET
         if self.settings.base_url:
             env["ANTHROPIC_BASE_URL"] = self.settings.base_url

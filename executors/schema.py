@@ -172,6 +172,11 @@ class AgentRequest(Frozen):
         default=None, description="the only built-in tools offered to the model (claude --tools)"
     )
     disallowed_tools: tuple[str, ...] = Field(default=(), description="tools withheld (--disallowedTools)")
+    resume: str | None = Field(
+        default=None,
+        description="a recorded Claude Code session (.jsonl) this session continues, the prompt being "
+        "its next turn (claude --resume); a copy is resumed, the file itself is never written",
+    )
     env: tuple[tuple[str, str], ...] = Field(
         default=(),
         description="extra environment of the session; never overrides HOME, keys or quiet settings",

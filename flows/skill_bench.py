@@ -237,7 +237,7 @@ async def plugin_setup(
     if case is None:
         return request, None
     error = await asyncio.to_thread(prepare_sandbox, case, s.task.case_dir, s.sandbox, s.outputs, isolation)
-    return plugin_request(request, case, skill), error
+    return plugin_request(request, case, skill, s.task.case_dir), error
 
 
 def plugin_runs(

@@ -57,7 +57,6 @@ SUPPORTED_MAJOR = 1
 JUDGE_VOTES = 3
 #: Settings skillab reads but does not act on (reported with the suite, never silently dropped).
 UNSUPPORTED = (
-    "history_file",
     "add_dirs",
     "artifact_publish",
     "growthbook_overrides",
@@ -162,6 +161,7 @@ class PluginCase(_Strict):
     graders: tuple[Grader, ...]  # at least one: checked before validation, with the file's words
     expected_outcome: str | None = None
     scaffold_script: str | None = None
+    history_file: str | None = None  # a recorded session the case continues (its prompt is the next turn)
     unsupported: tuple[str, ...] = ()  # documented settings this case uses that skillab ignores
 
 
@@ -286,6 +286,7 @@ def parse_case(data: dict[str, Any], label: str) -> PluginCase:
         "graders": data.get("graders") or (),
         "expected_outcome": data.get("expected_outcome"),
         "scaffold_script": context.get("scaffold_script"),
+        "history_file": context.get("history_file"),
         "unsupported": tuple(used),
         "env": tuple((str(k), str(v)) for k, v in env.items()) if isinstance(env, dict) else env,
         **{
@@ -301,9 +302,12 @@ def parse_case(data: dict[str, Any], label: str) -> PluginCase:
     except ValidationError as exc:
         raise InputError(_validation_lines(exc, label)) from None
     if not case.prompt.strip():
-        raise InputError(
-            f"{label}: execution.prompt: required (a prompt.md body, or execution.prompt in case.yaml)"
+        why = (
+            "context.history_file needs it (the resumed session needs a next turn)"
+            if case.history_file
+            else "a prompt.md body, or execution.prompt in case.yaml"
         )
+        raise InputError(f"{label}: execution.prompt: required ({why})")
     seen: set[str] = set()
     for g in case.graders:
         if g.name in seen:
@@ -339,8 +343,8 @@ def _validation_lines(exc: ValidationError, label: str) -> list[str]:
             loc = [f"graders[{loc[1]}]", *loc[3:]]
         if loc and loc[0] in (*EXECUTION_KEYS, "prompt"):
             loc[0] = f"execution.{loc[0]}"
-        elif loc and loc[0] == "scaffold_script":
-            loc[0] = "context.scaffold_script"
+        elif loc and loc[0] in ("scaffold_script", "history_file"):
+            loc[0] = f"context.{loc[0]}"
         where = ".".join(loc) or "case"
         if err["type"] == "extra_forbidden":
             lines.append(f"{label}: {where}: unknown field{closest(loc[-1], valid)}")

@@ -57,11 +57,15 @@ def tool_name(rule: str) -> str:
     return rule.split("(", 1)[0].strip()
 
 
-def plugin_request(request: AgentRequest, case: PluginCase, skill: str | None = None) -> AgentRequest:
+def plugin_request(
+    request: AgentRequest, case: PluginCase, skill: str | None = None, case_dir: str | None = None
+) -> AgentRequest:
     """The session request with the case's settings; the skill listed, never forced. The baseline
     keeps the Skill tool (as under the official runner), so it is told the skill's name (never its
-    folder): only a call of that skill, not of a built-in one, counts as contamination."""
+    folder): only a call of that skill, not of a built-in one, counts as contamination. A case with a
+    history file continues that recorded session in both arms."""
     tools = tuple(dict.fromkeys(tool_name(t) for t in case.allowed_tools)) or READ_ONLY_TOOLS
+    history = inside(Path(case_dir), case.history_file) if case.history_file and case_dir else None
     return request.model_copy(
         update={
             "model": case.model or request.model,
@@ -73,6 +77,7 @@ def plugin_request(request: AgentRequest, case: PluginCase, skill: str | None = 
             "system": case.append_system_prompt,
             "force_skill": False,
             "skill_name": request.skill_name or skill,
+            "resume": str(history) if history is not None else None,
         }
     )
 

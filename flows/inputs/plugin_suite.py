@@ -17,6 +17,7 @@ from typing import Any
 from executors.errors import InputError
 from flows.inputs.files import parse_data, read_text
 from graders.agent_task import AgentTask
+from graders.checks import inside
 from graders.plugin_eval import LlmGrader, PluginCase, merge_case, parse_case
 
 MANIFESTS = (Path(".claude-plugin") / "plugin.json", Path("plugin.json"))
@@ -99,7 +100,15 @@ def load_case(folder: Path) -> tuple[PluginCase, str]:
     texts += [t for _, t in graders]
     label = str(yaml_path if case_yaml is not None else prompt_path if prompt else folder)
     data = merge_case(case_yaml, prompt, graders, folder.name)
-    return parse_case(data, label), "\0".join(texts)
+    case = parse_case(data, label)
+    if case.history_file:
+        history = inside(folder, case.history_file)
+        if history is None or not history.is_file():
+            raise InputError(
+                f"{label}: context.history_file: {case.history_file!r}: no such file in the case folder"
+            )
+        texts.append(history.read_bytes().decode("utf-8", "replace"))
+    return case, "\0".join(texts)
 
 
 def load_plugin_tasks(folder: Path) -> tuple[list[AgentTask], str]:

@@ -114,8 +114,10 @@ def template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     assert build_template() == path  # idempotent: built once
     with sqlite3.connect(path) as conn:
         (revision,) = conn.execute("select version_num from alembic_version").fetchone()
+        (block_types,) = conn.execute("select count(*) from block_type").fetchone()
     assert revision  # migrated to a revision, and the tables are there
     assert ("table", "flow_run") in schema(path)
+    assert block_types > 10  # registered, as a server's first start would
     return path
 
 
