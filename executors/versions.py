@@ -19,6 +19,9 @@ from executors.errors import InputError
 FEATURES: dict[tuple[str, str], tuple[str, str]] = {
     ("claude", "plugin-dir"): ("2.1.197", "loading a plugin folder (--plugin-dir)"),
     ("claude", "plugin-eval"): ("2.1.269", "`claude plugin eval` suites"),
+    # Resuming from a session file's path (not an id) is what `claude plugin eval` does with a
+    # case's history_file; checked live on 2.1.330, assumed from 2.1.269 where that command is.
+    ("claude", "resume-file"): ("2.1.269", "resuming a recorded session (a case's context.history_file)"),
 }
 #: Skills every Claude Code session lists of its own (2.1.197 and 2.1.330, see TRIGGERS.md). They are
 #: never the user's artifact: a skill under test may not share a name with one of them.
@@ -84,12 +87,3 @@ def feature_problem(cli: str, feature: str, version: str | None) -> str | None:
             f"SKILLAB_{cli.upper()}_BIN to a newer one)"
         )
     return None
-
-
-def require_feature(cli: str, feature: str, binary: str | None) -> str | None:
-    """The installed version (None when unknown); an InputError when it is too old for ``feature``."""
-    version = installed_version(binary) if binary else None
-    problem = feature_problem(cli, feature, version)
-    if problem:
-        raise InputError(problem)
-    return version

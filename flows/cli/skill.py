@@ -32,12 +32,13 @@ def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
 def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
     """The run's config and skill, every input checked (exit 2) before any session starts."""
     from executors.registry import usable_executor
+    from executors.versions import feature_problem
     from flows.inputs.ablation import plan_skill_ablations
     from flows.inputs.sessions import checked_isolation
     from flows.inputs.skill_config import check_artifact, load_tasks
 
     config, skill = skill_inputs(args)
-    check_artifact(skill, config.runner)  # exit 2: a plugin this CLI cannot load, a clashing name
+    version = check_artifact(skill, config.runner)  # exit 2: a plugin this CLI cannot load, a clashing name
     if not config.tasks:
         raise InputError(
             "--tasks: name the task-set folder (a fixed suite; `skill generate-tasks` writes one)"
@@ -46,6 +47,16 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
     if config.runner != "claude" and any(t.plugin_case for t in tasks):
         raise InputError(
             f"--runner: a plugin eval suite runs on claude (its graders read Claude Code's stream), not {config.runner}"
+        )
+    resumed = [t for t in tasks if t.plugin_case is not None and t.plugin_case.history_file]
+    if resumed and (problem := feature_problem(config.runner, "resume-file", version)):
+        raise InputError(f"{resumed[0].case_dir}: {problem}")
+    if resumed:
+        print(
+            f"skillab: {', '.join(t.task_id for t in resumed)}: continue a recorded session (history_file) "
+            "and run with the plugin only, as under claude plugin eval: its history carries the plugin "
+            "into any arm, so these cases are left out of the comparison",
+            file=sys.stderr,
         )
     for t in tasks:  # said before the run: such a case may not score as `claude plugin eval` would
         if t.plugin_case is not None and t.plugin_case.unsupported:

@@ -76,6 +76,12 @@ def runs_of(task: AgentTask, runs: int, case_runs: bool) -> int:
     return task.plugin_case.runs if case_runs and task.plugin_case is not None else runs
 
 
+def single_arm(task: AgentTask) -> bool:
+    """A plugin eval case replaying a recorded session runs with the plugin only, as under `claude
+    plugin eval`: the history carries the plugin into any arm, so a baseline would not be one."""
+    return task.plugin_case is not None and task.plugin_case.history_file is not None
+
+
 def plan_sessions(
     tasks: list[AgentTask],
     results: Path,
@@ -94,6 +100,8 @@ def plan_sessions(
             if run > count:
                 continue
             for mode in arms:
+                if mode != Arm.WITH_SKILL and single_arm(task):
+                    continue
                 level = Path(f"task-{index:02d}") / (f"run-{run}" if count > 1 else "")
                 root, where = (
                     arm_root(isolated, mode),

@@ -45,6 +45,14 @@ def _header(report: Report, comp: Comparison | None) -> list[str]:
     mean_s = skill.avg_composite_score if skill else None
     mean_b = base.avg_composite_score if base else None
     delta = None if mean_s is None or mean_b is None else mean_s - mean_b
+    scope = "on average"
+    if comp is not None and comp.cases_dropped and comp.paired.mean is not None:
+        # the arms' averages are over different tasks (a replay case runs one arm): compare pairs only
+        delta = comp.paired.mean
+        scope = (
+            f"on the {comp.cases} tasks scored in both arms ({comp.cases_dropped} with a score in one "
+            "arm only left out)"
+        )
     lines = [
         f"# Skill Benchmark Report: {meta.skill}",
         f"Date: {meta.timestamp[:16].replace('T', ' ')}",
@@ -54,7 +62,7 @@ def _header(report: Report, comp: Comparison | None) -> list[str]:
         *([f"Plugin: {meta.plugin}"] if meta.plugin else []),
         "",
         f"## Verdict: {EMOJI.get(band, '')} {band}",
-        f"**Skill scores {abs(delta or 0):.1f}% {'higher' if (delta or 0) >= 0 else 'lower'} than baseline on average.**"
+        f"**Skill scores {abs(delta or 0):.1f}% {'higher' if (delta or 0) >= 0 else 'lower'} than baseline {scope}.**"
         if delta is not None
         else "**Not enough completed sessions to compare.**",
         "",

@@ -85,7 +85,35 @@ def agent(body: dict[str, Any], headers: Any) -> list[dict[str, Any]]:
         return [steps[done]]
     if "two plus two" in query:
         return [{"type": "text", "text": "It is 4."}]
+    everything = json.dumps(body.get("messages") or [])
+    if "What was the codeword?" in everything:  # the turn after a resumed session's history
+        told = "PAPAYA" in everything.replace("What was the codeword?", "")
+        return [{"type": "text", "text": "The codeword was PAPAYA." if told else "I was never told one."}]
     return [{"type": "text", "text": "HELLO-MARKER, hi!" if "greet" in query and skill else "Done."}]
+
+
+RESUME_YAML = """schema_version: "1.0"
+name: resume
+context:
+  history_file: history.jsonl
+execution:
+  prompt: What was the codeword?
+  max_turns: 2
+graders:
+  - {type: regex, name: remembers, pattern: PAPAYA}
+  - {type: regex, name: not-lost, pattern: never told, match: not_contains}
+"""
+
+
+def record_history(binary: str, url: str, tmp_path: Path, case: Path) -> None:
+    """A session recorded by the real CLI, as a user records one, becomes the case's history_file."""
+    home, work = tmp_path / "recording-home", tmp_path / "recording-work"
+    work.mkdir(parents=True)
+    argv = [binary, "-p", "Remember this: the codeword is PAPAYA.", "--output-format", "json"]
+    done = subprocess.run(argv, env=cli_env(home, url), cwd=work, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (session,) = (home / ".claude" / "projects").glob("*/*.jsonl")
+    write(case, {"case.yaml": RESUME_YAML, "history.jsonl": session.read_text()})
 
 
 def write(root: Path, files: dict[str, str]) -> None:
@@ -183,6 +211,8 @@ def skillab(plugin: Path, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     out: dict[str, Any] = {}
     for grades in sorted((run / "grades").glob("task-*")):
         for arm, name in (("with-skill", "with"), ("baseline", "without")):
+            if not (grades / f"{arm}-checks.json").exists():
+                continue  # a single-arm case
             checks = json.loads((grades / f"{arm}-checks.json").read_text())["plugin_eval"]
             grade = json.loads((grades / f"{arm}-grade.json").read_text())
             case = tasks[int(grades.name.removeprefix("task-")) - 1].task_id
@@ -197,9 +227,17 @@ def test_the_official_runner_and_skillab_agree(
 ) -> None:
     with FakeProvider() as server:
         server.claude_agent = agent
+        record_history(claude_with_eval, server.url, tmp_path, plugin / "evals" / "resume")
+        history = (plugin / "evals" / "resume" / "history.jsonl").read_bytes()
         ours = skillab(plugin, server.url, tmp_path, monkeypatch)
         theirs = official(claude_with_eval, plugin, server.url, tmp_path)
     assert ours == theirs
+    # a replay case runs with the plugin only (its history carries the plugin into any arm), continues
+    # the recorded session, and leaves the case's file as it was
+    assert theirs["resume"] == {"with": {"remembers": True, "not-lost": True, "score": 1}}
+    assert (plugin / "evals" / "resume" / "history.jsonl").read_bytes() == history
+    (md,) = (tmp_path / "results").glob("plug-*/report.md")
+    assert "on the 3 tasks scored in both arms (1 with a score in one arm only left out)" in md.read_text()
     # the suite discriminates: the skill fires and scores only with the plugin
     assert theirs["greet"]["with"] == {"fired": True, "marker": True, "read-before": True, "score": 1}
     assert theirs["greet"]["without"] == {"marker": False, "read-before": False, "score": 0}

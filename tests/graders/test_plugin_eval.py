@@ -372,11 +372,7 @@ def test_suite_loading_and_one_line_exit_2(tmp_path: Path, capsys: pytest.Captur
     assert "--runner: a plugin eval suite runs on claude" in capsys.readouterr().err
 
 
-def test_a_setting_skillab_ignores_is_said_before_the_run(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from flows.cli.main import main
-
+def replay_plugin(tmp_path: Path, context: str) -> Path:
     root = tmp_path / "plug"
     (root / ".claude-plugin").mkdir(parents=True)
     (root / ".claude-plugin" / "plugin.json").write_text('{"name": "plug"}')
@@ -385,13 +381,65 @@ def test_a_setting_skillab_ignores_is_said_before_the_run(
     case = root / "evals" / "resume"
     case.mkdir(parents=True)
     (case / "case.yaml").write_text(
-        'schema_version: "1.0"\nname: resume\ncontext:\n  history_file: past.jsonl\nexecution:\n  prompt: Go on.\n'
+        f'schema_version: "1.0"\nname: resume\ncontext:\n{context}execution:\n  prompt: Go on.\n'
         "graders:\n  - {type: regex, name: done, pattern: done}\n"
     )
+    return root
+
+
+def test_a_setting_skillab_ignores_is_said_before_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from flows.cli.main import main
+
+    root = replay_plugin(tmp_path, "  add_dirs: [../shared]\n")
     # --ablate-sections without --ablate stops the command after the inputs are read, before any session.
     assert main(["skill", "run", "--suite", str(root), "--ablate-sections", "X"]) == 2
     err = capsys.readouterr().err
-    assert f"{case.resolve()}: history_file: not supported here, ignored" in err
+    assert f"{(root / 'evals' / 'resume').resolve()}: add_dirs: not supported here, ignored" in err
+
+
+def test_a_replay_case_needs_its_history_and_runs_with_the_plugin_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from flows.cli.main import main
+    from flows.engine.plugin_eval import plugin_request
+    from flows.inputs.plugin_suite import load_plugin_tasks
+    from flows.inputs.sessions import plan_sessions
+    from tests.flows.engine.test_plugin_eval_runs import base_request
+
+    root = replay_plugin(tmp_path, "  history_file: past.jsonl\n")
+    label = root / "evals" / "resume" / "case.yaml"
+    assert main(["skill", "run", "--suite", str(root)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"skillab: error: {label}: context.history_file: 'past.jsonl': no such file in the case folder"
+    ]
+    (root / "evals" / "outside.jsonl").write_text("{}\n")
+    (label).write_text(label.read_text().replace("past.jsonl", "../outside.jsonl"))
+    assert main(["skill", "run", "--suite", str(root)]) == 2
+    assert (
+        "context.history_file: '../outside.jsonl': no such file in the case folder" in capsys.readouterr().err
+    )
+    (label).write_text(label.read_text().replace("../outside.jsonl", "past.jsonl"))
+    (root / "evals" / "resume" / "past.jsonl").write_text('{"type": "user"}\n')
+    assert main(["skill", "run", "--suite", str(root), "--ablate-sections", "X"]) == 2
+    err = capsys.readouterr().err
+    assert "resume: continue a recorded session (history_file) and run with the plugin only" in err
+    assert "not supported here" not in err
+    tasks, digest = load_plugin_tasks(root)
+    (root / "evals" / "resume" / "past.jsonl").write_text('{"type": "user", "x": 1}\n')
+    assert load_plugin_tasks(root)[1] != digest  # the history is part of the suite
+    sessions = plan_sessions(tasks, tmp_path / "r", 2, tmp_path / "iso")
+    assert [s.mode for s in sessions] == ["with-skill", "with-skill"]  # no baseline arm
+    case = tasks[0].plugin_case
+    assert case is not None and case.history_file == "past.jsonl"
+    request = plugin_request(base_request(tmp_path), case, "hello", tasks[0].case_dir)
+    assert request.resume == str(root.resolve() / "evals" / "resume" / "past.jsonl")
+    label.write_text(label.read_text().replace("  prompt: Go on.\n", "  max_turns: 2\n"))
+    assert main(["skill", "run", "--suite", str(root)]) == 2
+    assert "execution.prompt: required (context.history_file needs it (the resumed session needs" in (
+        capsys.readouterr().err
+    )
 
 
 def test_each_case_runs_its_own_runs_unless_runs_is_given(tmp_path: Path) -> None:

@@ -70,6 +70,19 @@ def test_case_settings_reach_the_claude_command_line(tmp_path: Path) -> None:
     assert plugin_request(baseline, c, "hello").skill_name == "hello"  # named, not installed
     bare, _ = case(tmp_path / "b", "max_turns: 2", {"g": "---\ntype: regex\n---\nx\n"})
     assert plugin_request(base_request(tmp_path), bare).tools == ("Read", "Glob", "Grep", "Skill")
+    assert "--resume" not in joined
+
+
+def test_a_recorded_session_is_resumed_from_a_copy(tmp_path: Path) -> None:
+    history = tmp_path / "case" / "past.jsonl"
+    history.parent.mkdir()
+    history.write_text('{"type": "user"}\n')
+    request = base_request(tmp_path).model_copy(
+        update={"resume": str(history), "skill_name": None, "skill_dir": None}
+    )
+    argv, _ = ClaudeCodeExecutor().prepare(request)
+    copy = Path(argv[argv.index("--resume") + 1])
+    assert copy.is_relative_to(tmp_path / "home") and copy.read_text() == history.read_text()
 
 
 def test_scaffold_runs_in_the_sandbox_and_its_files_are_not_created_ones(tmp_path: Path) -> None:
