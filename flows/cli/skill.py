@@ -58,6 +58,13 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
             "into any arm, so these cases are left out of the comparison",
             file=sys.stderr,
         )
+    written_for = sorted({t.category for t in tasks if "skill-creator" in t.tags})
+    if written_for and skill.plugin is None and skill.name not in written_for:
+        print(
+            f"skillab: warning: {config.tasks}: skill_name: these evals were written for "
+            f"{written_for[0]!r}, not for the skill under test {skill.name!r} (check --skill)",
+            file=sys.stderr,
+        )
     for t in tasks:  # said before the run: such a case may not score as `claude plugin eval` would
         if t.plugin_case is not None and t.plugin_case.unsupported:
             print(

@@ -135,6 +135,39 @@ def _tasks(report: Report) -> tuple[list[str], list[CaseResult], list[CaseResult
     return lines, helps, hurts
 
 
+def _expectations(report: Report) -> list[str]:
+    """skill-creator evals: how often each expectation held in each arm, over the sessions judged."""
+    rows: list[tuple[str, str, dict[str, list[int]]]] = []
+    for r in report.results:
+        tally: dict[str, dict[str, list[int]]] = {}
+        for arm in (Arm.WITH_SKILL, Arm.BASELINE):
+            entry = r.variants.get(arm)
+            for run in (entry.runs or [entry]) if entry is not None else []:
+                for e in (run.grade.expectations or []) if run.grade is not None else []:
+                    count = tally.setdefault(e.text, {}).setdefault(arm, [0, 0])
+                    count[0] += int(e.passed)
+                    count[1] += 1
+        rows += [(r.name or r.sample_id, text, arms) for text, arms in tally.items()]
+    if not rows:
+        return []
+
+    def held(count: list[int] | None) -> str:
+        return f"{count[0]}/{count[1]}" if count else "—"
+
+    lines = [
+        "",
+        "## Expectations",
+        "| Task | Expectation | With Skill | Baseline |",
+        "|------|-------------|-----------|----------|",
+    ]
+    for task, text, arms in rows:
+        cell = " ".join(text.split()).replace("|", "\\|")
+        lines.append(
+            f"| {task} | {cell} | {held(arms.get(Arm.WITH_SKILL))} | {held(arms.get(Arm.BASELINE))} |"
+        )
+    return lines
+
+
 def _behavior(s_b: BehaviorSummary | None, b_b: BehaviorSummary | None) -> list[str]:
     lines = [
         "",
@@ -208,6 +241,7 @@ def report_markdown(report: Report) -> str:
         *_header(report, comp),
         *_checks(report),
         *tasks,
+        *_expectations(report),
         *_behavior(s_b, b_b),
         *_recommendations(report, comp, hurts),
         *explain_markdown(report),

@@ -162,3 +162,7 @@ def test_skill_creator_suite_end_to_end(
     assert [e["passed"] for e in entry["expectations"]] == [False, True]
     assert entry["expectation_summary"]["pass_rate"] == 0.5
     assert report["meta"]["suiteSha256"] and "with-skill vs baseline:" in out
+    md = (results / "report.md").read_text()
+    first = "eval 1: Sum the amount column of the CSV file."
+    assert f"| {first} | {EXPECT_TOTAL} | 1/1 | 0/1 |" in md
+    assert f"| {first} | {EXPECT_READ} | 1/1 | 1/1 |" in md

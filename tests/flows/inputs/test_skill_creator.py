@@ -165,3 +165,23 @@ def test_skill_run_exits_2_on_a_bad_evals_file(
         len(err) == 1
         and "evals.json: eval 9 (evals[0]): files[0]: 'evals/files/missing.csv': no such file" in err[0]
     )
+
+
+def test_evals_written_for_another_skill_are_said_before_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_skill(tmp_path / "csv-skill", GOOD, {"evals/files/sales.csv": "amount\n60\n"})
+    other = tmp_path / "other-skill"
+    other.mkdir()
+    (other / "SKILL.md").write_text("---\nname: other-skill\ndescription: d\n---\n# A\nx\n")
+    monkeypatch.chdir(tmp_path)
+    # --ablate-sections without --ablate stops the command after the inputs are read, before any session.
+    stop = ["--ablate-sections", "A", "--no-os-sandbox"]
+    assert main(["skill", "run", "--skill", "other-skill", "--tasks", "csv-skill", *stop]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "skill_name: these evals were written for 'csv-skill', not for the skill under test 'other-skill'"
+        in err
+    )
+    assert main(["skill", "run", "--skill", "csv-skill", "--tasks", "csv-skill", *stop]) == 2
+    assert "written for" not in capsys.readouterr().err
