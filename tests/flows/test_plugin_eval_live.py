@@ -16,6 +16,8 @@ from executors.agent import find_binary
 from executors.claude_code import QUIET
 from flows.cli.main import main
 from flows.inputs.plugin_suite import load_plugin_tasks
+from flows.report.schema import load_report
+from flows.report.server import export_html
 from tests.fakes.provider import FakeProvider, user_query
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -238,6 +240,9 @@ def test_the_official_runner_and_skillab_agree(
     assert (plugin / "evals" / "resume" / "history.jsonl").read_bytes() == history
     (md,) = (tmp_path / "results").glob("plug-*/report.md")
     assert "on the 3 tasks scored in both arms (1 with a score in one arm only left out)" in md.read_text()
+    page = export_html(load_report(md.with_name("report.json")))
+    assert "✓ tool_used: fired <span class=\"tag\">indicator, not scored</span>" in page
+    assert "✗ regex: marker" in page
     # the suite discriminates: the skill fires and scores only with the plugin
     assert theirs["greet"]["with"] == {"fired": True, "marker": True, "read-before": True, "score": 1}
     assert theirs["greet"]["without"] == {"marker": False, "read-before": False, "score": 0}

@@ -12,6 +12,8 @@ import pytest
 
 from executors.agent import find_binary
 from flows.cli.main import main
+from flows.report.schema import load_report
+from flows.report.server import export_html
 from tests.fakes.provider import FakeProvider
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -166,3 +168,5 @@ def test_skill_creator_suite_end_to_end(
     first = "eval 1: Sum the amount column of the CSV file."
     assert f"| {first} | {EXPECT_TOTAL} | 1/1 | 0/1 |" in md
     assert f"| {first} | {EXPECT_READ} | 1/1 | 1/1 |" in md
+    page = export_html(load_report(results / "report.json"))
+    assert f"✗ expectation: {EXPECT_TOTAL} — <span" in page and f"✓ expectation: {EXPECT_READ}" in page
