@@ -11,7 +11,6 @@ import os
 import re
 import subprocess
 
-
 #: (cli, feature) -> the oldest version known to have it, and what the feature is.
 #: plugin-dir: 2.1.197 (the oldest release run here) loads a plugin folder with --plugin-dir and
 #: lists its parts in the init event. plugin-eval: ``claude plugin eval`` (absent from 2.1.197).

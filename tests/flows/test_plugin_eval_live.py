@@ -241,7 +241,7 @@ def test_the_official_runner_and_skillab_agree(
     (md,) = (tmp_path / "results").glob("plug-*/report.md")
     assert "on the 3 tasks scored in both arms (1 with a score in one arm only left out)" in md.read_text()
     page = export_html(load_report(md.with_name("report.json")))
-    assert "✓ tool_used: fired <span class=\"tag\">indicator, not scored</span>" in page
+    assert '✓ tool_used: fired <span class="tag">indicator, not scored</span>' in page
     assert "✗ regex: marker" in page
     # the suite discriminates: the skill fires and scores only with the plugin
     assert theirs["greet"]["with"] == {"fired": True, "marker": True, "read-before": True, "score": 1}
