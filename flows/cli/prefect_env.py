@@ -195,6 +195,8 @@ def ensure_server(announce: bool = True, wait: bool = True) -> ServerRecord:
     a new one; with ``wait``, once it answers."""
     with server_lock():
         record = read_record()
+        if record is not None and alive(record.pid) and stale(record):
+            stop_server(record)  # up long ago and silent now: replaced rather than waited for
         if record is None or not alive(record.pid):
             host, port = default_address()
             found = ServerRecord(pid=0, host=host, port=port, log="", started=0.0)
@@ -204,6 +206,10 @@ def ensure_server(announce: bool = True, wait: bool = True) -> ServerRecord:
     if wait:
         wait_healthy(record)
     return record
+
+
+def stale(record: ServerRecord) -> bool:
+    return time.time() > record.started + STARTUP_TIMEOUT_S and not healthy(record.api_url)
 
 
 def start_server(host: str, port: int, announce: bool = True) -> ServerRecord:

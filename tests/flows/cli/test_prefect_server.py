@@ -183,3 +183,23 @@ def test_a_process_that_exited_is_not_alive(tmp_path: Path) -> None:
         pass  # a zombie: exited, not yet reaped
     assert not alive(child.pid)
     child.wait()
+
+
+def test_a_recorded_server_that_stopped_answering_is_replaced(
+    homes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a live process that looks like our server but never answers, recorded long ago
+    argv = [sys.executable, "-c", "import time; time.sleep(120)", "prefect", "server"]
+    hung = subprocess.Popen(argv, start_new_session=True)  # in its own group, as start_server starts it
+    try:
+        old = prefect_env.ServerRecord(pid=hung.pid, host="127.0.0.1", port=9, log="", started=0.0)
+        (homes / "skillab").mkdir(parents=True, exist_ok=True)
+        prefect_env.record_path().write_text(json.dumps(prefect_env.asdict(old)))
+        assert alive(hung.pid)
+        new = prefect_env.ServerRecord(pid=0, host="127.0.0.1", port=1, log="", started=1.0)
+        monkeypatch.setattr(prefect_env, "start_server", lambda host, port, announce: new)
+        assert ensure_server(wait=False) == new
+        assert hung.wait(timeout=30) is not None  # stopped, by its recorded pid
+    finally:
+        hung.kill()
+        hung.wait()
