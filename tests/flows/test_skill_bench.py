@@ -216,8 +216,16 @@ def test_skill_run_end_to_end(
     client = TestClient(app, base_url="http://testserver:8000")
     page = client.get(f"/run/{report['id']}")
     assert page.status_code == 200
-    for text in ("with-skill", "baseline", "checks:", "criteria:", "behaviour:", "transcript ("):
+    for text in (
+        "with-skill",
+        "baseline",
+        "✓ file_exists: calc.py",
+        "criteria:",
+        "behaviour:",
+        "transcript (",
+    ):
         assert text in page.text, text
+    assert "✗ runs_without_error: python3 -c" in page.text and "exit code 1: AssertionError" in page.text
 
 
 def test_contamination_rules_on_captured_streams() -> None:
