@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow
-from prefect.states import Completed
+from prefect.states import Completed, Failed
 
 from executors.agent import read_events, usage_of
 from executors.base import HttpExecutor
@@ -379,11 +379,12 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
     for root in {arm_root(isolated, s.mode) for s in plans}:
         shutil.rmtree(root, ignore_errors=True)
     complete = complete_tasks(tasks, records)
-    if len(complete) < 2:
-        raise InsufficientData(
+    if len(complete) < 2:  # the run ends Failed with the reason, not a traceback in the terminal
+        short = InsufficientData(
             f"insufficient data: {len(complete)} task(s) completed in both arms (at least 2 are needed); "
             f"see {results}"
         )
+        return Failed(message=str(short), data=short)
     for line in [
         *figure_lines(report),
         *verdict_lines(report),

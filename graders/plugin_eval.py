@@ -161,8 +161,9 @@ class PluginCase(_Strict):
     graders: tuple[Grader, ...]  # at least one: checked before validation, with the file's words
     expected_outcome: str | None = None
     scaffold_script: str | None = None
-    history_file: str | None = None  # a recorded session the case continues (its prompt is the next turn)
+    history_file: str | None = Field(None, min_length=1)  # a recorded session the case continues
     unsupported: tuple[str, ...] = ()  # documented settings this case uses that skillab ignores
+    warnings: tuple[str, ...] = ()  # graders that will fail whatever the session does (a bad regex)
 
 
 # ----------------------------------------------------------------- parsing
@@ -275,7 +276,7 @@ def parse_case(data: dict[str, Any], label: str) -> PluginCase:
     unknown += [f"context.{k}" for k in context if k not in ("scaffold_script", "history_file", "add_dirs")]
     if unknown:
         valid = [*TOP_KEYS, "context", "execution", "graders", *EXECUTION_KEYS, "prompt"]
-        raise InputError([f"{label}: {k}: unknown field{closest(k.split('.')[-1], valid)}" for k in unknown])
+        raise InputError([f"{label}: {k}: unknown field{_hint(k, valid)}" for k in unknown])
     used = [k for k in UNSUPPORTED if execution.get(k) or context.get(k) or data.get(k)]
     env = execution.get("env") or {}
     fields = {
@@ -303,7 +304,7 @@ def parse_case(data: dict[str, Any], label: str) -> PluginCase:
         raise InputError(_validation_lines(exc, label)) from None
     if not case.prompt.strip():
         why = (
-            "context.history_file needs it (the resumed session needs a next turn)"
+            "with context.history_file, the resumed session needs a next turn"
             if case.history_file
             else "a prompt.md body, or execution.prompt in case.yaml"
         )
@@ -313,7 +314,43 @@ def parse_case(data: dict[str, Any], label: str) -> PluginCase:
         if g.name in seen:
             raise InputError(f"{label}: graders: duplicate grader name {g.name!r}")
         seen.add(g.name)
-    return case
+    mocked = any(
+        getattr(g, "target", None) == "mock_calls" or getattr(g, "focus", None) == "mock_calls"
+        for g in case.graders
+    )
+    return case.model_copy(
+        update={
+            "warnings": tuple(regex_problems(case)),
+            "unsupported": case.unsupported
+            + (("mock_calls",) if mocked and "mock_calls" not in case.unsupported else ()),
+        }
+    )
+
+
+def regex_problems(case: PluginCase) -> list[str]:
+    """Patterns Python cannot compile: such a grader fails at grading, as `claude plugin eval` fails a
+    grader whose pattern throws; said before the sessions are spent."""
+    out = []
+    for i, g in enumerate(case.graders):
+        patterns = {"pattern": (g.pattern, g.flags)} if isinstance(g, RegexGrader) else {}
+        if isinstance(g, ToolUsedGrader) and g.input_match:
+            patterns["input_match"] = (g.input_match, "")
+        for key, (pattern, flags) in patterns.items():
+            try:
+                js_regex(pattern, flags)
+            except re.error as exc:
+                out.append(
+                    f"graders[{i}] ({g.name}): {key}: invalid regular expression ({exc}); the grader will fail"
+                )
+    return out
+
+
+def _hint(key: str, valid: list[str]) -> str:
+    """The closest valid name, or where a known field belongs when it is only misplaced."""
+    name = key.split(".")[-1]
+    if name in valid and "." in key:
+        return f" (a top-level field of the case: {name}:, not under {key.split('.')[0]}:)"
+    return closest(name, valid)
 
 
 def _grader_kind_problems(graders: Any, label: str) -> list[str]:

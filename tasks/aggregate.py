@@ -269,9 +269,10 @@ def case_insights(df: pd.DataFrame, variants: list[str], scale: Scale) -> list[d
     """Cases where the variants barely differ, and cases that cost far more than the others."""
     found = []
     per_case = df.groupby(["sample_id", "variant"])["score"].mean().unstack("variant")
-    if len(variants) > 1 and not per_case.empty:
+    present = [v for v in variants if v in per_case.columns]  # an arm may have no session at all
+    if len(present) > 1 and not per_case.empty:
         width = 0.5 * (scale.maximum - scale.minimum) / 4
-        spread = per_case[variants].max(axis=1) - per_case[variants].min(axis=1)
+        spread = per_case[present].max(axis=1) - per_case[present].min(axis=1)
         uniform = [str(s) for s, d in spread.items() if pd.notna(d) and d < width]
         if uniform:
             found.append(

@@ -66,6 +66,8 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
             file=sys.stderr,
         )
     for t in tasks:  # said before the run: such a case may not score as `claude plugin eval` would
+        for warning in t.plugin_case.warnings if t.plugin_case is not None else ():
+            print(f"skillab: warning: {t.case_dir}: {warning}", file=sys.stderr)
         if t.plugin_case is not None and t.plugin_case.unsupported:
             print(
                 f"skillab: warning: {t.case_dir}: {', '.join(t.plugin_case.unsupported)}: not supported "

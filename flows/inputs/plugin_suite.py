@@ -103,11 +103,14 @@ def load_case(folder: Path) -> tuple[PluginCase, str]:
     case = parse_case(data, label)
     if case.history_file:
         history = inside(folder, case.history_file)
-        if history is None or not history.is_file():
-            raise InputError(
-                f"{label}: context.history_file: {case.history_file!r}: no such file in the case folder"
-            )
+        where = f"{label}: context.history_file: {case.history_file!r}"
+        if history is None or (history.exists() and not history.is_file()):
+            raise InputError(f"{where}: must be a file inside the case folder")
+        if not history.is_file():
+            raise InputError(f"{where}: no such file in the case folder")
         texts.append(history.read_bytes().decode("utf-8", "replace"))
+    if (folder / "mocks").is_dir() and "mocks/" not in case.unsupported:
+        case = case.model_copy(update={"unsupported": (*case.unsupported, "mocks/")})
     return case, "\0".join(texts)
 
 

@@ -46,18 +46,19 @@ def _header(report: Report, comp: Comparison | None) -> list[str]:
     mean_b = base.avg_composite_score if base else None
     delta = None if mean_s is None or mean_b is None else mean_s - mean_b
     scope = "on average"
-    if comp is not None and comp.cases_dropped and comp.paired.mean is not None:
-        # the arms' averages are over different tasks (a replay case runs one arm): compare pairs only
+    runs = sorted({len(v.runs or [v]) for r in report.results for v in r.variants.values()})
+    if comp is not None and comp.paired.mean is not None and (comp.cases_dropped or len(runs) > 1):
+        # The arms' session averages would weigh tasks unequally (a replay case runs one arm, plugin
+        # eval cases their own runs): the headline is then the paired mean, each task counted once.
         delta = comp.paired.mean
-        scope = (
-            f"on the {comp.cases} tasks scored in both arms ({comp.cases_dropped} with a score in one "
-            "arm only left out)"
-        )
+        scope = f"on average over the {comp.cases} tasks scored in both arms, each task counted once"
+        if comp.cases_dropped:
+            scope += f" ({comp.cases_dropped} with a score in one arm only left out)"
     lines = [
         f"# Skill Benchmark Report: {meta.skill}",
         f"Date: {meta.timestamp[:16].replace('T', ' ')}",
         f"Runner Model: {meta.model} ({meta.executor}) | Judge Model: {meta.judge_model} | "
-        f"Tasks: {meta.sample_count} | Runs: {meta.runs}",
+        f"Tasks: {meta.sample_count} | Runs: {meta.runs if len(runs) < 2 else f'{runs[0]}-{runs[-1]} per task'}",
         *([f"Agent CLI: {meta.agent_cli_version}"] if meta.agent_cli_version else []),
         *([f"Plugin: {meta.plugin}"] if meta.plugin else []),
         "",
@@ -113,6 +114,18 @@ def _tasks(report: Report) -> tuple[list[str], list[CaseResult], list[CaseResult
             f"| {i} | {r.name} | {kind} | {r.difficulty if kind == 'positive' else '-'} | "
             f"{_pct(s)} | {_pct(b)} | {_delta(s, b)} | {winner} |"
         )
+    one_arm = [
+        r.name or r.sample_id
+        for r in report.results
+        if (_score(r, Arm.WITH_SKILL) is None) != (_score(r, Arm.BASELINE) is None)
+    ]
+    if one_arm:
+        lines += [
+            "",
+            f"Scored in one arm only, so not in the comparison: {', '.join(one_arm)} (a replay case "
+            "of a plugin eval suite runs with the plugin only; otherwise every session of the other "
+            "arm failed).",
+        ]
     lines += ["", "## Negative Control Results"]
     negatives = report.negative_controls or []
     if not negatives:

@@ -239,7 +239,10 @@ def test_the_official_runner_and_skillab_agree(
     assert theirs["resume"] == {"with": {"remembers": True, "not-lost": True, "score": 1}}
     assert (plugin / "evals" / "resume" / "history.jsonl").read_bytes() == history
     (md,) = (tmp_path / "results").glob("plug-*/report.md")
-    assert "on the 3 tasks scored in both arms (1 with a score in one arm only left out)" in md.read_text()
+    assert (
+        "on average over the 3 tasks scored in both arms, each task counted once (1 with a score in one "
+        "arm only left out)" in md.read_text()
+    )
     page = export_html(load_report(md.with_name("report.json")))
     assert '✓ tool_used: fired <span class="tag">indicator, not scored</span>' in page
     assert "✗ regex: marker" in page
@@ -295,3 +298,24 @@ def test_llm_graders_go_to_the_judge_three_votes_majority(
     assert not {g["name"]: g for g in base["graders"]}["style"]["passed"]
     grade = json.loads((run / "grades" / "task-01" / "with-skill-grade.json").read_text())
     assert grade["weighted_total"] == 100 and with_arm["score"] == 1.0
+
+
+def test_a_suite_of_replay_cases_only_reports_insufficient_data(
+    claude_with_eval: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "plug"
+    write(root, {".claude-plugin/plugin.json": '{"name": "plug"}', "skills/hello/SKILL.md": SKILL})
+    with FakeProvider() as server:
+        server.claude_agent = agent
+        record_history(claude_with_eval, server.url, tmp_path, root / "evals" / "resume")
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        argv = ["skill", "run", "--suite", str(root), "--base-url", server.url, "--runs", "1"]
+        code = main([*argv, "--results-dir", str(tmp_path / "r"), "--no-diagnose"])
+    err = capsys.readouterr().err
+    assert code == 1 and "insufficient data: 0 task(s) completed in both arms" in err
+    (md,) = (tmp_path / "r").glob("plug-*/report.md")
+    text = md.read_text()
+    assert "| 1 | resume | positive | medium | 100% | — | — | — |" in text
+    assert "Scored in one arm only, so not in the comparison: resume" in text

@@ -278,7 +278,8 @@ def test_every_baseline_failed_still_writes_the_report(
         args += ["--judge-model", "claude-opus-4", "--results-dir", str(project / "results")]
         code = main([*args, "--timeout", "20", "--concurrency", "4", "--require", "better"])
     err = capsys.readouterr().err
-    assert code == 1 and "insufficient data" in err
+    assert code == 1 and "skillab skill: insufficient data: 0 task(s) completed in both arms" in err
+    assert "Traceback" not in err  # the flow run ends Failed with the reason, no stack trace
     (results,) = (project / "results").glob("calc-skill-*")
     report = json.loads((results / "report.json").read_text())
     base = report["summary"]["baseline"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -418,7 +419,8 @@ def test_a_replay_case_needs_its_history_and_runs_with_the_plugin_only(
     (label).write_text(label.read_text().replace("past.jsonl", "../outside.jsonl"))
     assert main(["skill", "run", "--suite", str(root)]) == 2
     assert (
-        "context.history_file: '../outside.jsonl': no such file in the case folder" in capsys.readouterr().err
+        "context.history_file: '../outside.jsonl': must be a file inside the case folder"
+        in capsys.readouterr().err
     )
     (label).write_text(label.read_text().replace("../outside.jsonl", "past.jsonl"))
     (root / "evals" / "resume" / "past.jsonl").write_text('{"type": "user"}\n')
@@ -437,8 +439,47 @@ def test_a_replay_case_needs_its_history_and_runs_with_the_plugin_only(
     assert request.resume == str(root.resolve() / "evals" / "resume" / "past.jsonl")
     label.write_text(label.read_text().replace("  prompt: Go on.\n", "  max_turns: 2\n"))
     assert main(["skill", "run", "--suite", str(root)]) == 2
-    assert "execution.prompt: required (context.history_file needs it (the resumed session needs" in (
-        capsys.readouterr().err
+    assert (
+        "execution.prompt: required (with context.history_file, the resumed session needs a next turn)"
+        in (capsys.readouterr().err)
+    )
+    label.write_text(label.read_text().replace("  max_turns: 2\n", "  prompt: Go on.\n"))
+    for value, why in (
+        ("''", "at least 1 character"),
+        ("/etc/hostname", "must be a file inside the case folder"),
+    ):
+        label.write_text(re.sub(r"history_file: .*", f"history_file: {value}", label.read_text()))
+        assert main(["skill", "run", "--suite", str(root)]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and "context.history_file" in lines[0] and why in lines[0], lines
+    (root / "evals" / "resume" / "adir").mkdir()
+    label.write_text(re.sub(r"history_file: .*", "history_file: adir", label.read_text()))
+    assert main(["skill", "run", "--suite", str(root)]) == 2
+    assert "'adir': must be a file inside the case folder" in capsys.readouterr().err
+
+
+def test_what_will_fail_or_is_not_run_is_said_before_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from flows.cli.main import main
+
+    root = replay_plugin(tmp_path, "  scaffold_script: s.sh\n")
+    label = root / "evals" / "resume" / "case.yaml"
+    graders = (
+        "graders:\n  - {type: regex, name: bad, pattern: 'PAP(('}\n"
+        "  - {type: regex, name: mocked, target: mock_calls, pattern: x}\n"
+    )
+    label.write_text(label.read_text().split("graders:")[0] + graders)
+    (root / "evals" / "resume" / "mocks" / "github").mkdir(parents=True)
+    assert main(["skill", "run", "--suite", str(root), "--ablate-sections", "X"]) == 2
+    err = capsys.readouterr().err
+    assert "graders[0] (bad): pattern: invalid regular expression (" in err and "the grader will fail" in err
+    assert ": mock_calls, mocks/: not supported here, ignored" in err
+    label.write_text(label.read_text().replace("execution:\n", "execution:\n  plugins: [x]\n"))
+    assert main(["skill", "run", "--suite", str(root)]) == 2
+    assert (
+        "execution.plugins: unknown field (a top-level field of the case: plugins:, not under execution:)"
+        in (capsys.readouterr().err)
     )
 
 
