@@ -256,6 +256,11 @@ def load_tasks(folder: Path) -> tuple[list[AgentTask], str]:
         return load_plugin_tasks(folder)
     if not folder.is_dir():
         raise InputError(f"{folder}: no task-set folder (--tasks); write one or run `skill generate-tasks`")
+    if (folder / "SKILL.md").is_file():  # a skill folder, not a task set: its evals are missing
+        raise InputError(
+            f"{folder}: a skill folder without evals/evals.json (--tasks): name a task-set folder, "
+            "an evals.json, or a plugin with evals/"
+        )
     files = sorted(folder.glob("*.md"))
     if not files:
         raise InputError(f"{folder}: no task files (*.md)")

@@ -185,3 +185,11 @@ def test_evals_written_for_another_skill_are_said_before_the_run(
     )
     assert main(["skill", "run", "--skill", "csv-skill", "--tasks", "csv-skill", *stop]) == 2
     assert "written for" not in capsys.readouterr().err
+
+
+def test_a_skill_folder_without_evals_is_named_as_such(tmp_path: Path) -> None:
+    skill = tmp_path / "csv-skill"
+    skill.mkdir()
+    (skill / "SKILL.md").write_text("---\nname: csv-skill\ndescription: d\n---\nSum it.\n")
+    with pytest.raises(InputError, match=r"a skill folder without evals/evals\.json"):
+        load_tasks(skill)
