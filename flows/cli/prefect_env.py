@@ -278,8 +278,8 @@ def database_file() -> Path | None:
 
 def seed_database() -> bool:
     """A server's first start spends 15-20 s migrating a new database through Prefect's ~110 schema
-    revisions: when there is no database yet, start from the template instead (the server still
-    checks it is at the newest revision). True when seeded."""
+    revisions: when there is no database yet, start from the template instead (that first start
+    skips the checks the template has passed, see SEEDED_START). True when seeded."""
     target, template = database_file(), template_path()
     if target is None or target.exists() or not template.is_file():
         return False
