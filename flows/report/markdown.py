@@ -58,7 +58,7 @@ def _header(report: Report, comp: Comparison | None) -> list[str]:
         f"# Skill Benchmark Report: {meta.skill}",
         f"Date: {meta.timestamp[:16].replace('T', ' ')}",
         f"Runner Model: {meta.model} ({meta.executor}) | Judge Model: {meta.judge_model} | "
-        f"Tasks: {meta.sample_count} | Runs: {meta.runs if len(runs) < 2 else f'{runs[0]}-{runs[-1]} per task'}",
+        f"Tasks: {meta.sample_count} | Runs: {_runs(runs, meta.runs)}",
         *([f"Agent CLI: {meta.agent_cli_version}"] if meta.agent_cli_version else []),
         *([f"Plugin: {meta.plugin}"] if meta.plugin else []),
         "",
@@ -146,6 +146,13 @@ def _tasks(report: Report) -> tuple[list[str], list[CaseResult], list[CaseResult
         or ["- No task where the baseline scored higher."]
     )
     return lines, helps, hurts
+
+
+def _runs(counts: list[int], configured: int | None) -> str:
+    """The runs each task had (plugin eval cases may run their own number), else the configured."""
+    if not counts:
+        return str(configured)
+    return str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]} per task"
 
 
 def _expectations(report: Report) -> list[str]:
