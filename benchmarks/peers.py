@@ -1,6 +1,6 @@
 """The user's clock: whole commands of skillab, promptfoo and inspect-ai, side by side.
 
-    .venv/bin/python -m benchmarks.peers                       # every scenario (about 30-40 minutes here)
+    .venv/bin/python -m benchmarks.peers                       # every scenario (15-40 minutes here)
     .venv/bin/python -m benchmarks.peers --scenarios 100:16 --trials 3 --no-first-run
 
 Each tool runs the same N samples x 1 variant (a system prompt) with one `contains` assertion per
@@ -12,8 +12,9 @@ the stub's first request, the time from the last request to exit, and the comman
 The tools alternate within each trial (the order rotates between trials), so a noisy neighbour on
 the machine hits all of them; each trial gives the ratios skillab/promptfoo and skillab/inspect, and
 the summary their medians. Scenarios: `N:C` (N units at concurrency C), plus "first": the first run
-after `init` in a fresh home (skillab starts its local Prefect server there; promptfoo creates its
-database; inspect its log folder). Later skillab runs reuse that server, as a user's do.
+after `init`, every trial in fresh homes (skillab starts its local Prefect server there, stopped
+after the trial; promptfoo creates its database; inspect its log folder). The other scenarios share
+one skillab server, as a user's runs do.
 
 promptfoo (npm) and inspect-ai (pip, in a virtualenv of its own) are installed once into the cache
 folder (--cache, default ~/.cache/skillab/peers); nothing goes into skillab's environment.
