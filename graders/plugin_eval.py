@@ -56,13 +56,7 @@ BODY_FIELD = {"llm": "criteria", "baseline": "criteria", "regex": "pattern"}
 SUPPORTED_MAJOR = 1
 JUDGE_VOTES = 3
 #: Settings skillab reads but does not act on (reported with the suite, never silently dropped).
-UNSUPPORTED = (
-    "add_dirs",
-    "artifact_publish",
-    "growthbook_overrides",
-    "plugins",
-    "mock_calls",
-)
+UNSUPPORTED = ("add_dirs", "artifact_publish", "growthbook_overrides", "plugins")
 FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
 
 
@@ -318,11 +312,11 @@ def parse_case(data: dict[str, Any], label: str) -> PluginCase:
         getattr(g, "target", None) == "mock_calls" or getattr(g, "focus", None) == "mock_calls"
         for g in case.graders
     )
+    # mock_calls is a grader target, not a setting: UNSUPPORTED (settings) cannot have found it
     return case.model_copy(
         update={
             "warnings": tuple(regex_problems(case)),
-            "unsupported": case.unsupported
-            + (("mock_calls",) if mocked and "mock_calls" not in case.unsupported else ()),
+            "unsupported": case.unsupported + (("mock_calls",) if mocked else ()),
         }
     )
 

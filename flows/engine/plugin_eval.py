@@ -62,8 +62,8 @@ def plugin_request(
 ) -> AgentRequest:
     """The session request with the case's settings; the skill listed, never forced. The baseline
     keeps the Skill tool (as under the official runner), so it is told the skill's name (never its
-    folder): only a call of that skill, not of a built-in one, counts as contamination. A case with a
-    history file continues that recorded session in both arms."""
+    folder): only a call of that skill, not of a built-in one, counts as contamination. A replay case
+    continues its recorded session (it runs in the with-plugin arm only: sessions.single_arm)."""
     tools = tuple(dict.fromkeys(tool_name(t) for t in case.allowed_tools)) or READ_ONLY_TOOLS
     history = inside(Path(case_dir), case.history_file) if case.history_file and case_dir else None
     return request.model_copy(

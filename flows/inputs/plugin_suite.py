@@ -109,7 +109,7 @@ def load_case(folder: Path) -> tuple[PluginCase, str]:
         if not history.is_file():
             raise InputError(f"{where}: no such file in the case folder")
         texts.append(history.read_bytes().decode("utf-8", "replace"))
-    if (folder / "mocks").is_dir() and "mocks/" not in case.unsupported:
+    if (folder / "mocks").is_dir():
         case = case.model_copy(update={"unsupported": (*case.unsupported, "mocks/")})
     return case, "\0".join(texts)
 
