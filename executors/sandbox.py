@@ -33,6 +33,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal, get_args
 
+from executors.errors import InputError
+
 Isolation = Literal["bubblewrap", "none"]
 ISOLATIONS: tuple[str, ...] = get_args(Isolation)
 BWRAP_ENV = "SKILLAB_BWRAP"  # the bwrap executable, when not `bwrap` on PATH
@@ -148,6 +150,15 @@ def require(isolation: Isolation, *, binary: str | None = None) -> Isolation:
         if reason is not None:
             raise SandboxUnavailableError(f"{UNAVAILABLE} ({reason})")
     return isolation
+
+
+def checked_isolation(os_sandbox: bool) -> Isolation:
+    """Bubblewrap, verified to run here, or none when the user turned it off (--no-os-sandbox).
+    Never downgraded silently: without bubblewrap the run refuses to start (exit 2)."""
+    try:
+        return require("bubblewrap" if os_sandbox else "none")
+    except SandboxUnavailableError as exc:
+        raise InputError(str(exc)) from None
 
 
 def version(binary: str | None = None) -> str | None:

@@ -21,7 +21,7 @@ from prefect.states import Completed, Failed
 from executors.agent import read_events, usage_of
 from executors.base import HttpExecutor
 from executors.registry import close_all, usable_executor
-from executors.sandbox import Isolation
+from executors.sandbox import Isolation, checked_isolation
 from executors.schema import AgentRequest, AgentSession, RunResult
 from flows.engine.judging import run_judge_jobs
 from flows.engine.plugin_eval import (
@@ -42,7 +42,6 @@ from flows.inputs.sessions import (
     ARMS,
     Session,
     arm_root,
-    checked_isolation,
     isolation_root,
     plan_sessions,
 )

@@ -19,12 +19,6 @@ from flows.cli.codes import EXIT_OK, EXIT_USAGE
 from flows.cli.flags import add_model_flags
 from flows.cli.plan import add_plan_command
 from flows.cli.reports import cmd_history, cmd_report
-from flows.cli.sample import cmd_ci, cmd_run
-from flows.cli.skill import cmd_skill_generate, cmd_skill_run
-from flows.cli.triggers import cmd_triggers_generate, cmd_triggers_run
-from flows.inputs.options import BenchOptions
-from flows.inputs.skill_config import SkillBenchConfig
-from flows.inputs.triggers import TriggerOptions
 
 
 class Parser(argparse.ArgumentParser):
@@ -96,6 +90,8 @@ SKILL_NOT_FLAGS = ("difficulties",)
 
 
 def add_run_options(p: argparse.ArgumentParser) -> set[str]:
+    from flows.inputs.options import BenchOptions
+
     p.add_argument(
         "--config",
         default=argparse.SUPPRESS,
@@ -108,6 +104,8 @@ def add_run_options(p: argparse.ArgumentParser) -> set[str]:
 
 def add_skill_options(p: argparse.ArgumentParser) -> None:
     """Every key of the seed's config.yml is also a flag (flags win over the file)."""
+    from flows.inputs.skill_config import SkillBenchConfig
+
     p.add_argument(
         "--config",
         default=None,
@@ -125,6 +123,9 @@ def port_number(value: str) -> int:
 
 
 def add_trigger_commands(skill_sub: Any) -> None:
+    from flows.cli.triggers import cmd_triggers_generate, cmd_triggers_run
+    from flows.inputs.triggers import TriggerOptions
+
     triggers = skill_sub.add_parser("triggers", help="trigger mode: does the skill fire when it should?")
     trig_sub = triggers.add_subparsers(dest="triggers_command", required=True, parser_class=Parser)
     trun = trig_sub.add_parser(
@@ -181,7 +182,9 @@ def add_server_command(sub: Any) -> None:
     server.set_defaults(handler=cmd_server)
 
 
-def build_parser() -> Parser:
+def build_parser(command: str | None = None) -> Parser:
+    """The whole command line; with ``command``, only that command has its flags and the others their
+    one line of help: a sample run does not import agentic and trigger mode (0.1-0.2 s here)."""
     parser = Parser(
         prog="skillab",
         description="Measure whether a knowledge artifact (skill, system prompt, rule set) makes a model do "
@@ -193,15 +196,37 @@ def build_parser() -> Parser:
         help="benchmark artifact variants on a samples file",
         description="Run every sample x variant x run, grade, compare, write the report.",
     )
+    ci = sub.add_parser("ci", help="run, then exit 1 when a variant is below --threshold or the gate fails")
+    if command in (None, "run", "ci"):
+        add_sample_commands(run, ci)
+    skill = sub.add_parser("skill", help="agentic mode: benchmark a Claude Code skill with agent CLIs")
+    if command in (None, "skill"):
+        add_skill_commands(skill)
+    add_plan_command(sub)
+    add_report_commands(sub)
+    add_server_command(sub)
+    init = sub.add_parser("init", help="scaffold a working example project")
+    init.add_argument("dir", nargs="?", default=".", help="where (default: here)")
+    init.set_defaults(handler=cmd_init)
+    return parser
+
+
+def add_sample_commands(run: argparse.ArgumentParser, ci: argparse.ArgumentParser) -> None:
+    from flows.cli.sample import cmd_ci, cmd_run
+    from flows.inputs.options import BenchOptions
+
     add_run_options(run)
     run.set_defaults(handler=cmd_run)
-    ci = sub.add_parser("ci", help="run, then exit 1 when a variant is below --threshold or the gate fails")
     covered = add_run_options(ci) | add_model_flags(ci, BenchOptions, CI_GROUPS)
     missing = set(BenchOptions.model_fields) - covered
     if missing:  # a new option without a flag is a bug, caught by every test that builds the parser
         raise RuntimeError(f"options without a flag: {sorted(missing)}")
     ci.set_defaults(handler=cmd_ci)
-    skill = sub.add_parser("skill", help="agentic mode: benchmark a Claude Code skill with agent CLIs")
+
+
+def add_skill_commands(skill: argparse.ArgumentParser) -> None:
+    from flows.cli.skill import cmd_skill_generate, cmd_skill_run
+
     skill_sub = skill.add_subparsers(dest="skill_command", required=True, parser_class=Parser)
     srun = skill_sub.add_parser(
         "run", help="run the suite with and without the skill, grade, compare, report"
@@ -217,13 +242,6 @@ def build_parser() -> Parser:
     gen.add_argument("--model", default=None, help="writing model (default: the judge model)")
     gen.set_defaults(handler=cmd_skill_generate)
     add_trigger_commands(skill_sub)
-    add_plan_command(sub)
-    add_report_commands(sub)
-    add_server_command(sub)
-    init = sub.add_parser("init", help="scaffold a working example project")
-    init.add_argument("dir", nargs="?", default=".", help="where (default: here)")
-    init.set_defaults(handler=cmd_init)
-    return parser
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -239,8 +257,10 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    # The command is the first word (the top level has no option taking a value).
+    command = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(command).parse_args(argv)
     try:
         return int(args.handler(args))
     except InputError as exc:

@@ -55,6 +55,7 @@ SERVER_MODES = ("persistent", "ephemeral")
 #: new database, more under load.
 STARTUP_TIMEOUT_S = 180.0
 STOP_COMMAND = "python -m flows.bench server stop"
+SERVER_SCRIPT = Path(__file__).with_name("prefect_server.py")
 
 
 def configure_prefect() -> None:
@@ -159,8 +160,7 @@ def alive(pid: int) -> bool:
         return False
     # Empty for a moment right after Popen returns: exec has replaced the process's memory but not
     # yet written its arguments there. A check landing in that window must not take it for dead.
-    args = cmdline.split(b"\0")
-    return not cmdline or (b"prefect" in args and b"server" in args)
+    return not cmdline or str(SERVER_SCRIPT).encode() in cmdline.split(b"\0")
 
 
 @contextlib.contextmanager
@@ -213,7 +213,7 @@ def stale(record: ServerRecord) -> bool:
 
 
 def start_server(host: str, port: int, announce: bool = True) -> ServerRecord:
-    """`prefect server start` in its own session (it outlives this command and the terminal), its pid
+    """Prefect's server (see prefect_server.py) in its own session (it outlives this command and the terminal), its pid
     recorded. A new database starts as a copy of the set-up's template (see `seed_database`)."""
     configure_prefect()
     log = state_dir() / "prefect-server.log"
@@ -221,7 +221,7 @@ def start_server(host: str, port: int, announce: bool = True) -> ServerRecord:
     seeded = seed_database()
     if seeded:
         env |= SEEDED_START
-    cmd = [sys.executable, "-m", "prefect", "server", "start", "--host", host, "--port", str(port)]
+    cmd = [sys.executable, "-P", str(SERVER_SCRIPT), "--host", host, "--port", str(port)]
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             cmd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True

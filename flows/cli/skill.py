@@ -32,9 +32,9 @@ def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
 def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
     """The run's config and skill, every input checked (exit 2) before any session starts."""
     from executors.registry import usable_executor
+    from executors.sandbox import checked_isolation
     from executors.versions import feature_problem
     from flows.inputs.ablation import plan_skill_ablations
-    from flows.inputs.sessions import checked_isolation
     from flows.inputs.skill_config import check_artifact, load_tasks
 
     config, skill = skill_inputs(args)

@@ -9,8 +9,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from executors.errors import InputError
-from executors.sandbox import Isolation, SandboxUnavailableError, require
 from graders.agent_task import AgentTask
 from tasks.schema import Arm
 
@@ -48,15 +46,6 @@ def isolation_root() -> Path:
     random and neutral: the working directory is part of the agent's system prompt, so it must not
     carry the skill's name."""
     return Path(tempfile.gettempdir()) / "skillab-sandboxes" / secrets.token_hex(6)
-
-
-def checked_isolation(os_sandbox: bool) -> Isolation:
-    """Bubblewrap, verified to run here, or none when the user turned it off (--no-os-sandbox).
-    Never downgraded silently: without bubblewrap the run refuses to start (exit 2)."""
-    try:
-        return require("bubblewrap" if os_sandbox else "none")
-    except SandboxUnavailableError as exc:
-        raise InputError(str(exc)) from None
 
 
 def arm_root(isolated: Path, mode: str) -> Path:

@@ -15,9 +15,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from executors.errors import InputError
-from executors.sandbox import OS_SANDBOX_HELP, Isolation
+from executors.sandbox import OS_SANDBOX_HELP, Isolation, checked_isolation
 from flows.inputs.files import options_file, writable_folder
-from flows.inputs.sessions import checked_isolation
 from flows.inputs.skill_config import Skill, check_artifact, find_skill
 from graders.queries import Query, QuerySet, Split, check_expectations, load_queries, split
 from graders.triggers import install_problem

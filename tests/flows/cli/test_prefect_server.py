@@ -1,8 +1,8 @@
 """The local Prefect server that runs share: chosen, reused, started once, stopped by its pid.
 
-The lifecycle test builds a template database with Prefect's real migrations, starts a real
-`prefect server start` from it in a temporary home on a free port, and always stops it: the suite
-leaves no server running.
+The lifecycle test builds a template database with Prefect's real migrations, starts the real server
+(flows/cli/prefect_server.py) from it in a temporary home on a free port, and always stops it: the
+suite leaves no server running.
 """
 
 from __future__ import annotations
@@ -16,8 +16,11 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import ClassVar, cast
 
 import pytest
+import uvicorn
 
 from executors.errors import InputError
 from flows.cli import prefect_env
@@ -34,6 +37,7 @@ from flows.cli.prefect_env import (
     seed_database,
     stop_server,
 )
+from flows.cli.prefect_server import warm_up
 
 
 @pytest.fixture
@@ -48,7 +52,10 @@ def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 class Health(http.server.BaseHTTPRequestHandler):
+    seen: ClassVar[list[str]] = []
+
     def do_GET(self) -> None:
+        self.seen.append(self.path)
         body = b"true" if self.path == "/api/health" else b"{}"
         self.send_response(200 if self.path == "/api/health" else 404)
         self.send_header("content-type", "application/json")
@@ -189,7 +196,7 @@ def test_a_recorded_server_that_stopped_answering_is_replaced(
     homes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a live process that looks like our server but never answers, recorded long ago
-    argv = [sys.executable, "-c", "import time; time.sleep(120)", "prefect", "server"]
+    argv = [sys.executable, "-c", "import time; time.sleep(120)", str(prefect_env.SERVER_SCRIPT)]
     hung = subprocess.Popen(argv, start_new_session=True)  # in its own group, as start_server starts it
     try:
         old = prefect_env.ServerRecord(pid=hung.pid, host="127.0.0.1", port=9, log="", started=0.0)
@@ -203,3 +210,12 @@ def test_a_recorded_server_that_stopped_answering_is_replaced(
     finally:
         hung.kill()
         hung.wait()
+
+
+def test_the_server_warms_its_routes_up_once_it_listens(answering: int) -> None:
+    Health.seen.clear()
+    url = f"http://127.0.0.1:{answering}/api/admin/version"
+    warm_up(cast(uvicorn.Server, SimpleNamespace(started=False, should_exit=True)), url)
+    assert Health.seen == []  # stopped before it listened: nothing to warm
+    warm_up(cast(uvicorn.Server, SimpleNamespace(started=True, should_exit=False)), url)
+    assert Health.seen == ["/api/admin/version"]

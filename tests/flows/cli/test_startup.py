@@ -1,7 +1,7 @@
 """Start-up: a command reaches its first model call without importing what it needs only later.
 
 Not a clock: which modules are loaded when the first request leaves (the report server, Jinja,
-pandas, scipy, numpy, the report's models, the embedded model). Each one
+pandas, scipy, numpy, the report's models, the embedded model, agentic and trigger mode). Each one
 found there costs every command its import time before the first call (see README, "Measured here").
 """
 
@@ -17,7 +17,8 @@ import pytest
 from tests.fakes.provider import FakeProvider
 from tests.flows.helpers import ROOT, answer, make_project, subprocess_env
 
-#: Imported after the calls (aggregation, report, HTML export) or only when used (the local model).
+#: Imported after the calls (aggregation, report, HTML export), only when used (the local model), or
+#: only by another command.
 #: Not Starlette itself: Prefect imports FastAPI (and so Starlette) to encode a flow run's parameters.
 HEAVY = (
     "pandas",
@@ -30,6 +31,12 @@ HEAVY = (
     "flows.sample_report",
     "tasks.aggregate",
     "llama_cpp",
+    "regex",  # only for a regex assertion
+    # agentic and trigger mode: the command line builds only the flags of the command given
+    "flows.cli.skill",
+    "flows.cli.triggers",
+    "flows.inputs.skill_config",
+    "flows.inputs.triggers",
 )
 
 #: The CLI entry and every module of sample mode's path up to the first request.
