@@ -24,9 +24,10 @@ def exit_now(code: int) -> NoReturn:
     (Prefect sends its queued events to the server there, logs are flushed). Tearing down the
     interpreter afterwards frees the ~300,000 objects Prefect and the libraries create, one by one:
     0.6-0.8 s of every command here, for nothing a user needs."""
-    for thread in threading.enumerate():
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join()
+    # The interpreter's own first step at exit: the callbacks registered with threading run (they tell
+    # idle thread-pool workers, such as the embedded model's, to stop), then every non-daemon thread
+    # is joined. Joining without the callbacks waits for ever on such a worker.
+    threading._shutdown()  # type: ignore[attr-defined]
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing left to say to it
