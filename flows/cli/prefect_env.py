@@ -26,6 +26,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Protocol
 
 from executors.errors import InputError
 
@@ -58,12 +59,19 @@ STOP_COMMAND = "python -m flows.bench server stop"
 SERVER_SCRIPT = Path(__file__).with_name("prefect_server.py")
 
 
+class ReadyWait(Protocol):
+    """Returns once the Prefect API answers. ``meanwhile`` is called once if the server is still
+    starting: work the command needs later, done while this process would only wait for it."""
+
+    def __call__(self, meanwhile: Callable[[], object] | None = None) -> None: ...
+
+
 def configure_prefect() -> None:
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)
 
 
-def prepare_prefect(announce: bool = True) -> Callable[[], None]:
+def prepare_prefect(announce: bool = True) -> ReadyWait:
     """Before a command's first flow: the defaults, then a Prefect API to talk to (see the module doc).
 
     A server being started is not waited for here: the command imports its flow meanwhile (both take
@@ -74,13 +82,17 @@ def prepare_prefect(announce: bool = True) -> Callable[[], None]:
     if mode not in SERVER_MODES:
         raise InputError(f"{SERVER_SETTING}={mode}: expected one of {', '.join(SERVER_MODES)}")
     if mode == "ephemeral" or configured_api_url():
-        return lambda: None
+        return lambda meanwhile=None: None
     record = ensure_server(announce=announce, wait=False)
     os.environ["PREFECT_API_URL"] = record.api_url
     from prefect.context import refresh_global_settings_context
 
     refresh_global_settings_context()  # Prefect read its settings at import, before the URL was set
-    return lambda: wait_healthy(record)
+
+    def ready(meanwhile: Callable[[], object] | None = None) -> None:
+        wait_healthy(record, meanwhile)
+
+    return ready
 
 
 def configured_api_url() -> str | None:
@@ -239,9 +251,9 @@ def start_server(host: str, port: int, announce: bool = True) -> ServerRecord:
     return record
 
 
-def wait_healthy(record: ServerRecord) -> None:
-    """Until the server answers; one that exits or is still silent after the start-up allowance is
-    stopped, with one line naming its log."""
+def wait_healthy(record: ServerRecord, meanwhile: Callable[[], object] | None = None) -> None:
+    """Until the server answers, calling ``meanwhile`` once if it does not yet; a server that exits
+    or is still silent after the start-up allowance is stopped, with one line naming its log."""
     if record.pid == 0:
         return  # a server this module did not start: it answered when found
     deadline = record.started + STARTUP_TIMEOUT_S
@@ -252,6 +264,10 @@ def wait_healthy(record: ServerRecord) -> None:
                 f"the Prefect server did not start (log: {record.log}); set PREFECT_API_URL to a "
                 f"running one, or {SERVER_SETTING}=ephemeral for a temporary server per run"
             )
+        if meanwhile is not None:
+            meanwhile()
+            meanwhile = None
+            continue
         time.sleep(0.1)
 
 

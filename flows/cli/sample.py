@@ -52,9 +52,11 @@ def execute(args: argparse.Namespace) -> tuple[BenchOptions, Path | None, Any]:
         print_plan(prepared)
         return options, None, None
     prefect_ready = prepare_prefect()
-    from flows.sample_bench import RegressionError, sample_bench
+    from flows.engine.prefetch import import_all
+    from flows.sample_bench import AFTER_CALLS, RegressionError, sample_bench
 
-    prefect_ready()
+    # A server still starting (a first run) leaves this core idle: the report's modules load now.
+    prefect_ready(meanwhile=lambda: import_all(AFTER_CALLS))
     hand_over(options, cwd, prepared)
     names = ",".join(v.name for v in prepared.variants)
     flow = sample_bench.with_options(flow_run_name=f"{options.suite or prepared.samples_path.name} · {names}")

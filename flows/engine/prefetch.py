@@ -26,10 +26,11 @@ def prefetch(modules: Sequence[str]) -> None:
         if key in _started:
             return
         _started.add(key)
-    threading.Thread(target=_import_all, args=(key,), name="skillab-prefetch", daemon=True).start()
+    threading.Thread(target=import_all, args=(key,), name="skillab-prefetch", daemon=True).start()
 
 
-def _import_all(modules: tuple[str, ...]) -> None:
+def import_all(modules: Sequence[str]) -> None:
+    """Import ``modules`` here and now (a failure is left to the place that uses the module)."""
     for name in modules:
         with contextlib.suppress(Exception):
             importlib.import_module(name)

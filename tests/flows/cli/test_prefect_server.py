@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -36,6 +37,7 @@ from flows.cli.prefect_env import (
     read_record,
     seed_database,
     stop_server,
+    wait_healthy,
 )
 from flows.cli.prefect_server import warm_up
 
@@ -219,3 +221,32 @@ def test_the_server_warms_its_routes_up_once_it_listens(answering: int) -> None:
     assert Health.seen == []  # stopped before it listened: nothing to warm
     warm_up(cast(uvicorn.Server, SimpleNamespace(started=True, should_exit=False)), url)
     assert Health.seen == ["/api/admin/version"]
+
+
+def test_work_is_done_while_the_server_starts_and_only_then(homes: Path) -> None:
+    # a live process that looks like our server, answering only once the command's work is done
+    argv = [sys.executable, "-c", "import time; time.sleep(120)", str(prefect_env.SERVER_SCRIPT)]
+    starting = subprocess.Popen(argv, start_new_session=True)
+    port = prefect_env.free_port("127.0.0.1")
+    record = prefect_env.ServerRecord(
+        pid=starting.pid, host="127.0.0.1", port=port, log="", started=time.time()
+    )
+    servers: list[http.server.ThreadingHTTPServer] = []
+
+    def work() -> None:  # the server starts answering meanwhile
+        servers.append(http.server.ThreadingHTTPServer(("127.0.0.1", port), Health))
+        threading.Thread(target=servers[0].serve_forever, daemon=True).start()
+
+    def never() -> None:
+        raise AssertionError("the server answered: nothing to do meanwhile")
+
+    try:
+        wait_healthy(record, work)
+        assert len(servers) == 1  # called once, and the wait went on until the server answered
+        wait_healthy(record, never)
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+        starting.kill()
+        starting.wait()
