@@ -333,9 +333,8 @@ def regex_problems(case: PluginCase) -> list[str]:
             try:
                 js_regex(pattern, flags)
             except re.error as exc:
-                out.append(
-                    f"graders[{i}] ({g.name}): {key}: invalid regular expression ({exc}); the grader will fail"
-                )
+                problem = f"invalid regular expression ({exc}); the grader will fail"
+                out.append(f"graders[{i}] ({g.name}): {key}: {problem}")
     return out
 
 

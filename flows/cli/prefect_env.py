@@ -57,6 +57,7 @@ SERVER_MODES = ("persistent", "ephemeral")
 STARTUP_TIMEOUT_S = 180.0
 STOP_COMMAND = "python -m flows.bench server stop"
 SERVER_SCRIPT = Path(__file__).with_name("prefect_server.py")
+SERVER_MARK = str(Path(*SERVER_SCRIPT.parts[-3:])).encode()  # flows/cli/prefect_server.py
 
 
 class ReadyWait(Protocol):
@@ -172,7 +173,9 @@ def alive(pid: int) -> bool:
         return False
     # Empty for a moment right after Popen returns: exec has replaced the process's memory but not
     # yet written its arguments there. A check landing in that window must not take it for dead.
-    return not cmdline or str(SERVER_SCRIPT).encode() in cmdline.split(b"\0")
+    # By the script's place in the package, not its full path: a server another checkout started
+    # (sharing ~/.skillab) is ours too.
+    return not cmdline or any(a.endswith(SERVER_MARK) for a in cmdline.split(b"\0"))
 
 
 @contextlib.contextmanager
@@ -225,8 +228,8 @@ def stale(record: ServerRecord) -> bool:
 
 
 def start_server(host: str, port: int, announce: bool = True) -> ServerRecord:
-    """Prefect's server (see prefect_server.py) in its own session (it outlives this command and the terminal), its pid
-    recorded. A new database starts as a copy of the set-up's template (see `seed_database`)."""
+    """Prefect's server (see prefect_server.py) in its own session (it outlives this command and the
+    terminal), its pid recorded. A new database starts as a copy of the set-up's template (see `seed_database`)."""
     configure_prefect()
     log = state_dir() / "prefect-server.log"
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}

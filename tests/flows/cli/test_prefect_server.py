@@ -250,3 +250,19 @@ def test_work_is_done_while_the_server_starts_and_only_then(homes: Path) -> None
             server.server_close()
         starting.kill()
         starting.wait()
+
+
+def test_a_server_started_from_another_checkout_is_recognised(tmp_path: Path) -> None:
+    sleep = [sys.executable, "-c", "import time; time.sleep(120)"]
+    other = subprocess.Popen([*sleep, str(tmp_path / "clone" / "flows" / "cli" / "prefect_server.py")])
+    unrelated = subprocess.Popen([*sleep, str(tmp_path / "prefect_server.py")])
+    try:
+        for proc in (other, unrelated):  # past the moment exec has not yet written the arguments
+            while not Path(f"/proc/{proc.pid}/cmdline").read_bytes():
+                pass
+        assert alive(other.pid)
+        assert not alive(unrelated.pid)
+    finally:
+        for proc in (other, unrelated):
+            proc.kill()
+            proc.wait()
