@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import json
 import ssl
@@ -129,7 +128,8 @@ class HttpExecutor(Executor):
 
     def __init__(self, settings: ExecutorSettings | None = None) -> None:
         super().__init__(settings)
-        self._clients: dict[tuple[int, int], httpx.AsyncClient] = {}
+        # Keyed by the loop's id; the loop itself is held, so its id cannot be reused by a new loop.
+        self._clients: dict[tuple[int, int], tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
         self._turn = itertools.count()
         self._ssl: ssl.SSLContext | None = None
 
@@ -157,15 +157,16 @@ class HttpExecutor(Executor):
         """Round-robin over small clients: httpcore scans every pooled connection for every request
         (measured: ~1,000 idle checks per call at concurrency 32), so several pools of
         POOL_SIZE connections cost far less CPU than one large pool."""
-        loop_id = id(asyncio.get_running_loop())
-        index = next(self._turn) % max(1, self.settings.max_connections // POOL_SIZE)
-        client = self._clients.get((loop_id, index))
-        if client is None or client.is_closed:
-            limits = httpx.Limits(max_connections=POOL_SIZE, max_keepalive_connections=POOL_SIZE)
-            if self._ssl is None:  # one context for all clients: each costs ~25 ms of CPU to build
-                self._ssl = httpx.create_ssl_context()
-            client = httpx.AsyncClient(timeout=self.settings.timeout_s, limits=limits, verify=self._ssl)
-            self._clients[(loop_id, index)] = client
+        loop = asyncio.get_running_loop()
+        key = (id(loop), next(self._turn) % max(1, self.settings.max_connections // POOL_SIZE))
+        entry = self._clients.get(key)
+        if entry is not None and not entry[1].is_closed:
+            return entry[1]
+        limits = httpx.Limits(max_connections=POOL_SIZE, max_keepalive_connections=POOL_SIZE)
+        if self._ssl is None:  # one context for all clients: each costs ~25 ms of CPU to build
+            self._ssl = httpx.create_ssl_context()
+        client = httpx.AsyncClient(timeout=self.settings.timeout_s, limits=limits, verify=self._ssl)
+        self._clients[key] = (loop, client)
         return client
 
     def headers(self) -> dict[str, str]:
@@ -233,10 +234,14 @@ class HttpExecutor(Executor):
         the model id, from a response body."""
 
     async def aclose(self) -> None:
-        for client in self._clients.values():
-            with contextlib.suppress(RuntimeError):  # its event loop is gone already
+        """Close the running loop's clients and forget those of closed loops. A client of another
+        live loop (a run's head start, in its own thread) is that loop's to close."""
+        loop = asyncio.get_running_loop()
+        for key, (owner, client) in list(self._clients.items()):
+            if owner is loop or owner.is_closed():
+                self._clients.pop(key, None)
+            if owner is loop:
                 await client.aclose()
-        self._clients.clear()
 
 
 def _error_message(response: httpx.Response) -> str:

@@ -1,4 +1,5 @@
-"""The model-call task: one Prefect task run per unit, retried only on transient errors."""
+"""The model-call task: one Prefect task run per unit, retried only on transient errors. A unit's
+first attempt may have left before its task run existed (the run's head start, tasks/calls.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,8 @@ from prefect.runtime import task_run as task_run_ctx
 from prefect.tasks import exponential_backoff
 
 from executors.errors import TransientError
-from executors.registry import get_executor
 from executors.schema import RunResult
-from tasks.cache import ResultCache
+from tasks.calls import EARLY, attempt
 from tasks.schema import CallPolicy, Unit
 
 #: flow run id -> what to tell when one of its calls is about to be retried: (task run name, the
@@ -54,28 +54,16 @@ def retry_transient(task: Any, task_run: Any, state: Any) -> bool:
     retry_condition_fn=retry_transient,
 )
 async def call_model(unit: Unit, policy: CallPolicy) -> RunResult:
-    executor = get_executor(unit.request.executor, policy.settings())
+    early = EARLY.take(unit.key)  # sent during the run's head start: this is its first attempt
     try:
-        result = await asyncio.wait_for(executor.run(unit.request), policy.timeout_s)
-    except TimeoutError as exc:
-        raise TransientError(f"timeout after {policy.timeout_s:g}s") from exc
+        if early is not None:
+            return await asyncio.wrap_future(early)
+        return await attempt(unit, policy, task_run_ctx.run_count or 1)
     except TransientError as exc:
         if exc.retry_after:
             # Prefect's backoff comes on top: the next try is never earlier than the server asked.
             await asyncio.sleep(min(exc.retry_after, policy.max_retry_after_s) * (1 + random.random() * 0.1))
         raise
-    result = result.model_copy(update={"attempts": task_run_ctx.run_count or 1})
-    if policy.cache_dir:
-        # In a worker thread: creating a file waits on the filesystem journal while other processes
-        # write (the Prefect server's database), 0.7 s per 1,000 units of a blocked event loop here.
-        try:
-            await asyncio.to_thread(
-                ResultCache(policy.cache_dir).put, unit.key, result.model_dump(mode="json")
-            )
-        except OSError as exc:
-            # A paid answer is never dropped because the disk is full: it goes on, uncached.
-            result = result.model_copy(update={"cache_error": f"{type(exc).__name__}: {exc}"})
-    return result
 
 
 def with_policy(policy: CallPolicy) -> Any:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from executors.errors import InputError
-from flows.cli.codes import EXIT_OK, EXIT_USAGE
+from flows.cli.codes import EXIT_OK, EXIT_USAGE, Terminated
 from flows.cli.flags import add_model_flags
 from flows.cli.plan import add_plan_command
 from flows.cli.reports import cmd_history, cmd_report
@@ -67,6 +67,7 @@ RUN_GROUPS: dict[str, tuple[str, ...]] = {
         "dry_run",
         "os_sandbox",
         "prompt_cache",
+        "head_start",
         "batch",
         "batch_wait",
         "batch_poll",
@@ -272,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BaseException as exc:
         # SIGTERM during a flow arrives as Prefect's TerminationSignal (a BaseException)
-        if type(exc).__name__ != "TerminationSignal":
+        if not isinstance(exc, Terminated) and type(exc).__name__ != "TerminationSignal":
             raise
         print("skillab: terminated; finished calls are cached, re-run to resume", file=sys.stderr)
         return 143

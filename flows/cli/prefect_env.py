@@ -79,10 +79,7 @@ def prepare_prefect(announce: bool = True) -> ReadyWait:
     seconds, on separate cores) and calls the returned function before the flow runs. The defaults
     are read by Prefect at import: call this before the command imports it."""
     configure_prefect()
-    mode = os.environ.get(SERVER_SETTING) or "persistent"
-    if mode not in SERVER_MODES:
-        raise InputError(f"{SERVER_SETTING}={mode}: expected one of {', '.join(SERVER_MODES)}")
-    if mode == "ephemeral" or configured_api_url():
+    if server_mode() == "ephemeral" or configured_api_url():
         return lambda meanwhile=None: None
     record = ensure_server(announce=announce, wait=False)
     os.environ["PREFECT_API_URL"] = record.api_url
@@ -94,6 +91,14 @@ def prepare_prefect(announce: bool = True) -> ReadyWait:
         wait_healthy(record, meanwhile)
 
     return ready
+
+
+def server_mode() -> str:
+    """How a command without a configured Prefect API gets one; a bad setting is an InputError."""
+    mode = os.environ.get(SERVER_SETTING) or "persistent"
+    if mode not in SERVER_MODES:
+        raise InputError(f"{SERVER_SETTING}={mode}: expected one of {', '.join(SERVER_MODES)}")
+    return mode
 
 
 def configured_api_url() -> str | None:

@@ -13,10 +13,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from executors.errors import InputError
-from flows.cli.codes import EXIT_FAIL, EXIT_OK
-from flows.cli.prefect_env import prepare_prefect
+from flows.cli.codes import EXIT_FAIL, EXIT_OK, sigterm_raises
+from flows.cli.prefect_env import prepare_prefect, server_mode
 from flows.inputs.files import validation_lines
 from flows.inputs.options import BenchOptions
+from flows.inputs.prepare import Prepared, hand_over, prepare
 
 
 def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
@@ -41,7 +42,7 @@ def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
 def execute(args: argparse.Namespace) -> tuple[BenchOptions, Path | None, Any]:
     """Validate, print the plan or run the flow; returns the report's path and the flow run's final
     state (None, None for a dry run)."""
-    from flows.inputs.prepare import hand_over, prepare
+    from flows.engine.headstart import head_start
 
     cwd = Path.cwd()
     options = options_from(args, cwd)
@@ -51,21 +52,11 @@ def execute(args: argparse.Namespace) -> tuple[BenchOptions, Path | None, Any]:
     if options.dry_run:
         print_plan(prepared)
         return options, None, None
-    prefect_ready = prepare_prefect()
-    from flows.engine.prefetch import import_all
-    from flows.sample_bench import AFTER_CALLS, RegressionError, sample_bench
+    server_mode()  # a bad setting stops the command before any call
+    with sigterm_raises(), head_start(prepared):
+        state = run_flow(options, cwd, prepared, show_progress=not args.quiet)
+    from flows.sample_bench import RegressionError
 
-    # A server still starting (a first run) leaves this core idle: the report's modules load now.
-    prefect_ready(meanwhile=lambda: import_all(AFTER_CALLS))
-    hand_over(options, cwd, prepared)
-    names = ",".join(v.name for v in prepared.variants)
-    flow = sample_bench.with_options(flow_run_name=f"{options.suite or prepared.samples_path.name} · {names}")
-    try:
-        state: Any = asyncio.run(flow(options, str(cwd), not args.quiet, return_state=True))  # type: ignore[arg-type]
-    except RuntimeError as exc:
-        if "Failed to reach API" not in str(exc):
-            raise
-        raise InputError(f"PREFECT_API_URL: {exc} (start the server, or unset it for a local one)") from None
     outcome = state.result(raise_on_failure=False)
     if isinstance(outcome, RegressionError):
         path = Path(outcome.report_path)
@@ -74,6 +65,25 @@ def execute(args: argparse.Namespace) -> tuple[BenchOptions, Path | None, Any]:
     else:
         path = Path(outcome["report_path"])
     return options, path, state
+
+
+def run_flow(options: BenchOptions, cwd: Path, prepared: Prepared, *, show_progress: bool) -> Any:
+    """The flow run's final state, once Prefect is there to run it."""
+    prefect_ready = prepare_prefect()
+    from flows.engine.prefetch import import_all
+    from flows.sample_bench import AFTER_CALLS, sample_bench
+
+    # A server still starting (a first run) leaves this core idle: the report's modules load now.
+    prefect_ready(meanwhile=lambda: import_all(AFTER_CALLS))
+    hand_over(options, cwd, prepared)
+    names = ",".join(v.name for v in prepared.variants)
+    flow = sample_bench.with_options(flow_run_name=f"{options.suite or prepared.samples_path.name} · {names}")
+    try:
+        return asyncio.run(flow(options, str(cwd), show_progress, return_state=True))  # type: ignore[arg-type]
+    except RuntimeError as exc:
+        if "Failed to reach API" not in str(exc):
+            raise
+        raise InputError(f"PREFECT_API_URL: {exc} (start the server, or unset it for a local one)") from None
 
 
 def print_ui_link(state: Any) -> None:

@@ -24,6 +24,7 @@ from flows.engine.gc import lean_gc
 from flows.engine.progress import Progress
 from flows.inputs.prepare import Prepared
 from tasks.cache import ResultCache
+from tasks.calls import EARLY
 from tasks.execute import RETRY_LISTENERS, with_policy
 from tasks.schema import CallPolicy, NotRun, NotRunReason, Record, RunStats, Unit
 
@@ -170,7 +171,10 @@ class UnitRunner:
     async def run(self, units: list[Unit], policy: CallPolicy) -> dict[str, RunResult]:
         results: dict[str, RunResult] = {}
         call = with_policy(policy)
-        hits = {u.key: hit for u in units if (hit := self.cached(u)) is not None}
+        # The head start ends here; the units it sent are in the cache already, yet not hits: their
+        # task runs take the answers as their first attempts.
+        early = EARLY.close()
+        hits = {u.key: hit for u in units if u.key not in early and (hit := self.cached(u)) is not None}
         batched = await self.before_fan_out([u for u in units if u.key not in hits], policy)
         pending = {u.key for u in self.pending}
 
@@ -187,7 +191,7 @@ class UnitRunner:
                 results[unit.key] = self.paid(unit, batched[unit.key])
                 return
             async with self.semaphore:
-                if self.over_budget():
+                if unit.key not in early and self.over_budget():  # an early call is paid already
                     self.not_run.append(unit)
                     return
                 self.calls += 1

@@ -87,6 +87,11 @@ class BenchOptions(BaseModel):
         description="mark the artifact for the provider's prompt cache and warm it once per variant "
         "before the fan-out (--no-prompt-cache: neither)",
     )
+    head_start: bool = Field(
+        True,
+        description="send the first calls while Prefect starts, each its task run's first attempt "
+        "(--no-head-start: only from task runs)",
+    )
     batch: bool = Field(
         False, description="send calls through the provider's batch API (Anthropic, OpenAI: half price)"
     )

@@ -119,3 +119,33 @@ def test_public_endpoint_without_key_is_a_problem(monkeypatch: pytest.MonkeyPatc
     assert "OPENAI_API_KEY" in (EXECUTORS["openai"]().problem() or "")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
     assert EXECUTORS["openai"]().problem() is None
+
+
+def test_closing_leaves_another_live_loops_clients_open(provider: FakeProvider) -> None:
+    """A run's head start calls from its own thread and loop: the flow's loop closing the executor
+    must not close a client that thread is still using (nor keep a dead loop's client)."""
+    import asyncio
+    import threading
+
+    executor = make("openai", provider)
+    other = asyncio.new_event_loop()
+    thread = threading.Thread(target=other.run_forever, daemon=True)
+    thread.start()
+    try:
+        asyncio.run_coroutine_threadsafe(executor.run(request("openai")), other).result(30)
+
+        async def here() -> None:
+            await executor.run(request("openai"))
+            await executor.aclose()
+
+        asyncio.run(here())
+        (theirs,) = (client for loop, client in executor._clients.values() if loop is other)
+        assert len(executor._clients) == 1 and not theirs.is_closed
+        assert asyncio.run_coroutine_threadsafe(executor.run(request("openai")), other).result(30).ok
+        asyncio.run(executor.run(request("openai")))  # a loop that ends without closing its client
+        asyncio.run_coroutine_threadsafe(executor.aclose(), other).result(30)
+        assert theirs.is_closed and not executor._clients
+    finally:
+        other.call_soon_threadsafe(other.stop)
+        thread.join(10)
+        other.close()

@@ -1,0 +1,112 @@
+"""A run's head start: its first model calls leave while the command is still importing Prefect and
+creating the flow run (1-2 s; on a first run, the seconds its Prefect server takes to start).
+
+Each early call is its unit's first attempt, handed to the unit's task run (tasks/calls.py): a
+failure is retried by Prefect as any first attempt's, an answer is cached as any other, and the run
+counts, budgets and reports every unit as before. Early calls go out in the run's order and at its
+concurrency, within --max-calls and --budget-usd, and at most ``WAVES`` x concurrency of them: what a
+run may spend before its flow run exists. The runner's fan-out ends the head start; so does the
+command ending first (an error, Ctrl-C), and what was answered by then stays in the cache.
+
+Runs whose shape decides what goes first get none: batches, prompt-cache warm-ups, --sequential
+waves, shards, a judge gold check, a model the command loads itself (the embedded one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, InvalidStateError
+from typing import Any
+
+from executors.base import HttpExecutor
+from executors.registry import get_executor
+from executors.schema import RunResult
+from flows.inputs.prepare import Prepared
+from tasks.cache import ResultCache
+from tasks.calls import EARLY, attempt
+from tasks.schema import Unit
+
+WAVES = 8
+
+
+@contextlib.contextmanager
+def head_start(prepared: Prepared) -> Iterator[threading.Thread | None]:
+    """While the block runs (the command's flow), the run's first calls go out from a thread of
+    their own; the thread, or None when the run's shape rules a head start out."""
+    thread = None
+    if eligible(prepared):
+        EARLY.open()
+        thread = threading.Thread(target=HeadStart(prepared).run, name="skillab-head-start", daemon=True)
+        thread.start()
+    try:
+        yield thread
+    finally:
+        EARLY.close()  # the flow ended before its fan-out, or after: nothing more goes out early
+
+
+def eligible(prepared: Prepared) -> bool:
+    o = prepared.options
+    return (
+        o.head_start
+        and not (o.dry_run or o.batch or o.sequential or o.shards > 1)
+        and prepared.gold is None
+        and isinstance(prepared.target.executor, HttpExecutor)
+    )
+
+
+class HeadStart:
+    """The sending side: the thread's own event loop and connections, closed when it is done."""
+
+    def __init__(self, prepared: Prepared) -> None:
+        self.prepared = prepared
+        self.policy = prepared.policy(prepared.target)
+        o = prepared.options
+        self.limit = min(WAVES * o.concurrency, o.max_calls or WAVES * o.concurrency)
+        self.spent = 0.0
+
+    def run(self) -> None:
+        asyncio.run(self.send())
+
+    def first_units(self) -> Iterator[Unit]:
+        """The units the runner would send first: in the run's order, not in the cache."""
+        units = self.prepared.units()
+        executor = get_executor(self.prepared.target.executor.name, self.policy.settings())
+        systems = {u.request.system: u.request for u in units}
+        if self.policy.prompt_cache and any(executor.caches(r) for r in systems.values()):
+            return  # the runner warms the provider's cache before any call: none may go first
+        cache = ResultCache(self.prepared.cache_dir) if self.prepared.cache_dir else None
+        yield from (u for u in units if cache is None or cache.get(u.key) is None)
+
+    async def send(self) -> None:
+        o = self.prepared.options
+        slots = asyncio.Semaphore(o.concurrency)
+        sent: list[asyncio.Task[None]] = []
+        for unit in self.first_units():
+            await slots.acquire()
+            call: Future[RunResult] = Future()
+            spent = o.budget_usd is not None and self.spent >= o.budget_usd
+            if len(sent) >= self.limit or spent or not EARLY.add(unit.key, call):
+                break
+            sent.append(asyncio.create_task(self.one(unit, call, slots)))
+        await asyncio.gather(*sent)
+        await get_executor(self.prepared.target.executor.name, self.policy.settings()).aclose()
+
+    async def one(self, unit: Unit, call: Future[RunResult], slots: asyncio.Semaphore) -> None:
+        try:
+            result = await attempt(unit, self.policy, 1)
+        except Exception as exc:  # the task run raises it: Prefect decides on a retry
+            settle(call.set_exception, exc)
+        else:
+            self.spent += result.cost_usd
+            settle(call.set_result, result)
+        finally:
+            slots.release()
+
+
+def settle(setter: Callable[[Any], None], value: Any) -> None:
+    """Set a call's outcome unless its task run was cancelled while waiting for it."""
+    with contextlib.suppress(InvalidStateError):
+        setter(value)

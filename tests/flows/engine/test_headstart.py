@@ -1,0 +1,150 @@
+"""The head start: calls sent while Prefect starts are their task runs' first attempts. Over real HTTP
+and a real flow run: no unit is called twice, a failed early call is retried by its task run, the
+budgets hold, and what was answered before the command stopped is resumed from the cache.
+
+Each test lets the head start finish before the flow starts (on a real command it races Prefect's
+start-up), so how many calls go early is known."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flows.cli.main import main
+from flows.engine import headstart
+from flows.inputs.options import BenchOptions
+from flows.inputs.prepare import prepare
+from tasks.calls import EARLY
+from tests.fakes.provider import Call, FakeProvider, Fault
+from tests.flows.helpers import answer, make_project, use_provider
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+UNITS = 16  # 8 samples x 2 variants
+
+
+@pytest.fixture
+def finished_first(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Each command's head start runs to its end before the command goes on to start its flow; the
+    list gets how many calls each sent."""
+    sent: list[int] = []
+    real = headstart.head_start
+
+    @contextlib.contextmanager
+    def joined(prepared: Any) -> Iterator[threading.Thread | None]:
+        with real(prepared) as thread:
+            assert thread is not None
+            thread.join(60)
+            sent.append(len(EARLY.close()))  # it is over: this only reads what it sent
+            yield thread
+
+    monkeypatch.setattr(headstart, "head_start", joined)
+    return sent
+
+
+def run(project: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    out = project / "reports"
+    code = main(["run", "--executor", "openai", "--output-dir", str(out), "--quiet", *args])
+    newest = max(out.glob("*.json"), key=lambda p: p.stat().st_mtime)
+    return code, json.loads(newest.read_text())
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(folder := make_project(tmp_path / "p"))
+    return folder
+
+
+def runs_of(report: dict[str, Any]) -> list[dict[str, Any]]:
+    return [run for r in report["results"] for v in r["variants"].values() for run in v.get("runs", [v])]
+
+
+def test_early_calls_are_taken_by_their_task_runs(
+    project: Path, monkeypatch: pytest.MonkeyPatch, finished_first: list[int]
+) -> None:
+    with FakeProvider(answer) as server:
+        use_provider(monkeypatch, server.url)
+        code, report = run(project, "--concurrency", "1", "--cache-dir", str(project / "cache"))
+        calls = [(c.system, c.prompt) for c in server.calls]
+    assert code == 0 and finished_first == [8]  # 8 waves of 1 went early, the rest from task runs
+    assert len(calls) == UNITS
+    assert len(set(calls)) == UNITS  # no unit was called twice
+    assert report["meta"]["calls"] == UNITS and report["meta"]["cacheHits"] == 0
+    entries = runs_of(report)
+    assert len(entries) == UNITS and all(e["ok"] and e["attempts"] == 1 and not e["cached"] for e in entries)
+
+
+def test_a_failed_early_call_is_retried_by_its_task_run(
+    project: Path, monkeypatch: pytest.MonkeyPatch, finished_first: list[int]
+) -> None:
+    seen: list[Call] = []
+
+    def fault_for(call: Call) -> Fault | None:
+        seen.append(call)
+        return Fault(status=503) if len(seen) == 1 else None  # the very first call: an early one
+
+    with FakeProvider(answer, fault_for=fault_for) as server:
+        use_provider(monkeypatch, server.url)
+        code, report = run(project, "--concurrency", "4", "--retry-backoff", "0", "--no-cache")
+        total = server.count()
+    assert code == 0 and finished_first == [UNITS]
+    assert total == UNITS + 1  # one retry, nothing else repeated
+    retried = [e for e in runs_of(report) if e["attempts"] == 2]
+    assert len(retried) == 1 and retried[0]["ok"]
+    assert report["meta"]["calls"] == UNITS
+
+
+def test_max_calls_bounds_the_head_start(
+    project: Path, monkeypatch: pytest.MonkeyPatch, finished_first: list[int]
+) -> None:
+    with FakeProvider(answer) as server:
+        use_provider(monkeypatch, server.url)
+        _, report = run(project, "--concurrency", "8", "--max-calls", "3", "--no-cache")
+        total = server.count()
+    assert finished_first == [3] and total == 3 and report["meta"]["calls"] == 3
+    assert len(report["meta"]["notRun"]) == UNITS - 3
+
+
+def test_answers_sent_early_survive_a_command_that_stops_before_its_flow(
+    project: Path, monkeypatch: pytest.MonkeyPatch, finished_first: list[int]
+) -> None:
+    cache = ["--cache-dir", str(project / "cache"), "--concurrency", "1"]
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    with FakeProvider(answer) as server:
+        use_provider(monkeypatch, server.url)
+        with monkeypatch.context() as m:
+            m.setattr("flows.cli.sample.run_flow", interrupted)
+            assert main(["run", "--executor", "openai", "--quiet", *cache]) == 130
+        early = server.count()
+        code, report = run(project, *cache)
+        total = server.count()
+    assert early == 8 and finished_first == [8, 8] and code == 0  # 8 waves at concurrency 1
+    assert total == UNITS and report["meta"]["cacheHits"] == 8 and report["meta"]["calls"] == UNITS - 8
+
+
+@pytest.mark.parametrize(
+    ("update", "expected"),
+    [
+        ({}, True),
+        ({"head_start": False}, False),
+        ({"sequential": True}, False),
+        ({"batch": True}, False),
+        ({"shards": 2}, False),
+        ({"executor": "local"}, False),  # the embedded model: loaded by the command, not an HTTP call
+    ],
+)
+def test_which_runs_get_a_head_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, update: dict[str, Any], expected: bool
+) -> None:
+    project = make_project(tmp_path / "p")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    options = BenchOptions(**{"executor": "openai", "judge": False, **update})
+    assert headstart.eligible(prepare(options, project)) is expected
