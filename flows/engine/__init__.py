@@ -1,2 +1,3 @@
-"""Running: units as Prefect tasks under budgets (``runner``), judging, agentic sessions after they
-ran, task generation, progress, and the garbage-collector settings while units run."""
+"""Running: units as Prefect tasks under budgets (``runner``), the first calls sent while Prefect
+starts (``headstart``), judging, agentic sessions after they ran, task generation, progress, and the
+garbage-collector settings while units run."""
