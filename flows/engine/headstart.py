@@ -84,15 +84,17 @@ class HeadStart:
         o = self.prepared.options
         slots = asyncio.Semaphore(o.concurrency)
         sent: list[asyncio.Task[None]] = []
-        for unit in self.first_units():
-            await slots.acquire()
-            call: Future[RunResult] = Future()
-            spent = o.budget_usd is not None and self.spent >= o.budget_usd
-            if len(sent) >= self.limit or spent or not EARLY.add(unit.key, call):
-                break
-            sent.append(asyncio.create_task(self.one(unit, call, slots)))
-        await asyncio.gather(*sent)
-        await get_executor(self.prepared.target.executor.name, self.policy.settings()).aclose()
+        try:
+            for unit in self.first_units():
+                await slots.acquire()
+                call: Future[RunResult] = Future()
+                spent = o.budget_usd is not None and self.spent >= o.budget_usd
+                if len(sent) >= self.limit or spent or not EARLY.add(unit.key, call):
+                    break
+                sent.append(asyncio.create_task(self.one(unit, call, slots)))
+        finally:  # even if walking the units failed: a task run waits for each call registered
+            await asyncio.gather(*sent)
+            await get_executor(self.prepared.target.executor.name, self.policy.settings()).aclose()
 
     async def one(self, unit: Unit, call: Future[RunResult], slots: asyncio.Semaphore) -> None:
         try:

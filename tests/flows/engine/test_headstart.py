@@ -148,3 +148,26 @@ def test_which_runs_get_a_head_start(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     options = BenchOptions(**{"executor": "openai", "judge": False, **update})
     assert headstart.eligible(prepare(options, project)) is expected
+
+
+def test_every_call_sent_is_settled_even_if_walking_the_units_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task run waits for the early call registered for its unit: none may be left unsettled."""
+    project = make_project(tmp_path / "p")
+    with FakeProvider(answer) as server:
+        use_provider(monkeypatch, server.url)
+        prepared = prepare(BenchOptions(executor="openai", judge=False, cache=False), project)
+        units = prepared.units()
+
+        def two_then_fail(self: headstart.HeadStart) -> Iterator[Any]:
+            yield from units[:2]
+            raise PermissionError("the cache folder is unreadable")
+
+        monkeypatch.setattr(headstart.HeadStart, "first_units", two_then_fail)
+        EARLY.open()
+        with pytest.raises(PermissionError):
+            headstart.HeadStart(prepared).run()
+        calls = [EARLY.take(u.key) for u in units[:2]]
+        EARLY.close()
+    assert all(c is not None and c.done() and c.result().ok for c in calls)
