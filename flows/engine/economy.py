@@ -30,10 +30,13 @@ class BatchMode:
     poll_s: float = 60.0
 
 
-async def warm_up(units: list[Unit], policy: CallPolicy) -> list[RunResult]:
-    """One call per cacheable prefix that at least two of ``units`` share, all awaited before the
-    fan-out: concurrent first calls would otherwise all miss the cache (and on Anthropic each would
-    pay the cache-write premium). A failed warm-up costs only the saving, never the run."""
+def over_budget(calls: int, spent: float, max_calls: int | None, budget_usd: float | None) -> bool:
+    """--max-calls or --budget-usd reached: no new call may be scheduled."""
+    return (max_calls is not None and calls >= max_calls) or (budget_usd is not None and spent >= budget_usd)
+
+
+def warm_up_requests(units: list[Unit], policy: CallPolicy) -> list[tuple[str, RunRequest]]:
+    """(executor, one-token request) per cacheable prefix that at least two of ``units`` share."""
     warm: dict[str, tuple[str, RunRequest]] = {}
     shared: Counter[str] = Counter()
     for unit in units:
@@ -44,6 +47,13 @@ async def warm_up(units: list[Unit], policy: CallPolicy) -> list[RunResult]:
             prefix = request.model_dump_json()  # the prompt is the warm-up's own: this is the prefix
             warm[prefix] = (unit.request.executor, request)
             shared[prefix] += 1
+    return [warm[p] for p in warm if shared[p] >= 2]
+
+
+async def warm_up(units: list[Unit], policy: CallPolicy) -> list[RunResult]:
+    """One call per cacheable prefix that at least two of ``units`` share, all awaited before the
+    fan-out: concurrent first calls would otherwise all miss the cache (and on Anthropic each would
+    pay the cache-write premium). A failed warm-up costs only the saving, never the run."""
 
     async def one(executor: str, request: RunRequest) -> RunResult | None:
         try:
@@ -52,7 +62,7 @@ async def warm_up(units: list[Unit], policy: CallPolicy) -> list[RunResult]:
         except (TransientError, PermanentError, TimeoutError):
             return None
 
-    done = await asyncio.gather(*(one(*warm[p]) for p in warm if shared[p] >= 2))
+    done = await asyncio.gather(*(one(*pair) for pair in warm_up_requests(units, policy)))
     return [r for r in done if r is not None]
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from executors.base import HttpExecutor
 from executors.registry import get_executor
 from executors.schema import RunResult
+from flows.engine.economy import over_budget, warm_up_requests
 from flows.inputs.prepare import Prepared
 from tasks.cache import ResultCache
 from tasks.calls import EARLY, attempt
@@ -63,8 +64,7 @@ class HeadStart:
     def __init__(self, prepared: Prepared) -> None:
         self.prepared = prepared
         self.policy = prepared.policy(prepared.target)
-        o = prepared.options
-        self.limit = min(WAVES * o.concurrency, o.max_calls or WAVES * o.concurrency)
+        self.executor = get_executor(prepared.target.executor.name, self.policy.settings())
         self.spent = 0.0
 
     def run(self) -> None:
@@ -73,9 +73,7 @@ class HeadStart:
     def first_units(self) -> Iterator[Unit]:
         """The units the runner would send first: in the run's order, not in the cache."""
         units = self.prepared.units()
-        executor = get_executor(self.prepared.target.executor.name, self.policy.settings())
-        systems = {u.request.system: u.request for u in units}
-        if self.policy.prompt_cache and any(executor.caches(r) for r in systems.values()):
+        if warm_up_requests(units, self.policy):
             return  # the runner warms the provider's cache before any call: none may go first
         cache = ResultCache(self.prepared.cache_dir) if self.prepared.cache_dir else None
         yield from (u for u in units if cache is None or cache.get(u.key) is None)
@@ -88,13 +86,13 @@ class HeadStart:
             for unit in self.first_units():
                 await slots.acquire()
                 call: Future[RunResult] = Future()
-                spent = o.budget_usd is not None and self.spent >= o.budget_usd
-                if len(sent) >= self.limit or spent or not EARLY.add(unit.key, call):
+                spent = over_budget(len(sent), self.spent, o.max_calls, o.budget_usd)
+                if len(sent) >= WAVES * o.concurrency or spent or not EARLY.add(unit.key, call):
                     break
                 sent.append(asyncio.create_task(self.one(unit, call, slots)))
         finally:  # even if walking the units failed: a task run waits for each call registered
             await asyncio.gather(*sent)
-            await get_executor(self.prepared.target.executor.name, self.policy.settings()).aclose()
+            await self.executor.aclose()
 
     async def one(self, unit: Unit, call: Future[RunResult], slots: asyncio.Semaphore) -> None:
         try:

@@ -19,7 +19,7 @@ from prefect.utilities.annotations import quote
 
 from executors.errors import TransientError
 from executors.schema import ErrorKind, RunResult
-from flows.engine.economy import BatchMode, run_batched, warm_up
+from flows.engine.economy import BatchMode, over_budget, run_batched, warm_up
 from flows.engine.gc import lean_gc
 from flows.engine.progress import Progress
 from flows.inputs.prepare import Prepared
@@ -108,10 +108,7 @@ class UnitRunner:
         self.batched = 0
 
     def over_budget(self) -> bool:
-        c = self.config
-        return (c.max_calls is not None and self.calls >= c.max_calls) or (
-            c.budget_usd is not None and self.spent >= c.budget_usd
-        )
+        return over_budget(self.calls, self.spent, self.config.max_calls, self.config.budget_usd)
 
     def cached(self, unit: Unit) -> RunResult | None:
         if self.cache is None:

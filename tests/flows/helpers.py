@@ -81,6 +81,11 @@ def make_project(
     return root
 
 
+def report_runs(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every run entry of a sample-mode report, across cases and variants."""
+    return [run for r in report["results"] for v in r["variants"].values() for run in v.get("runs", [v])]
+
+
 def answer(system: str, prompt: str) -> str:
     """A scripted model: terse with v2's artifact, chatty otherwise; an honest judge for judge calls."""
     if "strict, fair grader" in system:

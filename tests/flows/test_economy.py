@@ -13,7 +13,7 @@ import pytest
 from executors.base import WARM_UP_PROMPT
 from flows.cli.main import main
 from tests.fakes.provider import FakeProvider
-from tests.flows.helpers import answer, make_project, use_provider
+from tests.flows.helpers import answer, make_project, report_runs, use_provider
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -30,10 +30,6 @@ def cached_project(root: Path) -> Path:
 def report_of(folder: Path) -> dict[str, Any]:
     (path,) = folder.glob("*.json")
     return dict(json.loads(path.read_text()))
-
-
-def entries(report: dict[str, Any]) -> list[dict[str, Any]]:
-    return [run for r in report["results"] for v in r["variants"].values() for run in v.get("runs", [v])]
 
 
 def test_each_variant_is_warmed_once_then_read_from_the_cache(
@@ -54,7 +50,7 @@ def test_each_variant_is_warmed_once_then_read_from_the_cache(
     assert len(warm) == 2 and first_calls == warm  # one per variant, before any case
     assert all(c.body["max_tokens"] == 1 for c in warm)
     cached = report_of(project / "cached")
-    runs = entries(cached)
+    runs = report_runs(cached)
     assert len(runs) == 12 and all(r["cacheReadTokens"] > 0 and r["cacheWriteTokens"] == 0 for r in runs)
     caching = cached["meta"]["promptCaching"]
     assert cached["meta"]["warmUpCalls"] == 2 and caching["cacheWriteTokens"] == 0
@@ -99,17 +95,19 @@ def test_batch_at_half_price_resumed_by_batch_id(
         assert main(batched) == 0
         (_, resubmitted) = server.batches.values()
         assert len(resubmitted.items) == 2  # France under v1 and v2
-    runs = entries(collected)
+    runs = report_runs(collected)
     failed = [r for r in runs if not r["ok"]]
     assert len(failed) == 2 and all("overloaded" in r["error"] for r in failed)
     assert collected["meta"]["batchedCalls"] == 12 and all(r["batched"] for r in runs if r["ok"])
-    live_runs = {(r["run"], r["outputPreview"]): r["costUSD"] for r in entries(report_of(project / "live"))}
+    live_runs = {
+        (r["run"], r["outputPreview"]): r["costUSD"] for r in report_runs(report_of(project / "live"))
+    }
     for r in runs:
         if r["ok"]:
             assert r["costUSD"] == pytest.approx(live_runs[(r["run"], r["outputPreview"])] / 2)
     final = report_of(project / "batch")
     assert final["meta"]["cacheHits"] == 10 and final["meta"]["batchedCalls"] == 2
-    assert all(r["ok"] for r in entries(final))
+    assert all(r["ok"] for r in report_runs(final))
 
 
 def test_batch_needs_a_provider_with_a_batch_api(

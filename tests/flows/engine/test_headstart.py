@@ -22,7 +22,7 @@ from flows.inputs.options import BenchOptions
 from flows.inputs.prepare import prepare
 from tasks.calls import EARLY
 from tests.fakes.provider import Call, FakeProvider, Fault
-from tests.flows.helpers import answer, make_project, use_provider
+from tests.flows.helpers import answer, make_project, report_runs, use_provider
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 UNITS = 16  # 8 samples x 2 variants
@@ -60,10 +60,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def runs_of(report: dict[str, Any]) -> list[dict[str, Any]]:
-    return [run for r in report["results"] for v in r["variants"].values() for run in v.get("runs", [v])]
-
-
 def test_early_calls_are_taken_by_their_task_runs(
     project: Path, monkeypatch: pytest.MonkeyPatch, finished_first: list[int]
 ) -> None:
@@ -75,7 +71,7 @@ def test_early_calls_are_taken_by_their_task_runs(
     assert len(calls) == UNITS
     assert len(set(calls)) == UNITS  # no unit was called twice
     assert report["meta"]["calls"] == UNITS and report["meta"]["cacheHits"] == 0
-    entries = runs_of(report)
+    entries = report_runs(report)
     assert len(entries) == UNITS and all(e["ok"] and e["attempts"] == 1 and not e["cached"] for e in entries)
 
 
@@ -94,7 +90,7 @@ def test_a_failed_early_call_is_retried_by_its_task_run(
         total = server.count()
     assert code == 0 and finished_first == [UNITS]
     assert total == UNITS + 1  # one retry, nothing else repeated
-    retried = [e for e in runs_of(report) if e["attempts"] == 2]
+    retried = [e for e in report_runs(report) if e["attempts"] == 2]
     assert len(retried) == 1 and retried[0]["ok"]
     assert report["meta"]["calls"] == UNITS
 
