@@ -33,7 +33,7 @@ from tasks.grade import grade_outputs
 from tasks.schema import SAMPLE_SCALE, Record, Unit
 
 #: What a run imports after its calls (flows/engine/prefetch.py), in the order it needs them.
-AFTER_CALLS = ("flows.sample_report", "scipy.stats", "flows.report.console", "flows.report.gates")
+AFTER_CALLS = ("flows.sample_report", "flows.report.console", "flows.report.gates")
 
 
 def prefetch_after_calls() -> None:

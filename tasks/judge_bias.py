@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from tasks import statistics as st
+from tasks.distributions import t_sf
 
 ALPHA = 0.05
 RESIDUAL_FLOOR = 1e-9
@@ -53,7 +53,7 @@ def length_bias(
     r = float(np.clip(np.corrcoef(ry, rx)[0, 1], -1.0, 1.0))
     t = r * math.sqrt(df / max(1e-300, 1 - r * r))
     out["partial_r"] = r
-    out["p"] = float(2 * stats.t.sf(abs(t), df))
+    out["p"] = 2 * t_sf(abs(t), df)
     out["points_per_1000_chars"] = float((rx @ ry) / (rx @ rx) * 1000)
     return out
 

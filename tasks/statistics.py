@@ -1,4 +1,5 @@
-"""Every figure of STATISTICS.md, computed in code (numpy, scipy). Pure functions, no Prefect.
+"""Every figure of STATISTICS.md, computed in code (numpy; the tests' nulls in tasks/distributions.py).
+Pure functions, no Prefect.
 
 The case is the unit of analysis: repeats of a case are averaged before any paired comparison.
 """
@@ -12,20 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from tasks.distributions import fair_coin_p, t_ppf, t_sf, welch_t, wilcoxon_p
 from tasks.schema import VerdictLabel
-
-
-class _LazyStats:
-    """``scipy.stats``, imported on first use: importing it takes 0.5-1 s, which a command would
-    otherwise pay before its first model call (the report schema imports this module)."""
-
-    def __getattr__(self, name: str) -> Any:
-        from scipy import stats as scipy_stats
-
-        return getattr(scipy_stats, name)
-
-
-stats: Any = _LazyStats()
 
 ALPHA = 0.05
 POWER = 0.8
@@ -62,7 +51,7 @@ def t_interval(
     if n == 1:
         return Interval(mean, None, None, None, 1)
     sd = float(x.std(ddof=1))
-    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    half = t_ppf(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n)
     low, high = mean - half, mean + half
     if bounds is not None:
         low, high = max(low, bounds[0]), min(high, bounds[1])
@@ -81,9 +70,9 @@ def welch(a: Floats, b: Floats) -> dict[str, Any]:
             "significant": False,
             "note": "undefined: both groups have zero variance",
         }
-    res = stats.ttest_ind(np.asarray(b, float), np.asarray(a, float), equal_var=False)
-    p = _finite(float(res.pvalue))
-    return {"t": _finite(float(res.statistic)), "p": p, "significant": p is not None and p < ALPHA}
+    t, p_value = welch_t(b, a)
+    p = _finite(p_value)
+    return {"t": _finite(t), "p": p, "significant": p is not None and p < ALPHA}
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -114,14 +103,14 @@ def mcnemar_exact(a_pass: Sequence[bool], b_pass: Sequence[bool]) -> dict[str, A
     b_only = sum(1 for x, y in zip(a_pass, b_pass, strict=True) if y and not x)
     a_only = sum(1 for x, y in zip(a_pass, b_pass, strict=True) if x and not y)
     n = a_only + b_only
-    p = 1.0 if n == 0 else float(stats.binomtest(b_only, n, 0.5).pvalue)
+    p = fair_coin_p(b_only, n)
     return {"b_only": b_only, "a_only": a_only, "p": p, "significant": p < ALPHA}
 
 
 def sign_test(diffs: Floats) -> float:
     pos = sum(1 for d in diffs if d > TIE_TOLERANCE)
     neg = sum(1 for d in diffs if d < -TIE_TOLERANCE)
-    return 1.0 if pos + neg == 0 else float(stats.binomtest(pos, pos + neg, 0.5).pvalue)
+    return fair_coin_p(pos, pos + neg)
 
 
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:
@@ -169,7 +158,7 @@ def bootstrap_interval(
 
 
 def t_quantiles(df: int) -> float:
-    return float(stats.t.ppf(1 - ALPHA / 2, df) + stats.t.ppf(POWER, df))
+    return t_ppf(1 - ALPHA / 2, df) + t_ppf(POWER, df)
 
 
 def minimum_detectable_effect(sd: float, n: int) -> float | None:
@@ -233,15 +222,15 @@ def paired(diffs: Floats, *, seed: int, clusters: Sequence[str] | None = None) -
     out["se"], out["df"] = se, df
     mean = float(d.mean())
     if se > 0:
-        half = float(stats.t.ppf(1 - ALPHA / 2, df)) * se
+        half = t_ppf(1 - ALPHA / 2, df) * se
         out["ci_low"], out["ci_high"] = mean - half, mean + half
         out["t"] = mean / se
-        out["p_ttest"] = float(2 * stats.t.sf(abs(mean / se), df))
+        out["p_ttest"] = 2 * t_sf(abs(mean / se), df)
         out["d_z"] = mean / sd
     else:
         out["ci_low"] = out["ci_high"] = mean
     if out["unchanged"] < n:
-        out["p_wilcoxon"] = _finite(float(stats.wilcoxon(d, zero_method="wilcox").pvalue))
+        out["p_wilcoxon"] = _finite(wilcoxon_p(d))
     else:
         out["p_wilcoxon"] = 1.0
     out["bootstrap_low"], out["bootstrap_high"] = bootstrap_interval(
