@@ -4,22 +4,18 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import gc
 import os
 import sys
 import threading
 from typing import NoReturn
 
 from flows.cli.main import main as run_command
+from flows.engine.gc import lean_command
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
     """The command, then a quick exit (also the `skillab` console script)."""
-    # A command builds ~200,000 long-lived objects (Prefect, pydantic models) in its first second. At
-    # the default threshold (700 allocations) the collector runs ~400 times in a 100-sample command
-    # (0.25 s of CPU here, full passes walking all of them); every 20,000 takes 0.18 s and still
-    # collects the few cycles a run makes.
-    gc.set_threshold(20_000, 10, 10)
+    lean_command()
     exit_now(run_command(argv))
 
 

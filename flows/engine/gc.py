@@ -1,4 +1,4 @@
-"""Fewer, cheaper garbage collections while a run's units execute.
+"""Fewer, cheaper garbage collections: in a command's process from its start, and while units run.
 
 Prefect and the libraries leave ~230,000 container objects behind at import, and every full
 collection re-scans them all: at 1,000 units the collector took ~1.2 s of the event loop's time
@@ -20,6 +20,14 @@ YOUNG_THRESHOLD = 20_000
 _lock = threading.Lock()
 _depth = 0
 _saved: tuple[int, int, int] = gc.get_threshold()
+
+
+def lean_command() -> None:
+    """For a command's own process, from its start: its imports (Prefect, pydantic, the report's
+    models) build ~200,000 long-lived objects in the first second, which at CPython's threshold set
+    off ~400 collections in a 100-sample command, full passes among them (0.25 s of its CPU here;
+    0.18 s at this threshold). The few cycles a run makes are still collected."""
+    gc.set_threshold(YOUNG_THRESHOLD, *gc.get_threshold()[1:])
 
 
 @contextlib.contextmanager
