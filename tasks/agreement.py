@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from tasks.statistics import pearson_r
+
 
 def krippendorff_alpha_ordinal(units: Sequence[Sequence[float | None]]) -> float | None:
     """Alpha over units (one row per judged output, one value per judge, None where missing)."""
@@ -51,7 +53,7 @@ def agreement(scores: dict[str, list[float | None]]) -> dict[str, Any]:
         xs, ys = np.array([p[0] for p in both]), np.array([p[1] for p in both])
         r: float | None = None
         if len(both) >= 3 and xs.std() > 0 and ys.std() > 0:
-            r = float(np.clip(np.corrcoef(xs, ys)[0, 1], -1.0, 1.0))
+            r = pearson_r(xs, ys)
         pairs.append(
             {
                 "judges": [a, b],

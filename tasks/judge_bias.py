@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from tasks import statistics as st
-from tasks.distributions import t_sf
+from tasks.distributions import t_two_sided_p
 
 ALPHA = 0.05
 RESIDUAL_FLOOR = 1e-9
@@ -50,10 +50,10 @@ def length_bias(
     # residuals of an exact fit are rounding noise (1e-16), not variation to correlate
     if df < 1 or rx.std() < RESIDUAL_FLOOR or ry.std() < RESIDUAL_FLOOR:
         return out
-    r = float(np.clip(np.corrcoef(ry, rx)[0, 1], -1.0, 1.0))
+    r = st.pearson_r(ry, rx)
     t = r * math.sqrt(df / max(1e-300, 1 - r * r))
     out["partial_r"] = r
-    out["p"] = 2 * t_sf(abs(t), df)
+    out["p"] = t_two_sided_p(t, df)
     out["points_per_1000_chars"] = float((rx @ ry) / (rx @ rx) * 1000)
     return out
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tasks.distributions import fair_coin_p, t_ppf, t_sf, welch_t, wilcoxon_p
+from tasks.distributions import Floats, fair_coin_p, t_ppf, t_two_sided_p, welch_t, wilcoxon_p
 from tasks.schema import VerdictLabel
 
 ALPHA = 0.05
@@ -21,11 +21,14 @@ POWER = 0.8
 BOOTSTRAP_DRAWS = 2000
 TIE_TOLERANCE = 1e-9
 
-Floats = Sequence[float] | np.ndarray
-
 
 def _finite(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
+
+
+def pearson_r(x: Floats, y: Floats) -> float:
+    """Pearson's r of two series that both vary (kept within [-1, 1] against rounding)."""
+    return float(np.clip(np.corrcoef(x, y)[0, 1], -1.0, 1.0))
 
 
 @dataclass(frozen=True)
@@ -225,7 +228,7 @@ def paired(diffs: Floats, *, seed: int, clusters: Sequence[str] | None = None) -
         half = t_ppf(1 - ALPHA / 2, df) * se
         out["ci_low"], out["ci_high"] = mean - half, mean + half
         out["t"] = mean / se
-        out["p_ttest"] = 2 * t_sf(abs(mean / se), df)
+        out["p_ttest"] = t_two_sided_p(mean / se, df)
         out["d_z"] = mean / sd
     else:
         out["ci_low"] = out["ci_high"] = mean
