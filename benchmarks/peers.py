@@ -217,6 +217,7 @@ class Run:
     calls: int
     code: int
     note: str = ""
+    init: float = 0.0  # the first-run scenario: skillab's `init` just before, timed on its own
 
 
 def stub_stats(stub: str, reset: bool = False) -> dict[str, Any]:
@@ -316,32 +317,38 @@ def run_trial(
     runs = []
     for tool in order:
         run_dir = work / f"{sc.name}-t{trial}-{tool}"
-        if sc.fresh and tool == "skillab":
+        init = 0.0
+        if sc.fresh and tool == "skillab":  # timed too: it starts the Prefect server the run will use
+            start = time.time()
             subprocess.run(
                 [sys.executable, "-m", "flows.bench", "init", str(run_dir / "project")],
                 env=homes.env(tool, run_dir), cwd=ROOT, capture_output=True, check=True,
             )  # fmt: skip
+            init = time.time() - start
         cmd = command(tool, peers, suite, run_dir, stub, sc.concurrency)
         cwd = run_dir / "project" if sc.fresh and tool == "skillab" else run_dir
         if tool == "inspect":  # it takes only a relative task path
             cwd = suite
         run = run_one(tool, cmd, homes.env(tool, run_dir), cwd, stub, sc.units, run_dir / "output.log")
+        run.init = init
         runs.append(run)
         print(
             f"  trial {trial + 1} {tool:9s} wall {run.wall:7.2f} s  first request {run.to_first:5.2f} s  "
             f"last request to exit {run.tail:5.2f} s  peak RSS {run.rss_mb:6.0f} MB  calls {run.calls}"
+            + (f"  (after init {init:.2f} s)" if init else "")
             + (f"  FAILED (exit {run.code}):\n{run.note}" if run.note else ""),
             flush=True,
         )
     return runs
 
 
-def ratio_line(sc: Scenario, peer: str) -> str:
+def ratio_line(sc: Scenario, peer: str, with_init: bool = False) -> str:
     ratios = []
     for runs in sc.runs:
         by = {r.tool: r for r in runs if not r.note}
         if "skillab" in by and peer in by:
-            ratios.append(by["skillab"].wall / by[peer].wall)
+            mine = by["skillab"].wall + (by["skillab"].init if with_init else 0.0)
+            ratios.append(mine / by[peer].wall)
     if not ratios:
         return "-"
     listed = ", ".join(f"{r:.2f}" for r in ratios)
@@ -366,6 +373,14 @@ def summary(scenarios: list[Scenario], tools: list[str]) -> str:
             f"| {label} | " + " | ".join(walls)
             + f" | {ratio_line(sc, 'promptfoo')} | {ratio_line(sc, 'inspect')} | {first} | {rss} |"
         )  # fmt: skip
+    for sc in scenarios:
+        inits = [r.init for runs in sc.runs for r in runs if r.tool == "skillab" and r.init and not r.note]
+        if inits:
+            lines.append(
+                f"\n{sc.name}: skillab's `init` (scaffold, and the Prefect server started in the background) "
+                f"took {statistics.median(inits):.2f} s just before; counting it, skillab/promptfoo "
+                f"{ratio_line(sc, 'promptfoo', True)}, skillab/inspect {ratio_line(sc, 'inspect', True)}."
+            )
     return "\n".join(lines)
 
 
@@ -400,7 +415,7 @@ def start_stub(latency: float) -> tuple[subprocess.Popen[bytes], str]:
 
 def parse_scenarios(args: argparse.Namespace) -> list[Scenario]:
     out = [Scenario("first run after init", 100, 16, args.trials, fresh=True)] if args.first_run else []
-    for item in args.scenarios.split(","):
+    for item in filter(None, args.scenarios.split(",")):
         units, concurrency = (int(x) for x in item.split(":"))
         trials = args.big_trials if units >= 10_000 else args.trials
         out.append(Scenario(f"{units}", units, concurrency, trials))

@@ -10,6 +10,11 @@ extras="local"
 [ "${1:-}" = "dev" ] && extras="local,dev"
 python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
+# Bytecode for skillab's own modules, refreshed on every call (0.05 s when up to date). pip compiles a
+# regular install; an editable one is compiled at first import and cached, unless
+# PYTHONDONTWRITEBYTECODE forbids the cache (it is set on these machines): then every command compiled
+# them again, 0.15 s before its first model call and ~0.5 s in all.
+.venv/bin/python -m compileall -q flows tasks graders executors deployments benchmarks >/dev/null
 stamp=".venv/.skillab-$extras-$(sha256sum pyproject.toml | cut -c1-16)"
 if [ -f "$stamp" ]; then
   exit 0

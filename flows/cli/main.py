@@ -246,14 +246,19 @@ def add_skill_commands(skill: argparse.ArgumentParser) -> None:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    from flows.cli.prefect_env import launch_server
     from flows.cli.scaffold import scaffold
 
     target = Path(args.dir)
     written = scaffold(target)
     print(
         f"created {target}/ ({len(written)} files). Next:\n  cd {target}\n  python -m flows.bench run --dry-run\n"
-        f"  python -m flows.bench run --variants v1,v2"
+        f"  python -m flows.bench run --variants v1,v2",
+        flush=True,
     )
+    # The Prefect server the project's runs will share starts now, in the background (announced in
+    # one line): the first run finds it up instead of waiting seconds for it.
+    launch_server()
     return EXIT_OK
 
 

@@ -4,7 +4,8 @@ Quiet, robust defaults measured in ../shared/PREFECT.md. With no Prefect API con
 not start Prefect's temporary server (6-30 s on every run, and it dies before the run's history
 reaches its database): it reuses the local server this module started earlier, or one answering at
 Prefect's default address, or starts one in the background that later runs reuse, and says so in
-one line. ``python -m flows.bench server stop`` ends it, by the pid recorded when it was started.
+one line (``init`` starts it too, for the project's first run to find it up).
+``python -m flows.bench server stop`` ends it, by the pid recorded when it was started.
 ``SKILLAB_PREFECT_SERVER=ephemeral`` keeps Prefect's temporary server per run (the test suite does).
 """
 
@@ -13,22 +14,23 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import importlib.metadata
 import json
 import os
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
 from executors.errors import InputError
+from flows.cli.prefect_server import copy_database
 
 # Quiet, robust defaults for Prefect (measured in ../shared/PREFECT.md); the user's environment wins.
 PREFECT_DEFAULTS = {
@@ -58,6 +60,8 @@ STARTUP_TIMEOUT_S = 180.0
 STOP_COMMAND = "python -m flows.bench server stop"
 SERVER_SCRIPT = Path(__file__).with_name("prefect_server.py")
 SERVER_MARK = str(Path(*SERVER_SCRIPT.parts[-3:])).encode()  # flows/cli/prefect_server.py
+#: Servers this process started and has not yet confirmed (see launch_server).
+STARTED_HERE: list[ServerRecord] = []
 
 
 class ReadyWait(Protocol):
@@ -72,15 +76,62 @@ def configure_prefect() -> None:
         os.environ.setdefault(key, value)
 
 
+def launch_server(announce: bool = True) -> None:
+    """Start the local server a run will need as early as possible, before this process imports
+    Prefect (about 1 s, which would otherwise delay a first run's server by as much).
+
+    Whether Prefect is configured elsewhere is known only once Prefect reads its settings; here only
+    the standard library is used, so a server is started only when nothing suggests a configured API
+    (see `may_be_configured`). ``prepare_prefect`` then decides exactly, and stops a server started
+    here if the guess proves wrong. Nothing happens for a server already running or recorded."""
+    configure_prefect()
+    if server_mode() == "persistent" and not may_be_configured():
+        ensure_server(announce=announce, wait=False)
+
+
+def may_be_configured() -> bool:
+    """Could Prefect find an API URL? Prefect's own answer costs importing it; this one errs towards
+    yes. Once Prefect is imported the exact answer is cheap (and a test harness may hold one)."""
+    return "prefect" in sys.modules or api_hinted(os.environ, Path.cwd())
+
+
+def api_hinted(environ: Mapping[str, str], cwd: Path) -> bool:
+    """A setting, or a settings file Prefect reads, that mentions its API or may (prefect.toml)."""
+    if any(environ.get(k) for k in ("PREFECT_API_URL", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH")):
+        return True
+    home = Path(environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+    mentions = {
+        cwd / ".env": "PREFECT_",
+        cwd / "pyproject.toml": "tool.prefect",
+        cwd / "prefect.toml": "",
+        home / "profiles.toml": "PREFECT_API_URL",
+    }
+    for path, text in mentions.items():
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            if text in path.read_text():
+                return True
+    return False
+
+
 def prepare_prefect(announce: bool = True) -> ReadyWait:
     """Before a command's first flow: the defaults, then a Prefect API to talk to (see the module doc).
 
     A server being started is not waited for here: the command imports its flow meanwhile (both take
     seconds, on separate cores) and calls the returned function before the flow runs. The defaults
     are read by Prefect at import: call this before the command imports it."""
-    configure_prefect()
-    if server_mode() == "ephemeral" or configured_api_url():
+    launch_server(announce)
+    if server_mode() == "ephemeral":
         return lambda meanwhile=None: None
+    if url := configured_api_url():
+        for started in STARTED_HERE:  # by launch_server, which could not see this setting
+            stop_server(started)
+            print(
+                f"skillab: Prefect's API is configured ({url}): stopped the server it had started",
+                file=sys.stderr,
+            )
+        STARTED_HERE.clear()
+        return lambda meanwhile=None: None
+    STARTED_HERE.clear()
     record = ensure_server(announce=announce, wait=False)
     os.environ["PREFECT_API_URL"] = record.api_url
     from prefect.context import refresh_global_settings_context
@@ -234,24 +285,29 @@ def stale(record: ServerRecord) -> bool:
 
 def start_server(host: str, port: int, announce: bool = True) -> ServerRecord:
     """Prefect's server (see prefect_server.py) in its own session (it outlives this command and the
-    terminal), its pid recorded. A new database starts as a copy of the set-up's template (see `seed_database`)."""
+    terminal), its pid recorded. A new database starts as a copy of the set-up's template (the
+    server's process copies it: this one need not import Prefect)."""
     configure_prefect()
     log = state_dir() / "prefect-server.log"
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    seeded = seed_database()
-    if seeded:
-        env |= SEEDED_START
+    template = template_path()
     cmd = [sys.executable, "-P", str(SERVER_SCRIPT), "--host", host, "--port", str(port)]
+    cmd += ["--template", str(template)]
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             cmd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
         )
     record = ServerRecord(pid=proc.pid, host=host, port=port, log=str(log), started=time.time())
     record_path().write_text(json.dumps(asdict(record)))
+    STARTED_HERE.append(record)
     if announce:
-        first = "" if seeded else "; its first start builds the database, up to ~30 s"
+        first = (
+            ""
+            if template.is_file()
+            else "; with no database template from set-up, its first start takes ~30 s"
+        )
         print(
-            f"skillab: started a Prefect server in the background for this and later runs, UI "
+            f"skillab: started a Prefect server in the background for runs to share, UI "
             f"{record.ui_url} (stop it: {STOP_COMMAND}{first})",
             file=sys.stderr,
             flush=True,
@@ -283,45 +339,9 @@ def wait_healthy(record: ServerRecord, meanwhile: Callable[[], object] | None = 
 
 
 def template_path() -> Path:
-    """The set-up's migrated, empty Prefect database, one per installed Prefect version."""
-    from prefect import __version__
-
-    return Path(sys.prefix) / "share" / "skillab" / f"prefect-{__version__}.db"
-
-
-def database_file() -> Path | None:
-    """The SQLite file the server would use, or None when Prefect is set to another database. Read
-    afresh from the environment and profile, as the server's own process will read them."""
-    from prefect.settings import Settings
-
-    secret = Settings().server.database.connection_url
-    url = secret.get_secret_value() if secret is not None else ""
-    prefix = "sqlite+aiosqlite:///"
-    return Path(url[len(prefix) :]) if url.startswith(prefix) and ":memory:" not in url else None
-
-
-def seed_database() -> bool:
-    """A server's first start spends 15-20 s migrating a new database through Prefect's ~110 schema
-    revisions: when there is no database yet, start from the template instead (that first start
-    skips the checks the template has passed, see SEEDED_START). True when seeded."""
-    target, template = database_file(), template_path()
-    if target is None or target.exists() or not template.is_file():
-        return False
-    target.parent.mkdir(parents=True, exist_ok=True)
-    copy_database(template, target)
-    return True
-
-
-def copy_database(source: Path, target: Path) -> None:
-    """SQLite's own backup (consistent even with a write-ahead log), into a file renamed into place."""
-    partial = target.with_name(f".{target.name}.partial")
-    partial.unlink(missing_ok=True)
-    with (
-        contextlib.closing(sqlite3.connect(source)) as src,
-        contextlib.closing(sqlite3.connect(partial)) as dst,
-    ):
-        src.backup(dst)
-    partial.replace(target)
+    """The set-up's migrated, empty Prefect database, one per installed Prefect version (the server
+    process seeds a new database from it, see prefect_server.seed_database)."""
+    return Path(sys.prefix) / "share" / "skillab" / f"prefect-{importlib.metadata.version('prefect')}.db"
 
 
 #: What a server does at its first start after the migrations, done once into the template.
@@ -337,12 +357,6 @@ async def main():
 
 asyncio.run(main())
 """
-#: A server's first start on a copy of the template: it is migrated and its block types registered
-#: already (1-2 s of start-up otherwise). Later starts check both, as Prefect always does.
-SEEDED_START = {
-    "PREFECT_API_DATABASE_MIGRATE_ON_START": "false",
-    "PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
-}
 
 
 def build_template() -> Path:

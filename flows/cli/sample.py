@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from executors.errors import InputError
 from flows.cli.codes import EXIT_FAIL, EXIT_OK, sigterm_raises
-from flows.cli.prefect_env import prepare_prefect, server_mode
+from flows.cli.prefect_env import launch_server, prepare_prefect
 from flows.inputs.files import validation_lines
 from flows.inputs.options import BenchOptions
 from flows.inputs.prepare import Prepared, hand_over, prepare
@@ -52,7 +52,7 @@ def execute(args: argparse.Namespace) -> tuple[BenchOptions, Path | None, Any]:
     if options.dry_run:
         print_plan(prepared)
         return options, None, None
-    server_mode()  # a bad setting stops the command before any call
+    launch_server()  # a bad setting stops the command before any call; a first run's server starts now
     with sigterm_raises(), head_start(prepared):
         state = run_flow(options, cwd, prepared, show_progress=not args.quiet)
     from flows.sample_bench import RegressionError
@@ -70,11 +70,11 @@ def execute(args: argparse.Namespace) -> tuple[BenchOptions, Path | None, Any]:
 def run_flow(options: BenchOptions, cwd: Path, prepared: Prepared, *, show_progress: bool) -> Any:
     """The flow run's final state, once Prefect is there to run it."""
     prefect_ready = prepare_prefect()
-    from flows.engine.prefetch import import_all
+    from flows.engine.prefetch import FLOW_ENGINE, import_all
     from flows.sample_bench import AFTER_CALLS, sample_bench
 
-    # A server still starting (a first run) leaves this core idle: the report's modules load now.
-    prefect_ready(meanwhile=lambda: import_all(AFTER_CALLS))
+    # A server still starting (a first run) leaves this core idle: what the flow imports later, now.
+    prefect_ready(meanwhile=lambda: import_all(FLOW_ENGINE + AFTER_CALLS))
     hand_over(options, cwd, prepared)
     names = ",".join(v.name for v in prepared.variants)
     flow = sample_bench.with_options(flow_run_name=f"{options.suite or prepared.samples_path.name} · {names}")

@@ -29,17 +29,18 @@ from flows.cli.main import main
 from flows.cli.prefect_env import (
     SERVER_SETTING,
     alive,
+    api_hinted,
     build_template,
-    copy_database,
     ensure_server,
     healthy,
     prepare_prefect,
     read_record,
-    seed_database,
     stop_server,
     wait_healthy,
 )
-from flows.cli.prefect_server import warm_up
+from flows.cli.prefect_server import copy_database, seed_database, warm_up
+from tests.fakes.provider import FakeProvider
+from tests.flows.helpers import ROOT, answer, make_project
 
 
 @pytest.fixture
@@ -134,9 +135,9 @@ def test_start_reuse_and_stop(homes: Path, template: Path, capsys: pytest.Captur
     try:
         first = ensure_server()
         err = capsys.readouterr().err
-        assert f"started a Prefect server in the background for this and later runs, UI {first.ui_url}" in err
+        assert f"started a Prefect server in the background for runs to share, UI {first.ui_url}" in err
         assert "python -m flows.bench server stop" in err
-        assert "builds the database" not in err  # started from the template
+        assert "first start takes" not in err  # started from the template
         assert schema(homes / "prefect" / "prefect.db") == schema(template)
         assert alive(first.pid) and healthy(first.api_url)
         assert json.loads((homes / "skillab" / "prefect-server.json").read_text())["pid"] == first.pid
@@ -158,18 +159,17 @@ def test_a_database_is_seeded_only_when_there_is_none(
     homes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     template = tmp_path / "template.db"
-    monkeypatch.setattr(prefect_env, "template_path", lambda: template)
-    assert seed_database() is False  # no template: the server migrates a new database itself
+    assert seed_database(template) is False  # no template: the server migrates a new database itself
     with sqlite3.connect(template) as conn:
         conn.execute("create table marker (x)")
     target = homes / "prefect" / "prefect.db"
-    assert seed_database() is True and schema(target) == [("table", "marker")]
+    assert seed_database(template) is True and schema(target) == [("table", "marker")]
     with sqlite3.connect(target) as conn:
         conn.execute("create table mine (x)")
-    assert seed_database() is False  # an existing database is never replaced
+    assert seed_database(template) is False  # an existing database is never replaced
     assert ("table", "mine") in schema(target)
     monkeypatch.setenv("PREFECT_API_DATABASE_CONNECTION_URL", "postgresql+asyncpg://u:p@db/prefect")
-    assert seed_database() is False  # another database: nothing to seed
+    assert seed_database(template) is False  # another database: nothing to seed
 
 
 def test_copy_database_includes_what_is_still_in_the_write_ahead_log(tmp_path: Path) -> None:
@@ -266,3 +266,117 @@ def test_a_server_started_from_another_checkout_is_recognised(tmp_path: Path) ->
         for proc in (other, unrelated):
             proc.kill()
             proc.wait()
+
+
+def test_what_hints_at_a_configured_api(tmp_path: Path) -> None:
+    """Where Prefect may find an API URL besides the environment: a run then waits for Prefect's own
+    answer before starting a server (see launch_server)."""
+    cwd, home = tmp_path / "project", tmp_path / "prefect-home"
+    cwd.mkdir()
+    home.mkdir()
+    env = {"PREFECT_HOME": str(home)}
+    assert not api_hinted(env, cwd)
+    (cwd / ".env").write_text("OPENAI_API_KEY=sk-x\n")
+    (cwd / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (home / "profiles.toml").write_text(
+        "active = 'local'\n[profiles.local]\nPREFECT_LOGGING_LEVEL = 'INFO'\n"
+    )
+    assert not api_hinted(env, cwd)  # files that say nothing about Prefect's API
+    for key in ("PREFECT_API_URL", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH"):
+        assert api_hinted(env | {key: "x"}, cwd)
+    hints = {
+        cwd / ".env": "PREFECT_API_URL=http://elsewhere/api\n",
+        cwd / "pyproject.toml": "[tool.prefect]\napi.url = 'http://elsewhere/api'\n",
+        cwd / "prefect.toml": "",
+        home / "profiles.toml": "[profiles.cloud]\nPREFECT_API_URL = 'https://api.prefect.cloud'\n",
+    }
+    for path, text in hints.items():
+        before = path.read_text() if path.exists() else None
+        path.write_text(text)
+        assert api_hinted(env, cwd), path
+        path.unlink()
+        if before is not None:
+            path.write_text(before)
+    assert not api_hinted(env, cwd)
+
+
+#: `skillab run` in persistent mode, the server's start stopped short: whether Prefect was already
+#: imported when the command started its server (it should not be: the server starts ~1 s sooner).
+EARLY_START = """
+import json, os, sys
+from flows.cli import prefect_env
+from flows.cli.main import main
+
+def start_server(host, port, announce=True):
+    open(sys.argv[1], "w").write(json.dumps({"prefect_imported": "prefect" in sys.modules}))
+    os._exit(0)
+
+prefect_env.start_server = start_server
+main(sys.argv[2:])
+"""
+
+
+def persistent_env(homes: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in (SERVER_SETTING, "PREFECT_API_URL")}
+    return env | {"PYTHONPATH": str(ROOT)}
+
+
+def test_a_run_starts_its_server_before_importing_prefect(homes: Path, tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p", n=2)
+    out = tmp_path / "early.json"
+    with FakeProvider(answer) as server:
+        env = persistent_env(homes) | {"OPENAI_BASE_URL": f"{server.url}/v1", "OPENAI_API_KEY": "sk-test"}
+        argv = ["run", "--executor", "openai", "--no-judge", "--quiet"]
+        done = subprocess.run(
+            [sys.executable, "-c", EARLY_START, str(out), *argv], cwd=project, env=env, timeout=300
+        )
+    assert done.returncode == 0
+    assert json.loads(out.read_text()) == {"prefect_imported": False}
+
+
+def test_init_starts_the_server_its_runs_will_share(homes: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "flows.bench", "init", str(tmp_path / "demo")],
+        env=persistent_env(homes),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    record = read_record()
+    try:
+        assert done.returncode == 0, done.stderr
+        assert "created" in done.stdout and (tmp_path / "demo").is_dir()
+        assert record is not None and alive(record.pid)
+        assert f"started a Prefect server in the background for runs to share, UI {record.ui_url}" in (
+            done.stderr
+        )
+        wait_healthy(record)  # it comes up, from the set-up's template
+    finally:
+        stopped = stop_server()
+    assert stopped is not None and not alive(stopped.pid)
+
+
+def test_a_server_started_on_a_wrong_guess_is_stopped(
+    homes: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # started before Prefect could say an API is configured: the exact answer then stops it
+    argv = [sys.executable, "-c", "import time; time.sleep(120)", str(prefect_env.SERVER_SCRIPT)]
+    guessed = subprocess.Popen(argv, start_new_session=True)
+    try:
+        while not Path(f"/proc/{guessed.pid}/cmdline").read_bytes():
+            pass
+        record = prefect_env.ServerRecord(
+            pid=guessed.pid, host="127.0.0.1", port=9, log="", started=time.time()
+        )
+        monkeypatch.setattr(prefect_env, "STARTED_HERE", [record])
+        monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+        prepare_prefect()
+        assert guessed.wait(timeout=30) is not None
+        assert (
+            "Prefect's API is configured (http://127.0.0.1:9/api): stopped the server"
+            in capsys.readouterr().err
+        )
+        assert prefect_env.STARTED_HERE == []
+    finally:
+        guessed.kill()
+        guessed.wait()
