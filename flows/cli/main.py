@@ -246,9 +246,10 @@ def add_skill_commands(skill: argparse.ArgumentParser) -> None:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from flows.cli.prefect_env import launch_server
+    from flows.cli.prefect_env import check_settings, launch_server
     from flows.cli.scaffold import scaffold
 
+    check_settings()  # a bad server setting stops init before it writes anything
     target = Path(args.dir)
     written = scaffold(target)
     print(

@@ -85,8 +85,16 @@ def launch_server(announce: bool = True) -> None:
     (see `may_be_configured`). ``prepare_prefect`` then decides exactly, and stops a server started
     here if the guess proves wrong. Nothing happens for a server already running or recorded."""
     configure_prefect()
-    if server_mode() == "persistent" and not may_be_configured():
+    if check_settings() == "persistent" and not may_be_configured():
         ensure_server(announce=announce, wait=False)
+
+
+def check_settings() -> str:
+    """The server mode, once the settings this module reads are valid (each bad one is an InputError)."""
+    mode = server_mode()
+    if mode == "persistent":
+        default_address()
+    return mode
 
 
 def may_be_configured() -> bool:
@@ -97,6 +105,7 @@ def may_be_configured() -> bool:
 
 def api_hinted(environ: Mapping[str, str], cwd: Path) -> bool:
     """A setting, or a settings file Prefect reads, that mentions its API or may (prefect.toml)."""
+    environ = {k.upper(): v for k, v in environ.items()}  # Prefect reads its variables in any case
     if any(environ.get(k) for k in ("PREFECT_API_URL", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH")):
         return True
     home = Path(environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
@@ -126,7 +135,8 @@ def prepare_prefect(announce: bool = True) -> ReadyWait:
         for started in STARTED_HERE:  # by launch_server, which could not see this setting
             stop_server(started)
             print(
-                f"skillab: Prefect's API is configured ({url}): stopped the server it had started",
+                f"skillab: Prefect's API is configured ({url}): stopped the local server this command "
+                "had started",
                 file=sys.stderr,
             )
         STARTED_HERE.clear()
@@ -195,7 +205,11 @@ def record_path() -> Path:
 def default_address() -> tuple[str, int]:
     """Prefect's own default (127.0.0.1:4200), or what PREFECT_SERVER_API_HOST/PORT say."""
     host = os.environ.get("PREFECT_SERVER_API_HOST") or "127.0.0.1"
-    return host, int(os.environ.get("PREFECT_SERVER_API_PORT") or 4200)
+    raw = os.environ.get("PREFECT_SERVER_API_PORT") or "4200"
+    port = int(raw) if raw.strip().isdigit() else 0
+    if not 1 <= port <= 65535:
+        raise InputError(f"PREFECT_SERVER_API_PORT={raw}: expected a port number from 1 to 65535")
+    return host, port
 
 
 def healthy(api_url: str, timeout: float = 1.0) -> bool:
@@ -247,7 +261,10 @@ def server_lock() -> Iterator[None]:
 
 
 def port_free(host: str, port: int) -> bool:
+    """Whether the server could bind ``port``: as uvicorn binds it, so a port a stopped server left in
+    TIME_WAIT counts as free (without SO_REUSEADDR the next server drifted to a random port)."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:
@@ -388,12 +405,16 @@ def stop_server(record: ServerRecord | None = None, timeout: float = 20.0) -> Se
     if alive(record.pid):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(record.pid, signal.SIGTERM)
+            os.killpg(record.pid, signal.SIGCONT)  # a stopped process handles SIGTERM only once resumed
         deadline = time.monotonic() + timeout
         while alive(record.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         if alive(record.pid):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(record.pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10  # gone before the caller decides on a new server
+            while alive(record.pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
     with contextlib.suppress(FileNotFoundError):
         if read_record() == record:
             record_path().unlink()
@@ -405,6 +426,8 @@ def cmd_server(args: argparse.Namespace) -> int:
     configure_prefect()
     record = read_record()
     ours = record if record is not None and alive(record.pid) else None
+    if args.action != "stop":
+        check_settings()
     if args.action == "stop":
         stop_server(record)
         if ours is None:
@@ -414,13 +437,25 @@ def cmd_server(args: argparse.Namespace) -> int:
         return 0
     if args.action == "start":
         ours = ensure_server(announce=True)
+        unused_by_runs()
     if ours is None or ours.pid == 0:
         host, port = default_address()
         found = ours or ServerRecord(pid=0, host=host, port=port, log="", started=0.0)
         state = "answering (not started by skillab)" if healthy(found.api_url) else "not running"
         print(f"skillab: Prefect server at {found.ui_url}: {state}")
         return 0
-    state = "answering" if healthy(ours.api_url) else "not answering"
+    if healthy(ours.api_url):
+        state = "answering"
+    else:
+        state = "starting" if time.time() < ours.started + STARTUP_TIMEOUT_S else "not answering"
     print(f"skillab: Prefect server at {ours.ui_url} (pid {ours.pid}, log {ours.log}): {state}")
     print(f"  stop it: {STOP_COMMAND}")
     return 0
+
+
+def unused_by_runs() -> None:
+    """Say so when runs will not use the local server just started (a setting sends them elsewhere)."""
+    if server_mode() == "ephemeral":
+        print(f"skillab: note: {SERVER_SETTING}=ephemeral: runs start Prefect's temporary server instead")
+    elif url := configured_api_url():
+        print(f"skillab: note: Prefect's API is configured ({url}): runs use it, not this server")

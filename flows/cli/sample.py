@@ -83,7 +83,10 @@ def run_flow(options: BenchOptions, cwd: Path, prepared: Prepared, *, show_progr
     except RuntimeError as exc:
         if "Failed to reach API" not in str(exc):
             raise
-        raise InputError(f"PREFECT_API_URL: {exc} (start the server, or unset it for a local one)") from None
+        raise InputError(
+            f"Prefect API: {exc} (configured by PREFECT_API_URL, a Prefect profile or settings file: start "
+            "that server, or remove the setting for skillab's local one)"
+        ) from None
 
 
 def print_ui_link(state: Any) -> None:

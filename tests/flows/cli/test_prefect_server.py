@@ -10,6 +10,8 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -282,8 +284,8 @@ def test_what_hints_at_a_configured_api(tmp_path: Path) -> None:
         "active = 'local'\n[profiles.local]\nPREFECT_LOGGING_LEVEL = 'INFO'\n"
     )
     assert not api_hinted(env, cwd)  # files that say nothing about Prefect's API
-    for key in ("PREFECT_API_URL", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH"):
-        assert api_hinted(env | {key: "x"}, cwd)
+    for key in ("PREFECT_API_URL", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH", "prefect_api_url"):
+        assert api_hinted(env | {key: "x"}, cwd)  # in any case, as Prefect reads them
     hints = {
         cwd / ".env": "PREFECT_API_URL=http://elsewhere/api\n",
         cwd / "pyproject.toml": "[tool.prefect]\napi.url = 'http://elsewhere/api'\n",
@@ -373,10 +375,64 @@ def test_a_server_started_on_a_wrong_guess_is_stopped(
         prepare_prefect()
         assert guessed.wait(timeout=30) is not None
         assert (
-            "Prefect's API is configured (http://127.0.0.1:9/api): stopped the server"
+            "Prefect's API is configured (http://127.0.0.1:9/api): stopped the local server"
             in capsys.readouterr().err
         )
         assert prefect_env.STARTED_HERE == []
     finally:
         guessed.kill()
         guessed.wait()
+
+
+@pytest.mark.parametrize("port", ["abc", "99999", "0", "-1"])
+def test_a_bad_port_is_one_line_before_init_writes_anything(
+    homes: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    port: str,
+) -> None:
+    monkeypatch.setenv("PREFECT_SERVER_API_PORT", port)
+    assert main(["init", str(tmp_path / "demo")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"skillab: error: PREFECT_SERVER_API_PORT={port}: expected a port number from 1 to 65535"
+    assert not (tmp_path / "demo").exists()
+    assert main(["server", "status"]) == 2
+
+
+def test_a_port_a_stopped_server_left_in_time_wait_is_free() -> None:
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    accepted, _ = listener.accept()
+    accepted.close()  # the side that closes first keeps the port in TIME_WAIT
+    client.close()
+    listener.close()
+    assert prefect_env.port_free("127.0.0.1", port)  # as uvicorn would bind it: the server keeps its port
+
+
+def test_a_suspended_server_is_stopped_by_sigterm(homes: Path, tmp_path: Path) -> None:
+    ready, marker = tmp_path / "ready", tmp_path / "terminated"
+    code = (
+        "import signal, sys, time\n"
+        f"signal.signal(signal.SIGTERM, lambda *a: (open({str(marker)!r}, 'w').close(), sys.exit(0)))\n"
+        f"open({str(ready)!r}, 'w').close()\n"
+        "time.sleep(120)\n"
+    )
+    frozen = subprocess.Popen(
+        [sys.executable, "-c", code, str(prefect_env.SERVER_SCRIPT)], start_new_session=True
+    )
+    try:
+        while not ready.exists():  # its handler is installed
+            time.sleep(0.01)
+        os.kill(frozen.pid, signal.SIGSTOP)  # a server suspended by job control
+        record = prefect_env.ServerRecord(pid=frozen.pid, host="127.0.0.1", port=9, log="", started=0.0)
+        stop_server(record, timeout=120)
+        assert not alive(frozen.pid)
+        assert marker.exists()  # resumed and ended by SIGTERM, not killed after the allowance
+    finally:
+        frozen.kill()
+        frozen.wait()
