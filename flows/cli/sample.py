@@ -55,9 +55,11 @@ def execute(args: argparse.Namespace) -> tuple[BenchOptions, Path | None, Any]:
     launch_server()  # a bad setting stops the command before any call; a first run's server starts now
     with sigterm_raises(), head_start(prepared):
         state = run_flow(options, cwd, prepared, show_progress=not args.quiet)
-    from flows.sample_bench import RegressionError
+    from flows.sample_bench import OUTCOMES, RegressionError
 
-    outcome = state.result(raise_on_failure=False)
+    outcome = OUTCOMES.pop(str(state.state_details.flow_run_id), None)
+    if outcome is None:  # the flow did not get as far as its outcome
+        outcome = state.result(raise_on_failure=False)
     if isinstance(outcome, RegressionError):
         path = Path(outcome.report_path)
     elif isinstance(outcome, BaseException):
