@@ -76,17 +76,20 @@ def configure_prefect() -> None:
         os.environ.setdefault(key, value)
 
 
-def launch_server(announce: bool = True) -> None:
+def launch_server(announce: bool = True) -> str:
     """Start the local server a run will need as early as possible, before this process imports
     Prefect (about 1 s, which would otherwise delay a first run's server by as much).
 
     Whether Prefect is configured elsewhere is known only once Prefect reads its settings; here only
     the standard library is used, so a server is started only when nothing suggests a configured API
     (see `may_be_configured`). ``prepare_prefect`` then decides exactly, and stops a server started
-    here if the guess proves wrong. Nothing happens for a server already running or recorded."""
+    here if the guess proves wrong. Nothing happens for a server already running or recorded.
+    Returns the server mode."""
     configure_prefect()
-    if check_settings() == "persistent" and not may_be_configured():
+    mode = check_settings()
+    if mode == "persistent" and not may_be_configured():
         ensure_server(announce=announce, wait=False)
+    return mode
 
 
 def check_settings() -> str:
@@ -128,20 +131,18 @@ def prepare_prefect(announce: bool = True) -> ReadyWait:
     A server being started is not waited for here: the command imports its flow meanwhile (both take
     seconds, on separate cores) and calls the returned function before the flow runs. The defaults
     are read by Prefect at import: call this before the command imports it."""
-    launch_server(announce)
-    if server_mode() == "ephemeral":
+    if launch_server(announce) == "ephemeral":
         return lambda meanwhile=None: None
+    started, STARTED_HERE[:] = list(STARTED_HERE), []
     if url := configured_api_url():
-        for started in STARTED_HERE:  # by launch_server, which could not see this setting
-            stop_server(started)
+        for record in started:  # by launch_server, which could not see this setting
+            stop_server(record)
             print(
                 f"skillab: Prefect's API is configured ({url}): stopped the local server this command "
                 "had started",
                 file=sys.stderr,
             )
-        STARTED_HERE.clear()
         return lambda meanwhile=None: None
-    STARTED_HERE.clear()
     record = ensure_server(announce=announce, wait=False)
     os.environ["PREFECT_API_URL"] = record.api_url
     from prefect.context import refresh_global_settings_context
