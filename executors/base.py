@@ -182,7 +182,8 @@ class HttpExecutor(Executor):
                 f"timeout after {self.settings.timeout_s:g}s ({type(exc).__name__})", timeout=True
             ) from exc
         except httpx.TransportError as exc:
-            raise TransientError(f"connection error: {type(exc).__name__}: {exc}") from exc
+            where = httpx.URL(url).copy_with(query=None)  # no query: it could carry a credential
+            raise TransientError(f"connection error ({where}): {type(exc).__name__}: {exc}") from exc
         if response.status_code >= 400:
             raise error_for_status(
                 response.status_code, _error_message(response), response.headers.get("retry-after")

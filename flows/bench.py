@@ -9,6 +9,7 @@ import sys
 import threading
 from typing import NoReturn
 
+from flows.cli.api_watch import exiting
 from flows.cli.main import main as run_command
 from flows.engine.gc import lean_command
 
@@ -29,6 +30,7 @@ def exit_now(code: int) -> NoReturn:
     # The interpreter's own first step at exit: the callbacks registered with threading run (they tell
     # idle thread-pool workers, such as the embedded model's, to stop), then every non-daemon thread
     # is joined. Joining without the callbacks waits for ever on such a worker.
+    exiting(code)  # if Prefect's API is gone, its threads would wait for it for ever (flows/cli/api_watch.py)
     threading._shutdown()  # type: ignore[attr-defined]
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):

@@ -15,12 +15,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, runtime
-from prefect.states import Completed
+from prefect import flow
+from prefect.states import Completed, Failed, State
 
 from executors.registry import close_all
 from executors.schema import RunResult
 from flows.engine.judging import combine, judge_outputs
+from flows.engine.outcomes import kept
 from flows.engine.prefetch import prefetch
 from flows.engine.progress import LogTarget, Progress
 from flows.engine.runlog import estimate, plan_line, run_logger
@@ -40,18 +41,20 @@ def prefetch_after_calls() -> None:
     prefetch(AFTER_CALLS)
 
 
-#: What each flow run of this process ended with, by flow run id. The command reads it here: the final
-#: state Prefect hands back can lack its data when it came back from the API (a state proposal retried
-#: under load), and the report's path would then be lost (seen in the 500-unit fault test).
-OUTCOMES: dict[str, Any] = {}
-
-
-class RegressionError(Exception):
-    """A significant regression against the previous run of the suite: the flow run ends Failed."""
+class FailedBench(Exception):
+    """The run finished and wrote its report, yet its flow run ends Failed (a nightly run shows red)."""
 
     def __init__(self, message: str, report_path: str) -> None:
         super().__init__(message)
         self.report_path = report_path
+
+
+class RegressionError(FailedBench):
+    """A significant regression against the previous run of the suite."""
+
+
+class NothingMeasuredError(FailedBench):
+    """Every call of a variant failed (an endpoint down, a bad key): no figure stands for it."""
 
 
 async def execute(
@@ -180,19 +183,31 @@ async def sample_bench(options: BenchOptions, cwd: str = ".", show_progress: boo
         outcome = await finish(prepared, executed)  # pairwise judging and the diagnosis still call models
     finally:
         await close_all()  # connection pools belong to this flow run's event loop
+    state = final_state(options, outcome)  # kept before the UI's share: the report is what the command needs
     await publish_artifacts(outcome)
     log_outcome(log, outcome)
+    return state
+
+
+def final_state(options: BenchOptions, outcome: Any) -> State:
+    """Completed, with the verdict; Failed (a state, not an exception: no traceback on the terminal)
+    when nothing was measured or the suite regressed against its previous run. The report is written
+    either way."""
+    from flows.report.gates import unmeasured
     from flows.report.logtext import state_message, verdict_summary
 
-    report = outcome.report
+    report, path = outcome.report, str(outcome.path)
     regression = report.regression
-    run_id = str(runtime.flow_run.id)
-    if regression and regression.regressed:
-        OUTCOMES[run_id] = RegressionError(
+    failed: FailedBench | None = None
+    if idle := unmeasured(report):
+        failed = NothingMeasuredError("; ".join(idle), path)
+    elif regression and regression.regressed:
+        failed = RegressionError(
             f"significant regression in {', '.join(regression.regressed)} against the previous run "
             f"{regression.previous} of suite {options.suite!r} ({verdict_summary(report)})",
-            str(outcome.path),
+            path,
         )
-        raise OUTCOMES[run_id]
-    result = OUTCOMES[run_id] = {"report_path": str(outcome.path) if outcome.path else None, "id": report.id}
+    if failed is not None:
+        return Failed(message=str(failed), data=kept(failed))
+    result = kept({"report_path": str(outcome.path) if outcome.path else None, "id": report.id})
     return Completed(message=state_message(report), data=result)

@@ -24,6 +24,7 @@ from executors.registry import close_all, usable_executor
 from executors.sandbox import Isolation, checked_isolation
 from executors.schema import AgentRequest, AgentSession, RunResult
 from flows.engine.judging import run_judge_jobs
+from flows.engine.outcomes import kept
 from flows.engine.plugin_eval import (
     evidence,
     grade_plugin_run,
@@ -383,7 +384,7 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
             f"insufficient data: {len(complete)} task(s) completed in both arms (at least 2 are needed); "
             f"see {results}"
         )
-        return Failed(message=str(short), data=short)
+        return Failed(message=str(short), data=kept(short))
     for line in [
         *figure_lines(report),
         *verdict_lines(report),
@@ -391,5 +392,5 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
         f"report: {results / 'report.md'} ({report_path})",
     ]:
         log.info(line)
-    result = {"results_dir": str(results), "report_path": str(report_path), "id": report.id}
+    result = kept({"results_dir": str(results), "report_path": str(report_path), "id": report.id})
     return Completed(message=state_message(report), data=result)

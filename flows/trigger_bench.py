@@ -9,6 +9,7 @@ from typing import Any
 
 from prefect import flow
 
+from flows.engine.outcomes import kept
 from flows.engine.progress import Progress
 from flows.engine.triggers import TriggerRunner
 from flows.inputs.prepare import skillab_home
@@ -43,4 +44,4 @@ async def trigger_bench(
         publish(report, Path(options.output_dir))
     if options.junit:
         write_trigger_junit(report, Path(cwd) / options.junit)
-    return {"report_path": str(path), "id": report.id}
+    return kept({"report_path": str(path), "id": report.id})

@@ -7,17 +7,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from pydantic import ValidationError
 
 from executors.errors import InputError
+from flows.cli.api_watch import finish_once, watch_api
 from flows.cli.codes import EXIT_FAIL, EXIT_OK, sigterm_raises
-from flows.cli.prefect_env import launch_server, prepare_prefect
+from flows.cli.prefect_env import configured_api_url, launch_server, prepare_prefect
+from flows.engine.outcomes import latest_outcome, outcome_of
 from flows.inputs.files import validation_lines
 from flows.inputs.options import BenchOptions
 from flows.inputs.prepare import Prepared, hand_over, prepare
+
+#: What a command prints after its flow run, from the report: (options, report path, the flow run's
+#: final state or None when Prefect's API was lost) -> the exit code.
+Finish: TypeAlias = Callable[[BenchOptions, Path, Any], int]
 
 
 def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
@@ -39,9 +46,8 @@ def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
         raise InputError(validation_lines(exc, flag)) from None
 
 
-def execute(args: argparse.Namespace) -> tuple[BenchOptions, Path | None, Any]:
-    """Validate, print the plan or run the flow; returns the report's path and the flow run's final
-    state (None, None for a dry run)."""
+def execute(args: argparse.Namespace, finish: Finish) -> int:
+    """Validate, then print the plan or run the flow and ``finish`` with its report."""
     from flows.engine.headstart import head_start
 
     cwd = Path.cwd()
@@ -51,25 +57,28 @@ def execute(args: argparse.Namespace) -> tuple[BenchOptions, Path | None, Any]:
         print(f"skillab: {notice}", file=sys.stderr)
     if options.dry_run:
         print_plan(prepared)
-        return options, None, None
+        return EXIT_OK
     launch_server()  # a bad setting stops the command before any call; a first run's server starts now
     with sigterm_raises(), head_start(prepared):
-        state = run_flow(options, cwd, prepared, show_progress=not args.quiet)
-    from flows.sample_bench import OUTCOMES, RegressionError
+        state = run_flow(options, cwd, prepared, show_progress=not args.quiet, finish=finish)
+    outcome = outcome_of(state)
+    return finish_once(lambda: finish(options, report_path(outcome), state))
 
-    outcome = OUTCOMES.pop(str(state.state_details.flow_run_id), None)
-    if outcome is None:  # the flow did not get as far as its outcome
-        outcome = state.result(raise_on_failure=False)
-    if isinstance(outcome, RegressionError):
-        path = Path(outcome.report_path)
-    elif isinstance(outcome, BaseException):
+
+def report_path(outcome: Any) -> Path:
+    """The report a flow run's outcome names (a run that failed before writing one raises)."""
+    from flows.sample_bench import FailedBench
+
+    if isinstance(outcome, FailedBench):
+        return Path(outcome.report_path)
+    if isinstance(outcome, BaseException):
         raise outcome
-    else:
-        path = Path(outcome["report_path"])
-    return options, path, state
+    return Path(outcome["report_path"])
 
 
-def run_flow(options: BenchOptions, cwd: Path, prepared: Prepared, *, show_progress: bool) -> Any:
+def run_flow(
+    options: BenchOptions, cwd: Path, prepared: Prepared, *, show_progress: bool, finish: Finish
+) -> Any:
     """The flow run's final state, once Prefect is there to run it."""
     prefect_ready = prepare_prefect()
     from flows.engine.prefetch import FLOW_ENGINE, import_all
@@ -77,6 +86,9 @@ def run_flow(options: BenchOptions, cwd: Path, prepared: Prepared, *, show_progr
 
     # A server still starting (a first run) leaves this core idle: what the flow imports later, now.
     prefect_ready(meanwhile=lambda: import_all(FLOW_ENGINE + AFTER_CALLS))
+    watch_api(
+        configured_api_url(), lambda outcome: finish(options, report_path(outcome), None), latest_outcome
+    )
     hand_over(options, cwd, prepared)
     names = ",".join(v.name for v in prepared.variants)
     flow = sample_bench.with_options(flow_run_name=f"{options.suite or prepared.samples_path.name} · {names}")
@@ -144,21 +156,27 @@ def cmd_ci(args: argparse.Namespace) -> int:
 
 def run_and_gate(args: argparse.Namespace, *, ci: bool) -> int:
     """Run, print the summary, then gate: ``run`` fails on a regression against the suite's previous
-    run, ``ci`` on the thresholds asked for. The report's modules are imported only now."""
-    options, path, state = execute(args)
-    if path is None:
-        return EXIT_OK
+    run, ``ci`` on the thresholds asked for."""
+    return execute(args, lambda options, path, state: summary_and_gate(options, path, state, ci=ci))
+
+
+def summary_and_gate(options: BenchOptions, path: Path, state: Any, *, ci: bool) -> int:
+    """The summary (with the UI link when the flow run's ``state`` is known), then the gate's exit code.
+    The report's modules are imported only now."""
     from flows.report.console import print_summary
-    from flows.report.gates import gate_failures, regression_failures
+    from flows.report.gates import gate_failures, regression_failures, unmeasured
     from flows.report.schema import load_report
 
     report = load_report(path)
     print_summary(report, path)
-    print_ui_link(state)
+    if state is not None:
+        print_ui_link(state)
     if not ci:
-        for line in (failures := regression_failures(report)):
+        for line in (failures := unmeasured(report)):
+            print(f"skillab: FAIL {line} (the flow run is marked Failed)", file=sys.stderr)
+        for line in (regressions := [] if failures else regression_failures(report)):
             print(f"skillab: REGRESSION {line} (the flow run is marked Failed)", file=sys.stderr)
-        return EXIT_FAIL if failures else EXIT_OK
+        return EXIT_FAIL if failures or regressions else EXIT_OK
     failures = gate_failures(report, threshold=options.threshold, require=options.require)
     for line in failures:
         print(f"skillab ci: FAIL {line}", file=sys.stderr)

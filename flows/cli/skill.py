@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from executors.errors import InputError
+from flows.cli.api_watch import finish_once, watch_api
 from flows.cli.codes import EXIT_FAIL, EXIT_OK
-from flows.cli.prefect_env import prepare_prefect
+from flows.cli.prefect_env import configured_api_url, prepare_prefect
 
 
 def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -83,10 +84,20 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
 def cmd_skill_run(args: argparse.Namespace) -> int:
     config, skill = checked_run_inputs(args)
     prefect_ready = prepare_prefect()
+    from flows.engine.outcomes import latest_outcome, outcome_of
     from flows.skill_bench import InsufficientData, skill_bench
 
     prefect_ready()
 
+    def ending(outcome: Any) -> int:
+        if isinstance(outcome, InsufficientData):
+            print(f"skillab skill: {outcome}", file=sys.stderr)
+            return EXIT_FAIL
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return summarized(config, outcome)
+
+    watch_api(configured_api_url(), ending, latest_outcome)
     flow = skill_bench.with_options(
         flow_run_name=f"skill {skill.name} · {config.runner}:{config.runner_model}"
     )
@@ -99,13 +110,7 @@ def cmd_skill_run(args: argparse.Namespace) -> int:
             return_state=True,
         )
     )
-    outcome = state.result(raise_on_failure=False)
-    if isinstance(outcome, InsufficientData):
-        print(f"skillab skill: {outcome}", file=sys.stderr)
-        return EXIT_FAIL
-    if isinstance(outcome, BaseException):
-        raise outcome
-    return summarized(config, outcome)
+    return finish_once(lambda: ending(outcome_of(state)))
 
 
 def summarized(config: Any, outcome: dict[str, str]) -> int:

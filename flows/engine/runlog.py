@@ -11,9 +11,44 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from executors.errors import ExecutorError
 from flows.engine.progress import LogTarget
 from flows.inputs.plan import estimate_tokens
 from flows.inputs.prepare import Prepared
+
+
+class QuietCallFailures(logging.Filter):
+    """Keeps a call that failed after its retries off the terminal. Prefect logs such a task run twice
+    at ERROR, once with the traceback: some 90 lines a unit, thousands when an endpoint is down. The
+    progress line counts the failures and the summary names the first; the run's log in the UI keeps
+    every line (this filter sits on the console handler only)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.quieted: set[str] = set()  # task runs whose "Finished in state Failed" line comes next
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith("prefect.task_runs"):
+            return True
+        run_id = str(getattr(record, "task_run_id", ""))
+        if record.exc_info and isinstance(record.exc_info[1], ExecutorError):
+            self.quieted.add(run_id)
+            return False
+        if run_id in self.quieted and record.getMessage().startswith("Finished in state"):
+            self.quieted.discard(run_id)
+            return False
+        return True
+
+
+def quiet_call_failures() -> None:
+    """Put ``QuietCallFailures`` on Prefect's console handler, once (a flow calls this as it starts)."""
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, PrefectConsoleHandler) and not any(
+            isinstance(f, QuietCallFailures) for f in handler.filters
+        ):
+            handler.addFilter(QuietCallFailures())
 
 
 def run_logger() -> LogTarget:

@@ -22,6 +22,7 @@ from executors.schema import ErrorKind, RunResult
 from flows.engine.economy import BatchMode, over_budget, run_batched, warm_up
 from flows.engine.gc import lean_gc
 from flows.engine.progress import Progress
+from flows.engine.runlog import quiet_call_failures
 from flows.inputs.prepare import Prepared
 from tasks.cache import ResultCache
 from tasks.calls import EARLY
@@ -168,6 +169,7 @@ class UnitRunner:
     async def run(self, units: list[Unit], policy: CallPolicy) -> dict[str, RunResult]:
         results: dict[str, RunResult] = {}
         call = with_policy(policy)
+        quiet_call_failures()  # the failures are counted and summarized, not printed one by one
         # The head start ends here; the units it sent are in the cache already, yet not hits: their
         # task runs take the answers as their first attempts.
         early = EARLY.close()

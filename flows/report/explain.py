@@ -43,7 +43,8 @@ def explain_lines(report: Report) -> list[str]:
         lines += report.judge_bias.lines
     for v in report.diagnosis.variants if report.diagnosis else []:
         for g in v.groups:
-            lines.append(f"{v.variant} fails on {g.key}: {len(g.cases)} case(s) ({g.share:.0%})")
+            example = f": {g.examples[0][:200]}" if g.kind == "error" and g.examples else ""
+            lines.append(f"{v.variant} fails on {g.key}: {len(g.cases)} case(s) ({g.share:.0%}){example}")
     for s in report.ablation.sections if report.ablation else []:
         lines.append(s.line)
     return lines

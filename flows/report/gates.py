@@ -12,6 +12,38 @@ from tasks.schema import VerdictLabel
 Require = Literal["none", "better", "not-worse"]
 
 
+def unmeasured(report: Report) -> list[str]:
+    """Variants of which nothing was measured: every execution (or, in trigger mode, every session)
+    failed, so no score or rate stands for the artifact. Each line names the first error."""
+    if report.triggers is not None:
+        idle = {
+            s.variant: f"no session counted ({s.errors} errors, {s.not_listed} not listed, of {s.sessions})"
+            for s in report.triggers.summaries
+            if s.sessions and s.counted == 0
+        }
+    else:
+        idle = {
+            v: f"every execution failed ({s.error_count}/{s.executions})"
+            for v, s in report.summary.items()
+            if s.error_count and s.success_count == 0
+        }
+    lines = []
+    for variant, what in idle.items():
+        cause = first_error(report, variant)
+        lines.append(f"{variant}: {what}, nothing was measured" + (f": {cause}" if cause else ""))
+    return lines
+
+
+def first_error(report: Report, variant: str) -> str | None:
+    """The first line of the first error a variant's runs recorded."""
+    for case in [*report.results, *(report.negative_controls or [])]:
+        entry = case.variants.get(variant)
+        for run in [entry, *(entry.runs or [])] if entry else []:
+            if run.error:
+                return run.error.splitlines()[0][:300]
+    return None
+
+
 def regression_failures(report: Report | None) -> list[str]:
     regression = report.regression if report else None
     if regression is None:
@@ -32,11 +64,12 @@ def gate_failures(
 ) -> list[str]:
     """Why the report fails the gate (empty when it passes). ``variants``: which the threshold
     applies to (default: all)."""
-    failures = []
+    failures = unmeasured(report)
     chosen = set(report.summary) if variants is None else set(variants)
     for name, s in report.summary.items():
         score = s.avg_composite_score
-        if threshold is not None and name in chosen and (score is None or score < threshold):
+        measured = s.success_count > 0  # else unmeasured() said why: the threshold would only add noise
+        if threshold is not None and name in chosen and measured and (score is None or score < threshold):
             shown = "none" if score is None else f"{score:.2f}"
             failures.append(f"{name}: {score_name} {shown} < threshold {threshold:g}")
     for comp in report.comparisons:

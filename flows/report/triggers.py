@@ -17,6 +17,7 @@ from flows.report.build import (
     timestamp,
     variant_entry,
 )
+from flows.report.gates import unmeasured
 from flows.report.schema import Report
 from graders.triggers import SessionTriggers, TriggerStatus
 from tasks.files import atomic_write_text
@@ -155,7 +156,7 @@ def build_trigger_report(
 
 def gate_failures(report: Report, min_recall: float | None, max_false_fire: float | None) -> list[str]:
     """Every variant's every skill against the CI gates (a missing figure fails: nothing was measured)."""
-    failures = []
+    failures = unmeasured(report)
     for summary in report.triggers.summaries if report.triggers else []:
         for stats in summary.per_skill:
             where = f"{summary.variant}: {stats.skill}"

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from flows.cli.main import main
 from tests.fakes.provider import FakeProvider, Fault
-from tests.flows.helpers import answer, make_project, run_bench, use_provider
+from tests.flows.helpers import answer, make_project, run_bench, subprocess_env, use_provider
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -152,3 +155,31 @@ def test_dry_run_calls_nothing(
     assert code == 0 and report is None and server.count() == 0
     out = capsys.readouterr().out
     assert "4 samples x 2 variants (v1, v2) x 2 run(s) = 16 model calls" in out and "estimated cost" in out
+
+
+def test_a_run_that_measured_nothing_fails_in_one_line_per_variant(tmp_path: Path) -> None:
+    """Every call refused (nothing listens on the port): no traceback per call on the terminal, one
+    line per variant naming the endpoint, exit 1; the report is on disk."""
+    project = make_project(tmp_path / "p", n=3)
+    with socket.socket() as s:  # a port nothing listens on once it is closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = ["run", "--executor", "openai", "--model", "m", "--base-url", f"http://127.0.0.1:{port}/v1"]
+    args += ["--no-judge", "--retries", "0", "--no-cache", "--output-dir", str(tmp_path / "out")]
+    done = subprocess.run(
+        [sys.executable, "-m", "flows.bench", *args],
+        cwd=project,
+        env=subprocess_env() | {"OPENAI_API_KEY": "sk-test"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and "ConnectError" in done.stderr
+    cause = f"connection error (http://127.0.0.1:{port}/v1/chat/completions): ConnectError"
+    failed = [line for line in done.stderr.splitlines() if line.startswith("skillab: FAIL")]
+    assert len(failed) == 2 and all(
+        f"every execution failed (3/3), nothing was measured: {cause}" in line for line in failed
+    )
+    assert cause in done.stdout  # the summary's failure diagnosis names it too
+    assert len(list((tmp_path / "out").glob("*.json"))) == 1

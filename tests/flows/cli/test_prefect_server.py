@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -436,3 +437,45 @@ def test_a_suspended_server_is_stopped_by_sigterm(homes: Path, tmp_path: Path) -
     finally:
         frozen.kill()
         frozen.wait()
+
+
+def flow_runs(api_url: str) -> int:
+    request = urllib.request.Request(f"{api_url}/flow_runs/count", data=b"{}", method="POST")
+    request.add_header("content-type", "application/json")
+    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=5) as response:
+        return int(json.loads(response.read()))
+
+
+def test_a_run_whose_server_is_stopped_midway_still_ends_with_its_report(homes: Path, tmp_path: Path) -> None:
+    """`server stop` while a run is under way: Prefect alone would retry each API call for a minute
+    and, at exit, try to deliver every queued event for ever (hours, seen here). The run ends with its
+    summary, its report and its usual exit code, and one line on what the Prefect UI lacks."""
+    project = make_project(tmp_path / "p", n=8)
+    record = ensure_server()  # as `init` leaves it
+    wait_healthy(record)
+    with FakeProvider(answer, delay=0.2) as server:
+        env = persistent_env(homes) | {"OPENAI_BASE_URL": f"{server.url}/v1", "OPENAI_API_KEY": "sk-test"}
+        argv = ["run", "--executor", "openai", "--no-judge", "--quiet", "--repeat", "8", "--concurrency", "2"]
+        argv += ["--output-dir", str(tmp_path / "out")]
+        run = subprocess.Popen(
+            [sys.executable, "-m", "flows.bench", *argv],
+            cwd=project,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            # Mid-run: the flow has taken over from the head start and its task runs are calling.
+            while (len(server.calls) < 40 or not flow_runs(record.api_url)) and run.poll() is None:
+                time.sleep(0.1)
+            stopped = stop_server()
+            out, err = run.communicate(timeout=600)  # before the fix: still waiting an hour later
+        finally:
+            run.kill()
+            stop_server()
+    assert stopped is not None and len(server.calls) == 8 * 2 * 8  # every call made, none twice
+    assert run.returncode == 0, err
+    assert err.count("stopped answering (was its server stopped?)") == 1 and "Traceback" not in err
+    (report,) = (tmp_path / "out").glob("*.json")
+    assert f"report: {report}" in out and "v2 vs v1" in out

@@ -6,7 +6,7 @@ import datetime as dt
 from pathlib import Path
 
 from executors.registry import get_executor
-from executors.schema import RunResult
+from executors.schema import ErrorKind, RunResult
 from flows.inputs.options import BenchOptions
 from flows.inputs.plan import Target
 from flows.inputs.prepare import Prepared
@@ -50,13 +50,23 @@ def make_report(
     blind: bool = False,
     started: dt.datetime = STARTED,
     prompts: dict[int, str] | None = None,
+    errors: dict[str, dict[int, str]] | None = None,
 ) -> Report:
-    """A sample-mode report: ``scores`` gives each variant's score per case (cases s0, s1, ...)."""
+    """A sample-mode report: ``scores`` gives each variant's score per case (cases s0, s1, ...);
+    ``errors``: variant -> case index -> the error its run failed with instead."""
     names = list(scores)
     n = len(next(iter(scores.values())))
     samples = [Sample(sample_id=f"s{i}", prompt=(prompts or {}).get(i, f"question {i}")) for i in range(n)]
     prep = prepared(tmp, samples, names, suite=suite, blind=blind)
-    records = [record(f"s{i}", v, s) for v, values in scores.items() for i, s in enumerate(values)]
+    records = [
+        record(f"s{i}", v, s)
+        if (error := (errors or {}).get(v, {}).get(i)) is None
+        else record(f"s{i}", v, s).model_copy(
+            update={"result": RunResult(ok=False, error=error, error_kind=ErrorKind.PERMANENT), "grade": None}
+        )
+        for v, values in scores.items()
+        for i, s in enumerate(values)
+    ]
     report_id = new_report_id(started, names)
     labels = blind_labels(names, 0, report_id) if blind else {x: x for x in names}
     relabelled = relabel(records, labels)

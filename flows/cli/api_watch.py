@@ -1,0 +1,117 @@
+"""A command whose Prefect API goes away mid-run (its server stopped or killed) still ends, and soon.
+
+Without this, Prefect's client retries each call for about a minute (artifacts, the flow run's final
+state), and at exit it tries to deliver every queued event for ever, 7 s an event: hours for a run of
+a few hundred units (seen here after `server stop` during a run). The run's own work does not need
+the API: task runs go on, and the report and the cache are written. So a daemon thread watches the
+API; once it refuses connections, the command ends as soon as its outcome is known: the summary and
+the gate as usual, one line saying what the Prefect UI will lack, then the exit, with the code the
+command would have had. Nothing here imports Prefect."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+from flows.cli.codes import EXIT_FAIL
+
+POLL_S = 2.0
+#: Refused connections in a row before the API counts as gone (a busy server is slow, not refused).
+MISSES = 3
+
+
+class ApiWatch:
+    """``finish(outcome)`` prints what the command prints after its flow and returns the exit code;
+    ``outcome()`` is the flow run's outcome once the flow has one (None until then)."""
+
+    def __init__(self, api_url: str, finish: Callable[[Any], int], outcome: Callable[[], Any]) -> None:
+        self.api_url, self.finish, self.outcome = api_url, finish, outcome
+        self.lock = threading.Lock()  # the command ends once: here or in the main thread
+        self.code: int | None = None
+
+    def run(self) -> None:
+        misses = 0
+        while refused(self.api_url):  # not yet up (a configured server may start late): not lost either
+            time.sleep(POLL_S)
+        while misses < MISSES:
+            time.sleep(POLL_S)
+            misses = misses + 1 if refused(self.api_url) else 0
+        print(
+            f"skillab: the Prefect API at {self.api_url} stopped answering (was its server stopped?): "
+            "the run goes on and ends without it; its state and artifacts in the Prefect UI stay incomplete",
+            file=sys.stderr,
+            flush=True,
+        )
+        quiet_prefect()
+        while (code := self.settled()) is None:
+            time.sleep(0.5)
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os._exit(code)  # Prefect's threads would wait on the API for ever: the work is on disk
+
+    def settled(self) -> int | None:
+        with self.lock:
+            if self.code is None and (outcome := self.outcome()) is not None:
+                try:
+                    self.code = self.finish(outcome)
+                except Exception as exc:  # a run that failed: said in one line, as the main thread would not
+                    print(f"skillab: the run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+                    self.code = EXIT_FAIL
+            return self.code
+
+
+def quiet_prefect() -> None:
+    """Prefect's complaints about the API, one per queued event and log batch, say nothing new now."""
+    for name in [n for n in logging.root.manager.loggerDict if n.split(".")[0] == "prefect"]:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    logging.raiseExceptions = False  # the API log handler prints each failed batch to stderr otherwise
+
+
+_WATCH: list[ApiWatch] = []
+
+
+def watch_api(api_url: str | None, finish: Callable[[Any], int], outcome: Callable[[], Any]) -> None:
+    """Watch ``api_url`` (None: Prefect's temporary server, inside this process: nothing to watch)."""
+    if api_url:
+        _WATCH[:] = [ApiWatch(api_url.rstrip("/"), finish, outcome)]
+        threading.Thread(target=_WATCH[0].run, name="skillab-api-watch", daemon=True).start()
+
+
+def finish_once(finish: Callable[[], int]) -> int:
+    """The command's ending, run once: here, unless the watch ended the command already."""
+    if not _WATCH:
+        return finish()
+    with _WATCH[0].lock:
+        if _WATCH[0].code is None:
+            _WATCH[0].code = finish()
+        return _WATCH[0].code
+
+
+def exiting(code: int) -> None:
+    """The command is exiting with ``code``: if the API is gone, the watch exits with it, without
+    waiting for Prefect's threads."""
+    if _WATCH:
+        with _WATCH[0].lock:
+            if _WATCH[0].code is None:
+                _WATCH[0].code = code
+
+
+def refused(api_url: str, timeout: float = 2.0) -> bool:
+    """Nothing accepts connections at the API's address (a slow or erroring server is not refused)."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(f"{api_url}/health", timeout=timeout):
+            return False
+    except urllib.error.HTTPError:
+        return False
+    except urllib.error.URLError as exc:
+        return isinstance(exc.reason, ConnectionRefusedError | ConnectionResetError)
+    except OSError as exc:
+        return isinstance(exc, ConnectionRefusedError | ConnectionResetError)

@@ -1,0 +1,29 @@
+"""The terminal stays readable when calls fail: a failed call's two ERROR lines (one with its
+traceback) are kept off the console; anything else, a bug's traceback above all, still shows."""
+
+from __future__ import annotations
+
+import logging
+
+from executors.errors import PermanentError, TransientError
+from flows.engine.runlog import QuietCallFailures
+
+
+def record(name: str, message: str, exc: BaseException | None = None, **extra: str) -> logging.LogRecord:
+    info = (type(exc), exc, None) if exc is not None else None
+    r = logging.LogRecord(name, logging.ERROR, __file__, 1, message, None, info)
+    r.__dict__.update(extra)
+    return r
+
+
+def test_a_failed_call_is_quiet_on_the_console_and_a_bug_is_not() -> None:
+    quiet = QuietCallFailures()
+    failed = "Task run failed with exception"
+    finished = "Finished in state Failed('Task run encountered an exception')"
+    for exc in (TransientError("connection error"), PermanentError("HTTP 401")):
+        assert not quiet.filter(record("prefect.task_runs", failed, exc, task_run_id="t1"))
+        assert not quiet.filter(record("prefect.task_runs", finished, task_run_id="t1"))
+    assert quiet.filter(record("prefect.task_runs", finished, task_run_id="t1"))  # once per failure
+    assert quiet.filter(record("prefect.task_runs", failed, KeyError("bug"), task_run_id="t2"))
+    assert quiet.filter(record("prefect.task_runs", finished, task_run_id="t2"))
+    assert quiet.filter(record("prefect.flow_runs", failed, TransientError("x"), flow_run_id="f1"))
