@@ -9,7 +9,7 @@ import sys
 import threading
 from typing import NoReturn
 
-from flows.cli.api_watch import exiting
+from flows.cli.api_watch import ARMED, exiting
 from flows.cli.main import main as run_command
 from flows.engine.gc import lean_command
 
@@ -17,6 +17,7 @@ from flows.engine.gc import lean_command
 def main(argv: list[str] | None = None) -> NoReturn:
     """The command, then a quick exit (also the `skillab` console script)."""
     lean_command()
+    ARMED.append(True)  # this process ends with the command: the API watch may end it early
     exit_now(run_command(argv))
 
 

@@ -75,11 +75,14 @@ def quiet_prefect() -> None:
 
 
 _WATCH: list[ApiWatch] = []
+#: Set by the command-line entry (flows/bench.py) only: the watch may end the process, which a caller
+#: of ``flows.cli.main.main`` in its own process (a test, a script) must never see.
+ARMED: list[bool] = []
 
 
 def watch_api(api_url: str | None, finish: Callable[[Any], int], outcome: Callable[[], Any]) -> None:
     """Watch ``api_url`` (None: Prefect's temporary server, inside this process: nothing to watch)."""
-    if api_url:
+    if api_url and ARMED:
         _WATCH[:] = [ApiWatch(api_url.rstrip("/"), finish, outcome)]
         threading.Thread(target=_WATCH[0].run, name="skillab-api-watch", daemon=True).start()
 
