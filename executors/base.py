@@ -119,6 +119,11 @@ class Executor(ABC):
         pass
 
 
+def shown(url: str) -> str:
+    """An endpoint as messages show it: without its query, which could carry a credential."""
+    return str(httpx.URL(url).copy_with(query=None))
+
+
 class HttpExecutor(Executor):
     """Shared httpx client (one per event loop) and the one mapping of HTTP failures to the error tree."""
 
@@ -182,11 +187,13 @@ class HttpExecutor(Executor):
                 f"timeout after {self.settings.timeout_s:g}s ({type(exc).__name__})", timeout=True
             ) from exc
         except httpx.TransportError as exc:
-            where = httpx.URL(url).copy_with(query=None)  # no query: it could carry a credential
-            raise TransientError(f"connection error ({where}): {type(exc).__name__}: {exc}") from exc
+            raise TransientError(f"connection error ({shown(url)}): {type(exc).__name__}: {exc}") from exc
         if response.status_code >= 400:
             raise error_for_status(
-                response.status_code, _error_message(response), response.headers.get("retry-after")
+                response.status_code,
+                _error_message(response),
+                response.headers.get("retry-after"),
+                shown(url),
             )
         return response
 

@@ -59,13 +59,16 @@ def is_transient_status(status: int) -> bool:
     return status in TRANSIENT_STATUSES or status >= 500
 
 
-def error_for_status(status: int, message: str, retry_after: str | None = None) -> ExecutorError:
-    """Classify an HTTP error status the same way for every provider."""
+def error_for_status(
+    status: int, message: str, retry_after: str | None = None, where: str | None = None
+) -> ExecutorError:
+    """Classify an HTTP error status the same way for every provider. ``where``: the endpoint, named
+    in a permanent error (a wrong path, key or model: the user needs to know which endpoint said so)."""
     if is_transient_status(status):
         return TransientError(
             f"HTTP {status}: {message}", status=status, retry_after=parse_retry_after(retry_after)
         )
-    return PermanentError(f"HTTP {status}: {message}", status=status)
+    return PermanentError(f"HTTP {status}: {message}" + (f" ({where})" if where else ""), status=status)
 
 
 def parse_retry_after(value: str | None) -> float | None:

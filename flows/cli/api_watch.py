@@ -25,6 +25,9 @@ from flows.cli.codes import EXIT_FAIL
 POLL_S = 2.0
 #: Refused connections in a row before the API counts as gone (a busy server is slow, not refused).
 MISSES = 3
+#: Polls in a row without any answer (each waits 2 s) before a server that still accepts connections
+#: but never answers (suspended, wedged) counts as gone: about two minutes.
+SILENT = 30
 
 
 class ApiWatch:
@@ -37,12 +40,14 @@ class ApiWatch:
         self.code: int | None = None
 
     def run(self) -> None:
-        misses = 0
-        while refused(self.api_url):  # not yet up (a configured server may start late): not lost either
+        while probe(self.api_url) == "refused":  # not yet up (a configured server may start late)
             time.sleep(POLL_S)
-        while misses < MISSES:
+        refusals = silences = 0
+        while refusals < MISSES and silences < SILENT:
             time.sleep(POLL_S)
-            misses = misses + 1 if refused(self.api_url) else 0
+            answer = probe(self.api_url)
+            refusals = refusals + 1 if answer == "refused" else 0
+            silences = silences + 1 if answer == "silent" else 0
         print(
             f"skillab: the Prefect API at {self.api_url} stopped answering (was its server stopped?): "
             "the run goes on and ends without it; its state and artifacts in the Prefect UI stay incomplete",
@@ -68,9 +73,12 @@ class ApiWatch:
 
 
 def quiet_prefect() -> None:
-    """Prefect's complaints about the API, one per queued event and log batch, say nothing new now."""
-    for name in [n for n in logging.root.manager.loggerDict if n.split(".")[0] == "prefect"]:
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    """Prefect's complaints about the API, one per queued event and log batch, say nothing new now.
+    Handlers, not loggers: Prefect's internal loggers ignore their level (``SafeLogger``)."""
+    names = [n for n in logging.root.manager.loggerDict if n.split(".")[0] == "prefect"]
+    for logger in [logging.getLogger(), *map(logging.getLogger, names)]:
+        for handler in logger.handlers:
+            handler.setLevel(logging.CRITICAL)
     logging.raiseExceptions = False  # the API log handler prints each failed batch to stderr otherwise
 
 
@@ -106,15 +114,16 @@ def exiting(code: int) -> None:
                 _WATCH[0].code = code
 
 
-def refused(api_url: str, timeout: float = 2.0) -> bool:
-    """Nothing accepts connections at the API's address (a slow or erroring server is not refused)."""
+def probe(api_url: str, timeout: float = 2.0) -> str:
+    """ "answered" (any HTTP answer), "refused" (nothing accepts connections there) or "silent"."""
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(f"{api_url}/health", timeout=timeout):
-            return False
+            return "answered"
     except urllib.error.HTTPError:
-        return False
+        return "answered"
     except urllib.error.URLError as exc:
-        return isinstance(exc.reason, ConnectionRefusedError | ConnectionResetError)
+        gone = isinstance(exc.reason, ConnectionRefusedError | ConnectionResetError)
     except OSError as exc:
-        return isinstance(exc, ConnectionRefusedError | ConnectionResetError)
+        gone = isinstance(exc, ConnectionRefusedError | ConnectionResetError)
+    return "refused" if gone else "silent"

@@ -172,10 +172,11 @@ def summary_and_gate(options: BenchOptions, path: Path, state: Any, *, ci: bool)
     if state is not None:
         print_ui_link(state)
     if not ci:
+        marked = " (the flow run is marked Failed)" if state is not None else ""  # else the API was lost
         for line in (failures := unmeasured(report)):
-            print(f"skillab: FAIL {line} (the flow run is marked Failed)", file=sys.stderr)
+            print(f"skillab: FAIL {line}{marked}", file=sys.stderr)
         for line in (regressions := [] if failures else regression_failures(report)):
-            print(f"skillab: REGRESSION {line} (the flow run is marked Failed)", file=sys.stderr)
+            print(f"skillab: REGRESSION {line}{marked}", file=sys.stderr)
         return EXIT_FAIL if failures or regressions else EXIT_OK
     failures = gate_failures(report, threshold=options.threshold, require=options.require)
     for line in failures:

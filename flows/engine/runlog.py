@@ -16,6 +16,9 @@ from flows.engine.progress import LogTarget
 from flows.inputs.plan import estimate_tokens
 from flows.inputs.prepare import Prepared
 
+#: The classes of the errors a failed call ends with, as a failed state's message names them.
+CALL_ERRORS = (ExecutorError.__name__, *(cls.__name__ for cls in ExecutorError.__subclasses__()))
+
 
 class QuietCallFailures(logging.Filter):
     """Keeps a call that failed after its retries off the terminal. Prefect logs such a task run twice
@@ -34,10 +37,14 @@ class QuietCallFailures(logging.Filter):
         if record.exc_info and isinstance(record.exc_info[1], ExecutorError):
             self.quieted.add(run_id)
             return False
-        if run_id in self.quieted and record.getMessage().startswith("Finished in state"):
+        message = record.getMessage()
+        if not message.startswith("Finished in state"):
+            return True
+        if run_id in self.quieted:
             self.quieted.discard(run_id)
             return False
-        return True
+        # A call not retried (a permanent error) gets only this line, naming the exception's class.
+        return not any(f"exception {name}:" in message for name in CALL_ERRORS)
 
 
 def quiet_call_failures() -> None:

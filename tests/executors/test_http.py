@@ -82,8 +82,9 @@ async def test_4xx_is_permanent_with_server_message(name: str, provider: FakePro
     provider.faults = [
         Fault(status=400, body=json.dumps({"error": {"message": "model 'nope' does not exist"}}))
     ]
-    with pytest.raises(PermanentError, match="model 'nope' does not exist"):
+    with pytest.raises(PermanentError, match="model 'nope' does not exist") as raised:
         await make(name, provider).run(request(name))
+    assert f"({provider.url}/" in str(raised.value)  # which endpoint refused: a wrong path, key or model
 
 
 @pytest.mark.parametrize("name", PROVIDERS)

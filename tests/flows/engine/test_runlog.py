@@ -27,3 +27,9 @@ def test_a_failed_call_is_quiet_on_the_console_and_a_bug_is_not() -> None:
     assert quiet.filter(record("prefect.task_runs", failed, KeyError("bug"), task_run_id="t2"))
     assert quiet.filter(record("prefect.task_runs", finished, task_run_id="t2"))
     assert quiet.filter(record("prefect.flow_runs", failed, TransientError("x"), flow_run_id="f1"))
+    # A permanent error is not retried: Prefect logs only the final line, which names its class.
+    permanent = "Finished in state Failed('Task run encountered an exception PermanentError: HTTP 404')"
+    assert not quiet.filter(record("prefect.task_runs", permanent, task_run_id="t3"))
+    assert quiet.filter(
+        record("prefect.task_runs", "Finished in state Failed('... KeyError: x')", task_run_id="t4")
+    )
