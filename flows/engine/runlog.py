@@ -48,7 +48,7 @@ class QuietCallFailures(logging.Filter):
 
 
 def quiet_call_failures() -> None:
-    """Put ``QuietCallFailures`` on Prefect's console handler, once (a flow calls this as it starts)."""
+    """Put ``QuietCallFailures`` on Prefect's console handler, once (the unit runner, before its fan-out)."""
     from prefect.logging.handlers import PrefectConsoleHandler
 
     for handler in logging.getLogger().handlers:
