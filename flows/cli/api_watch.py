@@ -15,10 +15,8 @@ import os
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 from flows.cli.codes import EXIT_FAIL
 
@@ -40,6 +38,8 @@ class ApiWatch:
         self.code: int | None = None
 
     def run(self) -> None:
+        from flows.cli.prefect_env import probe  # here: every command imports this module at start-up
+
         while probe(self.api_url) == "refused":  # not yet up (a configured server may start late)
             time.sleep(POLL_S)
         refusals = silences = 0
@@ -82,26 +82,37 @@ def quiet_prefect() -> None:
     logging.raiseExceptions = False  # the API log handler prints each failed batch to stderr otherwise
 
 
+#: A command's ending: (its flow run's outcome, the run's final state, or None when the watch ends the
+#: command after the API was lost) -> the exit code; it prints the summary and the gate.
+Ending: TypeAlias = Callable[[Any, Any], int]
+
 _WATCH: list[ApiWatch] = []
 #: Set by the command-line entry (flows/bench.py) only: the watch may end the process, which a caller
 #: of ``flows.cli.main.main`` in its own process (a test, a script) must never see.
 ARMED: list[bool] = []
 
 
-def watch_api(api_url: str | None, finish: Callable[[Any], int], outcome: Callable[[], Any]) -> None:
-    """Watch ``api_url`` (None: Prefect's temporary server, inside this process: nothing to watch)."""
+def watch_api(ending: Ending) -> None:
+    """Watch the API the command's flow will use (none: Prefect's temporary server, in this process)."""
+    from flows.cli.prefect_env import configured_api_url
+    from flows.engine.outcomes import latest_outcome
+
+    api_url = configured_api_url()
     if api_url and ARMED:
-        _WATCH[:] = [ApiWatch(api_url.rstrip("/"), finish, outcome)]
+        _WATCH[:] = [ApiWatch(api_url.rstrip("/"), lambda outcome: ending(outcome, None), latest_outcome)]
         threading.Thread(target=_WATCH[0].run, name="skillab-api-watch", daemon=True).start()
 
 
-def finish_once(finish: Callable[[], int]) -> int:
-    """The command's ending, run once: here, unless the watch ended the command already."""
+def finish_once(state: Any, ending: Ending) -> int:
+    """The command's ending for its flow run's final ``state``, run once: here, unless the watch ended
+    the command already."""
+    from flows.engine.outcomes import outcome_of
+
     if not _WATCH:
-        return finish()
+        return ending(outcome_of(state), state)
     with _WATCH[0].lock:
         if _WATCH[0].code is None:
-            _WATCH[0].code = finish()
+            _WATCH[0].code = ending(outcome_of(state), state)
         return _WATCH[0].code
 
 
@@ -112,18 +123,3 @@ def exiting(code: int) -> None:
         with _WATCH[0].lock:
             if _WATCH[0].code is None:
                 _WATCH[0].code = code
-
-
-def probe(api_url: str, timeout: float = 2.0) -> str:
-    """ "answered" (any HTTP answer), "refused" (nothing accepts connections there) or "silent"."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        with opener.open(f"{api_url}/health", timeout=timeout):
-            return "answered"
-    except urllib.error.HTTPError:
-        return "answered"
-    except urllib.error.URLError as exc:
-        gone = isinstance(exc.reason, ConnectionRefusedError | ConnectionResetError)
-    except OSError as exc:
-        gone = isinstance(exc, ConnectionRefusedError | ConnectionResetError)
-    return "refused" if gone else "silent"

@@ -23,11 +23,12 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from executors.errors import InputError
 from flows.cli.prefect_server import copy_database
@@ -213,14 +214,34 @@ def default_address() -> tuple[str, int]:
     return host, port
 
 
+def health(api_url: str, timeout: float) -> Any:
+    """The response to the API's health check (no proxy: the server is local); raises as urllib does."""
+    return urllib.request.build_opener(urllib.request.ProxyHandler({})).open(
+        f"{api_url}/health", timeout=timeout
+    )
+
+
 def healthy(api_url: str, timeout: float = 1.0) -> bool:
-    """A Prefect API answers its health check at ``api_url`` (no proxy: the server is local)."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    """A Prefect API answers its health check at ``api_url``."""
     try:
-        with opener.open(f"{api_url}/health", timeout=timeout) as response:
+        with health(api_url, timeout) as response:
             return bool(response.status == 200 and json.loads(response.read() or b"null") is True)
     except (OSError, ValueError):
         return False
+
+
+def probe(api_url: str, timeout: float = 2.0) -> str:
+    """ "answered" (any HTTP answer), "refused" (nothing accepts connections there) or "silent"."""
+    try:
+        with health(api_url, timeout):
+            return "answered"
+    except urllib.error.HTTPError:
+        return "answered"
+    except urllib.error.URLError as exc:
+        gone = isinstance(exc.reason, ConnectionRefusedError | ConnectionResetError)
+    except OSError as exc:
+        gone = isinstance(exc, ConnectionRefusedError | ConnectionResetError)
+    return "refused" if gone else "silent"
 
 
 def read_record() -> ServerRecord | None:

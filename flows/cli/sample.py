@@ -7,24 +7,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any
 
 from pydantic import ValidationError
 
 from executors.errors import InputError
-from flows.cli.api_watch import finish_once, watch_api
+from flows.cli.api_watch import Ending, finish_once, watch_api
 from flows.cli.codes import EXIT_FAIL, EXIT_OK, sigterm_raises
-from flows.cli.prefect_env import configured_api_url, launch_server, prepare_prefect
-from flows.engine.outcomes import latest_outcome, outcome_of
+from flows.cli.prefect_env import launch_server, prepare_prefect
 from flows.inputs.files import validation_lines
 from flows.inputs.options import BenchOptions
 from flows.inputs.prepare import Prepared, hand_over, prepare
-
-#: What a command prints after its flow run, from the report: (options, report path, the flow run's
-#: final state or None when Prefect's API was lost) -> the exit code.
-Finish: TypeAlias = Callable[[BenchOptions, Path, Any], int]
 
 
 def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
@@ -46,8 +40,9 @@ def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
         raise InputError(validation_lines(exc, flag)) from None
 
 
-def execute(args: argparse.Namespace, finish: Finish) -> int:
-    """Validate, then print the plan or run the flow and ``finish`` with its report."""
+def execute(args: argparse.Namespace, *, ci: bool) -> int:
+    """Validate, then print the plan, or run the flow, print the summary, then gate: ``run`` fails on a
+    regression against the suite's previous run (or nothing measured), ``ci`` on the thresholds asked for."""
     from flows.engine.headstart import head_start
 
     cwd = Path.cwd()
@@ -58,11 +53,14 @@ def execute(args: argparse.Namespace, finish: Finish) -> int:
     if options.dry_run:
         print_plan(prepared)
         return EXIT_OK
+
+    def ending(outcome: Any, state: Any) -> int:
+        return summary_and_gate(options, report_path(outcome), state, ci=ci)
+
     launch_server()  # a bad setting stops the command before any call; a first run's server starts now
     with sigterm_raises(), head_start(prepared):
-        state = run_flow(options, cwd, prepared, show_progress=not args.quiet, finish=finish)
-    outcome = outcome_of(state)
-    return finish_once(lambda: finish(options, report_path(outcome), state))
+        state = run_flow(options, cwd, prepared, show_progress=not args.quiet, ending=ending)
+    return finish_once(state, ending)
 
 
 def report_path(outcome: Any) -> Path:
@@ -77,7 +75,7 @@ def report_path(outcome: Any) -> Path:
 
 
 def run_flow(
-    options: BenchOptions, cwd: Path, prepared: Prepared, *, show_progress: bool, finish: Finish
+    options: BenchOptions, cwd: Path, prepared: Prepared, *, show_progress: bool, ending: Ending
 ) -> Any:
     """The flow run's final state, once Prefect is there to run it."""
     prefect_ready = prepare_prefect()
@@ -86,9 +84,7 @@ def run_flow(
 
     # A server still starting (a first run) leaves this core idle: what the flow imports later, now.
     prefect_ready(meanwhile=lambda: import_all(FLOW_ENGINE + AFTER_CALLS))
-    watch_api(
-        configured_api_url(), lambda outcome: finish(options, report_path(outcome), None), latest_outcome
-    )
+    watch_api(ending)
     hand_over(options, cwd, prepared)
     names = ",".join(v.name for v in prepared.variants)
     flow = sample_bench.with_options(flow_run_name=f"{options.suite or prepared.samples_path.name} · {names}")
@@ -147,17 +143,11 @@ def print_plan(prepared: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    return run_and_gate(args, ci=False)
+    return execute(args, ci=False)
 
 
 def cmd_ci(args: argparse.Namespace) -> int:
-    return run_and_gate(args, ci=True)
-
-
-def run_and_gate(args: argparse.Namespace, *, ci: bool) -> int:
-    """Run, print the summary, then gate: ``run`` fails on a regression against the suite's previous
-    run, ``ci`` on the thresholds asked for."""
-    return execute(args, lambda options, path, state: summary_and_gate(options, path, state, ci=ci))
+    return execute(args, ci=True)
 
 
 def summary_and_gate(options: BenchOptions, path: Path, state: Any, *, ci: bool) -> int:

@@ -11,7 +11,7 @@ from typing import Any
 from executors.errors import InputError
 from flows.cli.api_watch import finish_once, watch_api
 from flows.cli.codes import EXIT_FAIL, EXIT_OK
-from flows.cli.prefect_env import configured_api_url, prepare_prefect
+from flows.cli.prefect_env import prepare_prefect
 
 
 def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -84,12 +84,11 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
 def cmd_skill_run(args: argparse.Namespace) -> int:
     config, skill = checked_run_inputs(args)
     prefect_ready = prepare_prefect()
-    from flows.engine.outcomes import latest_outcome, outcome_of
     from flows.skill_bench import InsufficientData, skill_bench
 
     prefect_ready()
 
-    def ending(outcome: Any) -> int:
+    def ending(outcome: Any, state: Any) -> int:
         if isinstance(outcome, InsufficientData):
             print(f"skillab skill: {outcome}", file=sys.stderr)
             return EXIT_FAIL
@@ -97,7 +96,7 @@ def cmd_skill_run(args: argparse.Namespace) -> int:
             raise outcome
         return summarized(config, outcome)
 
-    watch_api(configured_api_url(), ending, latest_outcome)
+    watch_api(ending)
     flow = skill_bench.with_options(
         flow_run_name=f"skill {skill.name} · {config.runner}:{config.runner_model}"
     )
@@ -110,7 +109,7 @@ def cmd_skill_run(args: argparse.Namespace) -> int:
             return_state=True,
         )
     )
-    return finish_once(lambda: ending(outcome_of(state)))
+    return finish_once(state, ending)
 
 
 def summarized(config: Any, outcome: dict[str, str]) -> int:

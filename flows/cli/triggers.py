@@ -18,7 +18,7 @@ from executors.registry import usable_executor
 from executors.schema import RunRequest
 from flows.cli.api_watch import finish_once, watch_api
 from flows.cli.codes import EXIT_FAIL, EXIT_OK
-from flows.cli.prefect_env import configured_api_url, prepare_prefect
+from flows.cli.prefect_env import prepare_prefect
 from flows.engine.task_generation import GenerationError
 from flows.inputs.files import validation_lines
 from flows.inputs.skill_config import find_skill
@@ -86,12 +86,11 @@ def cmd_triggers_run(args: argparse.Namespace) -> int:
         print_trigger_plan(plan)
         return EXIT_OK
     prefect_ready = prepare_prefect()
-    from flows.engine.outcomes import latest_outcome, outcome_of
     from flows.trigger_bench import trigger_bench
 
     prefect_ready()
 
-    def ending(outcome: Any) -> int:
+    def ending(outcome: Any, state: Any) -> int:
         if isinstance(outcome, BaseException):
             raise outcome
         report = load_report(Path(outcome["report_path"]))
@@ -102,12 +101,12 @@ def cmd_triggers_run(args: argparse.Namespace) -> int:
             print(f"skillab triggers: FAIL {line}", file=sys.stderr)
         return EXIT_FAIL if failures else EXIT_OK
 
-    watch_api(configured_api_url(), ending, latest_outcome)
+    watch_api(ending)
     flow = trigger_bench.with_options(
         flow_run_name=f"triggers {', '.join(plan.candidates)} · {options.runner}:{options.runner_model}"
     )
     state: Any = asyncio.run(flow(options, str(cwd), not args.quiet, return_state=True))  # type: ignore[arg-type]
-    return finish_once(lambda: ending(outcome_of(state)))
+    return finish_once(state, ending)
 
 
 def print_trigger_summary(report: Any) -> None:

@@ -21,30 +21,21 @@ CALL_ERRORS = (ExecutorError.__name__, *(cls.__name__ for cls in ExecutorError._
 
 
 class QuietCallFailures(logging.Filter):
-    """Keeps a call that failed after its retries off the terminal. Prefect logs such a task run twice
-    at ERROR, once with the traceback: some 90 lines a unit, thousands when an endpoint is down. The
-    progress line counts the failures and the summary names the first; the run's log in the UI keeps
-    every line (this filter sits on the console handler only)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.quieted: set[str] = set()  # task runs whose "Finished in state Failed" line comes next
+    """Keeps a call that failed after its retries off the terminal. Prefect logs such a task run at
+    ERROR with the traceback (when it was retried), then "Finished in state Failed(...)" naming the
+    exception's class: some 90 lines a unit, thousands when an endpoint is down. The progress line
+    counts the failures and the summary names the first; the run's log in the UI keeps every line
+    (this filter sits on the console handler only)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not record.name.startswith("prefect.task_runs"):
             return True
-        run_id = str(getattr(record, "task_run_id", ""))
         if record.exc_info and isinstance(record.exc_info[1], ExecutorError):
-            self.quieted.add(run_id)
             return False
         message = record.getMessage()
-        if not message.startswith("Finished in state"):
-            return True
-        if run_id in self.quieted:
-            self.quieted.discard(run_id)
-            return False
-        # A call not retried (a permanent error) gets only this line, naming the exception's class.
-        return not any(f"exception {name}:" in message for name in CALL_ERRORS)
+        return not (
+            message.startswith("Finished in state") and any(f"exception {n}:" in message for n in CALL_ERRORS)
+        )
 
 
 def quiet_call_failures() -> None:

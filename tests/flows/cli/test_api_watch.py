@@ -7,7 +7,7 @@ import http.server
 import socket
 import threading
 
-from flows.cli.api_watch import probe
+from flows.cli.prefect_env import probe
 
 
 class NotFound(http.server.BaseHTTPRequestHandler):
