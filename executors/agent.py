@@ -1,7 +1,8 @@
-"""What the three agent CLIs share: finding the binary, an isolated environment (a fresh HOME, and
-the OS sandbox of ``executors.sandbox`` unless the request says ``isolation="none"``), and a
-subprocess that is killed with its whole process group when it hangs, writing its stream to a file
-(so a CLI that floods output cannot fill a pipe or memory)."""
+"""What the agent CLIs share: finding the binary, an isolated environment (a fresh HOME, and the OS
+sandbox of ``executors.sandbox`` unless the request says ``isolation="none"``), the model reached
+only through the forwarder of ``executors.egress`` (the session holds no key), and a subprocess
+that is killed with its whole process group when it hangs or outgrows its disk bound, writing its
+stream to a file (so a CLI that floods output cannot fill a pipe or memory), secrets masked."""
 
 from __future__ import annotations
 
@@ -10,23 +11,37 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import time
 from abc import abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar
 
 from executors.base import Executor
+from executors.contents import copy_tree
+from executors.egress import Provider, Route, forwarder
 from executors.errors import PermanentError, TransientError, is_transient_status
 from executors.plugin import prepared_copy, read_plugin
-from executors.sandbox import AGENT_ENV_PREFIXES, executable_paths, host_env, require, wrap
+from executors.redaction import redact_file
+from executors.sandbox import (
+    EGRESS_PORT,
+    DiskWatch,
+    Isolation,
+    Network,
+    disk_limit,
+    executable_paths,
+    host_env,
+    kill_group,
+    pids_cgroup,
+    require,
+    wrap,
+)
 from executors.schema import AgentRequest, AgentSession, RunRequest, RunResult, SessionStatus, Usage
+from executors.workspace import session_root
 
 CLI_DIR_ENV = "SKILLAB_AGENT_CLI_DIR"
 DEFAULT_CLI_DIR = Path.home() / ".cache" / "skillab" / "agent-clis"
 # Variables of an enclosing Claude Code session that would make a nested `claude -p` refuse to run.
 NESTED = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")
-LOCAL_KEY = "skillab-local"  # sent to a local model server that needs no key
 STREAM_LIMIT = 64 * 1024 * 1024  # a session writing more than this is killed (a flood, not an answer)
 EXIT_GRACE_S = 5.0  # after the CLI exits, how long its leftover children may keep its output open
 
@@ -64,6 +79,11 @@ class AgentExecutor(Executor):
     """Runs one CLI session. Subclasses build the command and parse the stream."""
 
     binary: ClassVar[str]
+    #: Whose endpoint and key the CLI's session uses (the forwarder's route).
+    provider: ClassVar[Provider]
+    #: The CLI's own switches passed from the host (never a credential, endpoint or loader: see
+    #: executors.sandbox.secret_name).
+    env_prefixes: ClassVar[tuple[str, ...]] = ()
     agentic = True
     stream_limit: int = STREAM_LIMIT
 
@@ -76,17 +96,19 @@ class AgentExecutor(Executor):
         return None
 
     def base_env(self, request: AgentRequest) -> dict[str, str]:
-        # Only what the CLI needs: the agent runs with permissions skipped and must not find the
-        # user's other credentials in its environment. (The nested-session markers are CLAUDE_*.)
-        env = {k: v for k, v in host_env(*AGENT_ENV_PREFIXES).items() if k not in NESTED}
+        # Only what the CLI needs: the agent runs with permissions skipped and must find no
+        # credential in its environment, its own provider's key included (the forwarder adds it).
+        env = {k: v for k, v in host_env(*self.env_prefixes).items() if k not in NESTED}
         tmp = Path(request.home) / "tmp"
         tmp.mkdir(parents=True, exist_ok=True)
         env.update(HOME=request.home, TMPDIR=str(tmp), NO_COLOR="1", CI="1")
         return env
 
     @abstractmethod
-    def prepare(self, request: AgentRequest) -> tuple[list[str], dict[str, str]]:
-        """Install the skill (with-skill arm), write config files; return (argv, env)."""
+    def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
+        """Install the skill (with-skill arm), write config files, point the CLI at ``endpoint``
+        (the forwarder, as seen from inside the sandbox) with :data:`PLACEHOLDER_KEY` where it
+        insists on a key; return (argv, env)."""
 
     @abstractmethod
     def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
@@ -101,15 +123,39 @@ class AgentExecutor(Executor):
         isolation = require(request.isolation)
         Path(request.sandbox).mkdir(parents=True, exist_ok=True)
         Path(request.home).mkdir(parents=True, exist_ok=True)
-        argv, env = self.prepare(request)
+        network: Network = "host" if request.allow_network else "model"
+        # Without a network namespace (no bubblewrap, or --allow-network) the forwarder listens on
+        # a loopback port; inside one, on a socket the relay reaches.
+        route = forwarder().route(
+            self.provider, self.settings.base_url, tcp=isolation == "none" or network == "host"
+        )
+        argv, env = self.prepare(request, route.url(EGRESS_PORT))
+        with pids_cgroup(isolation) as group:
+            return await self._run(request, binary, argv, env, isolation, network, route, group)
+
+    async def _run(
+        self,
+        request: AgentRequest,
+        binary: str,
+        argv: list[str],
+        env: dict[str, str],
+        isolation: Isolation,
+        network: Network,
+        route: Route,
+        group: Path | None,
+    ) -> AgentSession:
+        writable = [request.home, *(env[k] for k in ("TMPDIR", "CODEX_HOME") if env.get(k))]
         command = wrap(
             [binary, *argv],
             isolation=isolation,
             workdir=request.sandbox,
             # CODEX_HOME and TMPDIR live in the fresh HOME today; bound anyway should that change.
-            writable=[request.home, *(env[k] for k in ("TMPDIR", "CODEX_HOME") if env.get(k))],
+            writable=writable,
             readable=executable_paths(binary),
             search_path=env.get("PATH"),
+            network=network,
+            egress=route.socket,
+            cgroup=group,
         )
         raw = Path(request.raw_stream)
         raw.parent.mkdir(parents=True, exist_ok=True)
@@ -120,6 +166,7 @@ class AgentExecutor(Executor):
         read_fd, write_fd = os.pipe()
         reader = asyncio.StreamReader()
         flooded = timed_out = held = False
+        watched = [Path(request.sandbox), Path(request.home)]  # TMPDIR and CODEX_HOME are in HOME
         with contextlib.ExitStack() as stack:
             out = stack.enter_context(open(raw, "wb"))
             err = stack.enter_context(open(raw.with_name("stderr.txt"), "wb"))
@@ -140,6 +187,9 @@ class AgentExecutor(Executor):
                 lambda: asyncio.StreamReaderProtocol(reader), pipe
             )
             stack.callback(transport.close)
+            disk = stack.enter_context(
+                DiskWatch(watched, disk_limit(), on_exceeded=lambda: kill_group(proc.pid))
+            )
 
             async def copy() -> None:
                 # Copied through Python so a flood is cut at the limit, not after filling the disk.
@@ -176,13 +226,17 @@ class AgentExecutor(Executor):
                     kill_group(proc.pid)
                 await proc.wait()
         elapsed = (time.perf_counter() - started) * 1000
+        for written in (raw, raw.with_name("stderr.txt")):
+            redact_file(written)
         session = self.parse(read_events(raw), request)
         update: dict[str, Any] = {
             "exit_code": proc.returncode,
             "duration_ms": elapsed,
             "isolation": isolation,
         }
-        if timed_out:
+        if disk.exceeded.is_set():
+            update |= {"ok": False, "status": SessionStatus.ERROR, "error": disk.message}
+        elif timed_out:
             update |= {
                 "ok": False,
                 "status": SessionStatus.TIMEOUT,
@@ -208,9 +262,7 @@ class AgentExecutor(Executor):
     async def run(self, request: RunRequest) -> RunResult:
         """Sample mode through an agent CLI: one prompt in a throw-away sandbox, the artifact as
         system instructions. Failures map onto the error tree like an API's."""
-        import tempfile
-
-        with tempfile.TemporaryDirectory(prefix=f"skillab-{self.name}-") as tmp:
+        with session_root() as tmp:
             session = await self.session(
                 AgentRequest(
                     cli=self.name,
@@ -223,6 +275,7 @@ class AgentExecutor(Executor):
                     timeout_s=self.settings.timeout_s,
                     raw_stream=f"{tmp}/out/raw_stream.jsonl",
                     isolation=self.settings.isolation,
+                    allow_network=self.settings.allow_network,
                 )
             )
         if not session.ok:
@@ -249,11 +302,13 @@ def install_skill(request: AgentRequest, *where: str) -> bool:
     """Copy the skill (and any further ``request.skills``) into the sandbox where the CLI looks for
     skills, each under the name it is listed by; False when the skill under test is not installed."""
     for extra in request.skills:
-        shutil.copytree(extra.path, Path(request.sandbox).joinpath(*where, extra.name), dirs_exist_ok=True)
+        copy_tree(extra.path, Path(request.sandbox).joinpath(*where, extra.name), f"skill {extra.name}")
     if not (request.skill_name and request.skill_dir):
         return False
-    shutil.copytree(
-        request.skill_dir, Path(request.sandbox).joinpath(*where, request.skill_name), dirs_exist_ok=True
+    copy_tree(
+        request.skill_dir,
+        Path(request.sandbox).joinpath(*where, request.skill_name),
+        f"skill {request.skill_name}",
     )
     return True
 
@@ -276,13 +331,8 @@ def install_plugin_skills(request: AgentRequest, *where: str) -> tuple[str, ...]
         return ()
     dirs = read_plugin(Path(request.plugin_dir)).skill_dirs()
     for name, folder in dirs.items():
-        shutil.copytree(folder, Path(request.sandbox).joinpath(*where, name), dirs_exist_ok=True)
+        copy_tree(folder, Path(request.sandbox).joinpath(*where, name), f"plugin skill {name}")
     return tuple(dirs)
-
-
-def kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 def usage_of(meta: dict[str, Any]) -> Usage:

@@ -57,6 +57,7 @@ class ExecutorSettings:
     #: (Anthropic). Off: no marker, and no warm-up call.
     prompt_cache: bool = True
     isolation: Isolation = "bubblewrap"  # agent CLIs in sample mode: the OS sandbox of their sessions
+    allow_network: bool = False  # agent CLIs in sample mode: the host's network, not only the model
 
 
 class Executor(ABC):

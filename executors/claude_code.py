@@ -9,11 +9,13 @@ is always passed: the CLI's default alias resolves to a different model from rel
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
-from executors.agent import LOCAL_KEY, AgentExecutor, install_skill, plugin_copy
+from executors.agent import AgentExecutor, install_skill, plugin_copy
+from executors.case_env import case_env
+from executors.contents import copy_file
+from executors.egress import ANTHROPIC, PLACEHOLDER_KEY
 from executors.plugin import read_plugin
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 
@@ -38,8 +40,10 @@ class ClaudeCodeExecutor(AgentExecutor):
     name = "claude"
     binary = "claude"
     default_model = "sonnet"
+    provider = ANTHROPIC
+    env_prefixes = ("CLAUDE_CODE_", "ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_")
 
-    def prepare(self, request: AgentRequest) -> tuple[list[str], dict[str, str]]:
+    def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
         argv = [
             "-p",
             request.prompt,
@@ -75,18 +79,15 @@ class ClaudeCodeExecutor(AgentExecutor):
             argv += ["--disallowedTools", ",".join(request.disallowed_tools)]
         if request.resume:  # a copy in the session's HOME: resuming appends to the file it reads
             copy = Path(request.home) / "skillab-history" / Path(request.resume).name
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(request.resume, copy)
+            copy_file(request.resume, copy, "history file")
             argv += ["--resume", str(copy)]
-        env = dict(request.env) | self.base_env(request) | QUIET
+        # A case's env holds only what executors.case_env allows (checked at load, and again here).
+        env = case_env(request.env) | self.base_env(request) | QUIET
+        env |= {"ANTHROPIC_BASE_URL": endpoint, "ANTHROPIC_API_KEY": PLACEHOLDER_KEY}
         if self.settings.base_url:
-            env["ANTHROPIC_BASE_URL"] = self.settings.base_url
             # A local server serves the model asked for: subagents (a plugin's agents too) use it
             # rather than a default of the CLI's that the server may not know.
             env["CLAUDE_CODE_SUBAGENT_MODEL"] = request.model
-            env.setdefault(
-                "ANTHROPIC_API_KEY", LOCAL_KEY
-            )  # a local server needs no key, the CLI insists on one
         return argv, env
 
     def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:

@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from executors.agent import LOCAL_KEY, AgentExecutor, install_plugin_skills, install_skill
+from executors.agent import AgentExecutor, install_plugin_skills, install_skill
+from executors.egress import OPENAI, PLACEHOLDER_KEY
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 
 CONFIG = """\
@@ -45,11 +46,13 @@ class CodexExecutor(AgentExecutor):
     name = "codex"
     binary = "codex"
     default_model = "gpt-5.5"
+    provider = OPENAI
+    env_prefixes = ("CODEX_",)
 
-    def prepare(self, request: AgentRequest) -> tuple[list[str], dict[str, str]]:
+    def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
         codex_home = Path(request.home) / ".codex"
         codex_home.mkdir(parents=True, exist_ok=True)
-        provider = PROVIDER.format(base_url=self.settings.base_url) if self.settings.base_url else ""
+        provider = PROVIDER.format(base_url=endpoint)
         (codex_home / "config.toml").write_text(CONFIG.format(provider=provider), encoding="utf-8")
         prompt = request.prompt
         install_plugin_skills(request, ".agents", "skills")
@@ -71,9 +74,7 @@ class CodexExecutor(AgentExecutor):
             "apps",
             prompt,
         ]
-        env = self.base_env(request) | {"CODEX_HOME": str(codex_home)}
-        if self.settings.base_url:
-            env.setdefault("OPENAI_API_KEY", LOCAL_KEY)  # a local server needs no key, the CLI insists on one
+        env = self.base_env(request) | {"CODEX_HOME": str(codex_home), "OPENAI_API_KEY": PLACEHOLDER_KEY}
         return argv, env
 
     def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:

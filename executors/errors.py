@@ -8,6 +8,7 @@ ExecutorError
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from enum import StrEnum
 
@@ -110,3 +111,18 @@ def where(file: object, case: str | None = None, field: str | None = None) -> st
     if field:
         parts.append(field)
     return ": ".join(parts)
+
+
+def env_int(name: str, default: int) -> int:
+    """A positive whole number from the environment variable ``name`` (``default`` when unset);
+    InputError naming the variable otherwise."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InputError(f"${name}: {raw!r} is not a whole number") from None
+    if value <= 0:
+        raise InputError(f"${name}: must be above 0 (got {value})")
+    return value

@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from executors.agent import LOCAL_KEY, AgentExecutor, install_plugin_skills, install_skill
+from executors.agent import AgentExecutor, install_plugin_skills, install_skill
+from executors.egress import GEMINI, PLACEHOLDER_KEY
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 
 EXIT_TURN_LIMIT = 53
@@ -25,8 +26,10 @@ class GeminiCliExecutor(AgentExecutor):
     name = "gemini-cli"
     binary = "gemini"
     default_model = "gemini-2.5-pro"
+    provider = GEMINI
+    env_prefixes = ("GEMINI_CLI_",)
 
-    def prepare(self, request: AgentRequest) -> tuple[list[str], dict[str, str]]:
+    def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
         settings_dir = Path(request.home) / ".gemini"
         settings_dir.mkdir(parents=True, exist_ok=True)
         settings = {
@@ -49,9 +52,7 @@ class GeminiCliExecutor(AgentExecutor):
             "GEMINI_CLI_TRUST_WORKSPACE": "true",
             "GEMINI_CLI_NO_RELAUNCH": "true",
         }
-        if self.settings.base_url:
-            env["GOOGLE_GEMINI_BASE_URL"] = self.settings.base_url
-            env.setdefault("GEMINI_API_KEY", LOCAL_KEY)  # a local server needs no key, the CLI insists on one
+        env |= {"GOOGLE_GEMINI_BASE_URL": endpoint, "GEMINI_API_KEY": PLACEHOLDER_KEY}
         argv = [
             "-p",
             request.prompt,

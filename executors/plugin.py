@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from executors.contents import copy_tree
 from executors.errors import InputError
+from executors.parsing import load_json
 
 MANIFEST = Path(".claude-plugin") / "plugin.json"
 MCP_FILE = ".mcp.json"
@@ -97,9 +99,11 @@ def _manifest(path: Path) -> dict[str, Any]:
             '({"name": "my-plugin"})'
         )
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = load_json(file.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(f"{file}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except ValueError as exc:
+        raise InputError(f"{file}: not valid JSON ({exc})") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{file}: unreadable ({exc})") from None
     if not isinstance(data, dict):
@@ -140,8 +144,8 @@ def _mcp_servers(path: Path, manifest: dict[str, Any]) -> tuple[str, ...]:
         data = source
         if isinstance(source, Path):
             try:
-                data = json.loads(source.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                data = load_json(source.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, ValueError) as exc:
                 raise InputError(f"{source}: not a readable JSON file of MCP servers ({exc})") from None
         if isinstance(data, dict):
             servers = data.get("mcpServers", data)
@@ -207,7 +211,7 @@ def prepared_copy(plugin_dir: str | Path, dest: Path, mcp: bool) -> Path:
     manifest's ``mcpServers`` are left out, so no server of the plugin can start."""
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(plugin_dir, dest, symlinks=False, ignore=shutil.ignore_patterns(".git"))
+    copy_tree(plugin_dir, dest, "plugin")
     if not mcp:
         (dest / MCP_FILE).unlink(missing_ok=True)
         manifest = dest / MANIFEST

@@ -12,7 +12,6 @@ a missing cache price comes from the provider's published ratio to the input pri
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import NamedTuple
 import yaml
 
 from executors.errors import InputError
+from executors.parsing import load_json, load_yaml
 from executors.schema import RunResult, Usage
 
 
@@ -119,7 +119,7 @@ class PriceTable:
         A missing cache price is the input price times ``ratios`` (the executor's provider)."""
         try:
             text = path.read_text(encoding="utf-8")
-            data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+            data = load_json(text) if path.suffix == ".json" else load_yaml(text)
         except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError, RecursionError) as exc:
             raise InputError(f"{path}: not a readable price file: {str(exc).splitlines()[0]}") from None
         if not isinstance(data, dict):

@@ -1,16 +1,20 @@
 """The OS sandbox every agent session and every task check runs in: bubblewrap (``bwrap``).
 
-Inside, the host filesystem is visible read-only, ``/tmp`` is a private tmpfs, the real HOME (and
-``/root``) is covered by an empty tmpfs, and only the session's own folders (its sandbox, its fresh
-HOME) are bound read-write. The process gets its own PID, IPC and UTS namespaces, loses every
-capability (as root, bwrap otherwise leaves the full set, enough to unmount the cover over HOME or
-remount ``/`` read-write), runs in a new session (no terminal to push input into) and dies with its
-parent. The network is shared: the CLIs reach their model server on 127.0.0.1.
+Inside, only what a command needs is visible: the system directories read-only (``/usr``, ``/etc``
+less its secrets, the ``/bin``-style links), the executable and its install, the interpreters on its
+PATH, the folders the caller names, and the session's own folders (its sandbox, its fresh HOME)
+read-write; ``/tmp`` is a private size-limited tmpfs. Anything else on the host (other checkouts,
+``/home``, ``/srv``, ``/opt``, ``/root``, ``.env`` files) does not exist there. The process gets its own
+PID, IPC, UTS and network namespaces, loses every capability (as root, bwrap otherwise leaves the full
+set), runs in a new session (no terminal to push input into), dies with its parent, and is bounded: a
+pids cgroup (where one can be made) and a per-file size limit, with the disk use of its writable
+folders watched by the caller (:class:`DiskWatch`).
 
-Some things the sandboxed command needs live under the hidden places and are bound back read-only:
-the agent CLI's ``node_modules`` (``~/.cache/skillab/agent-clis``), the executable itself, and the
-PATH entries under HOME (for a version manager such as pyenv, whose shims need its whole root, that
-root). Nothing else of HOME is visible.
+The network namespace has only loopback. An agent session reaches its model through
+``executors.egress``: a relay inside the sandbox listens on 127.0.0.1 and hands each connection to a
+Unix socket bound in, where skillab's forwarder adds the key and talks to the model endpoint; no other
+address, on this machine or beyond, answers. ``network="host"`` (``--allow-network``) shares the
+host's network instead, and the report says so.
 
 The caller chooses the isolation: ``"bubblewrap"`` (the default everywhere) or ``"none"`` (only a
 fresh HOME between the agent and this machine, for machines where bwrap cannot run). Asking for
@@ -27,21 +31,32 @@ import pwd
 import shutil
 import signal
 import subprocess
+import sys
 import threading
+import time
+import uuid
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Literal, get_args
 
-from executors.errors import InputError
+from executors.errors import InputError, env_int
 
 Isolation = Literal["bubblewrap", "none"]
 ISOLATIONS: tuple[str, ...] = get_args(Isolation)
+#: What a sandboxed process may reach: nothing (task checks, custom assertions), only its model
+#: endpoint through the forwarder (agent sessions), or the host's network (--allow-network).
+Network = Literal["none", "model", "host"]
 BWRAP_ENV = "SKILLAB_BWRAP"  # the bwrap executable, when not `bwrap` on PATH
 #: The flag that turns the sandbox off, in the words every options model uses for it.
 OS_SANDBOX_HELP = (
-    "run agent sessions and task checks in bubblewrap (read-only host, private /tmp); "
-    "--no-os-sandbox: only a fresh HOME, for machines where bubblewrap cannot run"
+    "run agent sessions and task checks in bubblewrap (only the system folders visible, private "
+    "/tmp, no network but the model endpoint); --no-os-sandbox: only a fresh HOME, for machines "
+    "where bubblewrap cannot run"
+)
+ALLOW_NETWORK_HELP = (
+    "let agent sessions reach the network beyond their model endpoint (the host's network, "
+    "127.0.0.1 included); recorded in the report"
 )
 UNAVAILABLE = (
     "bubblewrap is not available: install the Debian package bubblewrap, or pass --no-os-sandbox to "
@@ -51,6 +66,26 @@ UNAVAILABLE = (
 # Any other PATH entry under HOME is bound alone: ~/.cargo, for one, also holds a registry token.
 TOOL_ROOTS = frozenset(
     {".pyenv", ".rbenv", ".nodenv", ".goenv", ".jenv", ".nvm", ".volta", ".asdf", ".bun", ".deno", ".rustup"}
+)
+#: The host's system folders, read-only in every sandbox (links such as /bin -> usr/bin kept as links).
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+#: What of /etc holds secrets rather than configuration: covered by an empty file or folder.
+ETC_SECRETS = (
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh",
+    "/etc/ssl/private",
+    "/etc/apt/auth.conf",
+    "/etc/apt/auth.conf.d",
+    "/etc/docker",
+    "/etc/credstore",
+    "/etc/credstore.encrypted",
+    "/etc/wireguard",
+    "/etc/machine-id",
 )
 # Namespaces and limits that every sandbox gets; the probe runs with exactly these.
 CONFINE = (
@@ -62,38 +97,72 @@ CONFINE = (
     "--cap-drop",
     "ALL",
 )
+#: Where the model forwarder's socket and the relay appear inside a sandbox.
+EGRESS_DIR = "/run/skillab"
+#: The loopback port the relay listens on inside a sandbox's own network namespace.
+EGRESS_PORT = 18080
+RELAY = Path(__file__).with_name("relay.py")
+
+
+def pids_limit() -> int:
+    """Processes (threads included) one sandbox may hold at once ($SKILLAB_SANDBOX_PIDS)."""
+    return env_int("SKILLAB_SANDBOX_PIDS", 512)
+
+
+def disk_limit() -> int:
+    """Bytes one sandbox may write into its writable folders together ($SKILLAB_SANDBOX_DISK_MB)."""
+    return env_int("SKILLAB_SANDBOX_DISK_MB", 1024) * 1024 * 1024
+
+
+def tmp_limit() -> int:
+    """Bytes of the sandbox's private /tmp ($SKILLAB_SANDBOX_TMP_MB)."""
+    return env_int("SKILLAB_SANDBOX_TMP_MB", 256) * 1024 * 1024
 
 
 # The host variables a sandboxed process sees: locale and the interpreters' own, never a credential
 # (a cloud key, a token) that happens to be set in the user's shell.
 ENV_KEEP = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNAME", "SHELL"})
 ENV_KEEP_PREFIXES = ("LC_", "PYENV_", "NVM_")
-# What an agent CLI needs besides: its provider's endpoint and key, its own switches, proxies and CA
-# certificates (so it can reach its model server where a proxy is mandatory).
-AGENT_ENV_PREFIXES = (
-    "ANTHROPIC_",
-    "CLAUDE_",
-    "DISABLE_",
-    "OPENAI_",
-    "CODEX_",
-    "GEMINI_",
-    "GOOGLE_GEMINI_",
-    "GOOGLE_API_KEY",
-    "NODE_",
-    "SSL_CERT_",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "NO_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "no_proxy",
+#: Words in a variable's name that make it a credential, an endpoint or a way to load code: never
+#: passed from the host, whatever prefix a runner keeps.
+SECRET_NAME_PARTS = (
+    "KEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "CREDENTIAL",
+    "AUTH",
+    "COOKIE",
+    "SESSION",
+    "BASE_URL",
+    "ENDPOINT",
+    "PROXY",
+    "HOST",
+    "URL",
+    "CERT",
+    "CA_",
+    "OPTIONS",
+    "PRELOAD",
+    "CONFIG",
 )
 
 
+def secret_name(name: str) -> bool:
+    """A variable name that may carry a credential, an endpoint, a proxy, a CA or a loader."""
+    upper = name.upper()
+    return any(part in upper for part in SECRET_NAME_PARTS)
+
+
 def host_env(*keep_prefixes: str) -> dict[str, str]:
-    """The part of this process's environment a sandboxed command may see, PATH always set."""
-    prefixes = ENV_KEEP_PREFIXES + keep_prefixes
-    env = {k: v for k, v in os.environ.items() if k in ENV_KEEP or k.startswith(prefixes)}
+    """The part of this process's environment a sandboxed command may see, PATH always set.
+    ``keep_prefixes`` adds a runner's own switches; a credential-shaped name never passes."""
+    env = {k: v for k, v in os.environ.items() if k in ENV_KEEP or k.startswith(ENV_KEEP_PREFIXES)}
+    env |= {
+        k: v
+        for k, v in os.environ.items()
+        if keep_prefixes and k.startswith(keep_prefixes) and not secret_name(k)
+    }
     env.setdefault("PATH", os.defpath)
     return env
 
@@ -122,7 +191,7 @@ def _probe(binary: str) -> str | None:
         return f"{binary} was not found on PATH"
     try:
         proc = subprocess.run(
-            [path, *_mounts((), ()), *CONFINE, "--", "true"],
+            [path, *_mounts((), ()), *CONFINE, "--unshare-net", "--", "true"],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
@@ -174,8 +243,8 @@ def version(binary: str | None = None) -> str | None:
 
 
 def hidden_dirs() -> tuple[Path, ...]:
-    """The places covered by an empty tmpfs: the real HOME (from $HOME and from the password
-    database, when they differ) and /root."""
+    """The user's home places, where credentials live: the real HOME (from $HOME and from the
+    password database, when they differ) and /root. A PATH entry there is bound narrowly."""
     candidates = [os.environ.get("HOME"), pwd.getpwuid(os.getuid()).pw_dir, "/root"]
     out: list[Path] = []
     for raw in candidates:
@@ -201,19 +270,38 @@ def executable_paths(binary: str | os.PathLike[str]) -> tuple[Path, ...]:
 
 
 def toolchain_paths(search_path: str | None, hidden: Sequence[Path]) -> tuple[Path, ...]:
-    """PATH entries under a hidden place, bound back so interpreters (python3 via pyenv, node via
-    nvm) still resolve inside; a version manager's whole root when the entry is inside one."""
+    """The command's PATH entries that the system folders do not already show, so interpreters
+    (python3 via pyenv, node via nvm, a virtualenv's bin) still resolve inside: under a home place
+    (HOME, /root) a version manager's whole root or the entry alone; elsewhere the root of a
+    self-contained install (``/opt/node`` for ``/opt/node/bin``, a virtualenv: a ``bin`` beside a
+    ``lib`` or a ``pyvenv.cfg``, at least two levels down), else the entry alone."""
     out: list[Path] = []
     for entry in (search_path or "").split(os.pathsep):
         if not entry or not os.path.isabs(entry) or not os.path.isdir(entry):
             continue
         path = Path(entry).resolve()
-        for root in hidden:
-            if path.is_relative_to(root) and path != root:
-                top = root / path.relative_to(root).parts[0]
-                out.append(top if top.name in TOOL_ROOTS else path)
-                break
+        if _under(path, _system_roots()):
+            continue
+        root = next((r for r in hidden if path.is_relative_to(r)), None)
+        if root is not None:
+            if path == root:
+                continue
+            top = root / path.relative_to(root).parts[0]
+            out.append(top if top.name in TOOL_ROOTS else path)
+        elif path.name == "bin" and len(path.parent.parts) > 2 and _install_root(path.parent):
+            out.append(path.parent)
+        else:
+            out.append(path)
     return tuple(out)
+
+
+def _install_root(folder: Path) -> bool:
+    return (folder / "pyvenv.cfg").is_file() or (folder / "lib").is_dir()
+
+
+@functools.cache
+def _system_roots() -> tuple[Path, ...]:
+    return tuple(Path(d).resolve() for d in SYSTEM_DIRS if os.path.isdir(d))
 
 
 def _under(path: Path, places: Iterable[Path]) -> bool:
@@ -230,14 +318,26 @@ def _minimal(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
+def _system_mounts() -> list[str]:
+    args: list[str] = []
+    for d in SYSTEM_DIRS:
+        if os.path.islink(d):
+            args += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            args += ["--ro-bind", d, d]
+    for secret in ETC_SECRETS:
+        if os.path.isdir(secret) and not os.path.islink(secret):
+            args += ["--tmpfs", secret, "--remount-ro", secret]
+        elif os.path.lexists(secret):
+            args += ["--ro-bind", "/dev/null", secret]
+    return args
+
+
 def _mounts(writable: Sequence[Path], readable: Sequence[Path]) -> list[str]:
-    hidden = hidden_dirs()
-    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for place in hidden:
-        args += ["--tmpfs", str(place)]
-    masked = [Path("/tmp"), *hidden]
-    # Only what a tmpfs covered needs binding back; the rest is visible through the read-only root.
-    ro = [p for p in _minimal(p.resolve() for p in readable if p.exists()) if _under(p, masked)]
+    args = [*_system_mounts(), "--dev", "/dev", "--proc", "/proc"]
+    args += ["--size", str(tmp_limit()), "--tmpfs", "/tmp"]
+    system = _system_roots()
+    ro = [p for p in _minimal(p.resolve() for p in readable if p.exists()) if not _under(p, system)]
     rw = _minimal(p.resolve() for p in writable)
     # Shallow first, so a read-only path inside a writable one (or the reverse) ends up as asked.
     binds = sorted(
@@ -246,6 +346,18 @@ def _mounts(writable: Sequence[Path], readable: Sequence[Path]) -> list[str]:
     for path, flag in binds:
         args += [flag, str(path), str(path)]
     return args
+
+
+def relay_paths() -> tuple[Path, ...]:
+    """What the relay needs readable: this interpreter's installation (standard library only; the
+    relay runs with ``-I -S``) and the relay script."""
+    return (Path(sys.base_prefix), Path(_interpreter()).parent, RELAY)
+
+
+def _interpreter() -> str:
+    """This interpreter's real file: a virtualenv's ``python`` is a link into the base install,
+    and the relay needs only the base (its standard library)."""
+    return os.path.realpath(sys.executable)
 
 
 def wrap(
@@ -258,33 +370,259 @@ def wrap(
     search_path: str | None = None,
     chdir: str | os.PathLike[str] | None = None,
     binary: str | None = None,
+    network: Network = "none",
+    egress: str | os.PathLike[str] | None = None,
+    cgroup: Path | None = None,
 ) -> list[str]:
     """``argv`` as run in the sandbox: ``workdir`` and ``writable`` read-write (they must exist),
-    ``readable`` and the hidden ``search_path`` entries (the command's PATH) read-only, started in
-    ``chdir`` (default ``workdir``). With isolation ``"none"``, ``argv`` unchanged."""
+    ``readable`` and the ``search_path`` entries (the command's PATH) read-only, started in
+    ``chdir`` (default ``workdir``). ``network="model"`` binds the forwarder's socket ``egress`` and
+    starts ``argv`` under the relay, which serves it on 127.0.0.1:EGRESS_PORT inside. ``cgroup``: a
+    pids cgroup (see :func:`pids_cgroup`) the whole sandbox is put in. With isolation ``"none"``,
+    ``argv`` unchanged (the network and the limits are then the host's)."""
     if require(isolation, binary=binary) == "none":
         return list(argv)
     work = Path(workdir).resolve()
     hidden = hidden_dirs()
     extra_ro = [Path(p) for p in readable] + list(toolchain_paths(search_path, hidden))
+    inner = list(argv)
+    egress_args: list[str] = []
+    if network == "model":
+        if egress is None:
+            raise ValueError("network='model' needs the forwarder's socket (egress)")
+        extra_ro += relay_paths()
+        egress_args = ["--ro-bind", str(egress), f"{EGRESS_DIR}/model.sock"]
+        inner = [
+            _interpreter(),
+            "-I",
+            "-S",
+            str(RELAY),
+            str(EGRESS_PORT),
+            f"{EGRESS_DIR}/model.sock",
+            *argv,
+        ]
     bwrap = shutil.which(bwrap_binary(binary)) or bwrap_binary(binary)
     start = Path(chdir).resolve() if chdir is not None else work
-    return [
+    command = [
         bwrap,
         *_mounts([work, *(Path(p) for p in writable)], extra_ro),
+        *egress_args,
         *CONFINE,
+        *([] if network == "host" else ["--unshare-net"]),
         "--chdir",
         str(start),
         "--",
-        *argv,
+        *inner,
     ]
+    # One file may not outgrow the disk bound (the watch catches the sum); as an rlimit it holds for
+    # root too, unlike a process count.
+    limited = ["prlimit", f"--fsize={disk_limit()}", "--core=0", "--"] if shutil.which("prlimit") else []
+    if cgroup is not None:
+        join = 'echo $$ > "$0/cgroup.procs" && exec "$@"'
+        return ["/bin/sh", "-c", join, str(cgroup), *limited, *command]
+    if limited and os.getuid() != 0:  # without a cgroup: the kernel counts a non-root user's processes
+        limited.insert(1, f"--nproc={pids_limit()}")
+    return [*limited, *command]
+
+
+PIDS_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
+
+
+@functools.cache
+def _pids_root() -> Path | None:
+    """A cgroup folder where this process may make pids-limited children: cgroup v1's pids
+    hierarchy, or v2's root where the pids controller is enabled; None when neither is writable."""
+    for root in PIDS_ROOTS:
+        v2 = root.name != "pids"
+        if v2 and "pids" not in _read(root / "cgroup.subtree_control").split():
+            continue
+        base = root / "skillab"
+        try:
+            base.mkdir(exist_ok=True)
+            if v2:  # the children of skillab/ get the controller too
+                (base / "cgroup.subtree_control").write_text("+pids")
+        except OSError:
+            continue
+        return base
+    return None
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+@contextlib.contextmanager
+def pids_cgroup(isolation: Isolation) -> Iterator[Path | None]:
+    """A fresh pids cgroup capped at :func:`pids_limit` for one sandbox (None without bubblewrap or
+    where no cgroup can be made: then, for a non-root user, the process rlimit holds). Every process
+    still in it is killed and the group removed afterwards."""
+    root = _pids_root() if isolation == "bubblewrap" else None
+    if root is None:
+        yield None
+        return
+    group = root / f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    try:
+        group.mkdir()
+        (group / "pids.max").write_text(str(pids_limit()))
+    except OSError:
+        with contextlib.suppress(OSError):
+            group.rmdir()
+        yield None
+        return
+    try:
+        yield group
+    finally:
+        _remove_cgroup(group)
+
+
+def _remove_cgroup(group: Path) -> None:
+    for _ in range(50):
+        pids = [int(p) for p in _read(group / "cgroup.procs").split()]
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            group.rmdir()
+            return
+        except OSError:
+            time.sleep(0.05)
+
+
+def sweep_cgroups() -> None:
+    """Remove skillab's pids cgroups whose creating process is gone (a run killed with -9)."""
+    root = _pids_root()
+    if root is None:
+        return
+    for group in root.iterdir():
+        owner = group.name.split("-", 1)[0]
+        if group.is_dir() and owner.isdigit() and not alive(int(owner)):
+            _remove_cgroup(group)
+
+
+def alive(pid: int) -> bool:
+    """Whether a process with this id exists (a reused id counts: the sweep then waits a run)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class DiskWatch:
+    """The bytes a sandbox wrote into its writable folders, read every ``every_s`` seconds in a
+    thread; ``exceeded`` is set (and ``on_exceeded`` called once) when they pass ``limit``."""
+
+    def __init__(
+        self,
+        places: Iterable[Path],
+        limit: int,
+        on_exceeded: Callable[[], None] | None = None,
+        every_s: float = 0.5,
+    ) -> None:
+        self.places = [Path(p) for p in places]
+        self.limit = limit
+        self.every_s = every_s
+        self.exceeded = threading.Event()
+        self._stop = threading.Event()
+        self._callback = on_exceeded
+        self._thread = threading.Thread(target=self._watch, daemon=True, name="skillab-disk-watch")
+
+    def __enter__(self) -> DiskWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def used(self) -> int:
+        return sum(tree_bytes(p) for p in self.places)
+
+    def _watch(self) -> None:
+        pause = self.every_s
+        while not self._stop.wait(pause):
+            began = time.monotonic()
+            used = self.used()
+            # A tree of many files takes a while to walk: the watch never spends over a fifth of a core.
+            pause = max(self.every_s, 4 * (time.monotonic() - began))
+            if used > self.limit:
+                self.exceeded.set()
+                if self._callback is not None:
+                    self._callback()
+                return
+
+    @property
+    def message(self) -> str:
+        return f"killed: wrote more than {self.limit // (1024 * 1024)} MiB (the sandbox's disk bound)"
+
+
+def tree_bytes(root: Path) -> int:
+    """Bytes of the regular files under ``root`` (links not followed); 0 when it is gone."""
+    total = 0
+    stack = [str(root)]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    total += entry.stat(follow_symlinks=False).st_blocks * 512
+            except OSError:
+                continue
+    return total
+
+
+def run_sandboxed(
+    argv: Sequence[str],
+    *,
+    isolation: Isolation,
+    workdir: Path,
+    env: dict[str, str],
+    timeout_s: float,
+    cap: int,
+    writable: Sequence[Path] = (),
+    readable: Iterable[str | os.PathLike[str]] = (),
+    chdir: Path | None = None,
+) -> tuple[int | None, str]:
+    """``argv`` run to its end in a sandbox with no network, its pids and disk bounded: see
+    :func:`run_capped`. A sandbox that outgrows the disk bound is killed and says so last."""
+    with pids_cgroup(isolation) as group:
+        command = wrap(
+            argv,
+            isolation=isolation,
+            workdir=workdir,
+            writable=writable,
+            readable=readable,
+            search_path=env.get("PATH"),
+            chdir=chdir,
+            cgroup=group,
+        )
+        return run_capped(
+            command, cwd=chdir or workdir, env=env, timeout_s=timeout_s, cap=cap, watch=[workdir, *writable]
+        )
 
 
 def run_capped(
-    command: Sequence[str], *, cwd: str | os.PathLike[str], env: dict[str, str], timeout_s: float, cap: int
+    command: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str],
+    env: dict[str, str],
+    timeout_s: float,
+    cap: int,
+    watch: Sequence[Path] = (),
 ) -> tuple[int | None, str]:
     """Run ``command`` (a wrapped one, usually) to its end or ``timeout_s``: its exit code (None:
-    killed at the timeout) and the last ``cap`` bytes of its output, stdout and stderr together.
+    killed at the timeout or for outgrowing the disk bound in ``watch``) and the last ``cap`` bytes
+    of its output, stdout and stderr together.
 
     Its whole process group is killed afterwards, also when it exited: a child it left behind
     (possible without bubblewrap) is not kept. The output is drained in a thread keeping only the
@@ -301,17 +639,26 @@ def run_capped(
     tail: deque[bytes] = deque()
     reader = threading.Thread(target=_keep_tail, args=(proc, tail, cap), daemon=True)
     reader.start()
-    try:
-        code: int | None = proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        code = None
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+    disk = DiskWatch(watch, disk_limit(), on_exceeded=lambda: kill_group(proc.pid))
+    with disk if watch else contextlib.nullcontext():
+        try:
+            code: int | None = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            code = None
+    kill_group(proc.pid)
     proc.wait()
     reader.join(timeout=5)
     if proc.stdout is not None and not reader.is_alive():
         proc.stdout.close()
-    return code, b"".join(tail)[-cap:].decode("utf-8", "replace")
+    out = b"".join(tail)[-cap:].decode("utf-8", "replace")
+    if disk.exceeded.is_set():
+        return None, f"{out}\n{disk.message}"
+    return code, out
+
+
+def kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def _keep_tail(proc: subprocess.Popen[bytes], tail: deque[bytes], cap: int) -> None:

@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import sys
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from executors.errors import ErrorKind
 from executors.sandbox import Isolation
+
+
+def one_line(value: str) -> str:
+    """A name shown in reports (a case, a grader, a task, a skill): one line, no control characters,
+    so it cannot open a section, a row or a script in report.md, JUnit or a GitHub summary."""
+    bad = next((c for c in value if ord(c) < 32 or 127 <= ord(c) < 160 or c in "\u2028\u2029"), None)
+    if bad is not None:
+        raise ValueError(f"must be one line without control characters (found {bad!r})")
+    return value
+
+
+#: A str validated by :func:`one_line`.
+OneLine = Annotated[str, AfterValidator(one_line)]
 
 
 class Frozen(BaseModel):
@@ -157,6 +170,11 @@ class AgentRequest(Frozen):
     isolation: Isolation = Field(
         default="bubblewrap",
         description="the OS sandbox: bubblewrap (an error where it cannot run) or none (a fresh HOME only)",
+    )
+    allow_network: bool = Field(
+        default=False,
+        description="share the host's network (--allow-network); False: only the model endpoint, through "
+        "the forwarder",
     )
     plugin_dir: str | None = Field(
         default=None,

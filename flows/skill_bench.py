@@ -20,9 +20,11 @@ from prefect.states import Completed, Failed
 
 from executors.agent import read_events, usage_of
 from executors.base import HttpExecutor
+from executors.contents import archive_tree
 from executors.registry import close_all, usable_executor
 from executors.sandbox import Isolation, checked_isolation
 from executors.schema import AgentRequest, AgentSession, RunResult
+from executors.workspace import claim, release, sweep
 from flows.engine.judging import run_judge_jobs
 from flows.engine.outcomes import kept
 from flows.engine.plugin_eval import (
@@ -87,7 +89,6 @@ async def run_sessions(
     dirs = {str(Arm.WITH_SKILL): skill.path, **(skill_dirs or {})}
     semaphore = asyncio.Semaphore(config.concurrency)
     progress = Progress(len(plans), "sessions", log=log)
-
     plugin = skill.plugin  # a whole plugin: loaded by the CLI's own mechanism, in the with-arm only
     if plugin is not None and log is not None:
         log.info(plugin.summary(config.plugin_mcp) + "; loaded in the with-skill arm only, nothing forced")
@@ -107,6 +108,7 @@ async def run_sessions(
             timeout_s=config.timeout,
             raw_stream=str(s.outputs / "raw_stream.jsonl"),
             isolation=isolation,
+            allow_network=config.allow_network,
             plugin_dir=str(skill.path) if with_skill and plugin is not None else None,
             plugin_mcp=config.plugin_mcp,
         )
@@ -147,7 +149,7 @@ def check_sessions(plans: list[Session], isolation: Isolation) -> list[dict[str,
     for s, c in zip(plans, checks, strict=True):
         atomic_write_json(s.grades / f"{s.mode}-checks.json", c)
         if s.sandbox.exists():
-            shutil.copytree(s.sandbox, s.archive, symlinks=True, dirs_exist_ok=True)
+            archive_tree(s.sandbox, s.archive)  # the agent's links out of the sandbox become notes
     return checks
 
 
@@ -354,30 +356,38 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
     started = dt.datetime.now(dt.UTC)
     results = start_results(config, skill, tasks_dir, started)
     skill_dirs = ablated_arms(skill, ablations, results)
+    sweep()  # what a run killed with -9 left behind
     isolated = isolation_root()
     case_runs = "runs" not in config.model_fields_set  # plugin eval cases: their own runs, unless --runs
     plans = plan_sessions(tasks, results, config.runs, isolated, (*ARMS, *skill_dirs), case_runs=case_runs)
-    log = run_logger()
-    log.info(f"{plan_line(config, skill, plans, isolation)}; results in {results}")
-    outcomes = await run_sessions(config, skill, plans, isolation, log, skill_dirs)
-    checks = check_sessions(plans, isolation)
+    roots = {arm_root(isolated, s.mode) for s in plans}
+    for root in roots:
+        claim(root)
     try:
-        grades = await judge_sessions(config, plans, outcomes, checks)
-    finally:
-        await close_all()
-    graded = grade_sessions(plans, outcomes, checks, grades)
-    records = [session_record(g, config) for g in graded if not g.contaminated]
-    ablated = {a.arm: a.heading for a in ablations}
-    run = AgenticRun(config, skill, tasks, suite_hash, results, started, isolation, ablated, version)
-    report = build_skill_report(run, graded, records)
-    report.diagnosis = await diagnose_skill_run(report, config, skill, {a.arm: a.skill_md for a in ablations})
-    report_path = results / "report.json"
-    atomic_write_json(report_path, report.dump())
-    atomic_write_text(results / "report.md", report_markdown(report))
-    if config.output_dir:
-        atomic_write_json(Path(config.output_dir) / f"{report.id}.json", report.dump())
-    for root in {arm_root(isolated, s.mode) for s in plans}:
-        shutil.rmtree(root, ignore_errors=True)
+        log = run_logger()
+        log.info(f"{plan_line(config, skill, plans, isolation)}; results in {results}")
+        outcomes = await run_sessions(config, skill, plans, isolation, log, skill_dirs)
+        checks = check_sessions(plans, isolation)
+        try:
+            grades = await judge_sessions(config, plans, outcomes, checks)
+        finally:
+            await close_all()
+        graded = grade_sessions(plans, outcomes, checks, grades)
+        records = [session_record(g, config) for g in graded if not g.contaminated]
+        ablated = {a.arm: a.heading for a in ablations}
+        run = AgenticRun(config, skill, tasks, suite_hash, results, started, isolation, ablated, version)
+        report = build_skill_report(run, graded, records)
+        report.diagnosis = await diagnose_skill_run(
+            report, config, skill, {a.arm: a.skill_md for a in ablations}
+        )
+        report_path = results / "report.json"
+        atomic_write_json(report_path, report.dump())
+        atomic_write_text(results / "report.md", report_markdown(report))
+        if config.output_dir:
+            atomic_write_json(Path(config.output_dir) / f"{report.id}.json", report.dump())
+    finally:  # the sandboxes go however the run ends; a run killed with -9 leaves them to the sweep
+        for root in roots:
+            release(root)
     complete = complete_tasks(tasks, records)
     if len(complete) < 2:  # the run ends Failed with the reason, not a traceback in the terminal
         short = InsufficientData(

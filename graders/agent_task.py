@@ -16,9 +16,10 @@ import re
 from pathlib import PurePosixPath
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from executors.errors import InputError
+from executors.schema import OneLine
 from graders.plugin_eval import PluginCase
 
 CHECK_KINDS = ("file_exists", "file_contains", "syntax_valid", "runs_without_error")
@@ -56,11 +57,11 @@ class Check(BaseModel):
 class AgentTask(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    task_id: str  # the file stem, e.g. task-01-easy
-    name: str
-    difficulty: str
-    category: str
-    type: str
+    task_id: OneLine  # the file stem, e.g. task-01-easy
+    name: OneLine
+    difficulty: OneLine
+    category: OneLine
+    type: OneLine
     prompt: str
     expected_outcome: str
     checks: tuple[Check, ...]
@@ -150,15 +151,23 @@ def parse_task(text: str, task_id: str) -> AgentTask:
         except ValueError as exc:
             raise InputError(f"verification checks[{i}]: {exc}") from None
     tags = tuple(t.strip() for t in sections.get("tags", "").replace("\n", ",").split(",") if t.strip())
-    return AgentTask(
-        task_id=task_id,
-        name=title.group(1).strip(),
-        difficulty=difficulty,
-        category=fields.get("category", "general"),
-        type=kind,
-        prompt=sections["prompt"],
-        expected_outcome=sections["expected outcome"],
-        checks=tuple(checks),
-        rubric=sections["grading rubric"],
-        tags=tags,
-    )
+    try:
+        return AgentTask(
+            task_id=task_id,
+            name=title.group(1).strip(),
+            difficulty=difficulty,
+            category=fields.get("category", "general"),
+            type=kind,
+            prompt=sections["prompt"],
+            expected_outcome=sections["expected outcome"],
+            checks=tuple(checks),
+            rubric=sections["grading rubric"],
+            tags=tags,
+        )
+    except ValidationError as exc:
+        raise InputError(
+            [
+                f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}"
+                for e in exc.errors()
+            ]
+        ) from None

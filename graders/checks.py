@@ -14,9 +14,7 @@ path that leads out of it, by ``..`` or a symlink the agent left, is not followe
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,9 @@ from typing import Any
 import yaml
 
 from executors.agent import find_binary
-from executors.sandbox import Isolation, executable_paths, host_env, require, run_capped, wrap
+from executors.parsing import load_json, load_yaml
+from executors.sandbox import Isolation, executable_paths, host_env, require, run_sandboxed
+from executors.workspace import session_root
 from graders.agent_task import AgentTask, Check
 
 RUN_TIMEOUT_S = 60.0
@@ -85,20 +85,20 @@ class CheckRunner:
         return host_env() | {"HOME": str(self.home), "TMPDIR": str(self.home / "tmp")}
 
     def run(self, argv: list[str], cwd: Path | None = None) -> tuple[int | None, str]:
-        """(exit code, the output's tail); exit code None when it ran out of time and was killed."""
-        env = self.env()
-        cwd = cwd or self.sandbox
+        """(exit code, the output's tail); exit code None when it ran out of time (or disk) and was
+        killed."""
         readable = [p for name in ("tsc",) if (found := find_binary(name)) for p in executable_paths(found)]
-        command = wrap(
+        return run_sandboxed(
             argv,
             isolation=self.isolation,
             workdir=self.sandbox,
+            env=self.env(),
+            timeout_s=self.timeout_s,
+            cap=OUTPUT_TAIL,
             writable=[self.home],
             readable=readable,
-            search_path=env["PATH"],
-            chdir=cwd,
+            chdir=cwd or self.sandbox,
         )
-        return run_capped(command, cwd=cwd, env=env, timeout_s=self.timeout_s, cap=OUTPUT_TAIL)
 
 
 @contextlib.contextmanager
@@ -108,18 +108,18 @@ def check_runner(
     """A runner with a fresh HOME outside the sandbox, removed afterwards. Raises
     SandboxUnavailableError when bubblewrap is asked for and cannot run here."""
     require(isolation)
-    with tempfile.TemporaryDirectory(prefix="skillab-check-home-") as home:
-        yield CheckRunner(sandbox, Path(home), isolation, timeout_s)
+    with session_root() as home:
+        yield CheckRunner(sandbox, home, isolation, timeout_s)
 
 
 def _syntax(path: Path, language: str, runner: CheckRunner) -> tuple[bool | None, str]:
     """(ok, reason); ok None when no checker is available."""
     try:
         if language == "json":
-            json.loads(path.read_text(encoding="utf-8"))
+            load_json(path.read_text(encoding="utf-8"))
             return True, ""
         if language == "yaml":
-            yaml.safe_load(path.read_text(encoding="utf-8"))
+            load_yaml(path.read_text(encoding="utf-8"))
             return True, ""
     except (ValueError, yaml.YAMLError, UnicodeDecodeError) as exc:
         return False, f"{path.name}: {str(exc).splitlines()[0]}"

@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 import math
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from executors.sandbox import Isolation, executable_paths, host_env, probe, run_capped, wrap
+from executors.sandbox import Isolation, executable_paths, host_env, probe, run_sandboxed
+from executors.workspace import session_root
 
 OUTPUT_CAP = 64 * 1024  # bytes of the child's output kept
 MARKER = "\x00SKILLAB\x00"
@@ -52,22 +52,22 @@ def run_confined(
     """Run ``interpreter WORK/script[0] *args WORK/payload.json`` in ``code_dir`` (read-only), where
     ``script[1]`` is the script's text: its answer, or a one-line reason it gave none."""
     name, text = script
-    with tempfile.TemporaryDirectory(prefix="skillab-check-") as work_dir:
-        work = Path(work_dir)
+    with session_root() as work:
         (work / "home").mkdir()
         (work / name).write_text(text, encoding="utf-8")
         (work / "payload.json").write_text(json.dumps(payload), encoding="utf-8")
         env = host_env() | {"HOME": str(work / "home"), "TMPDIR": str(work / "home")}
         argv = [interpreter, str(work / name), *args, str(work / "payload.json")]
-        command = wrap(
+        code, out = run_sandboxed(
             argv,
             isolation=isolation(),
             workdir=work,
+            env=env,
+            timeout_s=timeout_s,
+            cap=OUTPUT_CAP,
             readable=[code_dir, *readable],
-            search_path=env["PATH"],
             chdir=code_dir,
         )
-        code, out = run_capped(command, cwd=code_dir, env=env, timeout_s=timeout_s, cap=OUTPUT_CAP)
     if code is None:
         return f"timed out after {timeout_s:g}s"
     if MARKER not in out:

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from executors.errors import InputError
+from executors.parsing import load_json, load_yaml
 
 
 def read_text(path: Path) -> str:
@@ -22,33 +23,6 @@ def read_text(path: Path) -> str:
         raise InputError(f"{path}: file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read: {exc}") from None
-
-
-MAX_ALIASES = 100  # a "billion laughs" file expands exponentially through its aliases
-
-
-class StrictLoader(yaml.SafeLoader):
-    """YAML that refuses duplicate keys (the later one silently won) and alias bombs."""
-
-    aliases = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            self.aliases += 1
-            if self.aliases > MAX_ALIASES:
-                raise yaml.YAMLError(f"more than {MAX_ALIASES} aliases (*name): refused")
-        return super().compose_node(parent, index)
-
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            if isinstance(key, list | dict):
-                continue  # unhashable: the constructor reports it
-            if key in seen:
-                raise yaml.YAMLError(f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -63,14 +37,12 @@ def parse_data(path: Path, text: str) -> Any:
     """JSON or YAML by extension; a syntax error names its line; duplicate keys are errors."""
     try:
         if path.suffix == ".json":
-            return json.loads(text, object_pairs_hook=_unique_keys)
-        return yaml.load(text, Loader=StrictLoader)
+            return load_json(text, object_pairs_hook=_unique_keys)
+        return load_yaml(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg}") from None
-    except ValueError as exc:  # a duplicate key in JSON
+    except ValueError as exc:  # a duplicate key in JSON, or nesting too deep
         raise InputError(f"{path}: invalid JSON: {exc}") from None
-    except RecursionError:
-        raise InputError(f"{path}: nested too deeply to read") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f"line {mark.line + 1}: " if mark is not None else ""

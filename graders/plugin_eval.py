@@ -33,8 +33,12 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from executors.case_env import refusal
 from executors.errors import InputError
+from executors.parsing import load_yaml
+from executors.schema import OneLine
 from graders.loading import closest
+from graders.text import REGEX_TIMEOUT_S
 
 GRADER_KINDS = ("regex", "tool_order", "tool_used", "file_exists", "llm", "baseline")
 TEXT_TARGETS = ("trace", "last_message", "files", "mock_calls")
@@ -82,7 +86,7 @@ def _tool_ref(value: Any) -> Any:
 
 
 class _Grader(_Strict):
-    name: str
+    name: OneLine
     weight: float = Field(1.0, gt=0)
     arm: Literal["with-only", "both"] | None = None
 
@@ -140,7 +144,7 @@ JudgedGrader = LlmGrader | BaselineGrader
 class PluginCase(_Strict):
     """One case, merged from case.yaml and prompt.md + graders/*.md, with the official defaults."""
 
-    name: str = Field(min_length=1)
+    name: OneLine = Field(min_length=1)
     description: str | None = None
     tags: tuple[str, ...] = ()
     prompt: str
@@ -172,7 +176,7 @@ def front_matter(text: str, label: str) -> tuple[dict[str, Any], str, bool]:
             raise InputError(f"{label}: front matter: unterminated (an opening '---' with no closing '---')")
         return {}, text, False
     try:
-        data = yaml.safe_load(found.group(1) or "")
+        data = load_yaml(found.group(1) or "")
     except yaml.YAMLError as exc:
         first = str(exc).splitlines()[0] if str(exc) else "unreadable"
         raise InputError(f"{label}: front matter: invalid YAML ({first})") from None
@@ -273,6 +277,11 @@ def parse_case(data: dict[str, Any], label: str) -> PluginCase:
         raise InputError([f"{label}: {k}: unknown field{_hint(k, valid)}" for k in unknown])
     used = [k for k in UNSUPPORTED if execution.get(k) or context.get(k) or data.get(k)]
     env = execution.get("env") or {}
+    if isinstance(env, dict):
+        for name in env:
+            why = refusal(str(name))
+            if why is not None:
+                raise InputError(f"{label}: execution.env.{name}: a case may not set it ({why})")
     fields = {
         "name": data.get("name"),
         "description": data.get("description"),
@@ -324,6 +333,8 @@ def parse_case(data: dict[str, Any], label: str) -> PluginCase:
 def regex_problems(case: PluginCase) -> list[str]:
     """Patterns Python cannot compile: such a grader fails at grading, as `claude plugin eval` fails a
     grader whose pattern throws; said before the sessions are spent."""
+    import regex as engine
+
     out = []
     for i, g in enumerate(case.graders):
         patterns = {"pattern": (g.pattern, g.flags)} if isinstance(g, RegexGrader) else {}
@@ -332,7 +343,7 @@ def regex_problems(case: PluginCase) -> list[str]:
         for key, (pattern, flags) in patterns.items():
             try:
                 js_regex(pattern, flags)
-            except re.error as exc:
+            except engine.error as exc:
                 problem = f"invalid regular expression ({exc}); the grader will fail"
                 out.append(f"graders[{i}] ({g.name}): {key}: {problem}")
     return out
@@ -381,7 +392,7 @@ def _validation_lines(exc: ValidationError, label: str) -> list[str]:
         elif err["type"] == "missing":
             lines.append(f"{label}: {where}: required field missing")
         else:
-            lines.append(f"{label}: {where}: {err['msg']}")
+            lines.append(f"{label}: {where}: {err['msg'].removeprefix('Value error, ')}")
     return lines
 
 
@@ -486,15 +497,18 @@ def graders_for_arm(case: PluginCase, with_plugin: bool) -> list[tuple[Grader, b
     return [(g, is_indicator(g)) for g in case.graders]
 
 
-def js_regex(pattern: str, flags: str = "") -> re.Pattern[str]:
-    """A JavaScript RegExp as Python's re: named groups and the i/m/s flags translated."""
+def js_regex(pattern: str, flags: str = "") -> Any:
+    """A JavaScript RegExp as a ``regex.Pattern`` (the module whose matches take a time budget):
+    named groups and the i/m/s flags translated. Raises ``regex.error`` on a bad pattern."""
+    import regex as engine
+
     py = re.sub(r"\(\?<(?![=!])", "(?P<", pattern)
     py = re.sub(r"\\k<([A-Za-z_]\w*)>", r"(?P=\1)", py)
-    options = 0
-    for letter, flag in (("i", re.IGNORECASE), ("m", re.MULTILINE), ("s", re.DOTALL)):
+    options = engine.VERSION0
+    for letter, flag in (("i", engine.IGNORECASE), ("m", engine.MULTILINE), ("s", engine.DOTALL)):
         if letter in flags:
             options |= flag
-    return re.compile(py, options)
+    return engine.compile(py, options)
 
 
 def glob_regex(glob: str) -> re.Pattern[str]:
@@ -516,15 +530,22 @@ def glob_regex(glob: str) -> re.Pattern[str]:
 def _matches(call: ToolCall, ref: ToolRef) -> bool:
     if call.name != ref.tool:
         return False
-    return ref.input_match is None or js_regex(ref.input_match).search(call.input_text) is not None
+    return (
+        ref.input_match is None
+        or js_regex(ref.input_match).search(call.input_text, timeout=REGEX_TIMEOUT_S) is not None
+    )
 
 
 def grade_deterministic(grader: Grader, run: RunEvidence, with_only: bool = False) -> GraderResult | None:
     """The verdict of a free grader on one run; None for a judged one (llm, baseline)."""
+    import regex as engine
+
     try:
         verdict = _verdict(grader, run)
-    except re.error as exc:
+    except engine.error as exc:
         verdict = (False, f"grader threw: invalid regular expression: {exc}")
+    except TimeoutError:
+        verdict = (False, f"grading error: pattern took too long (over {REGEX_TIMEOUT_S:g}s)")
     if verdict is None:
         return None
     passed, why = verdict
@@ -588,13 +609,13 @@ def _regex_verdict(grader: RegexGrader, run: RunEvidence) -> tuple[bool, str]:
         return False, reason
     pattern = js_regex(grader.pattern, grader.flags)
     if grader.match == "contains":
-        ok = pattern.search(text) is not None
+        ok = pattern.search(text, timeout=REGEX_TIMEOUT_S) is not None
         return ok, f"matched {grader.pattern}" if ok else f"pattern not found in {label}"
     if grader.match == "not_contains":
-        ok = pattern.search(text) is None
+        ok = pattern.search(text, timeout=REGEX_TIMEOUT_S) is None
         return ok, "pattern absent as expected" if ok else "pattern found (expected absent)"
     want = int(grader.match.removeprefix("count:"))
-    found = sum(1 for _ in pattern.finditer(text))
+    found = sum(1 for _ in pattern.finditer(text, timeout=REGEX_TIMEOUT_S))
     return found == want, f"found {found} matches (expected {want})"
 
 

@@ -25,7 +25,7 @@ import yaml
 from pydantic import Field, ValidationError
 
 from executors.errors import InputError
-from executors.schema import Frozen
+from executors.schema import Frozen, OneLine
 from graders.loading import closest, parse_data
 
 NONE = "none"  # the spelling of "no skill should fire" in the file and in reports
@@ -35,7 +35,7 @@ FIELDS = ("id", "query", "text", "expect", "tags")
 class Query(Frozen):
     """One prompt and the skill that should fire on it (``expect`` None: no skill should)."""
 
-    id: str = Field(min_length=1)
+    id: OneLine = Field(min_length=1)
     query: str = Field(min_length=1)
     expect: str | None = None
     tags: tuple[str, ...] = ()

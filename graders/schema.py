@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from executors.schema import Frozen
+from executors.schema import Frozen, OneLine
 
 
 class Assertion(Frozen):
@@ -49,7 +49,7 @@ class Assertion(Frozen):
 class Sample(Frozen):
     """One test case. ``prompt`` plus optional ``context`` make the text the model receives."""
 
-    sample_id: str
+    sample_id: OneLine
     prompt: str
     context: str | None = None
     rubric: str | None = None

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import yaml
 
+from executors.parsing import load_yaml
 from executors.schema import AgentEvent, AgentSession, Frozen
 
 CLAUDE_TOOL = "Skill"
@@ -201,7 +202,7 @@ def front_matter(text: str) -> dict[str, object] | None:
     if end < 0:
         return None
     try:
-        data = yaml.safe_load(text[3:end])
+        data = load_yaml(text[3:end])
     except yaml.YAMLError:
         return None
     return data if isinstance(data, dict) else None

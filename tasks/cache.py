@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from executors.redaction import redact
 from tasks.files import atomic_write_text
 
 #: Bump to invalidate every entry (a change in what a cached payload means).
@@ -54,5 +55,9 @@ class ResultCache:
         return value if isinstance(value, dict) else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        entry = {"key": key, "sha256": hashlib.sha256(canonical(value).encode()).hexdigest(), "value": value}
+        body = canonical(value)
+        clean = redact(body)
+        if clean != body:  # masked before the checksum, so the entry stays valid once written
+            value, body = json.loads(clean), clean
+        entry = {"key": key, "sha256": hashlib.sha256(body.encode()).hexdigest(), "value": value}
         atomic_write_text(self.path(key), canonical(entry), durable=False)

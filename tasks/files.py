@@ -9,6 +9,8 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from executors.redaction import redact
+
 
 def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
     """Write to a temporary sibling, then rename over `path`.
@@ -16,7 +18,9 @@ def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
     `durable=False` skips the fsync: the rename still makes the write all-or-nothing for any process
     crash (kill -9 included); only a power loss can leave a damaged file, so use it only where a
     checksum catches that (cache entries): an fsync costs milliseconds per file.
+    Secrets in ``text`` are masked (executors.redaction): no results file keeps a key.
     """
+    text = redact(text)
     # Random, not pid-based: processes on several machines may share a folder (a shared cache).
     tmp = path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp"
     try:

@@ -66,6 +66,7 @@ RUN_GROUPS: dict[str, tuple[str, ...]] = {
         "shard_deployment",
         "dry_run",
         "os_sandbox",
+        "allow_network",
         "prompt_cache",
         "head_start",
         "batch",

@@ -5,14 +5,13 @@ repeats none), budgets honoured; each session reduced to what fired, when, and h
 from __future__ import annotations
 
 import asyncio
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from executors.schema import AgentRequest, AgentSession, InstalledSkill
+from executors.workspace import session_root, sweep
 from flows.engine.progress import Progress
-from flows.inputs.sessions import isolation_root
 from flows.inputs.triggers import TriggerPlan, TriggerSession
 from graders.triggers import SessionTriggers, TriggerStatus, detect
 from tasks.agent import run_agent_session
@@ -83,6 +82,7 @@ class TriggerRunner:
             timeout_s=o.timeout,
             raw_stream=str(sandbox / "raw_stream.jsonl"),
             isolation=self.plan.isolation,
+            allow_network=self.plan.options.allow_network,
         )
 
     async def one(self, s: TriggerSession, semaphore: asyncio.Semaphore, root: Path) -> dict[str, Any] | None:
@@ -109,10 +109,8 @@ class TriggerRunner:
 
     async def run(self) -> dict[str, dict[str, Any]]:
         """key -> outcome of every session that ran or was cached."""
-        root = isolation_root()
+        sweep()  # what a run killed with -9 left behind
         semaphore = asyncio.Semaphore(self.plan.options.concurrency)
-        try:
+        with session_root() as root:
             outcomes = await asyncio.gather(*(self.one(s, semaphore, root) for s in self.plan.sessions))
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
         return {s.key: o for s, o in zip(self.plan.sessions, outcomes, strict=True) if o is not None}

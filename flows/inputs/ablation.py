@@ -12,10 +12,10 @@ and headings inside fenced code are never sections.
 from __future__ import annotations
 
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from executors.contents import copy_tree
 from executors.errors import InputError
 from flows.inputs.files import read_text
 from flows.inputs.options import BenchOptions
@@ -156,7 +156,7 @@ def write_ablated_skills(
     out = {}
     for a in ablations:
         copy = folder / a.arm / skill_name
-        shutil.copytree(skill_dir, copy, symlinks=True, dirs_exist_ok=True)
+        copy_tree(skill_dir, copy, "skill")
         (copy / "SKILL.md").write_text(a.skill_md, encoding="utf-8")
         out[a.arm] = copy
     return out

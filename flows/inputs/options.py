@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from executors.sandbox import OS_SANDBOX_HELP
+from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP
 
 #: The shard flow and its deployment, as ``run_deployment`` names it: "<flow>/<deployment>".
 SHARD_FLOW = "bench-shard"
@@ -82,6 +82,7 @@ class BenchOptions(BaseModel):
     cache: bool = Field(True, description="false = neither read nor write the cache (--no-cache)")
     dry_run: bool = Field(False, description="print the plan, call nothing")
     os_sandbox: bool = Field(True, description=f"agent CLI executors: {OS_SANDBOX_HELP}")
+    allow_network: bool = Field(False, description=f"agent CLI executors: {ALLOW_NETWORK_HELP}")
     prompt_cache: bool = Field(
         True,
         description="mark the artifact for the provider's prompt cache and warm it once per variant "

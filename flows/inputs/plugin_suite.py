@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from executors.errors import InputError
+from executors.parsing import load_json
 from flows.inputs.files import parse_data, read_text
 from graders.agent_task import AgentTask
 from graders.checks import inside
@@ -30,9 +31,11 @@ def manifest(root: Path) -> dict[str, Any] | None:
         path = root / rel
         if path.is_file():
             try:
-                data = json.loads(read_text(path))
+                data = load_json(read_text(path))
             except json.JSONDecodeError as exc:
                 raise InputError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+            except ValueError as exc:
+                raise InputError(f"{path}: not valid JSON ({exc})") from None
             return data if isinstance(data, dict) else {}
     return None
 

@@ -116,6 +116,7 @@ def make_target(
         timeout_s=options.timeout,
         prices_file=options.prices,
         isolation=checked_isolation(options.os_sandbox) if agentic else "none",
+        allow_network=options.allow_network,
     )
     ex = usable_executor(executor, flag, settings)
     name = ex.name

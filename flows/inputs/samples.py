@@ -130,6 +130,8 @@ def load_samples(path: Path) -> list[Sample]:
         sample_id = raw.get("sample_id")
         usable = sample_id is not None and not isinstance(sample_id, bool) and str(sample_id).strip()
         case = str(sample_id) if usable else f"#{index + 1}"
+        if usable and not case.isprintable():  # a control character would break the line
+            case = repr(case)
         prefix = where(path, case)
         shape = raw_problems(raw, prefix)
         if shape:

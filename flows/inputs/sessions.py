@@ -4,11 +4,10 @@ neutral random path) and where its outputs go in the seed's results tree."""
 from __future__ import annotations
 
 import hashlib
-import secrets
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from executors.workspace import new_root
 from graders.agent_task import AgentTask
 from tasks.schema import Arm
 
@@ -43,9 +42,8 @@ def isolation_root() -> Path:
     """Sessions run outside the project: Claude Code also reads .claude/skills (and CLAUDE.md) of
     every parent folder, so a sandbox under the project would hand the baseline the skill. (The
     seed's layout, sandboxes under ./skill-bench/results, has exactly this leak.) The path is
-    random and neutral: the working directory is part of the agent's system prompt, so it must not
-    carry the skill's name."""
-    return Path(tempfile.gettempdir()) / "skillab-sandboxes" / secrets.token_hex(6)
+    random and neutral (see executors.workspace), owned by this process until released."""
+    return new_root()
 
 
 def arm_root(isolated: Path, mode: str) -> Path:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -12,9 +11,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from executors.agent import find_binary
+from executors.contents import inspect_tree
 from executors.errors import InputError
+from executors.parsing import load_json, load_yaml
 from executors.plugin import MANIFEST, Plugin, looks_like_plugin, read_plugin, runner_problem
-from executors.sandbox import OS_SANDBOX_HELP
+from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP
 from executors.versions import feature_problem, installed_version
 from flows.inputs.files import closest, dotted, parse_data, read_text, validation_lines
 from flows.inputs.skill_creator import evals_file, load_evals
@@ -54,6 +55,7 @@ class SkillBenchConfig(BaseModel):
     timeout: float = Field(600.0, gt=0, description="seconds per session; the process group is killed after")
     concurrency: int = Field(2, ge=1, description="sessions at once")
     os_sandbox: bool = Field(True, description=OS_SANDBOX_HELP)
+    allow_network: bool = Field(False, description=ALLOW_NETWORK_HELP)
     seed: int = Field(0, description="seed for shuffling, the bootstrap and task generation")
     max_error_rate: float = Field(0.1, ge=0, le=1, description="failed share of an arm that blocks a claim")
     diagnose: bool = Field(
@@ -156,8 +158,8 @@ class Skill:
         plugin: its manifest's description)."""
         if (self.path / MANIFEST).is_file():
             try:
-                manifest = json.loads((self.path / MANIFEST).read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+                manifest = load_json((self.path / MANIFEST).read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, ValueError):
                 return ""
             return str(manifest.get("description") or "") if isinstance(manifest, dict) else ""
         try:
@@ -167,7 +169,7 @@ class Skill:
         if not text.startswith("---"):
             return ""
         try:
-            front = yaml.safe_load(text.split("---", 2)[1]) or {}
+            front = load_yaml(text.split("---", 2)[1]) or {}
         except yaml.YAMLError:
             return ""
         return str(front.get("description") or "") if isinstance(front, dict) else ""
@@ -224,6 +226,8 @@ def check_artifact(skill: Skill, runner: str) -> str | None:
     """Before any session: whether ``runner`` can load the artifact, and the installed CLI's version
     (None when it cannot be told). A plugin needs a CLI that loads plugins (Claude Code, recent
     enough) or consists of skills alone."""
+    # Links out of the folder, special files, a huge tree: refused before any session copies it.
+    inspect_tree(skill.path, "plugin" if skill.plugin is not None else f"skill {skill.name}")
     binary = find_binary(RUNNER_BINARIES.get(runner, runner))
     version = installed_version(binary) if binary else None
     plugin = skill.plugin

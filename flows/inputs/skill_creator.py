@@ -15,13 +15,13 @@ its ``expected_output``.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
-import shutil
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from executors.contents import copy_file, copy_tree, inspect_tree
 from executors.errors import InputError
+from executors.parsing import load_json
 from flows.inputs.files import read_text
 from graders.agent_task import AgentTask
 
@@ -40,8 +40,8 @@ def evals_file(path: Path) -> Path | None:
         return path
     if path.suffix == ".json" and path.is_file():
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            data = load_json(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
             return None
         return path if isinstance(data, dict) and "evals" in data else None
     if path.is_dir() and (path / EVALS).is_file():
@@ -68,6 +68,11 @@ def input_path(root: Path, value: str) -> tuple[str, Path]:
         raise ValueError(f"{value!r}: no such file ({path})")
     if not path.resolve().is_relative_to(root.resolve()):
         raise ValueError(f"{value!r} leads outside the skill folder {root} (a symbolic link)")
+    if path.is_dir():  # a link inside it that leads out, a fifo, a huge tree: refused now
+        try:
+            inspect_tree(path, "files")
+        except InputError as exc:
+            raise ValueError(str(exc)) from None
     return "/".join(parts), path
 
 
@@ -99,7 +104,7 @@ def eval_task(raw: dict[str, Any], ident: str, root: Path, skill_name: str) -> A
         except ValueError as exc:
             raise ValueError(f"files[{i}]: {exc}") from None
     shown = prompt.strip() + (f"\n\nInput files: {', '.join(files)}" if files else "")
-    first = prompt.strip().splitlines()[0]
+    first = re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]", " ", prompt.strip().splitlines()[0])
     return AgentTask(
         task_id=f"eval-{ident}",
         name=f"eval {ident}: {first[:60]}" + ("…" if len(first) > 60 else ""),
@@ -136,8 +141,8 @@ def load_evals(path: Path) -> tuple[list[AgentTask], str]:
         raise InputError(f"{path}: no such evals.json (--tasks)")
     text = read_text(path)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        data = load_json(text)
+    except ValueError as exc:
         raise InputError(f"{path}: not valid JSON: {exc}") from None
     evals = data.get("evals") if isinstance(data, dict) else None
     if not isinstance(evals, list) or not evals:
@@ -188,7 +193,7 @@ def stage_inputs(task: AgentTask, sandbox: Path) -> list[str]:
         target = sandbox.joinpath(*rel.split("/"))
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():
-            shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+            copy_tree(source, target, "files")
         else:
-            shutil.copyfile(source, target)
+            copy_file(source, target, "files")
     return list(task.input_files)

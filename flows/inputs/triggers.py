@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from executors.errors import InputError
-from executors.sandbox import OS_SANDBOX_HELP, Isolation, checked_isolation
+from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP, Isolation, checked_isolation
 from flows.inputs.files import options_file, writable_folder
 from flows.inputs.skill_config import Skill, check_artifact, find_skill
 from graders.queries import Query, QuerySet, Split, check_expectations, load_queries, split
@@ -50,6 +50,7 @@ class TriggerOptions(BaseModel):
     max_turns: int = Field(10, ge=1, description="turn limit of each session")
     concurrency: int = Field(4, ge=1, description="sessions at once")
     os_sandbox: bool = Field(True, description=OS_SANDBOX_HELP)
+    allow_network: bool = Field(False, description=ALLOW_NETWORK_HELP)
     seed: int = Field(0, description="seed of the split and the bootstrap intervals")
     results_dir: str = Field("./skill-bench/triggers", description="where each run's report and sessions go")
     output_dir: str | None = Field(
@@ -153,6 +154,9 @@ def variants_of(options: TriggerOptions, cwd: Path) -> tuple[tuple[TriggerVarian
         found = tuple(Skill(p.parent.name, p.parent.resolve()) for p in sorted(root.glob("*/SKILL.md")))
         if not found:
             raise InputError(f"--skills-dir: {root}: no <name>/SKILL.md folders")
+        for s in found:
+            if not s.path.is_relative_to(root.resolve()):
+                raise InputError(f"--skills-dir: {root / s.name}: a link that leaves the folder: refused")
         return (TriggerVariant(DEFAULT_VARIANT, found),), tuple(s.name for s in found)
     if not options.skill:
         raise InputError("--skill: name the skill (or --skills-dir for routing)")

@@ -207,7 +207,7 @@ def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -
         "timestamp": timestamp(started),
         "cliVersion": cli_version(),
         "totalCostUSD": sum(r.result.cost_usd for r in records),
-        **isolation_meta(run.isolation),
+        **isolation_meta(run.isolation, config.allow_network),
         **agent_cli_meta(config.runner, [g.session.meta.get("cli_version") for g in graded], run.cli_version),
         "plugin": plugin.summary(config.plugin_mcp) if (plugin := skill.plugin) else None,
         "contaminated": [

@@ -315,9 +315,20 @@ def executor_cli_meta(executor: Executor) -> dict[str, str | None]:
     return agent_cli_meta(executor.name, [], installed_version(path) if path else None)
 
 
-def isolation_meta(isolation: sandbox.Isolation) -> dict[str, str | None]:
-    """The report's record of the OS sandbox agents and checks ran in, with its version."""
-    return {"isolation": isolation, "sandboxVersion": sandbox.version() if isolation != "none" else None}
+def isolation_meta(isolation: sandbox.Isolation, allow_network: bool = False) -> dict[str, str | None]:
+    """The report's record of the OS sandbox agents and checks ran in, with its version, and what
+    of the network the sessions could reach."""
+    if isolation == "none":
+        network = "host network (no OS sandbox: the sessions could reach anything this machine can)"
+    elif allow_network:
+        network = "host network (--allow-network)"
+    else:
+        network = "the model endpoint only (through skillab's forwarder); task checks: none"
+    return {
+        "isolation": isolation,
+        "sandboxVersion": sandbox.version() if isolation != "none" else None,
+        "network": network,
+    }
 
 
 def prompt_caching(results: list[RunResult], prices: PriceTable) -> dict[str, Any] | None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from flows.report.console import fmt
 from flows.report.explain import explain_markdown
+from flows.report.logtext import md
 from flows.report.schema import Report, VariantResult
 from tasks.files import atomic_write_text
 
@@ -70,7 +71,7 @@ def write_junit(report: Report, path: Path, threshold: float) -> None:
 def summary_markdown(report: Report, threshold: float | None = None) -> str:
     meta = report.meta
     lines = [
-        f"## skillab: {', '.join(meta.variants)} on {meta.model}",
+        f"## skillab: {md(', '.join(meta.variants))} on {md(meta.model)}",
         "",
         f"{meta.sample_count} samples × {meta.repeat} run(s) · executor {meta.executor} · "
         f"judge {meta.judge_model or 'none'} · cost ${meta.total_cost_usd:.4f} · report `{report.id}`",
@@ -82,20 +83,22 @@ def summary_markdown(report: Report, threshold: float | None = None) -> str:
         low, high = [*s.composite_ci95, None, None][:2]
         rate = "—" if s.pass_rate is None else f"{s.pass_rate:.0%}"
         lines.append(
-            f"| {name} | {fmt(s.avg_composite_score)} | [{fmt(low)}, {fmt(high)}] | {rate} | "
+            f"| {md(name)} | {fmt(s.avg_composite_score)} | [{fmt(low)}, {fmt(high)}] | {rate} | "
             f"{s.error_count}/{s.executions} | {s.ungraded_count} |"
         )
     lines.append("")
     for c in report.comparisons:
         v = c.verdict
-        lines.append(f"**{c.treatment} vs {c.control}: {v.label}** ({v.band_text()}) — {v.reason}")
+        lines.append(
+            f"**{md(c.treatment)} vs {md(c.control)}: {v.label}** ({v.band_text()}) — {md(v.reason)}"
+        )
     regression = report.regression
     if regression:
         lines += [
             "",
             f"Against the previous run `{regression.previous}`: "
             + (
-                "**REGRESSION in " + ", ".join(regression.regressed) + "**"
+                "**REGRESSION in " + ", ".join(md(r) for r in regression.regressed) + "**"
                 if regression.regressed
                 else "no significant regression."
             ),

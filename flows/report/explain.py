@@ -4,6 +4,7 @@ markdown section (report.md, the GitHub summary)."""
 
 from __future__ import annotations
 
+from flows.report.logtext import md
 from flows.report.schema import RaterAgreement, Report
 
 
@@ -44,7 +45,9 @@ def explain_lines(report: Report) -> list[str]:
     for v in report.diagnosis.variants if report.diagnosis else []:
         for g in v.groups:
             example = f": {g.examples[0][:200]}" if g.kind == "error" and g.examples else ""
-            lines.append(f"{v.variant} fails on {g.key}: {len(g.cases)} case(s) ({g.share:.0%}){example}")
+            lines.append(
+                f"{md(v.variant)} fails on {md(g.key)}: {len(g.cases)} case(s) ({g.share:.0%}){md(example)}"
+            )
     for s in report.ablation.sections if report.ablation else []:
         lines.append(s.line)
     return lines
@@ -59,11 +62,13 @@ def explain_markdown(report: Report) -> list[str]:
     for v in report.diagnosis.variants if report.diagnosis else []:
         if not v.groups:
             continue
-        out += ["", f"### Failures of {v.variant} ({v.failing_cases}/{v.cases} cases)", ""]
+        out += ["", f"### Failures of {md(v.variant)} ({v.failing_cases}/{v.cases} cases)", ""]
         for g in v.groups:
-            out.append(f"- **{g.key}**: {', '.join(g.cases)} ({g.share:.0%})")
+            out.append(f"- **{md(g.key)}**: {', '.join(md(c) for c in g.cases)} ({g.share:.0%})")
             if g.suggestion:
-                out.append(f"  - *Suggestion ({g.suggestion_by or 'LLM'}), not a finding:* {g.suggestion}")
+                out.append(
+                    f"  - *Suggestion ({md(g.suggestion_by or 'LLM')}), not a finding:* {md(g.suggestion)}"
+                )
     if report.ablation is not None:
         out += ["", f"### Sections of {report.ablation.artifact}", ""]
         out += [f"- {s.line}" for s in report.ablation.sections]

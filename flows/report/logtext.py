@@ -94,3 +94,11 @@ def page_urls(report: Report, port: str) -> list[str]:
     if report.meta.suite:
         urls.append(f"{base}/suite/{quote(report.meta.suite, safe='')}")
     return urls
+
+
+def md(value: object) -> str:
+    """A name or other user text as one inert span of Markdown: on one line, a table cell's ``|``
+    escaped, and HTML's ``<``, ``>`` and ``&`` as entities (report.md is rendered where raw HTML
+    runs). A case name must never open a section or a script in the report."""
+    text = " ".join(str(value).split())
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from flows.report.explain import explain_markdown
+from flows.report.logtext import md
 from flows.report.schema import BehaviorSummary, CaseResult, Comparison, Report
 from graders.criteria import WEIGHTS
 from tasks.schema import Arm, VerdictLabel
@@ -55,12 +56,17 @@ def _header(report: Report, comp: Comparison | None) -> list[str]:
         if comp.cases_dropped:
             scope += f" ({comp.cases_dropped} with a score in one arm only left out)"
     lines = [
-        f"# Skill Benchmark Report: {meta.skill}",
+        f"# Skill Benchmark Report: {md(meta.skill)}",
         f"Date: {meta.timestamp[:16].replace('T', ' ')}",
         f"Runner Model: {meta.model} ({meta.executor}) | Judge Model: {meta.judge_model} | "
         f"Tasks: {meta.sample_count} | Runs: {_runs(runs, meta.runs)}",
         *([f"Agent CLI: {meta.agent_cli_version}"] if meta.agent_cli_version else []),
-        *([f"Plugin: {meta.plugin}"] if meta.plugin else []),
+        *([f"Plugin: {md(meta.plugin)}"] if meta.plugin else []),
+        *(
+            [f"Sandbox: {meta.sandbox_version or meta.isolation}; network: {meta.network}"]
+            if meta.network
+            else []
+        ),
         "",
         f"## Verdict: {EMOJI.get(band, '')} {band}",
         f"**Skill scores {abs(delta or 0):.1f}% {'higher' if (delta or 0) >= 0 else 'lower'} than baseline {scope}.**"
@@ -111,11 +117,11 @@ def _tasks(report: Report) -> tuple[list[str], list[CaseResult], list[CaseResult
             hurts.append(r)
         kind = "negative" if r.type == "negative-control" else "positive"
         lines.append(
-            f"| {i} | {r.name} | {kind} | {r.difficulty if kind == 'positive' else '-'} | "
+            f"| {i} | {md(r.name)} | {kind} | {md(r.difficulty) if kind == 'positive' else '-'} | "
             f"{_pct(s)} | {_pct(b)} | {_delta(s, b)} | {winner} |"
         )
     one_arm = [
-        r.name or r.sample_id
+        md(r.name or r.sample_id)
         for r in report.results
         if (_score(r, Arm.WITH_SKILL) is None) != (_score(r, Arm.BASELINE) is None)
     ]
@@ -136,13 +142,13 @@ def _tasks(report: Report) -> tuple[list[str], list[CaseResult], list[CaseResult
         s, b = _score(r, Arm.WITH_SKILL), _score(r, Arm.BASELINE)
         hurt = s is not None and b is not None and s < b - 3
         flag = " **The skill hurt an out-of-domain task: a red flag.**" if hurt else ""
-        lines.append(f"- {r.name}: with skill {_pct(s)}, baseline {_pct(b)}.{flag}")
+        lines.append(f"- {md(r.name)}: with skill {_pct(s)}, baseline {_pct(b)}.{flag}")
     lines += ["", "## Where Skill Helps"] + (
-        [f"- {r.name} ({r.difficulty}, {r.category})" for r in helps]
+        [f"- {md(r.name)} ({md(r.difficulty)}, {md(r.category)})" for r in helps]
         or ["- No task where the skill scored higher."]
     )
     lines += ["", "## Where Skill Hurts"] + (
-        [f"- {r.name} ({r.difficulty}, {r.category})" for r in hurts]
+        [f"- {md(r.name)} ({md(r.difficulty)}, {md(r.category)})" for r in hurts]
         or ["- No task where the baseline scored higher."]
     )
     return lines, helps, hurts
@@ -181,9 +187,8 @@ def _expectations(report: Report) -> list[str]:
         "|------|-------------|-----------|----------|",
     ]
     for task, text, arms in rows:
-        cell = " ".join(text.split()).replace("|", "\\|")
         lines.append(
-            f"| {task} | {cell} | {held(arms.get(Arm.WITH_SKILL))} | {held(arms.get(Arm.BASELINE))} |"
+            f"| {md(task)} | {md(text)} | {held(arms.get(Arm.WITH_SKILL))} | {held(arms.get(Arm.BASELINE))} |"
         )
     return lines
 
@@ -235,7 +240,7 @@ def _recommendations(report: Report, comp: Comparison | None, hurts: list[CaseRe
         )
     if hurts:
         recs.append(
-            "Review the tasks where the baseline won: " + ", ".join(r.name or r.sample_id for r in hurts)
+            "Review the tasks where the baseline won: " + ", ".join(md(r.name or r.sample_id) for r in hurts)
         )
     contaminated = report.meta.contaminated
     if contaminated:

@@ -777,6 +777,8 @@ class Meta(Model):
     """OS sandbox of the agent sessions and task checks: bubblewrap, or none (--no-os-sandbox)"""
     sandbox_version: str | None = Field(default=None, alias="sandboxVersion")
     """the sandbox's version (e.g. bubblewrap 0.8.0)"""
+    network: str | None = None
+    """what the agent sessions could reach: the model endpoint only, or the host's network"""
     agent_cli_version: str | None = Field(default=None, alias="agentCliVersion")
     """the agent CLI and its version as its sessions reported it (e.g. claude 2.1.330)"""
     plugin: str | None = None

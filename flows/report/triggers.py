@@ -135,7 +135,7 @@ def build_trigger_report(
         "suite": o.suite,
         "skillHashes": {v.label: v.sha256 for v in plan.variants},
         "maxTurns": o.max_turns,
-        **isolation_meta(plan.isolation),
+        **isolation_meta(plan.isolation, o.allow_network),
         **agent_cli_meta(o.runner, [out.get("cliVersion") for out in outcomes.values()], plan.cli_version),
         "plugin": "; ".join(
             p.summary(o.plugin_mcp) for v in plan.variants for s in v.skills if (p := s.plugin)

@@ -23,6 +23,7 @@ from flows.inputs.skill_config import Skill, check_artifact, find_skill
 from flows.inputs.triggers import TriggerOptions, artifact_problems, variants_of
 from graders.triggers import TriggerStatus, detect
 from tasks.schema import Arm
+from tests.executors.test_sandbox import ENDPOINT
 from tests.fakes.capture_claude import write_plugin
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agent-cli"
@@ -126,15 +127,15 @@ def request(tmp_path: Path, **fields: object) -> AgentRequest:
 def test_claude_loads_a_stripped_copy_with_plugin_dir_and_always_names_the_model(tmp_path: Path) -> None:
     folder = write_plugin(tmp_path / "src")
     claude = ClaudeCodeExecutor(ExecutorSettings(base_url="http://127.0.0.1:9"))
-    argv, env = claude.prepare(request(tmp_path, plugin_dir=str(folder)))
+    argv, env = claude.prepare(request(tmp_path, plugin_dir=str(folder)), ENDPOINT)
     copy = Path(argv[argv.index("--plugin-dir") + 1])
     assert copy.is_relative_to(tmp_path / "home") and not (copy / ".mcp.json").exists()
     assert argv[argv.index("--model") + 1] == "claude-sonnet-4-5"
     assert env["CLAUDE_CODE_SUBAGENT_MODEL"] == "claude-sonnet-4-5"  # a plugin's agents too
     assert "--append-system-prompt" not in argv and "Skill" in argv[argv.index("--allowedTools") + 1]
-    argv, _ = claude.prepare(request(tmp_path / "m", plugin_dir=str(folder), plugin_mcp=True))
+    argv, _ = claude.prepare(request(tmp_path / "m", plugin_dir=str(folder), plugin_mcp=True), ENDPOINT)
     assert (Path(argv[argv.index("--plugin-dir") + 1]) / ".mcp.json").exists()
-    baseline, _ = claude.prepare(request(tmp_path / "b"))
+    baseline, _ = claude.prepare(request(tmp_path / "b"), ENDPOINT)
     assert "--plugin-dir" not in baseline and baseline[baseline.index("--model") + 1] == "claude-sonnet-4-5"
 
 
@@ -144,9 +145,9 @@ def test_codex_and_gemini_take_only_the_plugins_skills(tmp_path: Path) -> None:
     (folder / ".claude-plugin" / "plugin.json").write_text('{"name": "skills-only"}')
     (folder / "skills" / "calc-rules").mkdir(parents=True)
     (folder / "skills" / "calc-rules" / "SKILL.md").write_text("---\nname: calc-rules\ndescription: d\n---\n")
-    CodexExecutor(ExecutorSettings()).prepare(request(tmp_path / "c", plugin_dir=str(folder)))
+    CodexExecutor(ExecutorSettings()).prepare(request(tmp_path / "c", plugin_dir=str(folder)), ENDPOINT)
     assert (tmp_path / "c" / "sb" / ".agents" / "skills" / "calc-rules" / "SKILL.md").exists()
-    GeminiCliExecutor(ExecutorSettings()).prepare(request(tmp_path / "g", plugin_dir=str(folder)))
+    GeminiCliExecutor(ExecutorSettings()).prepare(request(tmp_path / "g", plugin_dir=str(folder)), ENDPOINT)
     assert (tmp_path / "g" / "sb" / ".gemini" / "skills" / "calc-rules" / "SKILL.md").exists()
     assert runner_problem(read_plugin(folder), "codex") is None
     full = read_plugin(write_plugin(tmp_path / "src"))

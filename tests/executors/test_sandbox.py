@@ -27,7 +27,7 @@ from executors.sandbox import (
     wrap,
 )
 from executors.schema import AgentRequest
-from tests.fakes.escape import CANARIES, escape_places, escape_script
+from tests.fakes.escape import CANARIES, bash_agent, escape_places, escape_script
 from tests.fakes.provider import FakeProvider
 
 needs_bwrap = pytest.mark.skipif(
@@ -105,21 +105,27 @@ def test_wrap_argv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     )
     text = " ".join(argv)
     assert argv[-4:] == ["--", "claude", "-p", "x"] and argv[-6:-4] == ["--chdir", str(sandbox.resolve())]
-    assert "--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp" in text
-    assert f"--tmpfs {home.resolve()}" in text and "--cap-drop ALL" in text
-    for flag in ("--unshare-pid", "--die-with-parent", "--new-session"):
+    # only the system folders, never the host's root: other checkouts, /home, /srv are not there
+    assert "--ro-bind / /" not in text and "--ro-bind /usr /usr" in text and "--ro-bind /etc /etc" in text
+    assert "--ro-bind /dev/null /etc/shadow" in text or not Path("/etc/shadow").exists()
+    assert "--dev /dev --proc /proc --size" in text and "--tmpfs /tmp" in text and "--cap-drop ALL" in text
+    for flag in ("--unshare-pid", "--unshare-net", "--die-with-parent", "--new-session"):
         assert flag in argv
-    assert "--unshare-net" not in argv  # the CLIs reach their model server on 127.0.0.1
     assert f"--bind {sandbox.resolve()} {sandbox.resolve()}" in text
     assert f"--bind {session_home.resolve()} {session_home.resolve()}" in text
     # pyenv's shims need its whole root; ~/.cargo also holds a registry token, so only its bin
     assert f"--ro-bind {home.resolve()}/.pyenv {home.resolve()}/.pyenv" in text
     assert f"--ro-bind {home.resolve()}/.cargo/bin " in text and f"{home.resolve()}/.cargo " not in text
     assert f"--ro-bind {home.resolve()}/clis/node_modules " in text
-    assert "--ro-bind /usr/bin" not in text  # visible through the read-only root already
-    # every bind comes after the tmpfs it punches through
-    assert text.index(f"--tmpfs {home.resolve()}") < text.index("--ro-bind " + str(home.resolve()))
+    assert f"--ro-bind {home.resolve()} " not in text and "--ro-bind /usr/bin" not in text
     assert toolchain_paths(search_path, hidden_dirs())[0] == (home / ".pyenv").resolve()
+    # an agent session: the forwarder's socket bound in, the command started under the relay
+    socket_file = tmp_path / "model.sock"
+    socket_file.touch()
+    argv = wrap(["claude"], isolation="bubblewrap", workdir=sandbox, network="model", egress=socket_file)
+    assert f"--ro-bind {socket_file} /run/skillab/model.sock" in " ".join(argv)
+    assert argv[-3:] == ["18080", "/run/skillab/model.sock", "claude"]
+    assert "--unshare-net" not in wrap(["x"], isolation="bubblewrap", workdir=sandbox, network="host")
 
 
 @needs_bwrap
@@ -146,20 +152,7 @@ def test_a_sandboxed_shell_cannot_reach_out(tmp_path: Path, outside: dict[str, P
 
 def claude_escape(places: dict[str, Path]) -> Any:
     """A scripted model that runs the escape script through the Bash tool, then answers."""
-
-    def agent(body: dict[str, Any]) -> list[dict[str, Any]]:
-        done = any(
-            isinstance(b, dict) and b.get("type") == "tool_result"
-            for m in body["messages"]
-            if m["role"] == "user" and isinstance(m["content"], list)
-            for b in m["content"]
-        )
-        if done:
-            return [{"type": "text", "text": "done."}]
-        command = escape_script(places)
-        return [{"type": "tool_use", "name": "Bash", "input": {"command": command, "description": "escape"}}]
-
-    return agent
+    return bash_agent(escape_script(places))
 
 
 @needs_bwrap
@@ -205,3 +198,7 @@ def test_executable_paths_of_npm_installs(tmp_path: Path) -> None:
     paths = executable_paths(tmp_path / "prefix" / "bin" / "claude")
     assert (tmp_path / "prefix" / "lib" / "node_modules").resolve() in paths  # its dependencies
     assert (package / "cli.js").resolve() in paths and tmp_path / "prefix" not in paths
+
+
+#: The model endpoint a session is configured with inside its sandbox (the relay of the forwarder).
+ENDPOINT = "http://127.0.0.1:18080"

@@ -15,6 +15,7 @@ from executors.claude_code import ClaudeCodeExecutor
 from executors.codex_cli import CodexExecutor
 from executors.gemini_cli import GeminiCliExecutor
 from executors.schema import AgentRequest, InstalledSkill
+from tests.executors.test_sandbox import ENDPOINT
 from tests.fakes.provider import SkillScript, coin, session_id, skill_listing, user_query
 
 SKILL = "---\nname: {name}\ndescription: {description}\n---\n# {name}\nBody.\n"
@@ -47,21 +48,21 @@ def flag(argv: list[str], name: str) -> str | None:
 
 def test_claude_default_still_forces_and_trigger_mode_does_not(tmp_path: Path) -> None:
     ex = ClaudeCodeExecutor(ExecutorSettings(base_url="http://127.0.0.1:9"))
-    forced, _ = ex.prepare(request(tmp_path / "a", "claude"))
+    forced, _ = ex.prepare(request(tmp_path / "a", "claude"), ENDPOINT)
     assert "MUST first call the Skill tool" in (flag(forced, "--append-system-prompt") or "")
     assert flag(forced, "--allowedTools") == "Skill(csv-insights),Read,Edit,Bash,Grep,Glob,Write"
-    baseline, _ = ex.prepare(request(tmp_path / "b", "claude", skill=False))
+    baseline, _ = ex.prepare(request(tmp_path / "b", "claude", skill=False), ENDPOINT)
     assert flag(baseline, "--disallowedTools") == "Skill"
-    free, _ = ex.prepare(request(tmp_path / "c", "claude", force_skill=False))
+    free, _ = ex.prepare(request(tmp_path / "c", "claude", force_skill=False), ENDPOINT)
     assert "--append-system-prompt" not in free and "--disallowedTools" not in free
     assert flag(free, "--allowedTools") == "Skill,Read,Edit,Bash,Grep,Glob,Write"
     assert (tmp_path / "c" / "claude" / "sb" / ".claude" / "skills" / "csv-insights" / "SKILL.md").is_file()
     # No skill under test (a false-fire control): the Skill tool stays, built-in skills stay listed.
-    control, _ = ex.prepare(request(tmp_path / "d", "claude", skill=False, force_skill=False))
+    control, _ = ex.prepare(request(tmp_path / "d", "claude", skill=False, force_skill=False), ENDPOINT)
     assert "--disallowedTools" not in control
     assert flag(control, "--allowedTools") == "Skill,Read,Edit,Bash,Grep,Glob,Write"
     # The system prompt of sample mode is still appended, without any instruction to load a skill.
-    system, _ = ex.prepare(request(tmp_path / "e", "claude", force_skill=False, system="Be brief."))
+    system, _ = ex.prepare(request(tmp_path / "e", "claude", force_skill=False, system="Be brief."), ENDPOINT)
     assert flag(system, "--append-system-prompt") == "Be brief."
 
 
@@ -76,16 +77,16 @@ def test_several_skills_install_under_their_names(tmp_path: Path) -> None:
         ("gemini-cli", GeminiCliExecutor(), ".gemini/skills"),
     ):
         req = request(tmp_path, cli, force_skill=False, skills=extra)
-        ex.prepare(req)
+        ex.prepare(req, ENDPOINT)
         names = sorted(p.parent.name for p in (Path(req.sandbox) / where).glob("*/SKILL.md"))
         assert names == ["csv-insights", "pdf-forms", "sql-tuning"], cli
 
 
 def test_codex_and_gemini_in_trigger_mode(tmp_path: Path) -> None:
     codex = CodexExecutor(ExecutorSettings(base_url="http://127.0.0.1:9/v1"))
-    forced, _ = codex.prepare(request(tmp_path / "a", "codex"))
+    forced, _ = codex.prepare(request(tmp_path / "a", "codex"), ENDPOINT)
     assert forced[-1] == "$csv-insights Summarise data.csv"
-    free, _ = codex.prepare(request(tmp_path / "b", "codex", force_skill=False))
+    free, _ = codex.prepare(request(tmp_path / "b", "codex", force_skill=False), ENDPOINT)
     assert free[-1] == "Summarise data.csv"
     # Not forced, so not counted as invoked unless the session reads SKILL.md.
     events: list[dict[str, Any]] = [
@@ -95,9 +96,9 @@ def test_codex_and_gemini_in_trigger_mode(tmp_path: Path) -> None:
     assert not codex.parse(events, request(tmp_path / "c", "codex", force_skill=False)).skill_invoked
     assert codex.parse(events, request(tmp_path / "d", "codex")).skill_invoked
     gemini = GeminiCliExecutor()
-    gemini.prepare(request(tmp_path / "e", "gemini-cli"))
+    gemini.prepare(request(tmp_path / "e", "gemini-cli"), ENDPOINT)
     assert "activate_skill" in (tmp_path / "e" / "gemini-cli" / "sb" / "GEMINI.md").read_text()
-    gemini.prepare(request(tmp_path / "f", "gemini-cli", force_skill=False))
+    gemini.prepare(request(tmp_path / "f", "gemini-cli", force_skill=False), ENDPOINT)
     assert not (tmp_path / "f" / "gemini-cli" / "sb" / "GEMINI.md").exists()
     assert (
         tmp_path / "f" / "gemini-cli" / "sb" / ".gemini" / "skills" / "csv-insights" / "SKILL.md"

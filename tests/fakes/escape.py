@@ -6,8 +6,9 @@ import contextlib
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,3 +57,21 @@ def escape_script(places: dict[str, Path]) -> str:
         "echo made > made.txt",
     ]
     return "; ".join(f"{{ {line}; }} 2>&1" for line in lines)
+
+
+def bash_agent(command: str) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
+    """A scripted model (Anthropic's protocol) that runs ``command`` through the Bash tool once,
+    then answers "done."."""
+
+    def agent(body: dict[str, Any]) -> list[dict[str, Any]]:
+        done = any(
+            isinstance(b, dict) and b.get("type") == "tool_result"
+            for m in body["messages"]
+            if m["role"] == "user" and isinstance(m["content"], list)
+            for b in m["content"]
+        )
+        if done:
+            return [{"type": "text", "text": "done."}]
+        return [{"type": "tool_use", "name": "Bash", "input": {"command": command, "description": "probe"}}]
+
+    return agent

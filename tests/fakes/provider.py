@@ -59,6 +59,13 @@ class Call:
     system: str
     prompt: str
     t: float
+    #: the credential headers the request came with (the model forwarder's key, for one)
+    auth: dict[str, str] = field(default_factory=dict)
+
+
+def _auth(request: Request) -> dict[str, str]:
+    names = ("x-api-key", "authorization", "x-goog-api-key")
+    return {k: request.headers[k] for k in names if k in request.headers}
 
 
 def default_answer(system: str, prompt: str) -> str:
@@ -235,7 +242,9 @@ class FakeProvider:
         body = await request.json()
         system = " ".join(m["content"] for m in body["messages"] if m["role"] == "system")
         prompt = body["messages"][-1]["content"]
-        fault = await self._fault(Call("openai", request.url.path, body, system, prompt, time.time()))
+        fault = await self._fault(
+            Call("openai", request.url.path, body, system, prompt, time.time(), _auth(request))
+        )
         if fault is not None:
             return fault
         return JSONResponse(self._completion(body, system, prompt))
@@ -282,7 +291,9 @@ class FakeProvider:
         if body.get("stream"):
             return await self._anthropic_stream(request, body)
         system, prompt = anthropic_text(body)
-        fault = await self._fault(Call("anthropic", request.url.path, body, system, prompt, time.time()))
+        fault = await self._fault(
+            Call("anthropic", request.url.path, body, system, prompt, time.time(), _auth(request))
+        )
         if fault is not None:
             return fault
         return JSONResponse(self._message(body, system, prompt))
@@ -321,7 +332,9 @@ class FakeProvider:
     async def _anthropic_stream(self, request: Request, body: dict[str, Any]) -> Response:
         """Server-sent events of the Messages API, as Claude Code expects them."""
         system, prompt = anthropic_text(body)
-        fault = await self._fault(Call("anthropic", request.url.path, body, system, prompt, time.time()))
+        fault = await self._fault(
+            Call("anthropic", request.url.path, body, system, prompt, time.time(), _auth(request))
+        )
         if fault is not None:
             return fault
         blocks = (
@@ -396,7 +409,9 @@ class FakeProvider:
             else " ".join(c.get("text", "") for c in content or [] if isinstance(c, dict))
         )
         system = str(body.get("instructions") or "")
-        fault = await self._fault(Call("responses", request.url.path, body, system, prompt, time.time()))
+        fault = await self._fault(
+            Call("responses", request.url.path, body, system, prompt, time.time(), _auth(request))
+        )
         if fault is not None:
             return fault
         items = (
@@ -437,7 +452,9 @@ class FakeProvider:
         """streamGenerateContent?alt=sse, as the Gemini CLI expects it. ``gemini_agent(body)`` gives parts."""
         system = " ".join(p.get("text", "") for p in (body.get("systemInstruction") or {}).get("parts", []))
         prompt = " ".join(p.get("text", "") for p in body["contents"][-1].get("parts", []) if "text" in p)
-        fault = await self._fault(Call("gemini", request.url.path, body, system, prompt, time.time()))
+        fault = await self._fault(
+            Call("gemini", request.url.path, body, system, prompt, time.time(), _auth(request))
+        )
         if fault is not None:
             return fault
         model = request.path_params["model"].split(":")[0]
@@ -463,7 +480,9 @@ class FakeProvider:
             return await self._gemini_stream(request, body)
         system = " ".join(p["text"] for p in (body.get("systemInstruction") or {}).get("parts", []))
         prompt = " ".join(p["text"] for p in body["contents"][-1]["parts"])
-        fault = await self._fault(Call("gemini", request.url.path, body, system, prompt, time.time()))
+        fault = await self._fault(
+            Call("gemini", request.url.path, body, system, prompt, time.time(), _auth(request))
+        )
         if fault is not None:
             return fault
         model = request.path_params["model"].split(":")[0]

@@ -90,7 +90,7 @@ def test_environment_is_scrubbed_and_home_hidden(tmp_path: Path, monkeypatch: py
         " message: homedir() });\n",
     )
     result = run(tmp_path, a)
-    assert result.passed and "skillab-check-" in result.message
+    assert result.passed and "skillab-sandboxes" in result.message
 
 
 def test_output_flood_is_capped(tmp_path: Path) -> None:

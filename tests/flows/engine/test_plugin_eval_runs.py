@@ -10,6 +10,7 @@ from executors.claude_code import ClaudeCodeExecutor
 from executors.schema import AgentRequest
 from flows.engine.plugin_eval import evidence, grade_plugin_run, plugin_request, prepare_sandbox
 from graders.plugin_eval import PluginCase, merge_case, parse_case
+from tests.executors.test_sandbox import ENDPOINT
 
 
 def case(
@@ -60,7 +61,7 @@ def test_case_settings_reach_the_claude_command_line(tmp_path: Path) -> None:
     (tmp_path / "skill").mkdir()
     (tmp_path / "skill" / "SKILL.md").write_text("---\nname: hello\ndescription: d\n---\n")
     argv, env = ClaudeCodeExecutor().prepare(
-        request.model_copy(update={"env": (("FEATURE", "on"), ("HOME", "/x"))})
+        request.model_copy(update={"env": (("FEATURE", "on"), ("HOME", "/x"))}), ENDPOINT
     )
     joined = " ".join(argv)
     assert "--tools Read,Bash,Skill" in joined and "--disallowedTools Agent" in joined
@@ -80,7 +81,7 @@ def test_a_recorded_session_is_resumed_from_a_copy(tmp_path: Path) -> None:
     request = base_request(tmp_path).model_copy(
         update={"resume": str(history), "skill_name": None, "skill_dir": None}
     )
-    argv, _ = ClaudeCodeExecutor().prepare(request)
+    argv, _ = ClaudeCodeExecutor().prepare(request, ENDPOINT)
     copy = Path(argv[argv.index("--resume") + 1])
     assert copy.is_relative_to(tmp_path / "home") and copy.read_text() == history.read_text()
 

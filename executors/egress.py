@@ -1,0 +1,282 @@
+"""The only way out of a sandbox: skillab's forwarder to a session's model endpoint.
+
+An agent session never holds a key and never sees the network. Inside its sandbox the CLI is told
+its endpoint is ``http://127.0.0.1:EGRESS_PORT`` (the relay, see ``executors/relay.py``) and its key
+is a placeholder. The relay hands each connection to this forwarder's Unix socket on the host, which
+parses the HTTP request, replaces whatever credential headers came with the runner's own key (read
+from this process's environment, for that provider only), and sends it to the one upstream the
+route was made for (``--base-url``, else the provider's public endpoint, TLS included). Responses
+stream back unchanged, server-sent events as they arrive.
+
+So the key exists only in this process; a suite that points the CLI elsewhere (``ANTHROPIC_BASE_URL``
+in a case's env, a proxy variable) reaches nothing, and a session cannot talk to the Prefect API, the
+judge or any other local port. With ``--no-os-sandbox`` there is no network namespace to enforce it;
+the forwarder then listens on a loopback TCP port instead, and the key still stays out of the
+session's environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import h11
+import httpx
+
+from executors.sandbox import alive
+
+#: Headers that carry a credential in one provider's protocol or another: dropped when the route
+#: has a key of its own to put in (the placeholder the session sent is never forwarded then).
+AUTH_HEADERS = frozenset({"x-api-key", "authorization", "x-goog-api-key", "api-key"})
+HOP_BY_HOP = frozenset(
+    {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
+     "transfer-encoding", "upgrade", "host", "content-length"}
+)  # fmt: skip
+MAX_BODY = 64 * 1024 * 1024  # a request larger than this is no model call
+PLACEHOLDER_KEY = "skillab-sandbox"  # what a session is given where its CLI insists on a key
+PREFIX = "skillab-egress-"
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Credential:
+    """Where a provider's key comes from on the host, and how it is sent."""
+
+    env: str
+    header: str
+    prefix: str = ""
+
+
+@dataclass(frozen=True)
+class Provider:
+    name: str
+    default_url: str
+    credentials: tuple[Credential, ...]
+
+    def headers(self) -> dict[str, str]:
+        """The first credential set in this process's environment, as headers; {} when none is."""
+        for c in self.credentials:
+            value = os.environ.get(c.env)
+            if value:
+                return {c.header: f"{c.prefix}{value}"}
+        return {}
+
+    def secrets(self) -> tuple[str, ...]:
+        return tuple(v for c in self.credentials if (v := os.environ.get(c.env)))
+
+
+ANTHROPIC = Provider(
+    "anthropic",
+    "https://api.anthropic.com",
+    (
+        Credential("ANTHROPIC_API_KEY", "x-api-key"),
+        Credential("ANTHROPIC_AUTH_TOKEN", "authorization", "Bearer "),
+    ),
+)
+OPENAI = Provider(
+    "openai",
+    "https://api.openai.com/v1",
+    (
+        Credential("OPENAI_API_KEY", "authorization", "Bearer "),
+        Credential("CODEX_API_KEY", "authorization", "Bearer "),
+    ),
+)
+GEMINI = Provider(
+    "gemini",
+    "https://generativelanguage.googleapis.com",
+    (Credential("GEMINI_API_KEY", "x-goog-api-key"), Credential("GOOGLE_API_KEY", "x-goog-api-key")),
+)
+
+
+@dataclass(frozen=True)
+class Route:
+    """One forwarder listener: a Unix socket for sandboxes, or a loopback port without one."""
+
+    upstream: str
+    socket: Path | None
+    port: int | None
+
+    def url(self, inner_port: int) -> str:
+        """The endpoint a session is configured with: the relay's port inside a sandbox, or this
+        route's loopback port; the upstream's path kept (``/v1`` for OpenAI-style endpoints)."""
+        path = httpx.URL(self.upstream).raw_path.decode().rstrip("/")
+        return f"http://127.0.0.1:{self.port if self.port is not None else inner_port}{path}"
+
+
+class Forwarder:
+    """The process's forwarder: one event loop in a daemon thread, one listener per route."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="skillab-egress")
+        self._thread.start()
+        self._dir = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=_socket_root()))
+        self._dir.chmod(0o700)
+        self._routes: dict[tuple[str, str, bool], Route] = {}
+        self._lock = threading.Lock()
+        self._client: httpx.AsyncClient | None = None
+        atexit.register(shutil.rmtree, self._dir, True)
+
+    def _call(self, coro: Awaitable[T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()  # type: ignore[arg-type]
+
+    def route(self, provider: Provider, base_url: str | None, *, tcp: bool = False) -> Route:
+        upstream = (base_url or provider.default_url).rstrip("/")
+        key = (provider.name, upstream, tcp)
+        with self._lock:
+            if key not in self._routes:
+                self._routes[key] = self._call(self._listen(provider, upstream, tcp, len(self._routes)))
+            return self._routes[key]
+
+    async def _listen(self, provider: Provider, upstream: str, tcp: bool, index: int) -> Route:
+        def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Awaitable[None]:
+            return self._serve(reader, writer, provider, upstream)
+
+        if tcp:
+            server = await asyncio.start_server(handler, "127.0.0.1", 0)
+            return Route(upstream, None, server.sockets[0].getsockname()[1])
+        path = self._dir / f"{provider.name}-{index}.sock"
+        await asyncio.start_unix_server(handler, str(path))
+        path.chmod(0o600)
+        return Route(upstream, path, None)
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            timeout = httpx.Timeout(connect=30.0, read=900.0, write=60.0, pool=60.0)
+            self._client = httpx.AsyncClient(timeout=timeout, trust_env=True, follow_redirects=False)
+        return self._client
+
+    async def _serve(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, provider: Provider, upstream: str
+    ) -> None:
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=256 * 1024)
+        try:
+            while True:
+                request = await _next(conn, reader)
+                if not isinstance(request, h11.Request):
+                    return
+                body = bytearray()
+                while True:
+                    event = await _next(conn, reader)
+                    if isinstance(event, h11.Data):
+                        body += event.data
+                        if len(body) > MAX_BODY:
+                            await _reply(writer, conn, 413, b"request body too large for the model forwarder")
+                            return
+                    elif isinstance(event, h11.EndOfMessage):
+                        break
+                    else:
+                        return
+                await self._forward(writer, conn, provider, upstream, request, bytes(body))
+                if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
+                    return
+                conn.start_next_cycle()
+        except (h11.ProtocolError, ConnectionError, asyncio.IncompleteReadError):
+            return
+        finally:
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    async def _forward(
+        self,
+        writer: asyncio.StreamWriter,
+        conn: h11.Connection,
+        provider: Provider,
+        upstream: str,
+        request: h11.Request,
+        body: bytes,
+    ) -> None:
+        credential = provider.headers()
+        headers = [
+            (k.decode("latin-1"), v.decode("latin-1"))
+            for k, v in request.headers
+            if k.decode("latin-1").lower() not in HOP_BY_HOP
+            and not (credential and k.decode("latin-1").lower() in AUTH_HEADERS)
+        ]
+        headers += list(credential.items())
+        base = httpx.URL(upstream)
+        target = request.target.decode("latin-1")
+        url = base.copy_with(raw_path=target.encode("latin-1"))
+        try:
+            async with self._http().stream(
+                request.method.decode(), url, headers=headers, content=body
+            ) as response:
+                # Raw bytes, as the upstream encoded them: its content-length and -encoding hold.
+                out = [
+                    (k, v)
+                    for k, v in response.headers.multi_items()
+                    if k.lower() not in HOP_BY_HOP or k.lower() == "content-length"
+                ]
+                writer.write(conn.send(h11.Response(status_code=response.status_code, headers=out)) or b"")
+                async for chunk in response.aiter_raw():
+                    if chunk:
+                        writer.write(conn.send(h11.Data(data=chunk)) or b"")
+                        await writer.drain()
+                writer.write(conn.send(h11.EndOfMessage()) or b"")
+                await writer.drain()
+        except httpx.HTTPError as exc:
+            if conn.our_state is h11.SEND_RESPONSE:
+                await _reply(writer, conn, 502, f"model forwarder: {type(exc).__name__}: {exc}".encode())
+
+
+async def _next(conn: h11.Connection, reader: asyncio.StreamReader) -> Any:
+    while True:
+        event = conn.next_event()
+        if event is h11.NEED_DATA:
+            data = await reader.read(1 << 16)
+            conn.receive_data(data)
+            continue
+        return event
+
+
+async def _reply(writer: asyncio.StreamWriter, conn: h11.Connection, status: int, text: bytes) -> None:
+    body = b'{"type":"error","error":{"type":"forwarder_error","message":' + _json_string(text) + b"}}"
+    headers = [("content-type", "application/json"), ("content-length", str(len(body)))]
+    writer.write(conn.send(h11.Response(status_code=status, headers=headers)) or b"")
+    writer.write(conn.send(h11.Data(data=body)) or b"")
+    writer.write(conn.send(h11.EndOfMessage()) or b"")
+    await writer.drain()
+
+
+def _json_string(text: bytes) -> bytes:
+    return json.dumps(text.decode("utf-8", "replace")).encode()
+
+
+_FORWARDER: Forwarder | None = None
+_FORWARDER_LOCK = threading.Lock()
+
+
+def forwarder() -> Forwarder:
+    """The process's forwarder, started at its first use."""
+    global _FORWARDER
+    with _FORWARDER_LOCK:
+        if _FORWARDER is None:
+            _FORWARDER = Forwarder()
+        return _FORWARDER
+
+
+def _socket_root() -> str:
+    """Where the forwarder's sockets go: the temporary folder, unless its path is too long for a
+    Unix socket's (108 bytes on Linux, the file name included), then /tmp."""
+    root = tempfile.gettempdir()
+    return root if len(root) <= 60 else "/tmp"
+
+
+def sweep() -> None:
+    """Remove forwarder folders whose process is gone (a run killed with -9)."""
+    roots = {Path(_socket_root()), Path(tempfile.gettempdir())}
+    for folder in (f for root in roots for f in root.glob(f"{PREFIX}*")):
+        owner = folder.name.removeprefix(PREFIX).split("-", 1)[0]
+        if owner.isdigit() and not alive(int(owner)):
+            shutil.rmtree(folder, ignore_errors=True)

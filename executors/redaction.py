@@ -1,0 +1,60 @@
+"""Secrets never reach a results file: every value skillab knows to be a credential, and anything
+shaped like a provider's key, is replaced before a transcript, stream, log or report is written.
+
+The keys themselves never enter a sandbox (see ``executors.egress``); this is the second line, for a
+key a suite or a model put in plain text. Known values are the credential-named variables of this
+process's environment (``*_KEY``, ``*_TOKEN``, ``*_SECRET``, ...), read once per call so a key
+exported later is covered too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+MASK = "[REDACTED]"
+#: Parts of a variable name that make its value a credential (not an endpoint or a path).
+CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE", re.I)
+MIN_SECRET = 8  # shorter values (a "1", "true") would mask ordinary words
+#: The shapes of the common providers' keys and tokens.
+KEY_SHAPES = re.compile(
+    r"\bsk-(?:ant-|proj-|svcacct-)?[A-Za-z0-9_\-]{20,}"
+    r"|\bAIza[0-9A-Za-z_\-]{30,}"
+    r"|\bgh[pousr]_[A-Za-z0-9]{30,}"
+    r"|\bgithub_pat_[A-Za-z0-9_]{30,}"
+    r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"
+    r"|\bAKIA[0-9A-Z]{16}\b"
+    r"|\bhf_[A-Za-z0-9]{30,}"
+)
+
+
+def known_secrets() -> tuple[str, ...]:
+    """Credential values set in this process's environment, longest first."""
+    values = {
+        v
+        for k, v in os.environ.items()
+        if CREDENTIAL_NAME.search(k) and len(v) >= MIN_SECRET and not v.startswith("/")
+    }
+    return tuple(sorted(values, key=len, reverse=True))
+
+
+def redact(text: str, secrets: tuple[str, ...] | None = None) -> str:
+    """``text`` with every known secret and key-shaped string masked."""
+    for value in known_secrets() if secrets is None else secrets:
+        if value in text:
+            text = text.replace(value, MASK)
+    return KEY_SHAPES.sub(MASK, text)
+
+
+def redact_file(path: str | os.PathLike[str]) -> None:
+    """Mask secrets in a file written by another process (an agent's stream), in place."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return
+    text = data.decode("utf-8", "surrogateescape")
+    clean = redact(text)
+    if clean != text:
+        with open(path, "wb") as handle:
+            handle.write(clean.encode("utf-8", "surrogateescape"))
