@@ -91,8 +91,10 @@ class ClaudeCodeExecutor(AgentExecutor):
         return argv, env
 
     def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
-        plugin = read_plugin(Path(request.plugin_dir)).name if request.plugin_dir else None
-        return parse_claude(events, request.skill_name, plugin=plugin)
+        if request.plugin_dir:
+            plugin = read_plugin(Path(request.plugin_dir))
+            return parse_claude(events, plugin=plugin.name, plugin_skills=plugin.skills)
+        return parse_claude(events, request.skill_name)
 
 
 def _text(content: Any) -> str:
@@ -103,16 +105,34 @@ def _text(content: Any) -> str:
     return ""
 
 
+def under_test(
+    called: str, skill_name: str | None, plugin: str | None, plugin_skills: tuple[str, ...]
+) -> bool:
+    """Whether a Skill call naming ``called`` loaded the artifact under test: ``skill_name`` (any
+    skill when None), or with ``plugin`` one of its skills, by either name the CLI accepts
+    (``greeting-style`` or ``greet-plugin:greeting-style``)."""
+    name = called.strip().lstrip("/")
+    if plugin is not None:
+        if name.startswith(f"{plugin}:"):
+            return True
+        return name in plugin_skills
+    return skill_name is None or name == skill_name
+
+
 def parse_claude(
-    events: list[dict[str, Any]], skill_name: str | None = None, plugin: str | None = None
+    events: list[dict[str, Any]],
+    skill_name: str | None = None,
+    plugin: str | None = None,
+    plugin_skills: tuple[str, ...] = (),
 ) -> AgentSession:
-    """The session; ``skill_invoked`` when a Skill call loaded ``skill_name`` (any skill when None),
-    or with ``plugin``, one of that plugin's skills (``<plugin>:<skill>``)."""
+    """The session; ``skill_invoked`` when a Skill call loaded the artifact under test (see
+    :func:`under_test`); ``meta["skills_invoked"]`` every skill a Skill call named, in order."""
     out: list[AgentEvent] = []
     skills: tuple[str, ...] | None = None
     meta: dict[str, Any] = {}
     result: dict[str, Any] | None = None
     invoked = False
+    called_skills: list[str] = []
     for e in events:
         kind = e.get("type")
         if kind == "system" and e.get("subtype") == "init":
@@ -137,12 +157,9 @@ def parse_claude(
                     name = block.get("name")
                     tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
                     called = str(tool_input.get("skill") or "")
-                    if name == "Skill" and (
-                        called.startswith(f"{plugin}:")
-                        if plugin
-                        else skill_name is None or called == skill_name
-                    ):
-                        invoked = True
+                    if name == "Skill" and called:
+                        called_skills.append(called)
+                        invoked = invoked or under_test(called, skill_name, plugin, plugin_skills)
                     out.append(
                         AgentEvent(kind="tool_use", tool=name, tool_id=block.get("id"), input=tool_input)
                     )
@@ -161,6 +178,7 @@ def parse_claude(
             out.append(AgentEvent(kind="error", text=f"API retry: {e.get('error') or e}", is_error=True))
         elif kind == "result":
             result = e
+    meta["skills_invoked"] = list(dict.fromkeys(called_skills))
     tool_names = {ev.tool_id: ev.tool for ev in out if ev.kind == "tool_use"}
     out = [
         ev.model_copy(update={"tool": tool_names.get(ev.tool_id)}) if ev.kind == "tool_result" else ev

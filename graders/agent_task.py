@@ -81,6 +81,14 @@ class AgentTask(BaseModel):
     def negative_control(self) -> bool:
         return self.type == "negative-control"
 
+    @property
+    def expects_skill(self) -> bool | None:
+        """Whether the skill should be used: a plugin eval case says so through its graders (or
+        says nothing); a task file through its type."""
+        if self.plugin_case is not None:
+            return self.plugin_case.expects_skill
+        return not self.negative_control
+
 
 def confined(kind: str, field: str, value: str) -> str:
     """``value`` when it is a path relative to the sandbox that stays inside it; else ValueError

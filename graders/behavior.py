@@ -63,5 +63,6 @@ def analyze(session: AgentSession) -> dict[str, Any]:
         "max_turns_hit": session.status == "max_turns",
         "permission_denials": len(denials),
         "skill_invoked": session.skill_invoked,
+        "skills_invoked": list(session.meta.get("skills_invoked") or []),
         "api_errors": sum(1 for e in session.events if e.kind == "error"),
     }

@@ -163,6 +163,19 @@ class PluginCase(_Strict):
     unsupported: tuple[str, ...] = ()  # documented settings this case uses that skillab ignores
     warnings: tuple[str, ...] = ()  # graders that will fail whatever the session does (a bad regex)
 
+    @property
+    def expects_skill(self) -> bool | None:
+        """Whether the case expects a skill to fire: False with a ``tool_used: Skill`` grader of
+        ``max: 0`` (or a case named ``neg-...``, an author's negative), True with a Skill indicator
+        (a ``tool_used: Skill`` grader asking for a call, with-only or without ``arm``), None when
+        the case says neither (then no advice about triggering is given)."""
+        skill = [g for g in self.graders if isinstance(g, ToolUsedGrader) and g.tool == "Skill"]
+        if any(g.max == 0 for g in skill) or self.name.lower().startswith(("neg-", "negative-")):
+            return False
+        if any(is_indicator(g) and (g.min is None or g.min > 0) for g in skill):
+            return True
+        return None
+
 
 # ----------------------------------------------------------------- parsing
 

@@ -350,9 +350,10 @@ def insights(
         verdict = comp.get("verdict", {})
         if verdict.get("label") in UNDECIDED and verdict.get("cases_needed"):
             suggestions.append(
-                f"{comp['treatment']} vs {comp['control']}: about {verdict['cases_needed']} cases are needed to "
-                f"detect a difference of {verdict['min_effect']:g} (you have {comp['cases']}); add cases "
-                "(more cases help more than more repeats)."
+                f"{comp['treatment']} vs {comp['control']}: about {verdict['cases_needed']} cases are needed for "
+                f"a BETTER verdict at a difference of {verdict['min_effect']:g} with the margin "
+                f"{verdict['margin']:g} (you have {comp['cases']}); add cases (more cases help more than "
+                "more repeats)."
             )
     if all_fail:
         suggestions.append("Review the assertions that fail everywhere: " + ", ".join(all_fail[:5]))

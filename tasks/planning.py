@@ -338,9 +338,9 @@ class Option:
 
     runs: int
     sd: float | None  # sd of a case's mean difference at this r
-    cases: int | None  # cases the paired t-test needs for the effect
-    cases_for_margin: int | None  # cases for the interval to clear the margin (a BETTER verdict)
-    calls: int | None  # both variants, every run
+    cases: int | None  # cases for a BETTER verdict: the interval clears the margin with 80% power
+    cases_significant: int | None  # cases for the paired t-test to find the effect against 0 only
+    calls: int | None  # both variants, every run, at ``cases``
     feasible: bool  # within the available cases
     cost: Cost | None
 
@@ -360,6 +360,9 @@ class Plan:
     best: Option | None  # the feasible option with the fewest calls
     lever: str  # "more cases", "more runs" or "unknown"
     reason: str
+    #: the smallest true effect that reads BETTER with 80% power at the pilot's own cases and runs
+    #: (None below the cases any verdict needs, or without a spread)
+    smallest_better: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -398,8 +401,8 @@ def plan(
     options = []
     for r in sorted(set(runs)):
         sd = _sd_at(pilot, r)
-        n = st.cases_needed(sd, effect) if sd is not None else None
-        n_margin = st.cases_needed(sd, effect - margin) if sd is not None and effect > margin else None
+        n = st.cases_for_better(sd, effect, margin) if sd is not None else None
+        n_zero = st.cases_needed(sd, effect) if sd is not None else None
         calls = None if n is None else 2 * r * n
         feasible = n is not None and (available_cases is None or n <= available_cases)
         price = (
@@ -407,13 +410,26 @@ def plan(
             if n is not None and shape is not None and prices is not None
             else None
         )
-        options.append(Option(r, sd, n, n_margin, calls, feasible, price))
+        options.append(Option(r, sd, n, n_zero, calls, feasible, price))
     known = [o for o in options if o.calls is not None]
     usable = [o for o in known if o.feasible]
     best = min(usable, key=lambda o: (o.calls or 0, o.runs)) if usable else None
     lever, reason = _lever(pilot, options, best, available_cases)
+    sd_pilot = _sd_at(pilot, max(1, round(pilot.runs)))
+    mde = st.minimum_detectable_effect(sd_pilot, pilot.cases) if sd_pilot is not None else None
+    smallest = None if mde is None or pilot.cases < st.MIN_SETTLED_CASES else mde + margin
     return Plan(
-        pilot, effect, margin, st.ALPHA, st.POWER, available_cases, tuple(options), best, lever, reason
+        pilot,
+        effect,
+        margin,
+        st.ALPHA,
+        st.POWER,
+        available_cases,
+        tuple(options),
+        best,
+        lever,
+        reason,
+        smallest,
     )
 
 

@@ -101,6 +101,17 @@ class Scale(Frozen):
 SAMPLE_SCALE = Scale(
     name="composite 1-5", minimum=1.0, maximum=5.0, pass_threshold=3.5, margin=0.1, min_effect=0.3
 )
+#: Trigger mode: rates from 0 to 1. A query "passes" when its rate meets the target (recall 1, or no
+#: false fire); margin and effect are the A/B comparison's defaults (tasks.trigger_stats).
+TRIGGER_SCALE = Scale(
+    name="trigger rates 0-1",
+    minimum=0.0,
+    maximum=1.0,
+    pass_threshold=1.0,
+    margin=0.05,
+    min_effect=0.10,
+    errors_score_minimum=False,
+)
 AGENTIC_SCALE = Scale(
     name="weighted total 0-100",
     minimum=0.0,

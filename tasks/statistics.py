@@ -264,6 +264,44 @@ class VerdictInputs:
     points_per_unit: float  # 25 on the 1-5 scale (a 4-point range), 1 on 0-100
     error_rates: tuple[float, float]  # (control, treatment): errored or ungraded share
     max_error_rate: float
+    #: False where the comparison was computed on the improvement of a lower-is-better figure (a
+    #: false-fire rate): the reason then quotes the figure's own difference, treatment minus control.
+    higher_is_better: bool = True
+
+
+#: Paired cases below which no verdict is settled: the exact sign test, which assumes nothing about
+#: the spread, cannot reach p < 0.05 with fewer, and a t-test on so few rests on a normality that
+#: cannot be checked. One rule for every spread, zero included.
+MIN_SETTLED_CASES = 6
+
+
+@dataclass(frozen=True)
+class _Words:
+    """A comparison in the words of the column beside it: the difference is treatment minus control
+    as shown; for a lower-is-better figure the statistics were computed on its negative."""
+
+    mean: float
+    low: float | None
+    high: float | None
+    margin: float
+    up: bool
+
+    def ci(self) -> str:
+        if self.low is None or self.high is None or f"{self.low:+.3g}" == f"{self.high:+.3g}":
+            return f"mean difference {self.mean:+.3g}"  # a zero-width interval says nothing
+        return f"mean difference {self.mean:+.3g}, 95% CI [{self.low:+.3g}, {self.high:+.3g}]"
+
+    def better_side(self) -> str:
+        return f"above +{self.margin:g}" if self.up else f"below -{self.margin:g}, where lower is better"
+
+    def worse_side(self) -> str:
+        return f"below -{self.margin:g}" if self.up else f"above +{self.margin:g}, where lower is better"
+
+
+def _words(v: VerdictInputs, mean: float, low: float | None, high: float | None) -> _Words:
+    if v.higher_is_better:
+        return _Words(mean, low, high, v.margin, True)
+    return _Words(-mean, None if high is None else -high, None if low is None else -low, v.margin, False)
 
 
 def _error_capped(v: VerdictInputs, clearly_worse: bool, ci_text: str) -> dict[str, Any]:
@@ -281,10 +319,46 @@ def _error_capped(v: VerdictInputs, clearly_worse: bool, ci_text: str) -> dict[s
 
 
 def _mde(c: dict[str, Any], sd: float, n: int) -> float | None:
-    """The smallest effect detectable at alpha 0.05 and power 0.8 (from the cluster-robust SE when used)."""
+    """The smallest true difference the paired test finds with 80% power at alpha 0.05 (from the
+    cluster-robust SE when used)."""
     if c["se_method"] != "classical" and c["se"]:
         return t_quantiles(c["df"]) * c["se"] if c["df"] and c["df"] > 0 else None
     return minimum_detectable_effect(sd, n) if c["df"] else None
+
+
+def better_power(
+    mde: float | None, sd: float, margin: float, min_effect: float
+) -> tuple[float | None, int | None]:
+    """(the smallest effect that reads BETTER with 80% power, the cases a BETTER verdict needs at
+    ``min_effect``): a BETTER verdict needs the whole interval above the margin, so the power is
+    against ``effect - margin``, not against 0. No number of cases when the margin is the effect."""
+    smallest = None if mde is None else mde + margin
+    return smallest, cases_for_better(sd, min_effect, margin)
+
+
+def cases_for_better(sd: float, effect: float, margin: float) -> int | None:
+    """Cases for a BETTER verdict at a true ``effect`` with 80% power: the interval must clear
+    ``margin``, and no verdict settles below :data:`MIN_SETTLED_CASES` cases."""
+    if effect <= margin:
+        return None
+    needed = cases_needed(sd, effect - margin)
+    return None if needed is None else max(needed, MIN_SETTLED_CASES)
+
+
+def _degenerate(v: VerdictInputs, n: int, w: _Words, p_sign: float | None) -> dict[str, Any]:
+    """Every difference equal: there is no interval, the exact sign test decides."""
+    p_text = "no test" if p_sign is None else f"exact sign test p={p_sign:.3g}"
+    every = f"all {n} differences equal {w.mean:+.3g} (no spread, so no interval; {p_text})"
+    significant = p_sign is not None and p_sign < ALPHA
+    above = w.mean > w.margin if w.up else w.mean < -w.margin
+    below = w.mean < -w.margin if w.up else w.mean > w.margin
+    if significant and above:
+        return {"label": VerdictLabel.BETTER, "reason": f"{every}, {w.better_side()}."}
+    if significant and below:
+        return {"label": VerdictLabel.WORSE, "reason": f"{every}, {w.worse_side()}."}
+    if abs(w.mean) <= w.margin:
+        return {"label": VerdictLabel.EQUIVALENT, "reason": f"{every}, within ±{w.margin:g}."}
+    return {"label": VerdictLabel.INCONCLUSIVE, "reason": f"{every}."}
 
 
 def _verdict(v: VerdictInputs) -> dict[str, Any]:
@@ -304,46 +378,69 @@ def _verdict(v: VerdictInputs) -> dict[str, Any]:
             "label": VerdictLabel.INSUFFICIENT_DATA,
             "reason": f"{n} paired case(s): at least 2 cases with results in both variants are needed.",
         }
-    out["mde"] = mde = _mde(c, sd, n)
-    out["cases_needed"] = cases_needed(sd, v.min_effect)
-    degenerate = sd == 0
-    p = v.p_value if not degenerate else c["p_sign"]
+    mde = _mde(c, sd, n)
+    out["mde"], out["cases_needed"] = better_power(mde, sd, v.margin, v.min_effect)
+    degenerate = sd <= TIE_TOLERANCE * max(1.0, abs(mean))  # equal differences, up to rounding
+    p = c["p_sign"] if degenerate else v.p_value
     significant = p is not None and p < ALPHA
     low, high = c["ci_low"], c["ci_high"]
-    ci_text = f"mean difference {mean:+.3g}, 95% CI [{low:+.3g}, {high:+.3g}]"
+    w = _words(v, mean, low, high)
+    ci_text = w.ci()
     if max(v.error_rates) > v.max_error_rate:
         return out | _error_capped(v, significant and high < -v.margin, ci_text)
-    if degenerate and n < 6 and mean != 0:
+    if n < MIN_SETTLED_CASES:
         return out | {
             "label": VerdictLabel.UNDERPOWERED,
-            "reason": f"all {n} differences equal {mean:+.3g}; fewer than 6 cases cannot rule out chance.",
+            "reason": (
+                f"{n} paired cases: fewer than {MIN_SETTLED_CASES} settle no verdict (the exact sign test "
+                f"cannot reach p < 0.05 below {MIN_SETTLED_CASES}) ({ci_text})."
+            ),
         }
+    if degenerate:
+        return out | _degenerate(v, n, w, p)
+    p_text = "p unknown" if p is None else f"p={p:.3g}"
     if low > v.margin and significant:
         return out | {
             "label": VerdictLabel.BETTER,
-            "reason": f"the whole interval lies above +{v.margin:g}: {ci_text}.",
+            "reason": f"the whole interval lies {w.better_side()} ({p_text}): {ci_text}.",
         }
     if high < -v.margin and significant:
         return out | {
             "label": VerdictLabel.WORSE,
-            "reason": f"the whole interval lies below -{v.margin:g}: {ci_text}.",
+            "reason": f"the whole interval lies {w.worse_side()} ({p_text}): {ci_text}.",
         }
-    if low >= -v.margin and high <= v.margin and not (degenerate and n < 6):
+    if low >= -v.margin and high <= v.margin:
         return out | {
             "label": VerdictLabel.EQUIVALENT,
-            "reason": f"the whole interval lies within ±{v.margin:g}: {ci_text}.",
+            "reason": f"the whole interval lies within ±{v.margin:g} ({p_text}): {ci_text}.",
         }
-    if mde is not None and mde > v.min_effect:
+    if significant:  # the interval excludes 0 but reaches into the margin
+        better = mean > 0  # the statistics are on the improvement
+        shown_up = better == v.higher_is_better  # the interval as shown lies above 0
+        side = "better" if better else "worse"
+        edge = f"below the margin +{v.margin:g}" if shown_up else f"above the margin -{v.margin:g}"
+        return out | {
+            "label": VerdictLabel.INCONCLUSIVE,
+            "reason": f"{side} than the control ({p_text}) but the interval reaches {edge}: {ci_text}.",
+        }
+    smallest = out["mde"]
+    if smallest is not None and smallest > v.min_effect:
+        needed = out["cases_needed"]
+        more = (
+            f"about {needed} cases would be needed for a BETTER verdict at {v.min_effect:g}"
+            if needed
+            else f"no number of cases reads BETTER at {v.min_effect:g} with a margin of {v.margin:g}"
+        )
         return out | {
             "label": VerdictLabel.UNDERPOWERED,
             "reason": (
-                f"not significant (p={p:.3g}) and the smallest detectable effect is {mde:.3g} > "
-                f"{v.min_effect:g}; about {out['cases_needed']} cases are needed ({ci_text})."
+                f"not significant ({p_text}) and the smallest effect that could read BETTER here is "
+                f"{smallest:.3g} > {v.min_effect:g}; {more} ({ci_text})."
             ),
         }
     return out | {
         "label": VerdictLabel.INCONCLUSIVE,
-        "reason": f"the interval crosses the margin ±{v.margin:g} (p={p if p is None else f'{p:.3g}'}; {ci_text}).",
+        "reason": f"not significant ({p_text}) and the interval crosses the margin ±{v.margin:g}: {ci_text}.",
     }
 
 
@@ -359,9 +456,7 @@ def verdict(v: VerdictInputs) -> dict[str, Any]:
     withheld and ``band_note`` says why."""
     out = _verdict(v)
     if out["label"] not in SETTLED and out["band"] is not None:
-        out["band_note"] = (
-            f"band {out['band']} withheld: the verdict is {out['label']}, so the mean delta alone is no advice"
-        )
+        out["band_note"] = f"no band: the verdict is {out['label']}, so the mean delta alone is no advice"
         out["band"] = None
     else:
         out["band_note"] = None

@@ -29,11 +29,12 @@ from pydantic import Field
 from executors.schema import Frozen
 from graders.queries import NONE, Query
 from graders.triggers import SessionTriggers, TriggerStatus
+from tasks.schema import TRIGGER_SCALE
 from tasks.statistics import BOOTSTRAP_DRAWS, VerdictInputs, paired, verdict
 
 Z95 = NormalDist().inv_cdf(0.975)
-DEFAULT_MARGIN = 0.05  # on the rate scale: 5 percentage points
-DEFAULT_MIN_EFFECT = 0.10
+DEFAULT_MARGIN = TRIGGER_SCALE.margin  # on the rate scale: 5 percentage points
+DEFAULT_MIN_EFFECT = TRIGGER_SCALE.min_effect
 DEFAULT_MAX_ERROR_RATE = 0.10
 DEFAULT_VARIANT = "default"
 PARTS = ("all", "train", "holdout")
@@ -432,6 +433,7 @@ def _compare_metric(
             points_per_unit=100.0,
             error_rates=error_rates,
             max_error_rate=max_error_rate,
+            higher_is_better=should_fire,
         )
     )
     return MetricComparison(

@@ -26,8 +26,15 @@ def _plain(annotation: Any) -> Any:
     return annotation
 
 
-def _help(info: FieldInfo) -> str:
+def _help(info: FieldInfo, negated: str | None = None) -> str:
+    """The flag's help; for a ``--no-X`` flag, what it does (the description's "--no-X: ..." part),
+    not what the setting it turns off does."""
     text = info.description or ""
+    if negated is not None:
+        marker = f"{negated}: "
+        if marker not in text:
+            raise ValueError(f"the description of {negated} must say what it does ('{marker}...')")
+        return text.split(marker, 1)[1]
     default = info.get_default(call_default_factory=True)
     if default not in (None, (), False, True) and "default" not in text:
         shown = ",".join(default) if isinstance(default, tuple) else default
@@ -41,7 +48,8 @@ def add_field(group: argparse._ActionsContainer, name: str, info: FieldInfo) -> 
     common: dict[str, Any] = {"dest": name, "default": argparse.SUPPRESS, "help": _help(info)}
     if kind is bool:
         if info.default is True:
-            group.add_argument(f"--no-{name.replace('_', '-')}", action="store_false", **common)
+            negated = f"--no-{name.replace('_', '-')}"
+            group.add_argument(negated, action="store_false", **common | {"help": _help(info, negated)})
         else:
             group.add_argument(flag, action="store_true", **common)
     elif get_origin(kind) is tuple and (info.json_schema_extra or {}).get("append"):  # type: ignore[union-attr]

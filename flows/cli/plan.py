@@ -72,6 +72,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
     control = args.control or report.meta.control
     others = [v for v in report.meta.variants if v != control]
     treatment = args.treatment or (others[0] if others else control)
+    # The run's own margin and effect (what its verdicts used), unless the flags say otherwise.
+    used = next((c.verdict for c in report.comparisons if c.treatment == treatment), None)
+    margin = args.margin if args.margin is not None else used.margin if used else report.scale.margin
+    effect = (
+        args.min_effect
+        if args.min_effect is not None
+        else used.min_effect
+        if used
+        else report.scale.min_effect
+    )
     try:
         pilot = pilot_from_frame(frame_from_report(data, minimum=report.scale.minimum), control, treatment)
         table = PriceTable.from_file(Path(args.prices)) if args.prices else None
@@ -81,8 +91,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             prices = Prices.for_model(model, table)
         result = plan(
             pilot,
-            effect=args.min_effect,
-            margin=args.margin,
+            effect=effect,
+            margin=margin,
             available_cases=args.available_cases,
             shape=call_shape(data, args.artifact_tokens),
             prices=prices,
@@ -108,7 +118,10 @@ def print_plan(result: Any, title: str, priced_model: str | None) -> None:
     )
     for note in p.notes:
         print(f"  note: {note}")
-    print(f"to detect {result.effect:g} points with {result.power:.0%} power (alpha {result.alpha:g}):")
+    print(
+        f"for a BETTER verdict (the whole interval above the margin +{result.margin:g}) at a true effect "
+        f"of {result.effect:g}, with {result.power:.0%} power (alpha {result.alpha:g}):"
+    )
     header = "  runs/case  cases  calls" + (
         "  plain $  cached $  batch $  cached+batch $" if priced_model else ""
     )
@@ -122,6 +135,11 @@ def print_plan(result: Any, title: str, priced_model: str | None) -> None:
         print(line)
     if any(not o.feasible and o.cases is not None for o in result.options):
         print("  * more cases than are available (--available-cases)")
+    if result.smallest_better is not None:
+        print(
+            f"at the pilot's {p.cases} cases x {p.runs:g} run(s), the smallest effect that could read BETTER "
+            f"is {result.smallest_better:.3g}"
+        )
     print(f"cheaper lever: {result.lever}: {result.reason}")
     if priced_model:
         print(f"prices: {priced_model} (cache and batch at the provider's published ratios)")
@@ -138,8 +156,12 @@ def add_plan_command(sub: Any) -> None:
     p.add_argument("--reports-dir", default=None, help="reports folder (default: ~/.skillab/reports)")
     p.add_argument("--control", help="default: the report's control")
     p.add_argument("--treatment", help="default: the first other variant")
-    p.add_argument("--min-effect", type=float, default=0.5, help="difference worth finding (default: 0.5)")
-    p.add_argument("--margin", type=float, default=0.0, help="practical margin of the verdict (default: 0)")
+    p.add_argument(
+        "--min-effect", type=float, default=None, help="difference worth finding (default: the pilot run's)"
+    )
+    p.add_argument(
+        "--margin", type=float, default=None, help="practical margin of the verdict (default: the pilot run's)"
+    )
     p.add_argument("--available-cases", type=int, default=None, help="how many cases you can write or have")
     p.add_argument("--model", help="price the plan for this model (default: the pilot's)")
     p.add_argument("--prices", help="price file overriding the built-in table")

@@ -121,7 +121,7 @@ def summarized(config: Any, outcome: dict[str, str]) -> int:
     report = load_report(Path(outcome["report_path"]))
     for comp in report.comparisons:
         v = comp.verdict
-        print(f"with-skill vs baseline: {v.label} ({v.band_text()}) — {v.reason}")
+        print(f"with-skill vs baseline: {v.headline()} — {v.reason}")
     for section in report.ablation.sections if report.ablation else []:
         print(section.line)
     print(f"report: {Path(outcome['results_dir']) / 'report.md'}")

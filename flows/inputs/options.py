@@ -42,7 +42,7 @@ class BenchOptions(BaseModel):
     temperature: float | None = Field(None, ge=0, le=2, description="sampling temperature, passed through")
     max_tokens: int | None = Field(None, ge=1, description="output token limit, passed through")
     seed: int = Field(0, description="seed for the model (where supported), shuffling and bootstrap")
-    judge: bool = Field(True, description="false = skip the LLM judge (--no-judge)")
+    judge: bool = Field(True, description="grade with the LLM judge; --no-judge: skip the LLM judge")
     judge_executor: str | None = Field(
         None, description="executor of the judge (default: local if installed)"
     )
@@ -65,7 +65,7 @@ class BenchOptions(BaseModel):
         "on an unreliable judge (and ci fails)",
     )
     diagnose: bool = Field(
-        True, description="false = group failures without asking an LLM for suggestions (--no-diagnose)"
+        True, description="ask an LLM for suggestions on grouped failures; --no-diagnose: group failures without asking"
     )
     ablate: str | None = Field(
         None,
@@ -79,25 +79,25 @@ class BenchOptions(BaseModel):
         None, description="reports folder (default ~/.skillab/reports or $SKILLAB_HOME/reports)"
     )
     cache_dir: str | None = Field(None, description="result cache (default ~/.skillab/cache)")
-    cache: bool = Field(True, description="false = neither read nor write the cache (--no-cache)")
+    cache: bool = Field(True, description="reuse cached calls and cache new ones; --no-cache: neither read nor write the cache")
     dry_run: bool = Field(False, description="print the plan, call nothing")
     os_sandbox: bool = Field(True, description=f"agent CLI executors: {OS_SANDBOX_HELP}")
     allow_network: bool = Field(False, description=f"agent CLI executors: {ALLOW_NETWORK_HELP}")
     prompt_cache: bool = Field(
         True,
         description="mark the artifact for the provider's prompt cache and warm it once per variant "
-        "before the fan-out (--no-prompt-cache: neither)",
+        "before the fan-out; --no-prompt-cache: no cache marker and no warm-up call",
     )
     head_start: bool = Field(
         True,
-        description="send the first calls while Prefect starts, each its task run's first attempt "
-        "(--no-head-start: only from task runs)",
+        description="send the first calls while Prefect starts, each its task run's first attempt; "
+        "--no-head-start: the first calls only from task runs",
     )
     batch: bool = Field(
         False, description="send calls through the provider's batch API (Anthropic, OpenAI: half price)"
     )
     batch_wait: bool = Field(
-        True, description="wait for batches to end (--no-batch-wait: poll once; a re-run collects the rest)"
+        True, description="wait for batches to end; --no-batch-wait: poll once, a re-run collects the rest"
     )
     batch_poll: float = Field(60.0, gt=0, description="seconds between polls of a pending batch")
     sequential: bool = Field(

@@ -157,7 +157,7 @@ def case_task(case: PluginCase, folder: Path) -> AgentTask:
         name=case.name,
         difficulty="medium",
         category=", ".join(case.tags) or "plugin-eval",
-        type="positive",
+        type="negative-control" if case.expects_skill is False else "positive",
         prompt=case.prompt,
         expected_outcome=case.expected_outcome or case.description or "",
         checks=(),

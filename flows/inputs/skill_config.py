@@ -59,7 +59,7 @@ class SkillBenchConfig(BaseModel):
     seed: int = Field(0, description="seed for shuffling, the bootstrap and task generation")
     max_error_rate: float = Field(0.1, ge=0, le=1, description="failed share of an arm that blocks a claim")
     diagnose: bool = Field(
-        True, description="false = group failures without asking the judge for suggestions (--no-diagnose)"
+        True, description="ask the judge for suggestions on grouped failures; --no-diagnose: group failures without asking"
     )
     output_dir: str | None = Field(
         None, description="also write the report JSON here (for the report server)"

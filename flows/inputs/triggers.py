@@ -21,6 +21,7 @@ from flows.inputs.skill_config import Skill, check_artifact, find_skill
 from graders.queries import Query, QuerySet, Split, check_expectations, load_queries, split
 from graders.triggers import install_problem
 from tasks.cache import cache_key
+from tasks.schema import TRIGGER_SCALE
 
 DEFAULT_VARIANT = "default"
 
@@ -56,15 +57,17 @@ class TriggerOptions(BaseModel):
     output_dir: str | None = Field(
         None, description="also write the report JSON here (for the report server)"
     )
-    cache: bool = Field(True, description="false = neither read nor write the session cache (--no-cache)")
+    cache: bool = Field(True, description="reuse cached sessions and cache new ones; --no-cache: neither read nor write the session cache")
     cache_dir: str | None = Field(None, description="session cache (default ~/.skillab/cache)")
     max_calls: int | None = Field(None, ge=1, description="stop starting sessions past this count")
     budget_usd: float | None = Field(None, gt=0, description="stop starting sessions past this spend")
     dry_run: bool = Field(False, description="print the plan (sessions, estimated cost); run nothing")
     margin: float = Field(
-        0.05, ge=0, le=1, description="practical margin of an A/B verdict on the rate scale"
+        TRIGGER_SCALE.margin, ge=0, le=1, description="practical margin of an A/B verdict on the rate scale"
     )
-    min_effect: float = Field(0.10, gt=0, le=1, description="rate difference an A/B should detect")
+    min_effect: float = Field(
+        TRIGGER_SCALE.min_effect, gt=0, le=1, description="rate difference an A/B should detect"
+    )
     max_error_rate: float = Field(0.1, ge=0, le=1, description="failed share of sessions that blocks a claim")
     min_recall: float | None = Field(
         None, ge=0, le=1, description="CI gate: every skill's recall at least this"

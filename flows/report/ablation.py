@@ -41,8 +41,10 @@ def section_effect(report: Report, comp: Comparison, heading: str, per: str = "c
     interval = f" [95% CI {low:+.3g}, {high:+.3g}]" if low is not None and high is not None else ""
     holm = "" if p_holm is None else f", Holm p = {p_holm:.2g}"
     cost = "" if tokens is None else f"; costs {tokens:.0f} input tokens per {per}"
+    # the verdict's mde is what reads BETTER (beyond the margin); a section's finding is against 0
+    detectable = None if v.mde is None else v.mde - v.margin
     if finding == "no detectable effect":
-        mde = "unknown" if v.mde is None else f"{v.mde:.3g}"
+        mde = "unknown" if detectable is None else f"{detectable:.3g}"
         verdict = f"no detectable effect at this N (smallest detectable effect {mde})"
     else:
         verdict = f"removing it {'lowers' if finding == 'helps' else 'raises'} the score: it {finding}"
@@ -53,7 +55,7 @@ def section_effect(report: Report, comp: Comparison, heading: str, per: str = "c
         "ci_low": low,
         "ci_high": high,
         "p_holm": p_holm,
-        "mde": v.mde,
+        "mde": detectable,
         "inputTokens": tokens,
         "finding": finding,
         "line": f"section {heading!r}: {verdict}; contribution {shown}{interval}{holm}{cost}",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,8 +92,10 @@ def session_entry(g: Graded) -> dict[str, Any]:
 
 
 def task_results(
-    tasks: list[AgentTask], graded: list[Graded], case_stats: dict[str, Any], arms: list[str]
+    tasks: list[AgentTask], graded: list[Graded], case_stats: dict[str, Any], arms: list[str], skill: str
 ) -> list[dict[str, Any]]:
+    """Each task with its arms' results; ``expect`` the artifact's name where the task expects it
+    to be used, "none" where it expects it not to be, absent where the task does not say."""
     per_task: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for g in graded:
         per_task.setdefault(g.plan.task.task_id, {}).setdefault(g.plan.mode, []).append(session_entry(g))
@@ -117,6 +120,7 @@ def task_results(
                 "tags": list(t.tags),
                 "rubric": t.rubric,
                 "variants": entries,
+                "expect": {True: skill, False: "none", None: None}[t.expects_skill],
             }
         )
     return results
@@ -136,8 +140,8 @@ def criteria_means(graded: list[Graded], arms: list[str]) -> dict[str, dict[str,
     return out
 
 
-def behavior_summary(graded: list[Graded], arms: list[str]) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = {}
+def behavior_summary(graded: list[Graded], arms: list[str]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
     for mode in arms:
         rows = [(g.session, g.behavior) for g in graded if g.plan.mode == mode and g.contaminated is None]
         n = len(rows) or 1
@@ -154,6 +158,7 @@ def behavior_summary(graded: list[Graded], arms: list[str]) -> dict[str, dict[st
             "errorsRecovered": sum(b["errors_recovered"] for _, b in rows),
             "maxTurnsHit": sum(1 for _, b in rows if b["max_turns_hit"]),
             "permissionDenials": sum(b["permission_denials"] for _, b in rows),
+            "skillsCalled": dict(Counter(n for _, b in rows for n in set(b.get("skills_invoked") or []))),
         }
     return out
 
@@ -277,7 +282,7 @@ def build_skill_report(run: AgenticRun, graded: list[Graded], records: list[Reco
         else None
     )
     sections = ablation_aggregate(run, records)
-    case_results = task_results(tasks, graded, case_stats(agg, sections), run.arms)
+    case_results = task_results(tasks, graded, case_stats(agg, sections), run.arms, run.skill.name)
     passes = {
         mode: [bool(g.checks["all_passed"]) for g in graded if g.plan.mode == mode] for mode in run.arms
     }

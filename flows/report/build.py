@@ -39,10 +39,13 @@ GUIDE = {
     "control), their mean, a 95% interval (the range the true average difference plausibly lies in), "
     "the paired t-test and Wilcoxon p-values (how surprising the difference would be if the variants were "
     "equal), a seeded bootstrap interval, the effect size d_z, and cases improved/regressed/unchanged.",
-    "verdict": "BETTER / WORSE: the whole interval lies beyond the practical margin. EQUIVALENT: it lies "
-    "within the margin. UNDERPOWERED: too few cases to detect the effect you care about (min_effect); "
-    "cases_needed says how many would. INCONCLUSIVE: none of these. INSUFFICIENT DATA: under 2 cases. "
-    "If errored or ungraded runs pass max_error_rate, no improvement is claimed.",
+    "verdict": "BETTER / WORSE: significant, and the whole interval lies beyond the practical margin (with "
+    "no spread, the exact sign test decides). EQUIVALENT: it lies within the margin. UNDERPOWERED: fewer "
+    "than 6 cases, or not significant with too few cases for the effect you care about (min_effect) to read "
+    "BETTER; mde is the smallest effect that could, cases_needed how many cases a BETTER verdict needs. "
+    "INCONCLUSIVE: none of these (significant but reaching into the margin, or not significant). "
+    "INSUFFICIENT DATA: under 2 cases. If errored or ungraded runs pass max_error_rate, no improvement is "
+    "claimed.",
     "seed": "Also computed as the original tools did, and labelled so: per-variant mean, std and 95% "
     "interval (summary), Welch's t-test over run means with --repeat (comparisons[].welchRuns), pass@k "
     "and pass^k (unbiased estimators, summary and caseStats), and the band USE .. DON'T USE from the mean "

@@ -90,7 +90,7 @@ def summary_markdown(report: Report, threshold: float | None = None) -> str:
     for c in report.comparisons:
         v = c.verdict
         lines.append(
-            f"**{md(c.treatment)} vs {md(c.control)}: {v.label}** ({v.band_text()}) — {md(v.reason)}"
+            f"**{md(c.treatment)} vs {md(c.control)}: {v.headline()}** — {md(v.reason)}"
         )
     regression = report.regression
     if regression:

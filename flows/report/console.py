@@ -65,8 +65,7 @@ def print_summary(report: Report, path: Path | None, console: Console | None = N
     for comp in report.comparisons:
         v, p = comp.verdict, comp.paired
         console.print(
-            f"[bold]{comp.treatment} vs {comp.control}[/bold]: [bold]{v.label}[/bold] "
-            f"({v.band_text()}) — {v.reason}  "
+            f"[bold]{comp.treatment} vs {comp.control}[/bold]: [bold]{v.headline()}[/bold] — {v.reason}  "
             f"improved {p.improved} / regressed {p.regressed} / unchanged {p.unchanged} cases",
             highlight=False,
         )

@@ -79,6 +79,8 @@ def run_failure(report: Report, sample_id: str, run: RunEntry) -> Failure | None
         return None
     what = agentic_what(run, 70.0) if agentic else sample_what(run, threshold)
     reason = (run.grade.summary if run.grade is not None else None) if agentic else run.llm_reason
+    if agentic and run.grade is not None and "plugin_eval_score" in (run.grade.model_extra or {}):
+        reason = None  # a plugin case's summary lists its graders (already in `what`), no judge's words
     return Failure(sample_id, run.run, tuple(what), reason or None)
 
 

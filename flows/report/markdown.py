@@ -215,15 +215,25 @@ def _behavior(s_b: BehaviorSummary | None, b_b: BehaviorSummary | None) -> list[
 
     lines.append(f"| Thrashing Detected | {ratio(s_b, 'thrashing')} | {ratio(b_b, 'thrashing')} | |")
     lines.append(f"| Skill Invoked | {ratio(s_b, 'skill_invoked')} | {ratio(b_b, 'skill_invoked')} | |")
+    called = (s_b.skills_called if s_b else None) or {}
+    if len(called) > 1 or (called and s_b and sum(called.values()) != s_b.skill_invoked):
+        lines += [
+            "",
+            "Skills the with-skill sessions called: "
+            + ", ".join(
+                f"{md(name)} ({n}/{s_b.sessions if s_b else 0})" for name, n in sorted(called.items())
+            ),
+        ]
     return lines
 
 
-def _not_invoked_on_positive_tasks(report: Report) -> int:
-    """With-skill sessions of positive tasks in which the skill was never invoked."""
+def _not_invoked_where_expected(report: Report) -> int:
+    """With-skill sessions of tasks that expect the skill in which it was never invoked (a task that
+    expects it not to fire, or says nothing, gives no such advice)."""
     missed = 0
     for case in report.results:
         entry = case.variants.get(Arm.WITH_SKILL)
-        if case.type == "negative-control" or entry is None:
+        if case.expect in (None, "none") or entry is None:
             continue
         for run in entry.runs or [entry]:
             if run.behavior is not None and not run.behavior.get("skill_invoked") and run.ok:
@@ -236,7 +246,8 @@ def _recommendations(report: Report, comp: Comparison | None, hurts: list[CaseRe
     verdict = comp.verdict if comp else None
     if verdict and verdict.label == VerdictLabel.UNDERPOWERED:
         recs.append(
-            f"Add tasks: about {verdict.cases_needed} are needed to detect {verdict.min_effect} points."
+            f"Add tasks: about {verdict.cases_needed} are needed for a BETTER verdict at an effect of "
+            f"{verdict.min_effect:g} points (margin {verdict.margin:g})."
         )
     if hurts:
         recs.append(
@@ -248,11 +259,11 @@ def _recommendations(report: Report, comp: Comparison | None, hurts: list[CaseRe
             f"{len(contaminated)} session(s) were contaminated and excluded: "
             + "; ".join(f"{c.task} {c.mode}: {c.reason}" for c in contaminated)
         )
-    missed = _not_invoked_on_positive_tasks(report)
+    missed = _not_invoked_where_expected(report)
     if missed:
         recs.append(
-            f"The skill was not invoked in {missed} with-skill session(s) of tasks it should help "
-            "(negative controls aside, where staying away is right): check its trigger description."
+            f"The skill was not invoked in {missed} with-skill session(s) of tasks that expect it: "
+            "check its trigger description."
         )
     return ["", "## Recommendations"] + ([f"- {r}" for r in recs] or ["- None."])
 

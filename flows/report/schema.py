@@ -85,8 +85,11 @@ class Verdict(Model):
     reason: str = Field(description="the label in one sentence, with the interval")
     margin: float = Field(description="practical margin on the scale")
     min_effect: float = Field(description="effect the user wants to detect")
-    mde: float | None = Field(description="smallest effect detectable at alpha 0.05, power 0.8")
-    cases_needed: int | None = Field(description="cases needed to detect min_effect")
+    mde: float | None = Field(
+        description="smallest true effect that reads BETTER (the interval above the margin) with power "
+        "0.8 at alpha 0.05, at this run's cases"
+    )
+    cases_needed: int | None = Field(description="cases a BETTER verdict needs at min_effect (power 0.8)")
     band: str | None = Field(description="the original tool's band (USE .. DON'T USE) from delta_points")
     delta_points: float | None = Field(description="mean difference in points of the scale's range")
     band_note: str | None = Field(
@@ -103,8 +106,16 @@ class Verdict(Model):
     )
 
     def band_text(self) -> str:
-        """The band beside a settled verdict, else why there is none."""
-        return f"band: {self.band}" if self.band else (self.band_note or "no band")
+        """The band beside a settled verdict; nothing otherwise (a withheld band is no advice, so no
+        band word is shown)."""
+        return f"band: {self.band}" if self.band else ""
+
+    def headline(self) -> str:
+        """The label as every summary line shows it: its band where one is given, and what decided
+        it where that was not the plain fixed-N interval (a --sequential run says which rule did)."""
+        band = f" ({self.band_text()})" if self.band else ""
+        decided = f" [decided by the {self.procedure}]" if self.procedure else ""
+        return f"{self.label}{band}{decided}"
 
 
 class Welch(Model):
@@ -642,7 +653,8 @@ class CaseResult(Model):
     variants: dict[str, VariantResult]
     """variant -> result"""
     expect: str | None = None
-    """trigger mode: the skill that should fire, or none"""
+    """the skill that should fire, or none (trigger mode; agentic mode: whether the task expects the
+    artifact to be used, absent when it does not say)"""
 
 
 # ---------------------------------------------------------------- the report
@@ -812,6 +824,8 @@ class BehaviorSummary(Model):
     """sessions that hit the turn limit"""
     permission_denials: int = Field(alias="permissionDenials")
     """tool calls the CLI denied"""
+    skills_called: dict[str, int] | None = Field(default=None, alias="skillsCalled")
+    """skill name as called -> sessions that called it (which of a plugin's skills fired)"""
 
 
 class TriggerFigures(Model):

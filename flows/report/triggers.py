@@ -21,12 +21,8 @@ from flows.report.gates import unmeasured
 from flows.report.schema import Report
 from graders.triggers import SessionTriggers, TriggerStatus
 from tasks.files import atomic_write_text
-from tasks.schema import SAMPLE_SCALE
+from tasks.schema import TRIGGER_SCALE
 from tasks.trigger_stats import VariantComparison, compare_variants, summarize, trial
-
-#: Trigger mode has no score scale of its own; rates live in ``triggers``. The sample scale is
-#: recorded only so the report's shape is the same for every mode.
-TRIGGER_SCALE = SAMPLE_SCALE.model_copy(update={"name": "trigger rates 0-1 (see triggers)"})
 
 
 def session_entry(run: int, out: dict[str, Any]) -> dict[str, Any]:
@@ -147,7 +143,7 @@ def build_trigger_report(
         "trigger",
         report_id,
         meta,
-        TRIGGER_SCALE,
+        TRIGGER_SCALE.model_copy(update={"margin": o.margin, "min_effect": o.min_effect}),
         None,
         query_results(plan, outcomes),
         triggers=figures(plan, outcomes),

@@ -63,10 +63,11 @@ def test_cases_needed_follow_the_formula_at_every_run_count() -> None:
     for r, o in by_runs.items():
         sd = math.sqrt(0.5 + 2 * 0.25 / r)
         assert o.sd == pytest.approx(sd)
-        assert o.cases == formula_cases(sd, 0.5) == st.cases_needed(sd, 0.5)
-        assert o.cases_for_margin == formula_cases(sd, 0.4)
+        # a BETTER verdict needs the interval above the margin: power against effect - margin
+        assert o.cases == max(formula_cases(sd, 0.4), 6) == st.cases_for_better(sd, 0.5, 0.1)
+        assert o.cases_significant == formula_cases(sd, 0.5) == st.cases_needed(sd, 0.5)
         assert o.calls == 2 * r * o.cases
-    assert by_runs[1].cases == formula_cases(1.0, 0.5)
+    assert by_runs[1].cases == formula_cases(1.0, 0.4)
     # between-case variance dominates: one run per case is the fewest calls
     assert result.best is by_runs[1] and result.lever == "more cases"
     assert result.alpha == 0.05 and result.power == 0.8

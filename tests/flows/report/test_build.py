@@ -49,7 +49,7 @@ def test_junit_and_summary_from_the_typed_report(tmp_path: Path) -> None:
     failure = suites.find(".//testsuite[@name='skillab.v1']/testcase/failure")
     assert failure is not None and "score 2.00 < threshold 3.5" in (failure.text or "")
     text = summary_markdown(report, 3.5)
-    assert "**v2 vs v1: BETTER**" in text and "CI threshold: 3.5" in text
+    assert "**v2 vs v1: BETTER (band: " in text and "CI threshold: 3.5" in text
 
 
 def test_regression_against_the_previous_run_of_a_suite(tmp_path: Path) -> None:
