@@ -44,6 +44,7 @@ DEFAULT_CLI_DIR = Path.home() / ".cache" / "skillab" / "agent-clis"
 NESTED = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")
 STREAM_LIMIT = 64 * 1024 * 1024  # a session writing more than this is killed (a flood, not an answer)
 EXIT_GRACE_S = 5.0  # after the CLI exits, how long its leftover children may keep its output open
+ADD_DIRS = "skillab-add-dirs"  # in the session's HOME: copies of the folders it may only read
 
 
 def find_binary(name: str) -> str | None:
@@ -151,7 +152,8 @@ class AgentExecutor(Executor):
             workdir=request.sandbox,
             # CODEX_HOME and TMPDIR live in the fresh HOME today; bound anyway should that change.
             writable=writable,
-            readable=executable_paths(binary),
+            # bound read-only over the writable HOME: the session reads its add_dirs, cannot change them
+            readable=[*executable_paths(binary), Path(request.home) / ADD_DIRS],
             search_path=env.get("PATH"),
             network=network,
             egress=route.socket,

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from executors.agent import AgentExecutor, install_skill, plugin_copy
+from executors.agent import ADD_DIRS, AgentExecutor, install_skill, plugin_copy
 from executors.case_env import case_env
-from executors.contents import copy_file
+from executors.contents import copy_file, copy_tree
 from executors.egress import ANTHROPIC, PLACEHOLDER_KEY
 from executors.plugin import read_plugin
 from executors.schema import AgentEvent, AgentRequest, AgentSession
@@ -77,6 +77,9 @@ class ClaudeCodeExecutor(AgentExecutor):
             argv += ["--tools", ",".join(request.tools)]
         if request.disallowed_tools:
             argv += ["--disallowedTools", ",".join(request.disallowed_tools)]
+        for folder in request.add_dirs:  # a copy the session reads (read-only in the sandbox)
+            copy = copy_tree(folder, Path(request.home) / ADD_DIRS / Path(folder).name, "add_dirs")
+            argv += ["--add-dir", str(copy)]
         if request.resume:  # a copy in the session's HOME: resuming appends to the file it reads
             copy = Path(request.home) / "skillab-history" / Path(request.resume).name
             copy_file(request.resume, copy, "history file")

@@ -40,6 +40,7 @@ class Plugin:
     agents: tuple[str, ...]
     hooks: bool
     mcp_servers: tuple[str, ...]
+    workflows: tuple[str, ...] = ()  # workflows/*.md and the manifest's workflows paths
 
     def namespaced(self, names: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(f"{self.name}:{n}" for n in names)
@@ -67,6 +68,7 @@ class Plugin:
             f"{len(self.skills)} skill(s)",
             f"{len(self.commands)} command(s)",
             f"{len(self.agents)} agent(s)",
+            *([f"{len(self.workflows)} workflow(s)"] if self.workflows else []),
             "hooks" if self.hooks else "no hooks",
         ]
         if not self.mcp_servers:
@@ -176,6 +178,7 @@ def read_plugin(path: Path) -> Plugin:
         agents=_md_names(_part_roots(path, manifest, "agents")),
         hooks=(path / "hooks" / "hooks.json").is_file() or "hooks" in manifest,
         mcp_servers=_mcp_servers(path, manifest),
+        workflows=_md_names(_part_roots(path, manifest, "workflows")),
     )
     if not (plugin.parts or plugin.hooks or plugin.mcp_servers):
         raise InputError(

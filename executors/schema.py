@@ -171,6 +171,11 @@ class AgentRequest(Frozen):
         default="bubblewrap",
         description="the OS sandbox: bubblewrap (an error where it cannot run) or none (a fresh HOME only)",
     )
+    add_dirs: tuple[str, ...] = Field(
+        default=(),
+        description="folders the session may read besides its sandbox (a plugin eval case's add_dirs): "
+        "copied into its HOME, read-only inside the sandbox, passed with --add-dir",
+    )
     allow_network: bool = Field(
         default=False,
         description="share the host's network (--allow-network); False: only the model endpoint, through "

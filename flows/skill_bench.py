@@ -12,6 +12,7 @@ import asyncio
 import datetime as dt
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from executors.registry import close_all, usable_executor
 from executors.sandbox import Isolation, checked_isolation
 from executors.schema import AgentRequest, AgentSession, RunResult
 from executors.workspace import claim, release, sweep
+from flows.engine.economy import over_budget
 from flows.engine.judging import run_judge_jobs
 from flows.engine.outcomes import kept
 from flows.engine.plugin_eval import (
@@ -48,11 +50,20 @@ from flows.inputs.sessions import (
     isolation_root,
     plan_sessions,
 )
-from flows.inputs.skill_config import Skill, SkillBenchConfig, check_artifact, load_tasks
+from flows.inputs.skill_config import (
+    Skill,
+    SkillBenchConfig,
+    check_artifact,
+    load_tasks,
+    select_tasks,
+    suite_warnings,
+)
 from flows.inputs.skill_creator import evals_file, stage_inputs
 from flows.report.agentic import REPORT_ARMS, AgenticRun, Graded, build_skill_report
 from flows.report.logtext import figure_lines, state_message, verdict_lines
 from flows.report.markdown import report_markdown
+from flows.report.plugin_json import plugin_eval_json
+from flows.report.schema import Report
 from graders.agent_task import AgentTask
 from graders.behavior import analyze
 from graders.checks import sandbox_files
@@ -76,6 +87,50 @@ class InsufficientData(Exception):
     """Fewer than 2 tasks completed in both arms: no comparison is possible."""
 
 
+@dataclass
+class Spend:
+    """Sessions started and their cost so far, against --max-calls and --budget-usd."""
+
+    max_calls: int | None
+    budget_usd: float | None
+    sessions: int = 0
+    usd: float = 0.0
+
+    def refusal(self) -> str | None:
+        """Why no further session may start (None: it may, and it is counted)."""
+        if not over_budget(self.sessions, self.usd, self.max_calls, self.budget_usd):
+            self.sessions += 1
+            return None
+        cap = f"--max-calls {self.max_calls}" if self.max_calls and self.sessions >= self.max_calls else ""
+        return f"not run: {cap or f'--budget-usd {self.budget_usd:g}'} reached"
+
+
+def session_request(
+    config: SkillBenchConfig, skill: Skill, s: Session, dirs: dict[str, Path], isolation: Isolation
+) -> AgentRequest:
+    """The session of one arm and run: the skill installed and forced in a with-skill arm (a whole
+    plugin loaded instead, nothing forced), nothing of it in the baseline."""
+    plugin = skill.plugin
+    with_skill = s.kind == Arm.WITH_SKILL
+    as_skill = with_skill and plugin is None
+    return AgentRequest(
+        cli=config.runner,
+        model=config.runner_model,
+        prompt=s.task.prompt,
+        sandbox=str(s.sandbox),
+        home=str(s.home),
+        skill_name=skill.name if as_skill else None,
+        skill_dir=str(dirs[s.mode]) if as_skill else None,
+        max_turns=config.max_turns,
+        timeout_s=config.timeout,
+        raw_stream=str(s.outputs / "raw_stream.jsonl"),
+        isolation=isolation,
+        allow_network=config.allow_network,
+        plugin_dir=str(skill.path) if with_skill and plugin is not None else None,
+        plugin_mcp=config.plugin_mcp,
+    )
+
+
 async def run_sessions(
     config: SkillBenchConfig,
     skill: Skill,
@@ -89,37 +144,23 @@ async def run_sessions(
     dirs = {str(Arm.WITH_SKILL): skill.path, **(skill_dirs or {})}
     semaphore = asyncio.Semaphore(config.concurrency)
     progress = Progress(len(plans), "sessions", log=log)
+    spend = Spend(config.max_calls, config.budget_usd)
     plugin = skill.plugin  # a whole plugin: loaded by the CLI's own mechanism, in the with-arm only
     if plugin is not None and log is not None:
         log.info(plugin.summary(config.plugin_mcp) + "; loaded in the with-skill arm only, nothing forced")
 
     async def one(s: Session) -> tuple[AgentSession, str | None]:
-        with_skill = s.kind == Arm.WITH_SKILL
-        as_skill = with_skill and plugin is None
-        request = AgentRequest(
-            cli=config.runner,
-            model=config.runner_model,
-            prompt=s.task.prompt,
-            sandbox=str(s.sandbox),
-            home=str(s.home),
-            skill_name=skill.name if as_skill else None,
-            skill_dir=str(dirs[s.mode]) if as_skill else None,
-            max_turns=config.max_turns,
-            timeout_s=config.timeout,
-            raw_stream=str(s.outputs / "raw_stream.jsonl"),
-            isolation=isolation,
-            allow_network=config.allow_network,
-            plugin_dir=str(skill.path) if with_skill and plugin is not None else None,
-            plugin_mcp=config.plugin_mcp,
-        )
+        request = session_request(config, skill, s, dirs, isolation)
         stage_inputs(s.task, s.sandbox)  # a skill-creator eval's input files, before the agent starts
         async with semaphore:
             request, setup_error = await plugin_setup(s, request, isolation, skill.name)
+            setup_error = setup_error or spend.refusal()
             session = (
                 AgentSession(ok=False, status="error", error=setup_error)
                 if setup_error
                 else await run_agent_session(request, config.base_url, s.label)
             )
+            spend.usd += float(session.meta.get("total_cost_usd") or 0)
         raw = read_events(s.outputs / "raw_stream.jsonl")
         contaminated = contamination(session, s.kind, skill.name, init_event(raw), skill.description, plugin)
         write_outputs(s, session, skill.name, contaminated, raw)
@@ -346,12 +387,38 @@ def ablated_arms(skill: Skill, ablations: list[SkillAblation], results: Path) ->
     return write_ablated_skills(skill.path, skill.name, ablations, results / "ablated-skills")
 
 
+def write_reports(
+    report: Report, results: Path, config: SkillBenchConfig, tasks: list[AgentTask], tasks_dir: str
+) -> Path:
+    """report.json and report.md in the results tree, a copy for the report server, and with
+    --json the shape `claude plugin eval --json` writes (for a suite's own post-run gates)."""
+    report_path = results / "report.json"
+    atomic_write_json(report_path, report.dump())
+    atomic_write_text(results / "report.md", report_markdown(report))
+    if config.json_file:
+        official = plugin_eval_json(
+            report,
+            tasks,
+            root=tasks_dir,
+            threshold=1.0 if config.case_threshold is None else config.case_threshold,
+            case_filter=config.case,
+            tags=config.tag,
+        )
+        atomic_write_json(Path(config.json_file), official)
+    if config.output_dir:
+        atomic_write_json(Path(config.output_dir) / f"{report.id}.json", report.dump())
+    return report_path
+
+
 @flow(name="skill-bench", log_prints=False)
 async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str, tasks_dir: str) -> Any:
     skill = Skill(skill_name, Path(skill_path))
     version = check_artifact(skill, config.runner)  # exit 2 on a plugin this CLI cannot load
     isolation = checked_isolation(config.os_sandbox)
     tasks, suite_hash = load_tasks(Path(tasks_dir))
+    warnings = suite_warnings(
+        tasks := select_tasks(tasks, config), config, skill.name, skill.plugin is not None
+    )
     ablations = plan_skill_ablations(skill.path, config.ablate, config.ablate_sections)
     started = dt.datetime.now(dt.UTC)
     results = start_results(config, skill, tasks_dir, started)
@@ -360,9 +427,7 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
     isolated = isolation_root()
     case_runs = "runs" not in config.model_fields_set  # plugin eval cases: their own runs, unless --runs
     plans = plan_sessions(tasks, results, config.runs, isolated, (*ARMS, *skill_dirs), case_runs=case_runs)
-    roots = {arm_root(isolated, s.mode) for s in plans}
-    for root in roots:
-        claim(root)
+    roots = {claim(arm_root(isolated, s.mode)) for s in plans}
     try:
         log = run_logger()
         log.info(f"{plan_line(config, skill, plans, isolation)}; results in {results}")
@@ -375,16 +440,14 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
         graded = grade_sessions(plans, outcomes, checks, grades)
         records = [session_record(g, config) for g in graded if not g.contaminated]
         ablated = {a.arm: a.heading for a in ablations}
-        run = AgenticRun(config, skill, tasks, suite_hash, results, started, isolation, ablated, version)
+        run = AgenticRun(
+            config, skill, tasks, suite_hash, results, started, isolation, ablated, version, warnings
+        )
         report = build_skill_report(run, graded, records)
         report.diagnosis = await diagnose_skill_run(
             report, config, skill, {a.arm: a.skill_md for a in ablations}
         )
-        report_path = results / "report.json"
-        atomic_write_json(report_path, report.dump())
-        atomic_write_text(results / "report.md", report_markdown(report))
-        if config.output_dir:
-            atomic_write_json(Path(config.output_dir) / f"{report.id}.json", report.dump())
+        report_path = write_reports(report, results, config, tasks, tasks_dir)
     finally:  # the sandboxes go however the run ends; a run killed with -9 leaves them to the sweep
         for root in roots:
             release(root)

@@ -60,7 +60,7 @@ BODY_FIELD = {"llm": "criteria", "baseline": "criteria", "regex": "pattern"}
 SUPPORTED_MAJOR = 1
 JUDGE_VOTES = 3
 #: Settings skillab reads but does not act on (reported with the suite, never silently dropped).
-UNSUPPORTED = ("add_dirs", "artifact_publish", "growthbook_overrides", "plugins")
+UNSUPPORTED = ("artifact_publish", "growthbook_overrides", "plugins")
 FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
 
 
@@ -160,6 +160,7 @@ class PluginCase(_Strict):
     expected_outcome: str | None = None
     scaffold_script: str | None = None
     history_file: str | None = Field(None, min_length=1)  # a recorded session the case continues
+    add_dirs: tuple[str, ...] = ()  # fixture folders of the case, readable by the session (--add-dir)
     unsupported: tuple[str, ...] = ()  # documented settings this case uses that skillab ignores
     warnings: tuple[str, ...] = ()  # graders that will fail whatever the session does (a bad regex)
 
@@ -304,6 +305,7 @@ def parse_case(data: dict[str, Any], label: str) -> PluginCase:
         "expected_outcome": data.get("expected_outcome"),
         "scaffold_script": context.get("scaffold_script"),
         "history_file": context.get("history_file"),
+        "add_dirs": tuple(context.get("add_dirs") or ()),
         "unsupported": tuple(used),
         "env": tuple((str(k), str(v)) for k, v in env.items()) if isinstance(env, dict) else env,
         **{

@@ -7,8 +7,14 @@ YAML or JSON (by extension), either a list of queries or ``{queries: [...]}``::
       expect: csv-insights                          # a skill name, or none
       tags: [paraphrase]                            # optional: paraphrase, near-miss, ...
 
+skill-creator's trigger eval set is read too: a JSON list of ``{"query": ..., "should_trigger": true|false}``
+(what its ``run_eval.py --eval-set`` reads). There a query's id is its position (1, 2, ...) and
+``should_trigger`` expects the skill under test (:data:`UNDER_TEST`, named once the run knows it) or
+none.
+
 Every problem is one line naming the file, the query (its id, else its position) and the field, raised
-as :class:`InputError` together. :func:`split` makes the seeded, stratified train/holdout split a
+as :class:`InputError` together; a file that matches neither format says which were tried and what
+its first entry lacks for the closer one. :func:`split` makes the seeded, stratified train/holdout split a
 description A/B needs to detect overfitting; its :meth:`Split.record` goes into the report.
 """
 
@@ -30,6 +36,10 @@ from graders.loading import closest, parse_data
 
 NONE = "none"  # the spelling of "no skill should fire" in the file and in reports
 FIELDS = ("id", "query", "text", "expect", "tags")
+#: What a skill-creator trigger set expects where ``should_trigger`` is true, until the run names the
+#: skill under test (:func:`resolve_under_test`).
+UNDER_TEST = "<the skill under test>"
+SKILL_CREATOR_FIELDS = ("query", "should_trigger")
 
 
 class Query(Frozen):
@@ -106,8 +116,63 @@ def _one_query(raw: dict[str, Any], prefix: str) -> tuple[Query | None, list[str
         return None, [f"{prefix}: {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
 
 
+def _skill_creator_set(data: Any) -> bool:
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and all(isinstance(r, dict) and "should_trigger" in r for r in data)
+    )
+
+
+def _skill_creator_queries(data: list[dict[str, Any]], source: str) -> tuple[Query, ...]:
+    problems = []
+    queries = []
+    for index, raw in enumerate(data, start=1):
+        prefix = f"{source}: query {index} (skill-creator trigger set)"
+        extra = [k for k in raw if k not in SKILL_CREATOR_FIELDS]
+        text, fires = raw.get("query"), raw.get("should_trigger")
+        if extra:
+            problems.append(
+                f"{prefix}: {extra[0]}: unknown field{closest(str(extra[0]), SKILL_CREATOR_FIELDS)}"
+            )
+        elif not isinstance(text, str) or not text.strip():
+            problems.append(f"{prefix}: query: must be a non-empty string (got {text!r})")
+        elif not isinstance(fires, bool):
+            problems.append(f"{prefix}: should_trigger: must be true or false (got {fires!r})")
+        else:
+            queries.append(Query(id=str(index), query=text, expect=UNDER_TEST if fires else None))
+    if problems:
+        raise InputError(problems)
+    return tuple(queries)
+
+
+def _no_format(data: list[Any], source: str) -> str | None:
+    """One line when the first entry fits neither format, naming what it lacks for the closer one."""
+    first = data[0] if data else None
+    if not isinstance(first, dict):
+        return None
+    lacks = {
+        "skillab's queries (id, query, expect)": [k for k in ("id", "expect") if k not in first]
+        + ([] if "query" in first or "text" in first else ["query"]),
+        "skill-creator's trigger set (query, should_trigger)": [
+            k for k in SKILL_CREATOR_FIELDS if k not in first
+        ],
+    }
+    if all(lacks.values()):
+        name, missing = min(lacks.items(), key=lambda kv: len(kv[1]))
+        return (
+            f"{source}: matches no queries format (tried {' and '.join(lacks)}); the first entry is closest "
+            f"to {name} but lacks {', '.join(missing)}"
+        )
+    return None
+
+
 def parse_queries(data: Any, source: str) -> tuple[Query, ...]:
     """The queries of already-parsed file contents; every problem at once, as one InputError."""
+    if _skill_creator_set(data):
+        return _skill_creator_queries(data, source)
+    if isinstance(data, list) and (line := _no_format(data, source)):
+        raise InputError(line)
     if isinstance(data, dict):
         extra = [k for k in data if k != "queries"]
         if extra:
@@ -164,6 +229,27 @@ def load_queries(path: str | Path) -> QuerySet:
         raise InputError(f"{path}: cannot read: not UTF-8 text") from None
     queries = parse_queries(data, str(path))
     return QuerySet(path=str(path), sha256=hashlib.sha256(raw).hexdigest(), queries=queries)
+
+
+def resolve_under_test(queries: QuerySet, skills: Sequence[str], source: str) -> QuerySet:
+    """A skill-creator trigger set's "should trigger" as the skill under test, which it does not
+    name: the run must have exactly one candidate skill to tell."""
+    if not any(q.expect == UNDER_TEST for q in queries.queries):
+        return queries
+    names = list(dict.fromkeys(skills))
+    if len(names) != 1:
+        raise InputError(
+            f"{source}: a skill-creator trigger set names no skill (should_trigger only): run it with one "
+            f"--skill, not {len(names)} ({', '.join(names)})"
+        )
+    return queries.model_copy(
+        update={
+            "queries": tuple(
+                q.model_copy(update={"expect": names[0]}) if q.expect == UNDER_TEST else q
+                for q in queries.queries
+            )
+        }
+    )
 
 
 def check_expectations(queries: Sequence[Query], installed: Iterable[str], source: str) -> None:

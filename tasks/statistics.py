@@ -398,19 +398,29 @@ def _verdict(v: VerdictInputs) -> dict[str, Any]:
         }
     if degenerate:
         return out | _degenerate(v, n, w, p)
+    return out | _interval_verdict(v, out, w, p, low, high)
+
+
+def _interval_verdict(
+    v: VerdictInputs, out: dict[str, Any], w: _Words, p: float | None, low: float, high: float
+) -> dict[str, Any]:
+    """The verdict of data with a spread, from the t-interval and its p."""
+    mean = v.comparison["mean"]
+    significant = p is not None and p < ALPHA
+    ci_text = w.ci()
     p_text = "p unknown" if p is None else f"p={p:.3g}"
     if low > v.margin and significant:
-        return out | {
+        return {
             "label": VerdictLabel.BETTER,
             "reason": f"the whole interval lies {w.better_side()} ({p_text}): {ci_text}.",
         }
     if high < -v.margin and significant:
-        return out | {
+        return {
             "label": VerdictLabel.WORSE,
             "reason": f"the whole interval lies {w.worse_side()} ({p_text}): {ci_text}.",
         }
     if low >= -v.margin and high <= v.margin:
-        return out | {
+        return {
             "label": VerdictLabel.EQUIVALENT,
             "reason": f"the whole interval lies within ±{v.margin:g} ({p_text}): {ci_text}.",
         }
@@ -419,7 +429,7 @@ def _verdict(v: VerdictInputs) -> dict[str, Any]:
         shown_up = better == v.higher_is_better  # the interval as shown lies above 0
         side = "better" if better else "worse"
         edge = f"below the margin +{v.margin:g}" if shown_up else f"above the margin -{v.margin:g}"
-        return out | {
+        return {
             "label": VerdictLabel.INCONCLUSIVE,
             "reason": f"{side} than the control ({p_text}) but the interval reaches {edge}: {ci_text}.",
         }
@@ -431,14 +441,14 @@ def _verdict(v: VerdictInputs) -> dict[str, Any]:
             if needed
             else f"no number of cases reads BETTER at {v.min_effect:g} with a margin of {v.margin:g}"
         )
-        return out | {
+        return {
             "label": VerdictLabel.UNDERPOWERED,
             "reason": (
                 f"not significant ({p_text}) and the smallest effect that could read BETTER here is "
                 f"{smallest:.3g} > {v.min_effect:g}; {more} ({ci_text})."
             ),
         }
-    return out | {
+    return {
         "label": VerdictLabel.INCONCLUSIVE,
         "reason": f"not significant ({p_text}) and the interval crosses the margin ±{v.margin:g}: {ci_text}.",
     }

@@ -43,7 +43,8 @@ def _help(info: FieldInfo, negated: str | None = None) -> str:
 
 
 def add_field(group: argparse._ActionsContainer, name: str, info: FieldInfo) -> None:
-    flag = "--" + name.replace("_", "-")
+    extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+    flag = str(extra.get("flag") or "--" + name.replace("_", "-"))  # a field may name its flag
     kind = _plain(info.annotation)
     common: dict[str, Any] = {"dest": name, "default": argparse.SUPPRESS, "help": _help(info)}
     if kind is bool:

@@ -160,7 +160,10 @@ def add_plan_command(sub: Any) -> None:
         "--min-effect", type=float, default=None, help="difference worth finding (default: the pilot run's)"
     )
     p.add_argument(
-        "--margin", type=float, default=None, help="practical margin of the verdict (default: the pilot run's)"
+        "--margin",
+        type=float,
+        default=None,
+        help="practical margin of the verdict (default: the pilot run's)",
     )
     p.add_argument("--available-cases", type=int, default=None, help="how many cases you can write or have")
     p.add_argument("--model", help="price the plan for this model (default: the pilot's)")

@@ -30,13 +30,13 @@ def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
     return config, find_skill(config.skill, cwd)
 
 
-def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
-    """The run's config and skill, every input checked (exit 2) before any session starts."""
+def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
+    """The run's config, skill and tasks, every input checked (exit 2) before any session starts."""
     from executors.registry import usable_executor
     from executors.sandbox import checked_isolation
     from executors.versions import feature_problem
     from flows.inputs.ablation import plan_skill_ablations
-    from flows.inputs.skill_config import check_artifact, load_tasks
+    from flows.inputs.skill_config import check_artifact, load_tasks, select_tasks, suite_warnings
 
     config, skill = skill_inputs(args)
     version = check_artifact(skill, config.runner)  # exit 2: a plugin this CLI cannot load, a clashing name
@@ -45,6 +45,7 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
             "--tasks: name the task-set folder (a fixed suite; `skill generate-tasks` writes one)"
         )
     tasks, _ = load_tasks(Path(config.tasks))  # every malformed file reported before any session starts
+    tasks = select_tasks(tasks, config)
     if config.runner != "claude" and any(t.plugin_case for t in tasks):
         raise InputError(
             f"--runner: a plugin eval suite runs on claude (its graders read Claude Code's stream), not {config.runner}"
@@ -59,30 +60,65 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
             "into any arm, so these cases are left out of the comparison",
             file=sys.stderr,
         )
-    written_for = sorted({t.category for t in tasks if "skill-creator" in t.tags})
-    if written_for and skill.plugin is None and skill.name not in written_for:
-        print(
-            f"skillab: warning: {config.tasks}: skill_name: these evals were written for "
-            f"{written_for[0]!r}, not for the skill under test {skill.name!r} (check --skill)",
-            file=sys.stderr,
-        )
-    for t in tasks:  # said before the run: such a case may not score as `claude plugin eval` would
-        for warning in t.plugin_case.warnings if t.plugin_case is not None else ():
-            print(f"skillab: warning: {t.case_dir}: {warning}", file=sys.stderr)
-        if t.plugin_case is not None and t.plugin_case.unsupported:
-            print(
-                f"skillab: warning: {t.case_dir}: {', '.join(t.plugin_case.unsupported)}: not supported "
-                "here, ignored (the case may score differently than under claude plugin eval)",
-                file=sys.stderr,
-            )
+    # said before the run (and kept in the report): such a case may not score as its author meant
+    for warning in suite_warnings(tasks, config, skill.name, skill.plugin is not None):
+        print(f"skillab: warning: {warning}", file=sys.stderr)
     plan_skill_ablations(skill.path, config.ablate, config.ablate_sections)  # a SKILL.md without headings
     usable_executor(config.runner, "--runner", agentic=True)
     checked_isolation(config.os_sandbox)  # exit 2 before any session when bubblewrap cannot run
-    return config, skill
+    return config, skill, tasks
+
+
+#: The Claude Code model aliases, priced as the models they name today.
+ALIASES = {"sonnet": "claude-sonnet-4", "opus": "claude-opus-4", "haiku": "claude-haiku-4"}
+#: An upper bound of one turn's tokens: the CLI's system prompt and tools (~30k for Claude Code,
+#: measured at 115 KB a request) plus what earlier turns added, and a long answer.
+TURN_INPUT, TURN_GROWTH, TURN_OUTPUT = 30_000, 4_000, 4_000
+
+
+def print_skill_plan(config: Any, skill: Any, tasks: list[Any]) -> None:
+    """--dry-run: the sessions each case runs, on which model, with how many turns, and an upper
+    bound of tokens and dollars (every session using every turn), judge calls aside."""
+    from executors.pricing import PriceTable
+    from flows.inputs.sessions import runs_of, single_arm
+
+    case_runs = "runs" not in config.model_fields_set
+    table = PriceTable()
+    total_sessions, total_cost, unpriced = 0, 0.0, set()
+    print(f"skill run plan: {skill.name} on {config.runner} ({len(tasks)} cases)")
+    print(f"  {'case':<40} {'model':<18} {'turns':>5} {'sessions':>8} {'tokens (max)':>13} {'$ (max)':>9}")
+    for t in tasks:
+        case = t.plugin_case
+        model = (case.model if case is not None and case.model else None) or config.runner_model
+        turns = case.max_turns if case is not None else config.max_turns
+        sessions = runs_of(t, config.runs, case_runs) * (1 if single_arm(t) else 2)
+        tokens_in = sessions * sum(TURN_INPUT + TURN_GROWTH * k for k in range(turns))
+        tokens_out = sessions * turns * TURN_OUTPUT
+        price = table.lookup(ALIASES.get(model, model))
+        cost = None if price is None else (tokens_in * price[0] + tokens_out * price[1]) / 1e6
+        if cost is None:
+            unpriced.add(model)
+        total_sessions += sessions
+        total_cost += cost or 0.0
+        shown = "—" if cost is None else f"{cost:.2f}"
+        print(
+            f"  {t.task_id[:40]:<40} {model[:18]:<18} {turns:>5} {sessions:>8} {tokens_in + tokens_out:>13,} {shown:>9}"
+        )
+    caps = [f"--max-calls {config.max_calls}"] if config.max_calls else []
+    caps += [f"--budget-usd {config.budget_usd:g}"] if config.budget_usd else []
+    print(
+        f"  = {total_sessions} sessions; at most ${total_cost:.2f}"
+        + (f" (no price for {', '.join(sorted(unpriced))})" if unpriced else "")
+        + " if every session used every turn; the judge's calls come on top"
+        + (f"; capped by {' and '.join(caps)}" if caps else "")
+    )
 
 
 def cmd_skill_run(args: argparse.Namespace) -> int:
-    config, skill = checked_run_inputs(args)
+    config, skill, tasks = checked_run_inputs(args)
+    if config.dry_run:
+        print_skill_plan(config, skill, tasks)
+        return EXIT_OK
     prefect_ready = prepare_prefect()
     from flows.skill_bench import InsufficientData, skill_bench
 
@@ -132,9 +168,34 @@ def summarized(config: Any, outcome: dict[str, str]) -> int:
         variants=[Arm.WITH_SKILL],
         score_name="average score",
     )
+    if config.case_threshold is not None:
+        failures += case_threshold_failures(report, config.case_threshold)
     for line in failures:
         print(f"skillab skill: FAIL {line}", file=sys.stderr)
     return EXIT_FAIL if failures else EXIT_OK
+
+
+def case_threshold_failures(report: Any, threshold: float) -> list[str]:
+    """``claude plugin eval --threshold``: every case's with-skill score, 0..1 (a plugin case's
+    grader score, else the weighted total / 100), at least ``threshold``."""
+    from tasks.schema import Arm
+
+    out = []
+    for case in report.results:
+        entry = case.variants.get(Arm.WITH_SKILL)
+        runs = (entry.runs or [entry]) if entry is not None else []
+        scores = [
+            float(((r.checks or {}).get("plugin_eval") or {}).get("score") or 0.0)
+            if (r.checks or {}).get("plugin_eval")
+            else (r.composite_score or 0.0) / 100
+            for r in runs
+        ]
+        score = sum(scores) / len(scores) if scores else 0.0
+        if score < threshold:
+            out.append(
+                f"case {case.name or case.sample_id}: score {score:.2f} < --case-threshold {threshold:g}"
+            )
+    return out
 
 
 def cmd_skill_generate(args: argparse.Namespace) -> int:

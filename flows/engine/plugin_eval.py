@@ -78,6 +78,7 @@ def plugin_request(
             "force_skill": False,
             "skill_name": request.skill_name or skill,
             "resume": str(history) if history is not None else None,
+            "add_dirs": tuple(str(Path(case_dir) / d) for d in case.add_dirs) if case_dir else (),
         }
     )
 

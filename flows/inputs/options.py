@@ -65,7 +65,8 @@ class BenchOptions(BaseModel):
         "on an unreliable judge (and ci fails)",
     )
     diagnose: bool = Field(
-        True, description="ask an LLM for suggestions on grouped failures; --no-diagnose: group failures without asking"
+        True,
+        description="ask an LLM for suggestions on grouped failures; --no-diagnose: group failures without asking",
     )
     ablate: str | None = Field(
         None,
@@ -79,7 +80,10 @@ class BenchOptions(BaseModel):
         None, description="reports folder (default ~/.skillab/reports or $SKILLAB_HOME/reports)"
     )
     cache_dir: str | None = Field(None, description="result cache (default ~/.skillab/cache)")
-    cache: bool = Field(True, description="reuse cached calls and cache new ones; --no-cache: neither read nor write the cache")
+    cache: bool = Field(
+        True,
+        description="reuse cached calls and cache new ones; --no-cache: neither read nor write the cache",
+    )
     dry_run: bool = Field(False, description="print the plan, call nothing")
     os_sandbox: bool = Field(True, description=f"agent CLI executors: {OS_SANDBOX_HELP}")
     allow_network: bool = Field(False, description=f"agent CLI executors: {ALLOW_NETWORK_HELP}")

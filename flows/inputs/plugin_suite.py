@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from executors.contents import inspect_tree
 from executors.errors import InputError
 from executors.parsing import load_json
 from flows.inputs.files import parse_data, read_text
@@ -112,6 +113,16 @@ def load_case(folder: Path) -> tuple[PluginCase, str]:
         if not history.is_file():
             raise InputError(f"{where}: no such file in the case folder")
         texts.append(history.read_bytes().decode("utf-8", "replace"))
+    for entry in case.add_dirs:  # fixture folders inside the case, copied under the copy rules
+        fixture = inside(folder, entry)
+        where = f"{label}: context.add_dirs: {entry!r}"
+        if fixture is None or fixture.resolve() == folder.resolve():
+            raise InputError(
+                f"{where}: must name a folder inside the case folder (not the case folder itself)"
+            )
+        if not fixture.is_dir():
+            raise InputError(f"{where}: no such folder in the case folder")
+        inspect_tree(fixture, f"{label}: context.add_dirs")
     if (folder / "mocks").is_dir():
         case = case.model_copy(update={"unsupported": (*case.unsupported, "mocks/")})
     return case, "\0".join(texts)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,7 +60,8 @@ class SkillBenchConfig(BaseModel):
     seed: int = Field(0, description="seed for shuffling, the bootstrap and task generation")
     max_error_rate: float = Field(0.1, ge=0, le=1, description="failed share of an arm that blocks a claim")
     diagnose: bool = Field(
-        True, description="ask the judge for suggestions on grouped failures; --no-diagnose: group failures without asking"
+        True,
+        description="ask the judge for suggestions on grouped failures; --no-diagnose: group failures without asking",
     )
     output_dir: str | None = Field(
         None, description="also write the report JSON here (for the report server)"
@@ -85,6 +87,39 @@ class SkillBenchConfig(BaseModel):
     )
     suite: str | None = Field(
         None, description="a Claude Code plugin folder whose evals/ suite (claude plugin eval) runs in place"
+    )
+    case: tuple[str, ...] = Field(
+        (),
+        description="only the cases (tasks) whose name or id matches this glob (repeatable)",
+        json_schema_extra={"append": True},
+    )
+    tag: tuple[str, ...] = Field(
+        (), description="only the cases carrying this tag (repeatable)", json_schema_extra={"append": True}
+    )
+    dry_run: bool = Field(
+        False,
+        description="print the plan (sessions, model per case, tokens, an upper-bound cost), run nothing",
+    )
+    max_calls: int | None = Field(None, ge=1, description="start at most this many agent sessions")
+    budget_usd: float | None = Field(
+        None, gt=0, description="start no agent session once the sessions so far cost this much (USD)"
+    )
+    skip_unsupported: bool = Field(
+        False,
+        description="run a suite's cases without the fields skillab cannot honour (each named in the "
+        "report) instead of refusing them",
+    )
+    json_file: str | None = Field(
+        None,
+        description="also write the result in the shape `claude plugin eval --json` writes (plugin suites)",
+        json_schema_extra={"flag": "--json"},
+    )
+    case_threshold: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="CI gate in `claude plugin eval`'s sense: exit 1 if any case's with-skill score (0..1) is "
+        "below it",
     )
 
     @model_validator(mode="after")
@@ -245,6 +280,68 @@ def _listing(roots: list[Path]) -> str:
         if found
         else " (no skills found in .claude/skills or ~/.claude/skills)"
     )
+
+
+def select_tasks(tasks: list[AgentTask], config: SkillBenchConfig) -> list[AgentTask]:
+    """The cases ``--case`` (globs on the id or name) and ``--tag`` keep; InputError when none is
+    left (the run would measure nothing)."""
+    chosen = [
+        t
+        for t in tasks
+        if (
+            not config.case
+            or any(fnmatch.fnmatchcase(n, g) for g in config.case for n in (t.task_id, t.name))
+        )
+        and (not config.tag or set(config.tag) & set(t.tags))
+    ]
+    if not chosen:
+        asked = " ".join([*(f"--case {g}" for g in config.case), *(f"--tag {t}" for t in config.tag)])
+        names = ", ".join(t.task_id for t in tasks[:8]) + ("…" if len(tasks) > 8 else "")
+        raise InputError(f"{asked}: no case matches (cases: {names})")
+    return chosen
+
+
+def suite_warnings(
+    tasks: list[AgentTask], config: SkillBenchConfig, skill_name: str, plugin: bool
+) -> list[str]:
+    """What the report must say about the suite (a grader that will fail whatever the session does,
+    evals written for another skill, fields run without). A case using a field skillab cannot honour
+    is refused (InputError, one line each) unless --skip-unsupported runs it without the field."""
+    refused: list[str] = []
+    warnings: list[str] = []
+    written_for = sorted({t.category for t in tasks if "skill-creator" in t.tags})
+    if written_for and not plugin and skill_name not in written_for:
+        warnings.append(
+            f"{config.tasks}: skill_name: these evals were written for {written_for[0]!r}, not for the skill "
+            f"under test {skill_name!r}"
+        )
+    cases = [t.plugin_case for t in tasks if t.plugin_case is not None]
+    if any(c.scaffold_script for c in cases) or any(c.allowed_tools for c in cases):
+        warnings.append(
+            "note: skillab ran each case's scaffold_script and granted each case's allowed_tools inside its OS "
+            "sandbox, as `claude plugin eval --scaffold --allow-tools ...` would outside one"
+        )
+    for t in tasks:
+        case = t.plugin_case
+        if case is None:
+            continue
+        warnings += [f"{t.task_id}: {w}" for w in case.warnings]
+        if not case.unsupported:
+            continue
+        fields = ", ".join(case.unsupported)
+        if config.skip_unsupported:
+            warnings.append(
+                f"{t.task_id}: {fields}: not supported by skillab; the case ran without it (--skip-unsupported) "
+                "and may score differently than under claude plugin eval"
+            )
+        else:
+            refused.append(
+                f"{t.case_dir}: {fields}: not supported by skillab, so the case cannot run as its author "
+                "meant; --skip-unsupported runs it without (the report then says so)"
+            )
+    if refused:
+        raise InputError(refused)
+    return warnings
 
 
 def load_tasks(folder: Path) -> tuple[list[AgentTask], str]:

@@ -26,7 +26,7 @@ from flows.inputs.files import read_text
 from graders.agent_task import AgentTask
 
 EVALS = Path("evals") / "evals.json"
-FIELDS = ("id", "prompt", "expected_output", "files", "expectations")
+FIELDS = ("id", "eval_name", "prompt", "expected_output", "files", "expectations")
 NO_EXPECTATIONS_RUBRIC = (
     "This eval lists no expectations: judge the result against the expected output above."
 )
@@ -105,9 +105,14 @@ def eval_task(raw: dict[str, Any], ident: str, root: Path, skill_name: str) -> A
             raise ValueError(f"files[{i}]: {exc}") from None
     shown = prompt.strip() + (f"\n\nInput files: {', '.join(files)}" if files else "")
     first = re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]", " ", prompt.strip().splitlines()[0])
+    title = raw.get("eval_name")  # the author's name for the eval, where it has one
+    if title is not None and (not isinstance(title, str) or not title.strip()):
+        raise ValueError(f"eval_name: expected a non-empty string (got {title!r})")
+    shown_name = " ".join(title.split()) if title else first[:60] + ("…" if len(first) > 60 else "")
+    name = f"eval {ident}: {shown_name}"
     return AgentTask(
         task_id=f"eval-{ident}",
-        name=f"eval {ident}: {first[:60]}" + ("…" if len(first) > 60 else ""),
+        name=name,
         difficulty="-",
         category=skill_name,
         type="positive",

@@ -18,7 +18,15 @@ from executors.errors import InputError
 from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP, Isolation, checked_isolation
 from flows.inputs.files import options_file, writable_folder
 from flows.inputs.skill_config import Skill, check_artifact, find_skill
-from graders.queries import Query, QuerySet, Split, check_expectations, load_queries, split
+from graders.queries import (
+    Query,
+    QuerySet,
+    Split,
+    check_expectations,
+    load_queries,
+    resolve_under_test,
+    split,
+)
 from graders.triggers import install_problem
 from tasks.cache import cache_key
 from tasks.schema import TRIGGER_SCALE
@@ -57,7 +65,10 @@ class TriggerOptions(BaseModel):
     output_dir: str | None = Field(
         None, description="also write the report JSON here (for the report server)"
     )
-    cache: bool = Field(True, description="reuse cached sessions and cache new ones; --no-cache: neither read nor write the session cache")
+    cache: bool = Field(
+        True,
+        description="reuse cached sessions and cache new ones; --no-cache: neither read nor write the session cache",
+    )
     cache_dir: str | None = Field(None, description="session cache (default ~/.skillab/cache)")
     max_calls: int | None = Field(None, ge=1, description="stop starting sessions past this count")
     budget_usd: float | None = Field(None, gt=0, description="stop starting sessions past this spend")
@@ -205,6 +216,7 @@ def prepare_triggers(options: TriggerOptions, cwd: Path) -> TriggerPlan:
         raise InputError("--queries: name the queries file (`skill triggers generate` drafts one)")
     queries = load_queries(cwd / options.queries)
     variants, candidates = variants_of(options, cwd)
+    queries = resolve_under_test(queries, candidates, str(cwd / options.queries))
     problems = [p for v in variants for s in v.skills for p in artifact_problems(s)]
     if problems:
         raise InputError(problems)

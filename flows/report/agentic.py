@@ -140,6 +140,20 @@ def criteria_means(graded: list[Graded], arms: list[str]) -> dict[str, dict[str,
     return out
 
 
+def case_settings(tasks: list[AgentTask], config: SkillBenchConfig) -> dict[str, str]:
+    """What each plugin eval case ran with, where it set its own model, turns, timeout or runs (the
+    header's --runner-model and --max-turns do not describe those cases)."""
+    out = {}
+    for t in tasks:
+        case = t.plugin_case
+        if case is None:
+            continue
+        model = case.model or config.runner_model
+        runs = config.runs if "runs" in config.model_fields_set else case.runs
+        out[t.task_id] = f"model {model}, {case.max_turns} turns, {case.timeout_seconds} s, {runs} run(s)"
+    return out
+
+
 def behavior_summary(graded: list[Graded], arms: list[str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for mode in arms:
@@ -176,6 +190,7 @@ class AgenticRun:
     isolation: Isolation
     ablated: dict[str, str] = field(default_factory=dict)  # --ablate: arm -> the section it leaves out
     cli_version: str | None = None  # the agent CLI's --version before the run (None: not told)
+    warnings: list[str] = field(default_factory=list)  # what the report must say about the suite
 
     @property
     def arms(self) -> list[str]:
@@ -213,6 +228,8 @@ def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -
         "cliVersion": cli_version(),
         "totalCostUSD": sum(r.result.cost_usd for r in records),
         **isolation_meta(run.isolation, config.allow_network),
+        "warnings": run.warnings,
+        "caseSettings": case_settings(run.tasks, config) or None,
         **agent_cli_meta(config.runner, [g.session.meta.get("cli_version") for g in graded], run.cli_version),
         "plugin": plugin.summary(config.plugin_mcp) if (plugin := skill.plugin) else None,
         "contaminated": [

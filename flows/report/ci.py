@@ -89,9 +89,7 @@ def summary_markdown(report: Report, threshold: float | None = None) -> str:
     lines.append("")
     for c in report.comparisons:
         v = c.verdict
-        lines.append(
-            f"**{md(c.treatment)} vs {md(c.control)}: {v.headline()}** — {md(v.reason)}"
-        )
+        lines.append(f"**{md(c.treatment)} vs {md(c.control)}: {v.headline()}** — {md(v.reason)}")
     regression = report.regression
     if regression:
         lines += [

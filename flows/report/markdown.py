@@ -58,7 +58,9 @@ def _header(report: Report, comp: Comparison | None) -> list[str]:
     lines = [
         f"# Skill Benchmark Report: {md(meta.skill)}",
         f"Date: {meta.timestamp[:16].replace('T', ' ')}",
-        f"Runner Model: {meta.model} ({meta.executor}) | Judge Model: {meta.judge_model} | "
+        f"Runner Model: {meta.model} ({meta.executor}"
+        + ("; cases may set their own: see Case Settings" if meta.case_settings else "")
+        + f") | Judge Model: {meta.judge_model} | "
         f"Tasks: {meta.sample_count} | Runs: {_runs(runs, meta.runs)}",
         *([f"Agent CLI: {meta.agent_cli_version}"] if meta.agent_cli_version else []),
         *([f"Plugin: {md(meta.plugin)}"] if meta.plugin else []),
@@ -91,7 +93,13 @@ def _header(report: Report, comp: Comparison | None) -> list[str]:
 def _checks(report: Report) -> list[str]:
     rates = report.deterministic_pass_rate or {}
     n = report.meta.sample_count * (report.meta.runs or 1)
-    lines = ["", "## Deterministic Check Pass Rate", "| Condition | Pass Rate |", "|-----------|-----------|"]
+    # a plugin suite's checks are its scored graders, judged (llm, baseline) ones included
+    title = (
+        "Grader Pass Rate (every scored grader)"
+        if report.meta.case_settings
+        else "Deterministic Check Pass Rate"
+    )
+    lines = ["", f"## {title}", "| Condition | Pass Rate |", "|-----------|-----------|"]
     for mode, label in ((Arm.WITH_SKILL, "With Skill"), (Arm.BASELINE, "Baseline")):
         r = rates.get(mode)
         lines.append(
@@ -280,6 +288,12 @@ def report_markdown(report: Report) -> str:
         *_expectations(report),
         *_behavior(s_b, b_b),
         *_recommendations(report, comp, hurts),
+        *(["", "## Warnings", *(f"- {md(w)}" for w in report.meta.warnings)] if report.meta.warnings else []),
+        *(
+            ["", "## Case Settings", *(f"- {md(k)}: {md(v)}" for k, v in report.meta.case_settings.items())]
+            if report.meta.case_settings
+            else []
+        ),
         *explain_markdown(report),
         "",
         f"Full results: {report.meta.results_dir} (suite sha256 {(report.meta.suite_sha256 or '')[:12]})",

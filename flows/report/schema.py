@@ -791,6 +791,10 @@ class Meta(Model):
     """the sandbox's version (e.g. bubblewrap 0.8.0)"""
     network: str | None = None
     """what the agent sessions could reach: the model endpoint only, or the host's network"""
+    warnings: list[str] = Field(default_factory=list)
+    """what the run could not do as its suite asked (a field run without, a grader bound to fail)"""
+    case_settings: dict[str, str] | None = Field(default=None, alias="caseSettings")
+    """a plugin suite's cases that set their own model, turns, timeout or runs: case -> what ran"""
     agent_cli_version: str | None = Field(default=None, alias="agentCliVersion")
     """the agent CLI and its version as its sessions reported it (e.g. claude 2.1.330)"""
     plugin: str | None = None

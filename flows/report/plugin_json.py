@@ -1,0 +1,141 @@
+"""A plugin suite's result in the shape ``claude plugin eval --json`` writes (Claude Code 2.1.330, read
+from its own result schema), so a suite's post-run gate written for the official runner (for one,
+a check of ``cases[].arms.without[].graders[].evidence``) runs on skillab's results unchanged.
+
+What skillab does not have is left out or given its plain meaning, never invented: ``evidence`` is
+the grader's own explanation (the judge's reason for a judged grader), ``judgeCostUsd`` is 0 (the
+judge's calls are priced in skillab's report), ``tracePath`` the session's raw stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from flows.report.schema import CaseResult, Report, RunEntry
+from graders.agent_task import AgentTask
+from graders.plugin_eval import LlmGrader, PluginCase
+from tasks.schema import Arm
+
+SCHEMA_VERSION = 1
+
+
+def _run(entry: RunEntry) -> dict[str, Any]:
+    graders = ((entry.checks or {}).get("plugin_eval") or {}).get("graders") or []
+    scored = [g for g in graders if not g.get("with_only")]
+    score = ((entry.checks or {}).get("plugin_eval") or {}).get("score")
+    return {
+        "score": float(score or 0.0),
+        "passed": bool(entry.ok and scored and all(g["passed"] for g in scored)),
+        "turns": int(entry.num_turns or 0),
+        "costUsd": float(entry.cost_usd or 0.0),
+        "judgeCostUsd": 0.0,
+        "durationSeconds": (entry.duration_ms or 0.0) / 1000,
+        "error": None if entry.ok else (entry.error or entry.status or "error"),
+        "tracePath": f"{entry.outputs}/raw_stream.jsonl" if entry.outputs else "",
+        "skippedPaidGraders": False,
+        "graders": [
+            {
+                "name": g["name"],
+                "passed": bool(g["passed"]),
+                "weight": float(g.get("weight", 1.0)),
+                "explanation": str(g.get("explanation") or ""),
+                "withOnly": bool(g.get("with_only")),
+                "scored": not g.get("with_only"),
+                **({"judgeVotes": [bool(v) for v in g["votes"] if v is not None]} if g.get("votes") else {}),
+                "evidence": str(g.get("explanation") or ""),
+            }
+            for g in graders
+        ],
+    }
+
+
+def _runs(result: CaseResult, arm: str) -> list[dict[str, Any]]:
+    entry = result.variants.get(arm)
+    return [] if entry is None else [_run(r) for r in (entry.runs or [entry])]
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _case(task: AgentTask, case: PluginCase, result: CaseResult | None, runner_model: str) -> dict[str, Any]:
+    with_runs = _runs(result, Arm.WITH_SKILL) if result else []
+    without = _runs(result, Arm.BASELINE) if result else []
+    aggregates: dict[str, Any] = {
+        "score": _mean([r["score"] for r in with_runs]),
+        "passRate": _mean([float(r["passed"]) for r in with_runs]),
+    }
+    if without:
+        aggregates |= {
+            "scoreWithout": _mean([r["score"] for r in without]),
+            "passRateWithout": _mean([float(r["passed"]) for r in without]),
+        }
+        aggregates["delta"] = aggregates["score"] - aggregates["scoreWithout"]
+    return {
+        "name": case.name,
+        "dir": task.case_dir or "",
+        "source": "case",
+        "promptMarkdown": case.prompt,
+        "model": case.model or runner_model,
+        "runsPerCase": len(with_runs),
+        "timeoutSeconds": case.timeout_seconds,
+        "maxTurns": case.max_turns,
+        "graders": [
+            {
+                "name": g.name,
+                "type": g.type,
+                "weight": g.weight,
+                **({"graderMarkdown": g.criteria} if isinstance(g, LlmGrader) else {}),
+                "config": g.model_dump(exclude={"name", "type", "weight"}, mode="json"),
+            }
+            for g in case.graders
+        ],
+        "arms": {"with": with_runs, **({"without": without} if without else {})},
+        "advisories": list(case.warnings),
+        "aggregates": aggregates,
+    }
+
+
+def plugin_eval_json(
+    report: Report,
+    tasks: Sequence[AgentTask],
+    *,
+    root: str,
+    threshold: float,
+    case_filter: Sequence[str],
+    tags: Sequence[str],
+) -> dict[str, Any]:
+    """The official result shape of a plugin suite run (its cases only)."""
+    by_id = {r.sample_id: r for r in report.results}
+    meta = report.meta
+    cases = [
+        _case(t, t.plugin_case, by_id.get(t.task_id), meta.model) for t in tasks if t.plugin_case is not None
+    ]
+    scores = [c["aggregates"]["score"] for c in cases]
+    deltas = [c["aggregates"]["delta"] for c in cases if "delta" in c["aggregates"]]
+    return {
+        "schemaVersion": SCHEMA_VERSION,
+        "claudeVersion": meta.agent_cli_version or "",
+        "startedAt": meta.timestamp,
+        "durationSeconds": 0.0,
+        "costUsd": float(meta.total_cost_usd or 0.0),
+        "partial": False,
+        "suite": {
+            "root": root,
+            "ablation": "with-without",
+            "judgeModel": meta.judge_model,
+            **({"caseFilter": ",".join(case_filter)} if case_filter else {}),
+            **({"tagFilters": list(tags)} if tags else {}),
+            "threshold": threshold,
+            "plugins": [],
+        },
+        "cases": cases,
+        "aggregates": {
+            "casesTotal": len(cases),
+            "casesPassed": sum(1 for s in scores if s >= threshold),
+            "overallScore": _mean(scores),
+            "overallPassRate": _mean([c["aggregates"]["passRate"] for c in cases]),
+            **({"meanDelta": _mean(deltas)} if deltas else {}),
+        },
+    }
