@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.cost_to_verdict import WORDS, word_project
 from tasks.trigger_stats import wilson
 
-WORDS = ("alpha", "beta", "gamma", "delta")
 RESULTS = Path(__file__).with_name("RESULTS.md")
 MARKER = "<!-- calibration -->"
 
@@ -76,21 +76,6 @@ class WordModel:
             rng = random.Random(f"{key}:{self.seen[key]}")
         words = rng.randint(0, 2) + (treated and rng.random() < self.effect)
         return " ".join(WORDS[:words]) or "nothing"
-
-
-def sample_project(root: Path, cases: int) -> None:
-    samples = [
-        {
-            "sample_id": f"c{i:03d}",
-            "prompt": f"Case {i}",
-            "assertions": [{"type": "contains", "value": w} for w in WORDS],
-        }
-        for i in range(cases)
-    ]
-    (root / "eval-samples.json").write_text(json.dumps(samples))
-    (root / "skills").mkdir(exist_ok=True)
-    for name in ("v1", "v2"):
-        (root / "skills" / f"{name}.md").write_text(f"Variant {name}. Name the words you know.")
 
 
 def run_sample(root: Path, seed: int, effect: float, cases: int, extra: list[str]) -> dict[str, Any]:
@@ -177,7 +162,7 @@ def plans_promise(root: Path, k: int) -> Outcome:
     then K runs at that many cases with exactly 0.3 planted."""
     from flows.cli.main import main as cli
 
-    sample_project(root, 30)
+    word_project(root, 30)
     pilot = run_sample(root, 4000, 0.3, 30, [])
     path = root / "pilot.json"
     path.write_text(json.dumps(pilot))
@@ -187,9 +172,9 @@ def plans_promise(root: Path, k: int) -> Outcome:
     advice = json.loads(buffer.getvalue())
     option = next(o for o in advice["options"] if o["runs"] == 2)
     cases = int(option["cases"])
-    sample_project(root, cases)
+    word_project(root, cases)
     labels = repeat(k, lambda i: label_of(run_sample(root, 5000 + i, 0.3, cases, [])), f"plan's N ({cases})")
-    sample_project(root, 30)
+    word_project(root, 30)
     hits = labels["BETTER"]
     return Outcome(
         f"the plan's promise: effect 0.3 = --min-effect, margin 0.1, {cases} cases x 2 runs as advised",
@@ -314,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        sample_project(root, 30)
+        word_project(root, 30)
         previous = os.getcwd()
         os.chdir(root)
         try:

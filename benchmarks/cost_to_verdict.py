@@ -32,6 +32,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from scipy import optimize, stats
@@ -362,13 +363,31 @@ def main(argv: list[str] | None = None) -> int:
 WORDS = ("alpha", "beta", "gamma", "delta")
 
 
+def word_project(root: Path, cases: int, artifact_repeat: int = 1) -> None:
+    """A samples file whose cases each assert the WORDS, and variants v1 and v2 (the artifact's
+    sentence repeated to a cacheable length where the run measures caching)."""
+    samples = [
+        {
+            "sample_id": f"c{i:03d}",
+            "prompt": f"Case {i}",
+            "assertions": [{"type": "contains", "value": w} for w in WORDS],
+        }
+        for i in range(cases)
+    ]
+    (root / "eval-samples.json").write_text(json.dumps(samples))
+    (root / "skills").mkdir(exist_ok=True)
+    for name in ("v1", "v2"):
+        (root / "skills" / f"{name}.md").write_text(
+            f"Variant {name}. " + "Name the words you know. " * artifact_repeat
+        )
+
+
 def end_to_end(cases: int, seed: int) -> None:
     """The same comparison through the whole command against the scripted server: fixed N, then
     --sequential, then --batch; calls, verdict and dollars from each report (Anthropic prices, a
     ~2,000-token artifact in both variants, cached after one warm-up call per variant)."""
     import random
     import tempfile
-    from pathlib import Path
 
     from flows.cli.main import main as cli
     from tests.fakes.provider import FakeProvider
@@ -380,20 +399,7 @@ def end_to_end(cases: int, seed: int) -> None:
 
     with tempfile.TemporaryDirectory() as tmp, FakeProvider(model) as server:
         root = Path(tmp)
-        samples = [
-            {
-                "sample_id": f"c{i:03d}",
-                "prompt": f"Case {i}",
-                "assertions": [{"type": "contains", "value": w} for w in WORDS],
-            }
-            for i in range(cases)
-        ]
-        (root / "eval-samples.json").write_text(json.dumps(samples))
-        (root / "skills").mkdir()
-        for name in ("v1", "v2"):
-            (root / "skills" / f"{name}.md").write_text(
-                f"Variant {name}. " + "Name the words you know. " * 320
-            )
+        word_project(root, cases, artifact_repeat=320)
         os.environ |= {"ANTHROPIC_API_KEY": "sk-bench", "ANTHROPIC_BASE_URL": server.url}
         os.chdir(root)
         base = ["run", "--executor", "anthropic", "--model", "claude-3-7-sonnet", "--quiet", "--no-cache"]

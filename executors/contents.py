@@ -144,30 +144,52 @@ def copy_tree(source: str | os.PathLike[str], dest: str | os.PathLike[str], what
     return dst
 
 
-def copy_file(source: str | os.PathLike[str], dest: str | os.PathLike[str], what: str) -> Path:
-    """One regular file (not a link, not a fifo), within the size bound."""
-    src, dst = Path(source), Path(dest)
+def inspect_file(source: str | os.PathLike[str], what: str) -> None:
+    """Refuse (InputError, one line) anything but a regular file within the size bound: a fifo
+    would hang whoever reads it, a link could lead anywhere."""
+    src = Path(source)
     info = os.lstat(src)
     if not stat.S_ISREG(info.st_mode):
         raise InputError(f"{what}: {src}: not a regular file (a link, folder or special file): refused")
     limit = Bounds.from_env().max_bytes
     if info.st_size > limit:
         raise InputError(f"{what}: {src}: more than {limit // (1024 * 1024)} MB: refused")
+
+
+def copy_file(source: str | os.PathLike[str], dest: str | os.PathLike[str], what: str) -> Path:
+    """One regular file (not a link, not a fifo), within the size bound."""
+    src, dst = Path(source), Path(dest)
+    inspect_file(src, what)
     dst.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(src, dst, follow_symlinks=False)
     return dst
 
 
+ARCHIVE_MAX_BYTES = 256 * 1024 * 1024  # what of one sandbox the results tree keeps, at most
+ARCHIVE_MAX_FILES = 20_000
+ARCHIVE_NOTE = "SKILLAB-ARCHIVE-CUT.txt"
+
+
 def archive_tree(source: Path, dest: Path) -> int:
     """A session's sandbox copied into the results tree; a link that leads outside the sandbox (or
-    that cannot be read) becomes a note file. Returns how many links were replaced."""
-    replaced = 0
+    that cannot be read) becomes a note file. Past ARCHIVE_MAX_BYTES or ARCHIVE_MAX_FILES the copy
+    stops and a note at its root says so. Returns how many links were replaced."""
+    replaced = kept = size = 0
     real_root = _resolved_root(source)
     for folder, dirs, files in os.walk(source):
+        if kept > ARCHIVE_MAX_FILES or size > ARCHIVE_MAX_BYTES:
+            dest.mkdir(parents=True, exist_ok=True)
+            (dest / ARCHIVE_NOTE).write_text(
+                f"skillab kept the first {kept:,} entries ({size // (1024 * 1024)} MiB) of this sandbox; "
+                "the rest was not copied into the results\n",
+                encoding="utf-8",
+            )
+            break
         base = Path(folder)
         out = dest / base.relative_to(source)
         out.mkdir(parents=True, exist_ok=True)
         for name in [*dirs, *files]:
+            kept += 1
             path = base / name
             target = out / name
             try:
@@ -184,6 +206,7 @@ def archive_tree(source: Path, dest: Path) -> int:
                 replaced += 1
             elif stat.S_ISREG(info.st_mode):
                 shutil.copyfile(path, target, follow_symlinks=False)
+                size += info.st_size
             elif stat.S_ISDIR(info.st_mode):
                 target.mkdir(exist_ok=True)
             # fifos, sockets and devices the agent made are not results: left out

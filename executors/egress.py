@@ -184,6 +184,8 @@ class Forwarder:
                 conn.start_next_cycle()
         except (h11.ProtocolError, ConnectionError, asyncio.IncompleteReadError):
             return
+        except Exception:  # a session must never make the host print a traceback: the connection ends
+            return
         finally:
             with contextlib.suppress(Exception):
                 writer.close()
@@ -207,7 +209,21 @@ class Forwarder:
         headers += list(credential.items())
         base = httpx.URL(upstream)
         target = request.target.decode("latin-1")
-        url = base.copy_with(raw_path=target.encode("latin-1"))
+        prefix = base.raw_path.decode("latin-1").rstrip("/")
+        if not target.startswith("/") or (
+            prefix and not (target == prefix or target.startswith(prefix + "/"))
+        ):
+            # only the endpoint the route was made for: an absolute URL, CONNECT, or another path of
+            # the upstream host (which would receive the key) is refused
+            await _reply(
+                writer, conn, 403, f"model forwarder: {target[:200]!r} is not under {prefix or '/'}".encode()
+            )
+            return
+        try:
+            url = base.copy_with(raw_path=target.encode("latin-1"))
+        except (httpx.InvalidURL, ValueError) as exc:
+            await _reply(writer, conn, 400, f"model forwarder: {exc}".encode())
+            return
         try:
             async with self._http().stream(
                 request.method.decode(), url, headers=headers, content=body
@@ -225,7 +241,7 @@ class Forwarder:
                         await writer.drain()
                 writer.write(conn.send(h11.EndOfMessage()) or b"")
                 await writer.drain()
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
             if conn.our_state is h11.SEND_RESPONSE:
                 await _reply(writer, conn, 502, f"model forwarder: {type(exc).__name__}: {exc}".encode())
 

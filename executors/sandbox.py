@@ -114,6 +114,11 @@ def disk_limit() -> int:
     return env_int("SKILLAB_SANDBOX_DISK_MB", 1024) * 1024 * 1024
 
 
+def files_limit() -> int:
+    """Files one sandbox may create in its writable folders ($SKILLAB_SANDBOX_FILES)."""
+    return env_int("SKILLAB_SANDBOX_FILES", 100_000)
+
+
 def tmp_limit() -> int:
     """Bytes of the sandbox's private /tmp ($SKILLAB_SANDBOX_TMP_MB)."""
     return env_int("SKILLAB_SANDBOX_TMP_MB", 256) * 1024 * 1024
@@ -540,17 +545,19 @@ class DiskWatch:
         self._stop.set()
         self._thread.join(timeout=5)
 
-    def used(self) -> int:
-        return sum(tree_bytes(p) for p in self.places)
+    def used(self) -> tuple[int, int]:
+        """(bytes, files) in the watched folders."""
+        sizes = [tree_size(p) for p in self.places]
+        return sum(b for b, _ in sizes), sum(f for _, f in sizes)
 
     def _watch(self) -> None:
         pause = self.every_s
         while not self._stop.wait(pause):
             began = time.monotonic()
-            used = self.used()
+            used, files = self.used()
             # A tree of many files takes a while to walk: the watch never spends over a fifth of a core.
             pause = max(self.every_s, 4 * (time.monotonic() - began))
-            if used > self.limit:
+            if used > self.limit or files > files_limit():
                 self.exceeded.set()
                 if self._callback is not None:
                     self._callback()
@@ -558,18 +565,22 @@ class DiskWatch:
 
     @property
     def message(self) -> str:
-        return f"killed: wrote more than {self.limit // (1024 * 1024)} MiB (the sandbox's disk bound)"
+        return (
+            f"killed: wrote more than {self.limit // (1024 * 1024)} MiB or {files_limit():,} files "
+            "(the sandbox's disk bound)"
+        )
 
 
-def tree_bytes(root: Path) -> int:
-    """Bytes of the regular files under ``root`` (links not followed); 0 when it is gone."""
-    total = 0
+def tree_size(root: Path) -> tuple[int, int]:
+    """(bytes, entries) under ``root``, links not followed; (0, 0) when it is gone."""
+    total = count = 0
     stack = [str(root)]
     while stack:
         try:
             entries = list(os.scandir(stack.pop()))
         except OSError:
             continue
+        count += len(entries)
         for entry in entries:
             try:
                 if entry.is_dir(follow_symlinks=False):
@@ -578,7 +589,7 @@ def tree_bytes(root: Path) -> int:
                     total += entry.stat(follow_symlinks=False).st_blocks * 512
             except OSError:
                 continue
-    return total
+    return total, count
 
 
 def run_sandboxed(

@@ -234,8 +234,9 @@ async def judge_sessions(
     plans: list[Session],
     outcomes: list[tuple[AgentSession, str | None]],
     checks: list[dict[str, Any]],
-) -> dict[int, dict[str, Any]]:
-    """The judge, blind to the arm, for every clean session that ran to its end."""
+) -> tuple[dict[int, dict[str, Any]], float]:
+    """The judge, blind to the arm, for every clean session that ran to its end; and what the
+    judge's calls cost."""
     executor = usable_executor(config.judge_executor, "--judge-executor")
     endpoint = executor.base_url if isinstance(executor, HttpExecutor) else "in-process"
     target = Target(executor, config.judge_model, endpoint)
@@ -269,7 +270,7 @@ async def judge_sessions(
                 out[i] = expectations_grade(parsed)
             else:
                 out[i] = grade(parsed, bool(checks[i]["all_passed"]))
-    return plugin | out
+    return plugin | out, runner.stats().spent_by_kind.get("judge", 0.0)
 
 
 async def plugin_setup(
@@ -388,7 +389,12 @@ def ablated_arms(skill: Skill, ablations: list[SkillAblation], results: Path) ->
 
 
 def write_reports(
-    report: Report, results: Path, config: SkillBenchConfig, tasks: list[AgentTask], tasks_dir: str
+    report: Report,
+    results: Path,
+    config: SkillBenchConfig,
+    tasks: list[AgentTask],
+    tasks_dir: str,
+    started: dt.datetime,
 ) -> Path:
     """report.json and report.md in the results tree, a copy for the report server, and with
     --json the shape `claude plugin eval --json` writes (for a suite's own post-run gates)."""
@@ -403,6 +409,7 @@ def write_reports(
             threshold=1.0 if config.case_threshold is None else config.case_threshold,
             case_filter=config.case,
             tags=config.tag,
+            seconds=(dt.datetime.now(dt.UTC) - started).total_seconds(),
         )
         atomic_write_json(Path(config.json_file), official)
     if config.output_dir:
@@ -434,20 +441,30 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
         outcomes = await run_sessions(config, skill, plans, isolation, log, skill_dirs)
         checks = check_sessions(plans, isolation)
         try:
-            grades = await judge_sessions(config, plans, outcomes, checks)
+            grades, judge_cost = await judge_sessions(config, plans, outcomes, checks)
         finally:
             await close_all()
         graded = grade_sessions(plans, outcomes, checks, grades)
         records = [session_record(g, config) for g in graded if not g.contaminated]
         ablated = {a.arm: a.heading for a in ablations}
         run = AgenticRun(
-            config, skill, tasks, suite_hash, results, started, isolation, ablated, version, warnings
+            config,
+            skill,
+            tasks,
+            suite_hash,
+            results,
+            started,
+            isolation,
+            ablated,
+            version,
+            warnings,
+            judge_cost,
         )
         report = build_skill_report(run, graded, records)
         report.diagnosis = await diagnose_skill_run(
             report, config, skill, {a.arm: a.skill_md for a in ablations}
         )
-        report_path = write_reports(report, results, config, tasks, tasks_dir)
+        report_path = write_reports(report, results, config, tasks, tasks_dir, started)
     finally:  # the sandboxes go however the run ends; a run killed with -9 leaves them to the sweep
         for root in roots:
             release(root)

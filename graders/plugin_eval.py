@@ -55,6 +55,8 @@ EXECUTION_KEYS = (
     "append_system_prompt",
     "env",
 )
+#: What a case without allowed_tools is offered: the official runner's read-only set.
+READ_ONLY_TOOLS = ("Read", "Glob", "Grep", "Skill")
 #: The body of a grader .md fills this field when the front matter leaves it out.
 BODY_FIELD = {"llm": "criteria", "baseline": "criteria", "regex": "pattern"}
 SUPPORTED_MAJOR = 1
@@ -339,10 +341,39 @@ def parse_case(data: dict[str, Any], label: str) -> PluginCase:
     # mock_calls is a grader target, not a setting: UNSUPPORTED (settings) cannot have found it
     return case.model_copy(
         update={
-            "warnings": tuple(regex_problems(case)),
+            "warnings": (*regex_problems(case), *grant_problems(case)),
             "unsupported": case.unsupported + (("mock_calls",) if mocked else ()),
         }
     )
+
+
+def tool_name(rule: str) -> str:
+    """``Bash(npm test:*)`` -> ``Bash``: the tool a permission rule is about."""
+    return rule.split("(", 1)[0].strip()
+
+
+def offered_tools(case: PluginCase) -> tuple[str, ...]:
+    """The built-in tools a case's sessions are offered: its allowed_tools, else the read-only set."""
+    return tuple(dict.fromkeys(tool_name(t) for t in case.allowed_tools)) or READ_ONLY_TOOLS
+
+
+def grant_problems(case: PluginCase) -> list[str]:
+    """Graders that need a call of a tool the case does not offer: they cannot pass (said before
+    the run, as the official runner says it)."""
+    offered = set(offered_tools(case)) | {"Skill"}
+    out = []
+    for i, g in enumerate(case.graders):
+        needed = []
+        if isinstance(g, ToolUsedGrader) and (g.min is None or g.min > 0):
+            needed = [g.tool]
+        elif isinstance(g, ToolOrderGrader):
+            needed = [g.before.tool, g.after.tool]
+        for tool in needed:
+            if tool not in offered and not tool.startswith("mcp__"):
+                out.append(
+                    f"graders[{i}] ({g.name}): cannot pass: {tool} is not granted (execution.allowed_tools)"
+                )
+    return out
 
 
 def regex_problems(case: PluginCase) -> list[str]:

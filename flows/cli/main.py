@@ -272,8 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except InputError as exc:
-        for line in exc.lines:
-            print(f"skillab: error: {line}", file=sys.stderr)
+        for line in exc.lines:  # a path or name with a control character still prints on one line
+            shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
+            print(f"skillab: error: {shown}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("skillab: interrupted; finished calls are cached, re-run to resume", file=sys.stderr)

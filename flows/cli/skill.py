@@ -66,6 +66,8 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
     plan_skill_ablations(skill.path, config.ablate, config.ablate_sections)  # a SKILL.md without headings
     usable_executor(config.runner, "--runner", agentic=True)
     checked_isolation(config.os_sandbox)  # exit 2 before any session when bubblewrap cannot run
+    # the judge too, before any session is paid for (its key, its package)
+    usable_executor(config.judge_executor, "--judge-executor", agentic=False)
     return config, skill, tasks
 
 
@@ -85,7 +87,9 @@ def print_skill_plan(config: Any, skill: Any, tasks: list[Any]) -> None:
     case_runs = "runs" not in config.model_fields_set
     table = PriceTable()
     total_sessions, total_cost, unpriced = 0, 0.0, set()
-    print(f"skill run plan: {skill.name} on {config.runner} ({len(tasks)} cases)")
+    print(
+        f"skill run plan: {skill.name} on {config.runner} ({len(tasks)} case{'' if len(tasks) == 1 else 's'})"
+    )
     print(f"  {'case':<40} {'model':<18} {'turns':>5} {'sessions':>8} {'tokens (max)':>13} {'$ (max)':>9}")
     for t in tasks:
         case = t.plugin_case

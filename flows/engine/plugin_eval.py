@@ -33,13 +33,12 @@ from graders.plugin_eval import (
     graders_for_arm,
     judge_prompt,
     judged_result,
+    offered_tools,
     parse_vote,
     run_score,
 )
 from tasks.schema import CallPolicy
 
-#: What a case without allowed_tools is offered: the official runner's read-only set.
-READ_ONLY_TOOLS = ("Read", "Glob", "Grep", "Skill")
 PRE_EXISTING = "pre-existing-files.json"
 VOTE_SCHEMA_JSON = json.dumps(
     {
@@ -52,11 +51,6 @@ VOTE_SCHEMA_JSON = json.dumps(
 SCAFFOLD_TIMEOUT_S = 300.0
 
 
-def tool_name(rule: str) -> str:
-    """``Bash(npm test:*)`` -> ``Bash``: the tool a permission rule is about."""
-    return rule.split("(", 1)[0].strip()
-
-
 def plugin_request(
     request: AgentRequest, case: PluginCase, skill: str | None = None, case_dir: str | None = None
 ) -> AgentRequest:
@@ -64,7 +58,7 @@ def plugin_request(
     keeps the Skill tool (as under the official runner), so it is told the skill's name (never its
     folder): only a call of that skill, not of a built-in one, counts as contamination. A replay case
     continues its recorded session (it runs in the with-plugin arm only: sessions.single_arm)."""
-    tools = tuple(dict.fromkeys(tool_name(t) for t in case.allowed_tools)) or READ_ONLY_TOOLS
+    tools = offered_tools(case)
     history = inside(Path(case_dir), case.history_file) if case.history_file and case_dir else None
     return request.model_copy(
         update={

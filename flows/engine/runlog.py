@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from executors.errors import ExecutorError
+from executors.redaction import redact
 from flows.engine.progress import LogTarget
 from flows.inputs.plan import estimate_tokens
 from flows.inputs.prepare import Prepared
@@ -49,11 +50,36 @@ def quiet_call_failures() -> None:
             handler.addFilter(QuietCallFailures())
 
 
+class RedactSecrets(logging.Filter):
+    """Masks every known secret and key-shaped string in a record before any handler writes it (the
+    terminal, the Prefect API's log): a key that reached an error message stays out of the logs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = redact(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
+
+
+def redact_logs() -> None:
+    """Put ``RedactSecrets`` on every handler of the root and Prefect loggers, once each."""
+    loggers = [
+        logging.getLogger(),
+        *(logging.getLogger(n) for n in list(logging.root.manager.loggerDict) if n.startswith("prefect")),
+    ]
+    for handler in {h for lg in loggers for h in lg.handlers}:
+        if not any(isinstance(f, RedactSecrets) for f in handler.filters):
+            handler.addFilter(RedactSecrets())
+
+
 def run_logger() -> LogTarget:
-    """Prefect's run logger in a run, else the ``skillab`` logger (a unit test, a plain call)."""
+    """Prefect's run logger in a run, else the ``skillab`` logger (a unit test, a plain call);
+    secrets are masked in whatever it and Prefect log (:func:`redact_logs`)."""
     from prefect.exceptions import MissingContextError  # here: a dry run's plan needs no Prefect
     from prefect.logging import get_run_logger
 
+    redact_logs()
     try:
         logger: Any = get_run_logger()
         return logger  # type: ignore[no-any-return]

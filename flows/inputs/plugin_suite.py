@@ -166,7 +166,7 @@ def case_task(case: PluginCase, folder: Path) -> AgentTask:
     return AgentTask(
         task_id=case.name,
         name=case.name,
-        difficulty="medium",
+        difficulty="-",  # a plugin eval case has none
         category=", ".join(case.tags) or "plugin-eval",
         type="negative-control" if case.expects_skill is False else "positive",
         prompt=case.prompt,

@@ -282,21 +282,25 @@ def _listing(roots: list[Path]) -> str:
     )
 
 
+def _names(task: AgentTask) -> tuple[str, ...]:
+    """What --case matches: the id, the name, and the author's title (a skill-creator eval_name)."""
+    return (task.task_id, task.name, task.name.split(": ", 1)[-1])
+
+
 def select_tasks(tasks: list[AgentTask], config: SkillBenchConfig) -> list[AgentTask]:
     """The cases ``--case`` (globs on the id or name) and ``--tag`` keep; InputError when none is
     left (the run would measure nothing)."""
     chosen = [
         t
         for t in tasks
-        if (
-            not config.case
-            or any(fnmatch.fnmatchcase(n, g) for g in config.case for n in (t.task_id, t.name))
-        )
+        if (not config.case or any(fnmatch.fnmatchcase(n, g) for g in config.case for n in _names(t)))
         and (not config.tag or set(config.tag) & set(t.tags))
     ]
     if not chosen:
         asked = " ".join([*(f"--case {g}" for g in config.case), *(f"--tag {t}" for t in config.tag)])
-        names = ", ".join(t.task_id for t in tasks[:8]) + ("…" if len(tasks) > 8 else "")
+        names = ", ".join(" / ".join(dict.fromkeys(_names(t))) for t in tasks[:8]) + (
+            "…" if len(tasks) > 8 else ""
+        )
         raise InputError(f"{asked}: no case matches (cases: {names})")
     return chosen
 
@@ -316,10 +320,15 @@ def suite_warnings(
             f"under test {skill_name!r}"
         )
     cases = [t.plugin_case for t in tasks if t.plugin_case is not None]
-    if any(c.scaffold_script for c in cases) or any(c.allowed_tools for c in cases):
+    if any(c.scaffold_script for c in cases):
         warnings.append(
-            "note: skillab ran each case's scaffold_script and granted each case's allowed_tools inside its OS "
-            "sandbox, as `claude plugin eval --scaffold --allow-tools ...` would outside one"
+            "note: skillab runs each case's scaffold_script inside its OS sandbox (claude plugin eval runs "
+            "one only with --scaffold, outside any sandbox)"
+        )
+    if any(c.allowed_tools for c in cases):
+        warnings.append(
+            "note: skillab grants each case's allowed_tools inside its OS sandbox (claude plugin eval "
+            "grants the gated ones only with --allow-tools)"
         )
     for t in tasks:
         case = t.plugin_case
@@ -331,7 +340,7 @@ def suite_warnings(
         fields = ", ".join(case.unsupported)
         if config.skip_unsupported:
             warnings.append(
-                f"{t.task_id}: {fields}: not supported by skillab; the case ran without it (--skip-unsupported) "
+                f"{t.task_id}: {fields}: not supported by skillab; the case runs without it (--skip-unsupported) "
                 "and may score differently than under claude plugin eval"
             )
         else:

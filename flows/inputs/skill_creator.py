@@ -19,14 +19,14 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from executors.contents import copy_file, copy_tree, inspect_tree
+from executors.contents import copy_file, copy_tree, inspect_file, inspect_tree
 from executors.errors import InputError
 from executors.parsing import load_json
 from flows.inputs.files import read_text
 from graders.agent_task import AgentTask
 
 EVALS = Path("evals") / "evals.json"
-FIELDS = ("id", "eval_name", "prompt", "expected_output", "files", "expectations")
+FIELDS = ("id", "prompt", "expected_output", "files", "expectations", "eval_name")
 NO_EXPECTATIONS_RUBRIC = (
     "This eval lists no expectations: judge the result against the expected output above."
 )
@@ -68,11 +68,13 @@ def input_path(root: Path, value: str) -> tuple[str, Path]:
         raise ValueError(f"{value!r}: no such file ({path})")
     if not path.resolve().is_relative_to(root.resolve()):
         raise ValueError(f"{value!r} leads outside the skill folder {root} (a symbolic link)")
-    if path.is_dir():  # a link inside it that leads out, a fifo, a huge tree: refused now
-        try:
+    try:  # a link inside it that leads out, a fifo, a huge tree or file: refused now, before any read
+        if path.is_dir():
             inspect_tree(path, "files")
-        except InputError as exc:
-            raise ValueError(str(exc)) from None
+        else:
+            inspect_file(path.resolve(), "files")  # a link inside the folder: its target, checked
+    except InputError as exc:
+        raise ValueError(str(exc)) from None
     return "/".join(parts), path
 
 
@@ -200,5 +202,5 @@ def stage_inputs(task: AgentTask, sandbox: Path) -> list[str]:
         if source.is_dir():
             copy_tree(source, target, "files")
         else:
-            copy_file(source, target, "files")
+            copy_file(source.resolve(), target, "files")
     return list(task.input_files)

@@ -150,7 +150,17 @@ def case_settings(tasks: list[AgentTask], config: SkillBenchConfig) -> dict[str,
             continue
         model = case.model or config.runner_model
         runs = config.runs if "runs" in config.model_fields_set else case.runs
-        out[t.task_id] = f"model {model}, {case.max_turns} turns, {case.timeout_seconds} s, {runs} run(s)"
+        extra = [f"tools {', '.join(case.allowed_tools)}"] if case.allowed_tools else []
+        extra += [f"scaffold {case.scaffold_script}"] if case.scaffold_script else []
+        extra += [f"add_dirs {', '.join(case.add_dirs)}"] if case.add_dirs else []
+        settings = [
+            f"model {model}",
+            f"{case.max_turns} turns",
+            f"{case.timeout_seconds} s",
+            f"{runs} run(s)",
+            *extra,
+        ]
+        out[t.task_id] = ", ".join(settings)
     return out
 
 
@@ -191,6 +201,7 @@ class AgenticRun:
     ablated: dict[str, str] = field(default_factory=dict)  # --ablate: arm -> the section it leaves out
     cli_version: str | None = None  # the agent CLI's --version before the run (None: not told)
     warnings: list[str] = field(default_factory=list)  # what the report must say about the suite
+    judge_cost: float = 0.0  # what the judge's calls cost, USD
 
     @property
     def arms(self) -> list[str]:
@@ -229,6 +240,7 @@ def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -
         "totalCostUSD": sum(r.result.cost_usd for r in records),
         **isolation_meta(run.isolation, config.allow_network),
         "warnings": run.warnings,
+        "judgeCostUSD": round(run.judge_cost, 6),
         "caseSettings": case_settings(run.tasks, config) or None,
         **agent_cli_meta(config.runner, [g.session.meta.get("cli_version") for g in graded], run.cli_version),
         "plugin": plugin.summary(config.plugin_mcp) if (plugin := skill.plugin) else None,

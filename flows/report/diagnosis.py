@@ -50,7 +50,7 @@ def agentic_what(run: RunEntry, threshold: float) -> list[tuple[str, str, str]]:
     what = [
         ("check", f"check {d.get('check')}", str(d.get("reason") or ""))
         for d in run.check_details or []
-        if d.get("passed") is False
+        if d.get("passed") is False and not d.get("indicator")  # a plugin-fired indicator is no failure
     ]
     extra = (run.grade.model_extra or {}) if run.grade is not None else {}
     for name, score in (run.criteria or {}).items():

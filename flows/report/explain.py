@@ -46,7 +46,7 @@ def explain_lines(report: Report) -> list[str]:
         for g in v.groups:
             example = f": {g.examples[0][:200]}" if g.kind == "error" and g.examples else ""
             lines.append(
-                f"{md(v.variant)} fails on {md(g.key)}: {len(g.cases)} case(s) ({g.share:.0%}){md(example)}"
+                f"{md(v.variant)} fails on {md(g.key)}: {len(g.cases)} case(s) ({g.share:.0%} of cases){md(example)}"
             )
     for s in report.ablation.sections if report.ablation else []:
         lines.append(s.line)
@@ -64,7 +64,7 @@ def explain_markdown(report: Report) -> list[str]:
             continue
         out += ["", f"### Failures of {md(v.variant)} ({v.failing_cases}/{v.cases} cases)", ""]
         for g in v.groups:
-            out.append(f"- **{md(g.key)}**: {', '.join(md(c) for c in g.cases)} ({g.share:.0%})")
+            out.append(f"- **{md(g.key)}**: {', '.join(md(c) for c in g.cases)} ({g.share:.0%} of cases)")
             if g.suggestion:
                 out.append(
                     f"  - *Suggestion ({md(g.suggestion_by or 'LLM')}), not a finding:* {md(g.suggestion)}"

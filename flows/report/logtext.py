@@ -96,9 +96,14 @@ def page_urls(report: Report, port: str) -> list[str]:
     return urls
 
 
+MARKDOWN_SYNTAX = "\\`*_[]"  # what would turn a name into a link, code or emphasis
+
+
 def md(value: object) -> str:
-    """A name or other user text as one inert span of Markdown: on one line, a table cell's ``|``
-    escaped, and HTML's ``<``, ``>`` and ``&`` as entities (report.md is rendered where raw HTML
-    runs). A case name must never open a section or a script in the report."""
+    """A name or other user text as one inert span of Markdown: on one line, Markdown's own syntax
+    and a table cell's ``|`` escaped, and HTML's ``<``, ``>`` and ``&`` as entities (report.md is
+    rendered where raw HTML runs). A case name must never open a section, a link or a script."""
     text = " ".join(str(value).split())
+    for char in MARKDOWN_SYNTAX:
+        text = text.replace(char, "\\" + char)
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")

@@ -71,7 +71,7 @@ def _header(report: Report, comp: Comparison | None) -> list[str]:
         ),
         "",
         f"## Verdict: {EMOJI.get(band, '')} {band}",
-        f"**Skill scores {abs(delta or 0):.1f}% {'higher' if (delta or 0) >= 0 else 'lower'} than baseline {scope}.**"
+        f"**Skill scores {abs(delta or 0):.1f} points {'higher' if (delta or 0) >= 0 else 'lower'} (0-100) than baseline {scope}.**"
         if delta is not None
         else "**Not enough completed sessions to compare.**",
         "",
@@ -86,7 +86,8 @@ def _header(report: Report, comp: Comparison | None) -> list[str]:
     crit = report.criteria or {}
     for name in WEIGHTS:
         a, b = crit.get(Arm.WITH_SKILL, {}).get(name), crit.get(Arm.BASELINE, {}).get(name)
-        lines.append(f"| {name.title()} | {_pct(a)} | {_pct(b)} | {_delta(a, b)} |")
+        if a is not None or b is not None:  # a plugin suite's graders decide it: no criteria rows
+            lines.append(f"| {name.title()} | {_pct(a)} | {_pct(b)} | {_delta(a, b)} |")
     return lines
 
 

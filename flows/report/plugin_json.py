@@ -3,8 +3,10 @@ from its own result schema), so a suite's post-run gate written for the official
 a check of ``cases[].arms.without[].graders[].evidence``) runs on skillab's results unchanged.
 
 What skillab does not have is left out or given its plain meaning, never invented: ``evidence`` is
-the grader's own explanation (the judge's reason for a judged grader), ``judgeCostUsd`` is 0 (the
-judge's calls are priced in skillab's report), ``tracePath`` the session's raw stream.
+the grader's own explanation (the judge's reason for a judged grader), ``judgeCostUsd`` the judge's
+cost of the run split evenly over the runs judged (skillab prices the judge per run, not per
+grader), ``tracePath`` the session's raw stream, ``claudeVersion`` the version the sessions
+reported, ``runsPerCase`` the runs made.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from tasks.schema import Arm
 SCHEMA_VERSION = 1
 
 
-def _run(entry: RunEntry) -> dict[str, Any]:
+def _run(entry: RunEntry, judge_share: float) -> dict[str, Any]:
     graders = ((entry.checks or {}).get("plugin_eval") or {}).get("graders") or []
     scored = [g for g in graders if not g.get("with_only")]
     score = ((entry.checks or {}).get("plugin_eval") or {}).get("score")
@@ -29,7 +31,7 @@ def _run(entry: RunEntry) -> dict[str, Any]:
         "passed": bool(entry.ok and scored and all(g["passed"] for g in scored)),
         "turns": int(entry.num_turns or 0),
         "costUsd": float(entry.cost_usd or 0.0),
-        "judgeCostUsd": 0.0,
+        "judgeCostUsd": judge_share if any(g.get("votes") for g in graders) else 0.0,
         "durationSeconds": (entry.duration_ms or 0.0) / 1000,
         "error": None if entry.ok else (entry.error or entry.status or "error"),
         "tracePath": f"{entry.outputs}/raw_stream.jsonl" if entry.outputs else "",
@@ -50,18 +52,30 @@ def _run(entry: RunEntry) -> dict[str, Any]:
     }
 
 
-def _runs(result: CaseResult, arm: str) -> list[dict[str, Any]]:
+def _runs(result: CaseResult, arm: str, judge_share: float) -> list[dict[str, Any]]:
     entry = result.variants.get(arm)
-    return [] if entry is None else [_run(r) for r in (entry.runs or [entry])]
+    return [] if entry is None else [_run(r, judge_share) for r in (entry.runs or [entry])]
+
+
+def _judged_runs(report: Report) -> int:
+    return sum(
+        1
+        for case in report.results
+        for entry in case.variants.values()
+        for r in entry.runs or [entry]
+        if any(g.get("votes") for g in ((r.checks or {}).get("plugin_eval") or {}).get("graders") or [])
+    )
 
 
 def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def _case(task: AgentTask, case: PluginCase, result: CaseResult | None, runner_model: str) -> dict[str, Any]:
-    with_runs = _runs(result, Arm.WITH_SKILL) if result else []
-    without = _runs(result, Arm.BASELINE) if result else []
+def _case(
+    task: AgentTask, case: PluginCase, result: CaseResult | None, runner_model: str, judge_share: float
+) -> dict[str, Any]:
+    with_runs = _runs(result, Arm.WITH_SKILL, judge_share) if result else []
+    without = _runs(result, Arm.BASELINE, judge_share) if result else []
     aggregates: dict[str, Any] = {
         "score": _mean([r["score"] for r in with_runs]),
         "passRate": _mean([float(r["passed"]) for r in with_runs]),
@@ -105,21 +119,26 @@ def plugin_eval_json(
     threshold: float,
     case_filter: Sequence[str],
     tags: Sequence[str],
+    seconds: float,
 ) -> dict[str, Any]:
     """The official result shape of a plugin suite run (its cases only)."""
     by_id = {r.sample_id: r for r in report.results}
     meta = report.meta
+    judge = float(meta.judge_cost_usd or 0.0)
+    share = judge / max(1, _judged_runs(report))
     cases = [
-        _case(t, t.plugin_case, by_id.get(t.task_id), meta.model) for t in tasks if t.plugin_case is not None
+        _case(t, t.plugin_case, by_id.get(t.task_id), meta.model, share)
+        for t in tasks
+        if t.plugin_case is not None
     ]
     scores = [c["aggregates"]["score"] for c in cases]
     deltas = [c["aggregates"]["delta"] for c in cases if "delta" in c["aggregates"]]
     return {
         "schemaVersion": SCHEMA_VERSION,
-        "claudeVersion": meta.agent_cli_version or "",
+        "claudeVersion": (meta.agent_cli_version or "").removeprefix("claude ").strip(),
         "startedAt": meta.timestamp,
-        "durationSeconds": 0.0,
-        "costUsd": float(meta.total_cost_usd or 0.0),
+        "durationSeconds": round(seconds, 3),
+        "costUsd": float(meta.total_cost_usd or 0.0) + judge,
         "partial": False,
         "suite": {
             "root": root,

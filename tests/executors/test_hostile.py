@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -127,6 +128,8 @@ def test_a_session_holds_no_key_and_reaches_only_its_model(
     # ... and yet every model call carried the user's key, added by the forwarder on the host
     anthropic = [c for c in calls if c.protocol == "anthropic"]
     assert anthropic and all(c.auth.get("x-api-key") == FAKE_KEYS["ANTHROPIC_API_KEY"] for c in anthropic)
+    bodies = json.dumps([c.body for c in calls])  # what the model was sent: no key, no planted file
+    assert "canary-" not in bodies and not any(v in bodies for v in FAKE_KEYS.values())
 
 
 @needs_bwrap
@@ -286,6 +289,34 @@ def test_copy_bounds_and_special_files(tmp_path: Path, monkeypatch: pytest.Monke
         copy_tree(src, tmp_path / "copy", "skill x")
 
 
+def test_a_skill_creator_files_entry_that_is_a_fifo_is_refused_not_read(tmp_path: Path) -> None:
+    from flows.inputs.skill_creator import load_evals
+
+    skill = tmp_path / "ext"
+    (skill / "evals").mkdir(parents=True)
+    os.mkfifo(skill / "fifo")
+    evals = {
+        "skill_name": "s",
+        "evals": [{"id": 1, "prompt": "hi", "files": ["fifo"], "expectations": ["ok"]}],
+    }
+    (skill / "evals" / "evals.json").write_text(json.dumps(evals))
+    with pytest.raises(InputError, match="fifo: not a regular file"):
+        load_evals(skill / "evals" / "evals.json")  # refused at once: reading a fifo would hang
+
+
+def test_an_error_about_a_name_with_a_newline_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from flows.cli.main import main
+
+    (tmp_path / "eval-samples.json").write_text(
+        json.dumps([{"sample_id": "a\n## Where Skill Helps", "prompt": "p"}])
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--dry-run", "--samples", "eval-samples.json"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
 def test_results_keep_no_link_out_of_the_sandbox(tmp_path: Path) -> None:
     sandbox = tmp_path / "sb"
     (sandbox / "inner").mkdir(parents=True)
@@ -394,6 +425,46 @@ def test_secrets_are_masked_in_every_results_file(tmp_path: Path, monkeypatch: p
     atomic_write_json(tmp_path / "r.json", {"transcript": text})
     written = (tmp_path / "r.json").read_text()
     assert "sk-ant-" not in written and "tok-" not in written and written.count(MASK) == 3
+
+
+def test_the_forwarder_serves_only_its_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    from executors.egress import ANTHROPIC, forwarder
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEYS["ANTHROPIC_API_KEY"])
+
+    def status(port: int, target: str) -> bytes:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+            conn.sendall(f"GET {target} HTTP/1.1\r\nHost: elsewhere\r\n\r\n".encode())
+            return conn.recv(200).split(b"\r\n", 1)[0]
+
+    with FakeProvider() as server:
+        route = forwarder().route(ANTHROPIC, f"{server.url}/gateway", tcp=True)
+        assert route.port is not None
+        for target in ("/admin/secrets", "/gatewayx/v1/messages", f"http://127.0.0.1:{server.port}/", "*"):
+            assert status(route.port, target).split()[1] in (b"403", b"400"), target
+        assert (
+            status(route.port, "/gateway/v1/models").split()[1] == b"404"
+        )  # forwarded: the upstream answered
+        assert not server.calls
+
+
+def test_secrets_are_masked_in_logs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import logging
+
+    from flows.engine.runlog import RedactSecrets
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEYS["ANTHROPIC_API_KEY"])
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(RedactSecrets())
+    logger = logging.getLogger("skillab-test-redaction")
+    logger.addHandler(handler)
+    try:
+        logger.error("call failed with key %s", FAKE_KEYS["ANTHROPIC_API_KEY"])
+    finally:
+        logger.removeHandler(handler)
+    assert FAKE_KEYS["ANTHROPIC_API_KEY"] not in stream.getvalue() and MASK in stream.getvalue()
 
 
 def test_names_cannot_rewrite_the_report() -> None:

@@ -317,5 +317,5 @@ def test_a_suite_of_replay_cases_only_reports_insufficient_data(
     assert code == 1 and "insufficient data: 0 task(s) completed in both arms" in err
     (md,) = (tmp_path / "r").glob("plug-*/report.md")
     text = md.read_text()
-    assert "| 1 | resume | positive | medium | 100% | — | — | — |" in text
+    assert "| 1 | resume | positive | - | 100% | — | — | — |" in text
     assert "Scored in one arm only, so not in the comparison: resume" in text

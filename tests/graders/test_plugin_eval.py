@@ -388,16 +388,22 @@ def replay_plugin(tmp_path: Path, context: str) -> Path:
     return root
 
 
-def test_a_setting_skillab_ignores_is_said_before_the_run(
+def test_add_dirs_outside_the_case_and_unsupported_fields_are_refused_before_the_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from flows.cli.main import main
 
     root = replay_plugin(tmp_path, "  add_dirs: [../shared]\n")
+    assert main(["skill", "run", "--suite", str(root)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "context.add_dirs: '../shared': must name a folder inside the case folder" in line
+    root = replay_plugin(tmp_path / "b", "")
+    case = root / "evals" / "resume" / "case.yaml"
+    case.write_text(case.read_text() + "plugins: [another]\n")
     # --ablate-sections without --ablate stops the command after the inputs are read, before any session.
     assert main(["skill", "run", "--suite", str(root), "--ablate-sections", "X"]) == 2
-    err = capsys.readouterr().err
-    assert f"{(root / 'evals' / 'resume').resolve()}: add_dirs: not supported here, ignored" in err
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "plugins: not supported by skillab" in err[0] and "--skip-unsupported" in err[0]
 
 
 def test_a_replay_case_needs_its_history_and_runs_with_the_plugin_only(
@@ -471,10 +477,16 @@ def test_what_will_fail_or_is_not_run_is_said_before_the_run(
     )
     label.write_text(label.read_text().split("graders:")[0] + graders)
     (root / "evals" / "resume" / "mocks" / "github").mkdir(parents=True)
+    # unsupported parts refuse the case (one line) unless --skip-unsupported; the regex is a warning
     assert main(["skill", "run", "--suite", str(root), "--ablate-sections", "X"]) == 2
-    err = capsys.readouterr().err
-    assert "graders[0] (bad): pattern: invalid regular expression (" in err and "the grader will fail" in err
-    assert ": mock_calls, mocks/: not supported here, ignored" in err
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and ": mock_calls, mocks/: not supported by skillab" in err[0]
+    assert main(["skill", "run", "--suite", str(root), "--skip-unsupported", "--ablate-sections", "X"]) == 2
+    text = capsys.readouterr().err
+    assert (
+        "graders[0] (bad): pattern: invalid regular expression (" in text and "the grader will fail" in text
+    )
+    assert "resume: mock_calls, mocks/: not supported by skillab; the case runs without it" in text
     label.write_text(label.read_text().replace("execution:\n", "execution:\n  plugins: [x]\n"))
     assert main(["skill", "run", "--suite", str(root)]) == 2
     assert (

@@ -32,7 +32,7 @@ def test_uneven_runs_give_the_paired_mean_and_say_so() -> None:
     assert comp.paired.mean is not None
     sign = "higher" if comp.paired.mean >= 0 else "lower"
     assert headline(md) == (
-        f"**Skill scores {abs(comp.paired.mean):.1f}% {sign} than baseline on average over the "
+        f"**Skill scores {abs(comp.paired.mean):.1f} points {sign} (0-100) than baseline on average over the "
         f"{comp.cases} tasks scored in both arms, each task counted once.**"
     )
     assert "| Runs: 1-2 per task" in md
