@@ -309,13 +309,15 @@ def main(argv: list[str] | None = None) -> int:
                 k = args.plan_runs if name == "plan" else args.runs
                 outcomes.append(procedure(root, k))
                 print(outcomes[-1].line(), flush=True)
+                # written after each procedure: an hour of runs is not lost to a later failure
+                write_results(outcomes, args, time.monotonic() - started)
             if not args.only or "trigger" in args.only:
                 for outcome in trigger_aa(root, args.trigger_runs):
                     outcomes.append(outcome)
                     print(outcome.line(), flush=True)
+                write_results(outcomes, args, time.monotonic() - started)
         finally:
             os.chdir(previous)
-    write_results(outcomes, args, time.monotonic() - started)
     print(f"written to {RESULTS}")
     return 0 if all(o.met is not False for o in outcomes) else 1
 

@@ -41,6 +41,7 @@ class Plugin:
     hooks: bool
     mcp_servers: tuple[str, ...]
     workflows: tuple[str, ...] = ()  # workflows/*.md and the manifest's workflows paths
+    version: str | None = None  # the manifest's version, when it gives one
 
     def namespaced(self, names: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(f"{self.name}:{n}" for n in names)
@@ -179,6 +180,7 @@ def read_plugin(path: Path) -> Plugin:
         hooks=(path / "hooks" / "hooks.json").is_file() or "hooks" in manifest,
         mcp_servers=_mcp_servers(path, manifest),
         workflows=_md_names(_part_roots(path, manifest, "workflows")),
+        version=str(manifest["version"]) if isinstance(manifest.get("version"), str | int | float) else None,
     )
     if not (plugin.parts or plugin.hooks or plugin.mcp_servers):
         raise InputError(

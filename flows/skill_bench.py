@@ -22,6 +22,7 @@ from prefect.states import Completed, Failed
 from executors.agent import read_events, usage_of
 from executors.base import HttpExecutor
 from executors.contents import archive_tree
+from executors.plugin import Plugin
 from executors.registry import close_all, usable_executor
 from executors.sandbox import Isolation, checked_isolation
 from executors.schema import AgentRequest, AgentSession, RunResult
@@ -395,6 +396,7 @@ def write_reports(
     tasks: list[AgentTask],
     tasks_dir: str,
     started: dt.datetime,
+    plugin: Plugin | None = None,
 ) -> Path:
     """report.json and report.md in the results tree, a copy for the report server, and with
     --json the shape `claude plugin eval --json` writes (for a suite's own post-run gates)."""
@@ -410,6 +412,7 @@ def write_reports(
             case_filter=config.case,
             tags=config.tag,
             seconds=(dt.datetime.now(dt.UTC) - started).total_seconds(),
+            plugin=plugin,
         )
         atomic_write_json(Path(config.json_file), official)
     if config.output_dir:
@@ -447,24 +450,13 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
         graded = grade_sessions(plans, outcomes, checks, grades)
         records = [session_record(g, config) for g in graded if not g.contaminated]
         ablated = {a.arm: a.heading for a in ablations}
-        run = AgenticRun(
-            config,
-            skill,
-            tasks,
-            suite_hash,
-            results,
-            started,
-            isolation,
-            ablated,
-            version,
-            warnings,
-            judge_cost,
-        )
+        suite = (tasks, suite_hash, results, started)
+        run = AgenticRun(config, skill, *suite, isolation, ablated, version, warnings, judge_cost)
         report = build_skill_report(run, graded, records)
         report.diagnosis = await diagnose_skill_run(
             report, config, skill, {a.arm: a.skill_md for a in ablations}
         )
-        report_path = write_reports(report, results, config, tasks, tasks_dir, started)
+        report_path = write_reports(report, results, config, tasks, tasks_dir, started, skill.plugin)
     finally:  # the sandboxes go however the run ends; a run killed with -9 leaves them to the sweep
         for root in roots:
             release(root)

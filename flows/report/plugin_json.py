@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from executors.plugin import Plugin
 from flows.report.schema import CaseResult, Report, RunEntry
 from graders.agent_task import AgentTask
 from graders.plugin_eval import LlmGrader, PluginCase
@@ -120,6 +121,7 @@ def plugin_eval_json(
     case_filter: Sequence[str],
     tags: Sequence[str],
     seconds: float,
+    plugin: Plugin | None = None,
 ) -> dict[str, Any]:
     """The official result shape of a plugin suite run (its cases only)."""
     by_id = {r.sample_id: r for r in report.results}
@@ -147,7 +149,15 @@ def plugin_eval_json(
             **({"caseFilter": ",".join(case_filter)} if case_filter else {}),
             **({"tagFilters": list(tags)} if tags else {}),
             "threshold": threshold,
-            "plugins": [],
+            "plugins": [
+                {
+                    "name": plugin.name,
+                    **({"version": plugin.version} if plugin.version else {}),
+                    "path": str(plugin.path),
+                }
+            ]
+            if plugin is not None
+            else [],
         },
         "cases": cases,
         "aggregates": {
