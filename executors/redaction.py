@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 
-MASK = "[REDACTED]"
+MASK = "<redacted>"  # no brackets: a rich console would read [..] as markup
 #: Parts of a variable name that make its value a credential (not an endpoint or a path).
 CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE", re.I)
 MIN_SECRET = 8  # shorter values (a "1", "true") would mask ordinary words
