@@ -24,9 +24,10 @@ SCHEMA_VERSION = 1
 
 
 def _run(entry: RunEntry, judge_share: float) -> dict[str, Any]:
-    graders = ((entry.checks or {}).get("plugin_eval") or {}).get("graders") or []
+    part = entry.plugin_eval()
+    graders = part.get("graders") or []
     scored = [g for g in graders if not g.get("with_only")]
-    score = ((entry.checks or {}).get("plugin_eval") or {}).get("score")
+    score = part.get("score")
     return {
         "score": float(score or 0.0),
         "passed": bool(entry.ok and scored and all(g["passed"] for g in scored)),
@@ -64,7 +65,7 @@ def _judged_runs(report: Report) -> int:
         for case in report.results
         for entry in case.variants.values()
         for r in entry.runs or [entry]
-        if any(g.get("votes") for g in ((r.checks or {}).get("plugin_eval") or {}).get("graders") or [])
+        if any(g.get("votes") for g in r.plugin_eval().get("graders") or [])
     )
 
 

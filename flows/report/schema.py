@@ -614,6 +614,10 @@ class RunEntry(Model):
     """the session's steps"""
     outputs: str | None = Field(default=None, description="folder of the session's raw outputs")
 
+    def plugin_eval(self) -> dict[str, Any]:
+        """A plugin eval case's grading of this session (score, graders, pending); {} otherwise."""
+        return dict((self.checks or {}).get("plugin_eval") or {})
+
 
 class VariantResult(RunEntry):
     """A case's entry for one variant: the first run's fields, the case mean, and every run."""
