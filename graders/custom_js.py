@@ -27,7 +27,21 @@ _WRAPPER = r"""
 import { readFileSync, writeSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 const MARKER = '\u0000SKILLAB\u0000';
-const answer = (obj) => { writeSync(1, MARKER + JSON.stringify(obj)); process.exit(0); };
+// stdout may be left non-blocking by a flood of console.log: a full pipe answers EAGAIN, so wait
+// a millisecond and write the rest (the reader drains it; the timeout bounds the wait).
+const pause = new Int32Array(new SharedArrayBuffer(4));
+const writeAll = (text) => {
+  let buf = Buffer.from(text);
+  while (buf.length > 0) {
+    try {
+      buf = buf.subarray(writeSync(1, buf));
+    } catch (err) {
+      if (err.code !== 'EAGAIN') throw err;
+      Atomics.wait(pause, 0, 0, 1);
+    }
+  }
+};
+const answer = (obj) => { writeAll(MARKER + JSON.stringify(obj)); process.exit(0); };
 const text = (err) => (err instanceof Error ? `${err.name}: ${err.message}` : String(err));
 process.on('unhandledRejection', (err) => answer({ error: `unhandled rejection: ${text(err)}` }));
 const [mode, payloadFile] = process.argv.slice(2);

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -101,6 +103,36 @@ def test_output_flood_is_capped(tmp_path: Path) -> None:
     )
     result = run(tmp_path, a)
     assert result.passed and len(result.message) == custom_js.MESSAGE_CAP
+
+
+def test_answer_survives_a_full_pipe_and_a_slow_reader(tmp_path: Path) -> None:
+    """Node leaves a piped stdout non-blocking: when a check's output has filled the pipe, the
+    answer's write must wait for the reader rather than die of EAGAIN (seen on a loaded CI machine).
+    The check fills the pipe itself so the full pipe does not depend on timing."""
+    write(
+        tmp_path,
+        "import { writeSync } from 'node:fs';\n"
+        "export default () => { console.log('start');\n"
+        "  try { for (;;) writeSync(1, 'x'.repeat(4096)); } catch (err) { if (err.code !== 'EAGAIN') throw err; }\n"
+        "  return { pass: true, message: 'ok' }; };\n",
+    )
+    (tmp_path / "wrapper.mjs").write_text(custom_js._WRAPPER)
+    payload = {"path": str(tmp_path / "check.mjs"), "output": "", "sample": {}, "assertion": {}}
+    (tmp_path / "payload.json").write_text(json.dumps(payload))
+    node = subprocess.Popen(
+        [custom_js.node_binary(), str(tmp_path / "wrapper.mjs"), "run", str(tmp_path / "payload.json")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    assert node.stdout is not None
+    time.sleep(1.5)  # the pipe fills while nobody reads
+    out = node.stdout.read()
+    assert node.wait(timeout=30) == 0, out[-500:]
+    assert json.loads(out.split(confined.MARKER.encode())[-1]) == {
+        "pass": True,
+        "message": "ok",
+        "score": None,
+    }
 
 
 def test_load_time_errors_name_the_field(tmp_path: Path) -> None:
