@@ -101,7 +101,7 @@ def build(path: Path) -> list[Any]:
             parameters={"config": str((path.parent / suite.config).resolve()), "suite": suite.name}
             | ({} if suite.batch is None else {"batch": suite.batch}),
             description=suite.description or f"skillab suite {suite.name}",
-            tags=["skillab", "nightly"],
+            tags=["skillab", "nightly", suite.mode, suite.name],
             paused=suite.paused,
         )
         for suite in load(path)

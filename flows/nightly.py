@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from prefect import flow
-from prefect.states import Completed
+from prefect import flow, tags
+from prefect.states import Completed, Failed, State
 
 from flows.engine.runlog import run_logger
 from flows.inputs.options import BenchOptions
@@ -19,10 +19,6 @@ from flows.sample_bench import sample_bench
 from flows.trigger_bench import trigger_bench
 
 
-class TriggerGateError(Exception):
-    """A scheduled trigger suite missed its gates (--min-recall, --max-false-fire): the flow run fails."""
-
-
 def suite_options(config: str, suite: str, batch: bool | None = None) -> tuple[BenchOptions, Path]:
     """The suite's options (its skillab.yaml, validated against BenchOptions; ``batch`` from
     deployments.yaml overrides the file's) and its folder."""
@@ -31,32 +27,39 @@ def suite_options(config: str, suite: str, batch: bool | None = None) -> tuple[B
     return BenchOptions(**given | {"suite": suite}), path.parent
 
 
-@flow(name="nightly-bench", flow_run_name="{suite} · nightly", log_prints=False)
+def night_name() -> str:
+    """A nightly run's name: its suite and when it was due, so the runs list tells the nights apart."""
+    from prefect.runtime import flow_run
+
+    when = flow_run.scheduled_start_time.in_timezone("UTC")
+    seconds = f":{when:%S}" if when.second else ""  # a run started by hand, not on the minute
+    return f"{flow_run.parameters['suite']} · {when:%Y-%m-%d %H:%M}{seconds} UTC"
+
+
+@flow(name="nightly-bench", flow_run_name=night_name, log_prints=False)
 async def nightly_bench(config: str, suite: str, batch: bool | None = None) -> Any:
     """Run a suite; a significant regression against its previous run fails this flow run.
-    ``batch``: through the provider's batch API at half price (nobody waits on a nightly run)."""
+    ``batch``: through the provider's batch API at half price (nobody waits on a nightly run).
+
+    The benchmark runs in this flow run itself, not a subflow: the run the deployment lists holds
+    the night's task runs, artifacts and log, and ends in the benchmark's own named state."""
     options, folder = suite_options(config, suite, batch)
-    log = run_logger()
-    log.info(f"nightly run of suite {suite} ({config}): variants {', '.join(options.variants)}")
-    named = sample_bench.with_options(flow_run_name=f"{suite} · {','.join(options.variants)}")
-    state = await named(options, str(folder), False, return_state=True)
-    result = await state.aresult()  # a failure (a regression) raises, and fails this run too
-    log.info(f"suite {suite}: {state.message}")
-    # The verdict in this run's final state message too, where the runs list shows it.
-    return Completed(message=state.message, data=result)
+    run_logger().info(f"nightly run of suite {suite} ({config}): variants {', '.join(options.variants)}")
+    with tags("skillab", "sample", suite):
+        return await sample_bench.fn(options, str(folder), False)
 
 
-@flow(name="nightly-triggers", flow_run_name="{suite} · nightly triggers", log_prints=False)
-async def nightly_triggers(config: str, suite: str) -> dict[str, Any]:
-    """Run a trigger suite (paths in its options file are relative to the file's folder); a missed
-    gate fails this flow run, naming every skill and figure that missed."""
+@flow(name="nightly-triggers", flow_run_name=night_name, log_prints=False)
+async def nightly_triggers(config: str, suite: str) -> State:
+    """Run a trigger suite (paths in its options file are relative to the file's folder) in this flow
+    run; a missed gate fails it, naming every skill and figure that missed."""
     path = Path(config).resolve()
     options = load_trigger_config(path, suite)
-    named = trigger_bench.with_options(flow_run_name=f"{suite} · triggers")
-    result: dict[str, Any] = await named(options, str(path.parent), False)
+    with tags("skillab", "trigger", suite):
+        result: dict[str, Any] = await trigger_bench.fn(options, str(path.parent), False)
     failures = gate_failures(
         load_report(Path(result["report_path"])), options.min_recall, options.max_false_fire
     )
     if failures:
-        raise TriggerGateError(f"suite {suite!r}: " + "; ".join(failures))
-    return result
+        return Failed(name="Missed gates", message=f"suite {suite!r}: " + "; ".join(failures))
+    return Completed(name="Gates met", message=f"suite {suite!r}: every gate met", data=result)

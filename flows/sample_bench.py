@@ -190,24 +190,21 @@ async def sample_bench(options: BenchOptions, cwd: str = ".", show_progress: boo
 
 
 def final_state(options: BenchOptions, outcome: Any) -> State:
-    """Completed, with the verdict; Failed (a state, not an exception: no traceback on the terminal)
-    when nothing was measured or the suite regressed against its previous run. The report is written
-    either way."""
+    """Completed, named after the verdict (the runs list shows a state's name, not its message);
+    Failed (a state, not an exception: no traceback on the terminal or in the run's log) when nothing
+    was measured or the suite regressed against its previous run, its message stating the drop. The
+    report is written either way."""
     from flows.report.gates import unmeasured
-    from flows.report.logtext import state_message, verdict_summary
+    from flows.report.logtext import outcome_name, regression_outcome, state_message
 
     report, path = outcome.report, str(outcome.path)
     regression = report.regression
     failed: FailedBench | None = None
     if idle := unmeasured(report):
-        failed = NothingMeasuredError("; ".join(idle), path)
+        failed, name = NothingMeasuredError("; ".join(idle), path), "Errors"
     elif regression and regression.regressed:
-        failed = RegressionError(
-            f"significant regression in {', '.join(regression.regressed)} against the previous run "
-            f"{regression.previous} of suite {options.suite!r} ({verdict_summary(report)})",
-            path,
-        )
+        failed, name = RegressionError(regression_outcome(report), path), "Regressed"
     if failed is not None:
-        return Failed(message=str(failed), data=kept(failed))
+        return Failed(name=name, message=str(failed), data=kept(failed))
     result = kept({"report_path": str(outcome.path) if outcome.path else None, "id": report.id})
-    return Completed(message=state_message(report), data=result)
+    return Completed(name=outcome_name(report), message=state_message(report), data=result)

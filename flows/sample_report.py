@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from prefect.artifacts import acreate_link_artifact, acreate_markdown_artifact, acreate_table_artifact
+from prefect.runtime import flow_run
 
 from flows.engine.judging import pairwise
 from flows.engine.progress import LogTarget
@@ -55,6 +56,7 @@ async def finish(prepared: Prepared, executed: Executed) -> Outcome:
     await explain_sample_run(report, prepared, executed.runner, labels, executed.gold)
     if prepared.options.suite:
         report.regression = regression_against_previous(prepared.output_dir, report)
+    report.meta.prefect_flow_run = flow_run.ui_url  # the report pages link back to the run's UI page
     return Outcome(report, write_outputs(report, prepared))
 
 
@@ -226,7 +228,10 @@ async def publish_artifacts(outcome: Outcome) -> None:
         calls.append(
             acreate_link_artifact(
                 link=run_url,
-                link_text=f"report {report.id} (python -m flows.bench report; file: {html})",
+                link_text=(
+                    f"report {report.id}: the link answers while the report server runs "
+                    f"(python -m flows.bench report); the same page as a file: {html}"
+                ),
                 key=f"{key}-report",
             )
         )
@@ -234,7 +239,10 @@ async def publish_artifacts(outcome: Outcome) -> None:
             calls.append(
                 acreate_link_artifact(
                     link=suite_url[0],
-                    link_text=f"suite {report.meta.suite}: the trend over its runs (python -m flows.bench report)",
+                    link_text=(
+                        f"suite {report.meta.suite}: the trend over its runs (the link answers while "
+                        "python -m flows.bench report runs)"
+                    ),
                     key=f"{key}-suite",
                 )
             )

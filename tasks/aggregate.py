@@ -455,7 +455,9 @@ def judge_summary(records: list[Record], variants: list[str]) -> dict[str, Any] 
     return out
 
 
-@task(name="aggregate-results", cache_policy=NO_CACHE, persist_result=False)
+@task(
+    name="aggregate-results", task_run_name="aggregate results", cache_policy=NO_CACHE, persist_result=False
+)
 def aggregate_results(
     records: list[Record],
     samples: list[Sample],

@@ -11,7 +11,6 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import task_run as task_run_ctx
-from prefect.tasks import exponential_backoff
 
 from executors.errors import TransientError
 from executors.schema import RunResult
@@ -49,7 +48,7 @@ def retry_transient(task: Any, task_run: Any, state: Any) -> bool:
     cache_policy=NO_CACHE,  # resume is handled by tasks.cache, consulted before fan-out
     persist_result=False,
     retries=3,
-    retry_delay_seconds=exponential_backoff(1.0)(3),
+    retry_delay_seconds=1.0,
     retry_jitter_factor=0.5,
     retry_condition_fn=retry_transient,
 )
@@ -60,15 +59,18 @@ async def call_model(unit: Unit, policy: CallPolicy) -> RunResult:
             return await asyncio.wrap_future(early)
         return await attempt(unit, policy, task_run_ctx.run_count or 1)
     except TransientError as exc:
+        attempt_no = task_run_ctx.run_count or 1
+        # Prefect waits policy.backoff_s before each retry (one number: the UI shows a list of delays
+        # as "NaN"); the rest of the exponential backoff is waited here, and Retry-After on top, so
+        # the next try is never earlier than the server asked.
+        wait = policy.backoff_s * (2 ** (attempt_no - 1) - 1)
         if exc.retry_after:
-            # Prefect's backoff comes on top: the next try is never earlier than the server asked.
-            await asyncio.sleep(min(exc.retry_after, policy.max_retry_after_s) * (1 + random.random() * 0.1))
+            wait += min(exc.retry_after, policy.max_retry_after_s) * (1 + random.random() * 0.1)
+        if wait > 0 and attempt_no <= policy.retries:
+            await asyncio.sleep(wait)
         raise
 
 
 def with_policy(policy: CallPolicy) -> Any:
-    """The task with the run's retry count; Prefect needs the delay list to match the count."""
-    return call_model.with_options(
-        retries=policy.retries,
-        retry_delay_seconds=exponential_backoff(policy.backoff_s)(max(policy.retries, 1)),
-    )
+    """The task with the run's retry count and first retry delay (the task doubles it after)."""
+    return call_model.with_options(retries=policy.retries, retry_delay_seconds=policy.backoff_s)

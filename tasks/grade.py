@@ -10,7 +10,7 @@ from graders import registry
 from graders.schema import AssertionResult, Observation, Sample
 
 
-@task(name="grade-outputs", cache_policy=NO_CACHE, persist_result=False)
+@task(name="grade-outputs", task_run_name="grade outputs", cache_policy=NO_CACHE, persist_result=False)
 def grade_outputs(items: list[tuple[Sample, RunResult]]) -> list[list[AssertionResult]]:
     """One task for the whole batch: a task run costs ~10 ms, an assertion microseconds.
     semantic_similarity is left to the judge stage."""

@@ -35,7 +35,8 @@ from flows.cli.prefect_server import copy_database
 
 # Quiet, robust defaults for Prefect (measured in ../shared/PREFECT.md); the user's environment wins.
 PREFECT_DEFAULTS = {
-    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",  # the server's heartbeat and the UI's analytics
+    "DO_NOT_TRACK": "1",  # Prefect's client-side telemetry
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
     # A flow run's own lines (plan, progress, verdict) reach its Logs tab in the UI; the terminal
     # shows warnings only (it has the progress bar and the summary). Per-task lines stay off.
@@ -70,6 +71,14 @@ class ReadyWait(Protocol):
     starting: work the command needs later, done while this process would only wait for it."""
 
     def __call__(self, meanwhile: Callable[[], object] | None = None) -> None: ...
+
+
+def run_tags(mode: str, name: str | None) -> contextlib.AbstractContextManager[Any]:
+    """Tags for the flow run a command starts and its task runs ("skillab", the mode, the suite or
+    skill): the Prefect UI filters the runs list by them."""
+    from prefect import tags
+
+    return tags("skillab", mode, *([name] if name else []))
 
 
 def configure_prefect() -> None:

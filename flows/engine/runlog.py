@@ -22,11 +22,12 @@ CALL_ERRORS = (ExecutorError.__name__, *(cls.__name__ for cls in ExecutorError._
 
 
 class QuietCallFailures(logging.Filter):
-    """Keeps a call that failed after its retries off the terminal. Prefect logs such a task run at
-    ERROR with the traceback (when it was retried), then "Finished in state Failed(...)" naming the
-    exception's class: some 90 lines a unit, thousands when an endpoint is down. The progress line
-    counts the failures and the summary names the first; the run's log in the UI keeps every line
-    (this filter sits on the console handler only)."""
+    """Keeps a call that failed after its retries out of the terminal and the run's Logs tab. Prefect
+    logs such a task run at ERROR with the traceback (when it was retried), then "Finished in state
+    Failed(...)" naming the exception's class: some 20 lines a unit in the UI, 90 on a terminal,
+    thousands when an endpoint is down. The run's own log says the first failure of each kind with
+    its cause and counts the rest (flows.engine.progress); the task run's page keeps the error in its
+    Failed state's message."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not record.name.startswith("prefect.task_runs"):
@@ -40,11 +41,13 @@ class QuietCallFailures(logging.Filter):
 
 
 def quiet_call_failures() -> None:
-    """Put ``QuietCallFailures`` on Prefect's console handler, once (the unit runner, before its fan-out)."""
-    from prefect.logging.handlers import PrefectConsoleHandler
+    """Put ``QuietCallFailures`` on Prefect's console and API log handlers, once each (the unit
+    runner, before its fan-out)."""
+    from prefect.logging.handlers import APILogHandler, PrefectConsoleHandler
 
-    for handler in logging.getLogger().handlers:
-        if isinstance(handler, PrefectConsoleHandler) and not any(
+    loggers = (logging.getLogger(), logging.getLogger("prefect"), logging.getLogger("prefect.task_runs"))
+    for handler in {h for lg in loggers for h in lg.handlers}:
+        if isinstance(handler, PrefectConsoleHandler | APILogHandler) and not any(
             isinstance(f, QuietCallFailures) for f in handler.filters
         ):
             handler.addFilter(QuietCallFailures())

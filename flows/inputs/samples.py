@@ -177,6 +177,11 @@ class Variant:
     def sha256(self) -> str | None:
         return hashlib.sha256(self.artifact.encode()).hexdigest() if self.artifact is not None else None
 
+    @property
+    def size(self) -> int | None:
+        """The artifact's bytes of UTF-8 (a changed artifact is reported with the change's size)."""
+        return len(self.artifact.encode()) if self.artifact is not None else None
+
 
 def available_variants(skill_dir: Path) -> list[str]:
     if not skill_dir.is_dir():

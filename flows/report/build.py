@@ -226,6 +226,7 @@ def sample_meta(
         **executor_cli_meta(prepared.target.executor),
         "pythonVersion": platform.python_version(),
         "skillHashes": {labels[v.name]: v.sha256 for v in prepared.variants},
+        "skillBytes": {labels[v.name]: v.size for v in prepared.variants},
         "seed": o.seed,
         "repeat": o.repeat,
         "concurrency": o.concurrency,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from flows.report.console import fmt
+from flows.report.console import economy_lines, fmt
 from flows.report.explain import explain_markdown
-from flows.report.logtext import md
+from flows.report.logtext import artifact_change_lines, change_figures, md, regression_outcome
 from flows.report.schema import Report, VariantResult
 from tasks.files import atomic_write_text
 
@@ -68,6 +68,21 @@ def write_junit(report: Report, path: Path, threshold: float) -> None:
     atomic_write_text(path, ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")
 
 
+def regression_markdown(report: Report) -> list[str]:
+    """The suite against its previous run: each variant's means, change and interval, the artifacts
+    that changed, the outcome."""
+    r = report.regression
+    if r is None:
+        return []
+    lines = ["", f"### Against the previous run `{r.previous}`", ""]
+    for name, v in r.per_variant.items():
+        mark = "**REGRESSED**" if name in r.regressed else str(v.verdict.label)
+        lines.append(f"- {md(name)}: {mark}, {md(change_figures(v))}")
+    lines += [f"- {md(line)}" for line in artifact_change_lines(report)]
+    lines += ["", md(regression_outcome(report))]
+    return lines
+
+
 def summary_markdown(report: Report, threshold: float | None = None) -> str:
     meta = report.meta
     lines = [
@@ -86,21 +101,12 @@ def summary_markdown(report: Report, threshold: float | None = None) -> str:
             f"| {md(name)} | {fmt(s.avg_composite_score)} | [{fmt(low)}, {fmt(high)}] | {rate} | "
             f"{s.error_count}/{s.executions} | {s.ungraded_count} |"
         )
-    lines.append("")
+    economy = [f"- {md(line)}" for line in economy_lines(report)]
+    lines += ["", *economy, *([""] if economy else [])]
     for c in report.comparisons:
         v = c.verdict
         lines.append(f"**{md(c.treatment)} vs {md(c.control)}: {v.headline()}** — {md(v.reason)}")
-    regression = report.regression
-    if regression:
-        lines += [
-            "",
-            f"Against the previous run `{regression.previous}`: "
-            + (
-                "**REGRESSION in " + ", ".join(md(r) for r in regression.regressed) + "**"
-                if regression.regressed
-                else "no significant regression."
-            ),
-        ]
+    lines += regression_markdown(report)
     lines += explain_markdown(report)
     if threshold is not None:
         lines += ["", f"CI threshold: {threshold:g}"]

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from flows.report.explain import explain_lines
+from flows.report.logtext import regression_lines
 from flows.report.schema import Report
 
 COLUMNS = (
@@ -89,6 +90,8 @@ def print_summary(report: Report, path: Path | None, console: Console | None = N
         console.print(f"  ? {line}", highlight=False)
     for line in economy_lines(report):
         console.print(f"  {line}", highlight=False)
+    for line in regression_lines(report):
+        console.print(f"  {line}", highlight=False)
     for notice in report.meta.notices:
         console.print(f"  note: {notice}", highlight=False)
     if path:
@@ -98,6 +101,10 @@ def print_summary(report: Report, path: Path | None, console: Console | None = N
 def economy_lines(report: Report) -> list[str]:
     """What caching and batching saved, and what this run left undone (budgets, pending batches)."""
     meta, lines = report.meta, []
+    if meta.cache_hits:
+        lines.append(
+            f"cache: {meta.cache_hits:,} result(s) taken from the cache, {meta.calls or 0:,} call(s) made"
+        )
     caching = meta.prompt_caching
     if caching:
         share = f" ({caching.saved_usd / caching.uncached_usd:.0%})" if caching.uncached_usd else ""

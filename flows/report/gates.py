@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
+from flows.report.logtext import change_figures
 from flows.report.schema import Report
 from tasks.schema import VerdictLabel
 
@@ -49,7 +50,7 @@ def regression_failures(report: Report | None) -> list[str]:
     if regression is None:
         return []
     return [
-        f"{v}: regression against {regression.previous}: {regression.per_variant[v].verdict.reason}"
+        f"{v}: regression against {regression.previous}: {change_figures(regression.per_variant[v])}"
         for v in regression.regressed
     ]
 

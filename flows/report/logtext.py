@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from flows.report.schema import Report
+from flows.report.schema import ArtifactChange, RegressionVariant, Report
 
 
 def _num(value: float | None, fmt: str = ".2f") -> str:
@@ -49,24 +49,54 @@ def verdict_summary(report: Report) -> str:
     return "; ".join(parts)
 
 
+def change_figures(v: RegressionVariant) -> str:
+    """A variant against the previous run in figures: the means, the change and its interval."""
+    p = v.paired
+    change = "" if p.mean is None else f", {p.mean:+.2f}"
+    interval = (
+        "" if p.ci_low is None or p.ci_high is None else f", 95% CI {p.ci_low:+.2f} to {p.ci_high:+.2f}"
+    )
+    changes = "".join(
+        f", {n} {what}" for n, what in ((v.cases_added, "new"), (v.cases_removed, "removed")) if n
+    )
+    return (
+        f"mean {_num(v.mean_before)} → {_num(v.mean_after)}{change}{interval} over {v.cases} cases{changes}"
+    )
+
+
+def artifact_change_text(c: ArtifactChange) -> str:
+    """How an artifact changed: its hashes before and after, and the size of the change."""
+    before, after = (h[:12] if h else "none" for h in (c.before, c.after))
+    if c.bytes_before is not None and c.bytes_after is not None:
+        size = f"{c.bytes_before:,} → {c.bytes_after:,} bytes ({c.bytes_after - c.bytes_before:+,})"
+    else:
+        size = "its earlier size not recorded"
+    return f"sha256 {before} → {after}, {size}"
+
+
+def artifact_change_lines(report: Report) -> list[str]:
+    """Each variant whose artifact is not the one the previous run measured: the first question
+    when a line drops."""
+    r = report.regression
+    return [
+        f"{name}'s artifact changed since the previous run: {artifact_change_text(c)}"
+        for name, c in (r.artifact_changes if r else {}).items()
+    ]
+
+
 def regression_lines(report: Report) -> list[str]:
-    """Against the suite's previous run on the same model: each variant's verdict, then the outcome."""
+    """Against the suite's previous run on the same model: each variant's verdict and figures, the
+    artifacts that changed, then the outcome."""
     suite, r = report.meta.suite, report.regression
     if not suite:
         return []
     if r is None:
         return [f"suite {suite}: no earlier run on {report.meta.model}, so nothing to compare with yet"]
-    lines = []
-    for name, v in r.per_variant.items():
-        changes = "".join(
-            f", {n} {what}" for n, what in ((v.cases_added, "new"), (v.cases_removed, "removed")) if n
-        )
-        lines.append(
-            f"suite {suite}: {name} against the previous run {r.previous}: {v.verdict.label} "
-            f"(mean {_num(v.mean_before)} → {_num(v.mean_after)} over {v.cases} cases{changes})"
-        )
-    lines.append(regression_outcome(report))
-    return lines
+    lines = [
+        f"suite {suite}: {name} against the previous run {r.previous}: {v.verdict.label} ({change_figures(v)})"
+        for name, v in r.per_variant.items()
+    ]
+    return [*lines, *artifact_change_lines(report), regression_outcome(report)]
 
 
 def regression_outcome(report: Report) -> str:
@@ -74,11 +104,38 @@ def regression_outcome(report: Report) -> str:
     if r is None:
         return f"suite {report.meta.suite}: first run on {report.meta.model}"
     if r.regressed:
+        drops = "; ".join(f"{name}: {change_figures(r.per_variant[name])}" for name in r.regressed)
         return (
             f"REGRESSION in {', '.join(r.regressed)} against the previous run {r.previous} of suite "
-            f"{report.meta.suite}: this flow run is marked Failed"
+            f"{report.meta.suite} ({drops})"
         )
     return f"suite {report.meta.suite}: no regression against the previous run {r.previous}"
+
+
+VERDICT_WORDS = {
+    "BETTER": "Better",
+    "WORSE": "Worse",
+    "EQUIVALENT": "Equivalent",
+    "UNDERPOWERED": "Underpowered",
+    "INCONCLUSIVE": "Inconclusive",
+    "INSUFFICIENT DATA": "Insufficient data",
+}
+
+
+def outcome_name(report: Report) -> str:
+    """A finished run's outcome in a word or two, for its final state's name (what a runs list
+    shows): the verdict ("Mixed" when comparisons disagree, "Scored" with one variant), and the
+    failed calls when there were any."""
+    labels = {str(c.verdict.label) for c in report.comparisons}
+    word = (
+        VERDICT_WORDS.get(next(iter(labels)), "Mixed")
+        if len(labels) == 1
+        else "Mixed"
+        if labels
+        else "Scored"
+    )
+    errors = sum(s.error_count for s in report.summary.values())
+    return f"{word}, {errors} error{'s' if errors != 1 else ''}" if errors else word
 
 
 def state_message(report: Report) -> str:

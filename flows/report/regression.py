@@ -62,6 +62,28 @@ def compare_variant(
     }
 
 
+def artifact_changes(previous: Report, current: Report) -> dict[str, dict[str, Any]]:
+    """Variants (by name) in both runs whose artifact's SHA-256 differs, with the sizes recorded."""
+
+    def by_name(report: Report, field: dict[str, Any] | None) -> dict[str, Any]:
+        return {report.variant_name(label): value for label, value in (field or {}).items()}
+
+    hashes_before = by_name(previous, previous.meta.skill_hashes)
+    hashes_after = by_name(current, current.meta.skill_hashes)
+    sizes_before = by_name(previous, previous.meta.skill_bytes)
+    sizes_after = by_name(current, current.meta.skill_bytes)
+    return {
+        name: {
+            "before": hashes_before[name],
+            "after": hashes_after[name],
+            "bytesBefore": sizes_before.get(name),
+            "bytesAfter": sizes_after.get(name),
+        }
+        for name in sorted(set(hashes_before) & set(hashes_after))
+        if hashes_before[name] != hashes_after[name]
+    }
+
+
 def compare_runs(previous: Report, current: Report, *, seed: int) -> Regression:
     before, after = case_scores(previous), case_scores(current)
     per_variant = {
@@ -76,6 +98,7 @@ def compare_runs(previous: Report, current: Report, *, seed: int) -> Regression:
             "regressed": sorted(
                 v for v, r in per_variant.items() if r["verdict"]["label"] == VerdictLabel.WORSE
             ),
+            "artifactChanges": artifact_changes(previous, current),
         }
     )
 

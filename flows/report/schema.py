@@ -382,6 +382,19 @@ class RegressionVariant(Model):
     """sample_id -> change (unchanged cases left out)"""
 
 
+class ArtifactChange(Model):
+    """A variant whose artifact is not the one the previous run measured (its SHA-256 differs)."""
+
+    before: str | None
+    """SHA-256 of the previous run's artifact (None: it had none)"""
+    after: str | None
+    """SHA-256 of this run's artifact (None: it has none)"""
+    bytes_before: int | None = Field(default=None, alias="bytesBefore")
+    """its size then, in bytes of UTF-8 (None: not recorded by that run)"""
+    bytes_after: int | None = Field(default=None, alias="bytesAfter")
+    """its size now"""
+
+
 class Regression(Model):
     """This run of a suite against its previous run on the same model."""
 
@@ -391,6 +404,8 @@ class Regression(Model):
     per_variant: dict[str, RegressionVariant] = Field(alias="perVariant")
     """the comparison per variant"""
     regressed: list[str] = Field(description="variants whose verdict against the previous run is WORSE")
+    artifact_changes: dict[str, ArtifactChange] = Field(default_factory=dict, alias="artifactChanges")
+    """variant -> how its artifact changed since the previous run (unchanged variants left out)"""
 
 
 # ---------------------------------------------------------------- results
@@ -611,7 +626,6 @@ class RunEntry(Model):
     """trigger mode: the turn in which each skill first fired"""
     listed: list[str] | None = None
     """trigger mode: the skills the CLI listed to the model"""
-    """the session's steps"""
     outputs: str | None = Field(default=None, description="folder of the session's raw outputs")
 
     def plugin_eval(self) -> dict[str, Any]:
@@ -744,6 +758,10 @@ class Meta(Model):
     """Python's version"""
     skill_hashes: dict[str, str | None] | None = Field(default=None, alias="skillHashes")
     """variant -> SHA-256 of its artifact"""
+    skill_bytes: dict[str, int | None] | None = Field(default=None, alias="skillBytes")
+    """variant -> its artifact's size in bytes of UTF-8"""
+    prefect_flow_run: str | None = Field(default=None, alias="prefectFlowRun")
+    """the Prefect UI's page of the flow run that made this report, when a UI was known"""
     concurrency: int | None = None
     """calls in flight at once"""
     temperature: float | None = None

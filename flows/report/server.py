@@ -28,7 +28,9 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from flows.report import charts
-from flows.report.schema import Report
+from flows.report.logtext import artifact_change_text, change_figures
+from flows.report.regression import compare_variant
+from flows.report.schema import RegressionVariant, Report
 from flows.report.store import BadRequest, NotFound, ReportStore
 from flows.report.suite import suite_view
 
@@ -55,6 +57,12 @@ def environment() -> Environment:
     env.filters["pct"] = lambda v: "—" if blank(v) else f"{v * 100:.0f}%"
     env.filters["signed"] = lambda v, d=2: "—" if blank(v) else f"{v:+.{d}f}"
     env.filters["segment"] = lambda v: quote(str(v), safe="")  # one URL path segment, "/" included
+    # A link read from a report is followed only when it is a web address (never javascript: & co).
+    env.filters["web_url"] = lambda v: (
+        v if isinstance(v, str) and v.startswith(("http://", "https://")) else None
+    )
+    env.globals["change_figures"] = change_figures
+    env.globals["artifact_change_text"] = artifact_change_text
     return env
 
 
@@ -174,8 +182,11 @@ class ReportApp:
             {f"http://localhost:{port}"} if host == "127.0.0.1" else set()
         )
 
-    def page(self, name: str, **context: Any) -> HTMLResponse:
-        return HTMLResponse(self.env.get_template(name).render(token=self.secret, export=False, **context))
+    def page(self, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+        return HTMLResponse(
+            self.env.get_template(name).render(token=self.secret, export=False, **context),
+            status_code=status_code,
+        )
 
     async def index(self, request: Request) -> Response:
         runs = self.store.runs()
@@ -234,12 +245,16 @@ class ReportApp:
         return self.page("suite.html", **view)
 
     async def compare(self, request: Request) -> Response:
+        ids = [request.query_params.get(side, "") for side in ("a", "b")]
+        if not all(ids):
+            problem = "Pick two runs to compare: one in column A and one in column B."
+            return self.page("compare.html", problem=problem, status_code=400)
         try:
-            a = self.store.load(request.query_params.get("a", ""))
-            b = self.store.load(request.query_params.get("b", ""))
+            a, b = (self.store.load(i) for i in ids)
         except NotFound:
-            return HTMLResponse("choose two existing runs", status_code=404)
-        return self.page("compare.html", a=a, b=b, rows=compare_rows(a, b))
+            return self.page("compare.html", problem="One of the two runs does not exist.", status_code=404)
+        rows = compare_rows(a, b)
+        return self.page("compare.html", a=a, b=b, rows=rows, stats=compare_stats(a, b, rows))
 
     def same_origin(self, request: Request) -> bool:
         origin = request.headers.get("origin") or ""
@@ -324,7 +339,8 @@ def create_app(
 
 
 def compare_rows(a: Report, b: Report) -> list[dict[str, Any]]:
-    """Per case and shared variant: score in run A, in run B, and the change."""
+    """Per case and shared variant: score in run A, in run B, and the change. A side with an errored
+    run has no change: a failed call is never an improvement or a drop."""
     index_b = {r.sample_id: r for r in b.results}
     rows = []
     for case in a.results:
@@ -334,17 +350,32 @@ def compare_rows(a: Report, b: Report) -> list[dict[str, Any]]:
         for name, entry in case.variants.items():
             if name not in other.variants:
                 continue
-            sa, sb = entry.composite_score, other.variants[name].composite_score
+            ea, eb = entry, other.variants[name]
+            sa, sb = ea.composite_score, eb.composite_score
+            errored = [side for side, e in (("A", ea), ("B", eb)) if not e.ok]
             rows.append(
                 {
                     "sample_id": case.sample_id,
                     "variant": name,
                     "a": sa,
                     "b": sb,
-                    "delta": None if sa is None or sb is None else sb - sa,
+                    "errored": errored,
+                    "delta": None if errored or sa is None or sb is None else sb - sa,
                 }
             )
     return rows
+
+
+def compare_stats(a: Report, b: Report, rows: list[dict[str, Any]]) -> dict[str, RegressionVariant]:
+    """Per shared variant: B against A over the cases compared (errored ones left out), with the
+    paired statistics and verdict a suite's run-to-run comparison uses."""
+    stats = {}
+    for name in dict.fromkeys(r["variant"] for r in rows):
+        compared = [r for r in rows if r["variant"] == name and r["delta"] is not None]
+        before = {r["sample_id"]: float(r["a"]) for r in compared}
+        after = {r["sample_id"]: float(r["b"]) for r in compared}
+        stats[name] = RegressionVariant.model_validate(compare_variant(before, after, b, b.meta.seed))
+    return stats
 
 
 def export_html(report: Report) -> str:

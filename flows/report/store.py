@@ -51,6 +51,10 @@ def run_summary(report: Report) -> dict[str, Any]:
         "verdicts": [f"{c.treatment} vs {c.control}: {c.verdict.label}" for c in report.comparisons],
         "labels": [str(c.verdict.label) for c in report.comparisons],
         "blind": meta.blind or bool(report.blind_mapping),
+        "errors": sum(s.error_count for s in report.summary.values()),
+        "executions": sum(s.executions for s in report.summary.values()),
+        "regressed": list(report.regression.regressed) if report.regression else [],
+        "flowRun": meta.prefect_flow_run,
         "trend": trend_entry(report) if meta.suite else None,
     }
 

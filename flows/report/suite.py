@@ -14,6 +14,7 @@ from typing import Any
 from markupsafe import Markup
 
 from flows.report import charts
+from flows.report.logtext import artifact_change_text, change_figures
 from flows.report.schema import Report
 from tasks.schema import VerdictLabel
 
@@ -39,6 +40,10 @@ def trend_entry(report: Report) -> dict[str, Any]:
             "change": str(change.verdict.label) if change else None,
             "delta": change.paired.mean if change else None,
             "reason": change.verdict.reason if change else None,
+            "figures": change_figures(change) if change else None,
+            "artifact": artifact_change_text(a)
+            if regression and (a := regression.artifact_changes.get(name))
+            else None,
         }
     return {
         "variants": variants,

@@ -19,7 +19,8 @@ from tests.flows.helpers import answer, make_project, use_provider
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
-async def artifact_keys(flow_run_id: object) -> set[str]:
+async def night_artifacts(flow_run_id: object) -> dict[str, str]:
+    """A flow run's artifacts: key -> its data (a link artifact: its text and link)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
@@ -27,7 +28,7 @@ async def artifact_keys(flow_run_id: object) -> set[str]:
         arts = await client.read_artifacts(
             artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
         )
-    return {a.key for a in arts if a.key}
+    return {a.key: str(a.data) for a in arts if a.key}
 
 
 def nightly_state(config: Path, suite: str) -> Any:
@@ -48,9 +49,10 @@ def test_nightly_regression_fails_the_second_run(tmp_path: Path, monkeypatch: py
         # The artifact changes between nights and makes v2 chatty: every case loses 2 points.
         (project / "skills" / "v2.md").write_text("Answer the question in full sentences.")
         second = nightly_state(project / "skillab.yaml", "capitals")
-    assert second.is_failed()
-    error = second.result(raise_on_failure=False)
-    assert "regression in v2" in str(error)
+    # The night ends Failed, its state named after the outcome, its message stating the drop.
+    assert second.is_failed() and second.name == "Regressed"
+    assert first.name == "Better"  # v2 (one word) beats v1 on the first night
+    assert "REGRESSION in v2" in second.message and "mean 5.00 → 3.00, -2.00, 95% CI" in second.message
     runs = sorted(reports.glob("*.json"))
     assert len(runs) == 2
     latest = max((json.loads(p.read_text()) for p in runs), key=lambda r: r["meta"]["timestamp"])
@@ -58,16 +60,34 @@ def test_nightly_regression_fails_the_second_run(tmp_path: Path, monkeypatch: py
     assert regression["regressed"] == ["v2"]
     assert regression["perVariant"]["v2"]["paired"]["regressed"] == 8
     assert regression["perVariant"]["v1"]["verdict"]["label"] != "WORSE"
-    # the sample-bench subflow carries the artifacts
+    change = regression["artifactChanges"]["v2"]
+    assert (change["bytesBefore"], change["bytesAfter"]) == (21, 38)  # "Answer with one word." → the new text
+    assert "v1" not in regression["artifactChanges"]
+    # the nightly run itself carries the night: no subflow, its own task runs and artifacts
     from prefect.client.orchestration import get_client
 
-    async def subflow_ids() -> list[object]:
+    async def night() -> tuple[list[Any], list[Any]]:
         async with get_client() as client:
             runs = await client.read_flow_runs()
-        return [r.id for r in runs if r.parent_task_run_id is not None and r.name.startswith("capitals")]
+            tasks = await client.read_task_runs()
+        return runs, tasks
 
-    keys = set().union(*(asyncio.run(artifact_keys(i)) for i in asyncio.run(subflow_ids())))
-    assert {"capitals-summary", "capitals-variants", "capitals-report", "capitals-suite"} <= keys
+    flow_runs, task_runs = asyncio.run(night())
+    assert not [r for r in flow_runs if r.parent_task_run_id is not None and r.name.startswith("capitals")]
+    night_id = second.state_details.flow_run_id
+    mine = [t for t in task_runs if t.flow_run_id == night_id]
+    assert len([t for t in mine if t.task_key.startswith("call_model")]) == 8  # v1's 8 from the cache
+    assert {"grade outputs", "aggregate results"} <= {t.name for t in mine}
+    assert all("skillab" in t.tags and "capitals" in t.tags for t in mine)
+    artifacts = asyncio.run(night_artifacts(night_id))
+    assert {"capitals-summary", "capitals-variants", "capitals-report", "capitals-suite"} <= set(artifacts)
+    summary = artifacts["capitals-summary"]
+    assert "**REGRESSED**, mean 5.00 → 3.00, -2.00, 95% CI" in summary
+    assert (
+        "v2's artifact changed since the previous run: sha256" in summary and "21 → 38 bytes (+17)" in summary
+    )
+    assert "cache: 8 result(s) taken from the cache, 8 call(s) made" in summary
+    assert "answers while the report server runs" in artifacts["capitals-report"]
     assert (reports / f"{latest['id']}.html").is_file()
 
 
