@@ -35,6 +35,8 @@ class QuietCallFailures(logging.Filter):
         if record.exc_info and isinstance(record.exc_info[1], ExecutorError):
             return False
         message = record.getMessage()
+        if message.startswith("Task run failed with exception"):  # a retry's line: counted in progress
+            return not any(f"exception: {n}(" in message for n in CALL_ERRORS)
         return not (
             message.startswith("Finished in state") and any(f"exception {n}:" in message for n in CALL_ERRORS)
         )

@@ -58,7 +58,11 @@ def explain_markdown(report: Report) -> list[str]:
     lines = judge_lines(report)
     if report.judge_bias is not None:
         lines += report.judge_bias.lines
-    out = ["", "## Why did it score that way?", ""] + [f"- {line.strip()}" for line in lines] if lines else []
+    out = (
+        ["", "## Why did it score that way?", ""] + [f"- {md(line.strip())}" for line in lines]
+        if lines
+        else []
+    )
     for v in report.diagnosis.variants if report.diagnosis else []:
         if not v.groups:
             continue
@@ -70,6 +74,6 @@ def explain_markdown(report: Report) -> list[str]:
                     f"  - *Suggestion ({md(g.suggestion_by or 'LLM')}), not a finding:* {md(g.suggestion)}"
                 )
     if report.ablation is not None:
-        out += ["", f"### Sections of {report.ablation.artifact}", ""]
-        out += [f"- {s.line}" for s in report.ablation.sections]
+        out += ["", f"### Sections of {md(report.ablation.artifact)}", ""]
+        out += [f"- {md(s.line)}" for s in report.ablation.sections]
     return out

@@ -96,6 +96,37 @@ def test_a_nightly_run_tells_its_story(tmp_path: Path, monkeypatch: pytest.Monke
     assert "v2: mean 5.00 → 3.00, -2.00" in (second.message or "")
 
 
+def test_twenty_failed_calls_are_a_few_lines_not_a_flood(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Prefect logs each failed task run at ERROR with a 20-line traceback; a night's Logs tab gets
+    the first failure of each kind and counts instead, and each task run keeps its error in its state."""
+    project = make_project(tmp_path / "suite", n=5)
+    (project / "skillab.yaml").write_text(
+        f"executor: openai\nmodel: gpt-4o-mini\njudge: false\nrepeat: 2\noutput_dir: {tmp_path / 'r'}\n"
+        f"cache_dir: {tmp_path / 'c'}\nretry_backoff: 0.01\nretries: 1\n"
+    )
+    down = Fault(status=500, body='{"error": {"message": "overloaded"}}')
+
+    refused = Fault(status=400, body='{"error": {"message": "bad request"}}')
+
+    def faults_20(call: Call) -> Fault | None:
+        """Every call fails: 4 cases x 2 variants x 2 runs overloaded (16), France's 4 refused."""
+        return refused if "France" in call.prompt else down
+
+    with FakeProvider(answer, fault_for=faults_20) as server:
+        use_provider(monkeypatch, server.url)
+        state = nightly_state(project / "skillab.yaml", "flood")
+    assert state.is_failed() and state.name == "Errors"  # nothing measured
+    logs = logs_until(state.state_details.flow_run_id, "Finished in state")
+    errors = [m for level, m in logs if level >= 40]
+    assert len(errors) <= 3, errors
+    assert not any("Traceback" in m or "Task run failed" in m for _, m in logs)
+    said = [m for _, m in logs if m.startswith("executing: ") and "failed (" in m]
+    assert len(said) == 2 and any("(transient)" in m for m in said) and any("(permanent)" in m for m in said)
+    assert any("errors 20 (transient 16, permanent 4)" in m for _, m in logs)
+
+
 def test_a_cli_run_keeps_the_terminal_quiet_and_the_ui_informed(tmp_path: Path) -> None:
     """A user's `run` in its own process, with skillab's Prefect defaults: the terminal shows no
     log lines, the flow run's log has the plan and the verdict, and no line per task run."""

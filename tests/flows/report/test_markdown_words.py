@@ -53,3 +53,24 @@ def test_no_band_word_beside_an_unsettled_verdict() -> None:
     )
     md = report_markdown(report)
     assert "LIKELY" not in md and "DON'T USE" not in md
+
+
+def test_the_summary_artifact_renders_a_pattern_as_written(tmp_path: Path) -> None:
+    """A regex in a failure group keeps its asterisks when the Markdown is rendered (the Prefect UI
+    ate them as italics), and the cache line is there."""
+    from markdown_it import MarkdownIt
+
+    from flows.report.ci import summary_markdown
+    from flows.report.schema import Diagnosis, FailureGroup, VariantDiagnosis
+    from tests.flows.report.synthetic import make_report
+
+    report = make_report(tmp_path, {"v1": [3.0] * 6, "v2": [2.0] * 6})
+    key = r"assertion regex: ^\W*cold\W*$ and _snake_case_"
+    group = FailureGroup(key=key, kind="assertion", cases=["s0"], runs=1, share=1 / 6)
+    report.diagnosis = Diagnosis(
+        variants=[VariantDiagnosis(variant="v2", cases=6, failingCases=1, groups=[group])],
+        suggestions=False,
+        note="",
+    )
+    html = MarkdownIt().render(summary_markdown(report))
+    assert r"^\W*cold\W*$ and _snake_case_" in html and "<em>" not in html

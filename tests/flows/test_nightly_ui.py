@@ -1,0 +1,225 @@
+"""Last night at a glance, in headless Chromium: a suite served as a deployment (``python -m
+deployments``) on skillab's own Prefect server (UI included), run twice from the deployment, the
+second night with v2 degraded; then the Prefect UI and the report server's pages, as a person
+monitoring the nights reads them. The screenshots in docs/screenshots are taken here, so the README
+shows the pages as they are."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flows.cli import prefect_env
+from flows.cli.prefect_env import SERVER_SETTING, ensure_server, stop_server
+from tests.browser import chromium, serving
+from tests.fakes.provider import Call, FakeProvider, Fault
+from tests.flows.helpers import ROOT, answer, make_project, provider_env
+
+SHOTS = ROOT / "docs" / "screenshots"
+DEPLOYMENT = "nightly-bench/capitals-nightly"
+
+
+def faults() -> Any:
+    """Japan's v1 calls always answer HTTP 500 (their retries run out: two failed calls a night);
+    Spain's first v2 call meets one 500, then succeeds."""
+    once: list[str] = []
+
+    def fault(call: Call) -> Fault | None:
+        if "Japan" in call.prompt and "one word" not in call.system:
+            return Fault(status=500, body='{"error": {"message": "overloaded (permanent for testing)"}}')
+        if "Spain" in call.prompt and "one word" in call.system and not once:
+            once.append(call.prompt)
+            return Fault(status=500, body='{"error": {"message": "overloaded (once)"}}')
+        return None
+
+    return fault
+
+
+@pytest.fixture
+def prefect_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """skillab's persistent Prefect server (API and UI) in a private home, always stopped."""
+    monkeypatch.setenv("SKILLAB_HOME", str(tmp_path / "skillab"))
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect"))
+    monkeypatch.setenv("PREFECT_SERVER_API_PORT", str(prefect_env.free_port("127.0.0.1")))
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.setenv(SERVER_SETTING, "persistent")
+    record = ensure_server(announce=False)
+    try:
+        yield record
+    finally:
+        stop_server(record)
+
+
+def serve_deployments(deployments: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "deployments", "--file", str(deployments)],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+        )
+
+
+async def run_night(api_url: str) -> Any:
+    """One run of the deployment, waited for; its final flow run."""
+    from prefect.deployments import run_deployment
+    from prefect.exceptions import ObjectNotFound
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_API_URL: api_url}):
+        for _ in range(300):  # the served deployment registers itself
+            try:
+                return await run_deployment(DEPLOYMENT, timeout=600, poll_interval=1)
+            except ObjectNotFound:  # not registered yet
+                await asyncio.sleep(0.5)
+    raise AssertionError(f"deployment {DEPLOYMENT} never appeared")
+
+
+async def flow_run_logs(api_url: str, flow_run_id: Any) -> list[tuple[int, str]]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_API_URL: api_url}):
+        async with get_client() as client:
+            logs = await client.read_logs(
+                log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id]))
+            )
+    return [(log.level, log.message) for log in logs]
+
+
+def test_last_night_at_a_glance(tmp_path: Path, prefect_server: Any) -> None:
+    api_url = prefect_server.api_url
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    project = make_project(tmp_path / "suite", n=8)
+    reports = tmp_path / "reports"
+    (project / "skillab.yaml").write_text(
+        f"executor: openai\nmodel: gpt-4o-mini\njudge: false\nrepeat: 2\noutput_dir: {reports}\n"
+        f"cache_dir: {tmp_path / 'cache'}\nretry_backoff: 0.01\n"
+    )
+    deployments = tmp_path / "deployments.yaml"
+    deployments.write_text(
+        "suites:\n  - name: capitals-nightly\n    config: suite/skillab.yaml\n    cron: '0 3 * * *'\n"
+    )
+    with FakeProvider(answer, fault_for=faults()) as provider:
+        env = os.environ | provider_env(provider.url) | {"PREFECT_API_URL": api_url, "PYTHONPATH": str(ROOT)}
+        serving_proc = serve_deployments(deployments, env, tmp_path / "serve.log")
+        try:
+            first = asyncio.run(run_night(api_url))
+            (project / "skills" / "v2.md").write_text("Answer the question in full sentences.")
+            second = asyncio.run(run_night(api_url))
+        finally:
+            os.killpg(serving_proc.pid, signal.SIGTERM)
+            serving_proc.wait(timeout=60)
+    assert first.state.is_completed() and first.state.name == "Inconclusive, 2 errors", first.state
+    assert second.state.is_failed() and second.state.name == "Regressed", second.state
+    assert "REGRESSION in v2" in second.state.message and "mean 5.00 → 2.75" in second.state.message
+    assert {"skillab", "nightly", "sample", "capitals-nightly"} <= set(second.tags)
+    # The night's log: the story, the failed calls said once each kind, no traceback.
+    logs = asyncio.run(flow_run_logs(api_url, second.id))
+    assert not any("Traceback" in m or "Retries are exhausted" in m for _, m in logs)
+    errors = [m for level, m in logs if level >= 40]
+    assert len(errors) <= 3 and any(m.startswith("REGRESSION in v2") for m in errors), errors
+    summary = asyncio.run(summary_artifact(api_url, second.id))
+    assert "**REGRESSED**, mean 5.00 → 2.75" in summary.data and "artifact changed" in summary.data
+
+    outside: list[str] = []
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.on("request", lambda r: outside.append(r.url) if not r.url.startswith(LOCAL) else None)
+        # the runs list: each night by its name, in a state named after its outcome
+        page.goto(f"{prefect_server.ui_url}/runs")
+        page.get_by_text("Regressed").first.wait_for()
+        body = page.inner_text("body")
+        assert first.state.name in body and first.name in body and second.name in body
+        page.screenshot(path=str(SHOTS / "prefect-runs.png"))
+        # the night itself: its state, tags, task runs and log
+        page.goto(f"{prefect_server.ui_url}/runs/flow-run/{second.id}")
+        page.get_by_text("REGRESSION in v2").first.wait_for()
+        body = page.inner_text("body")
+        assert "Regressed" in body and "Traceback" not in body
+        page.screenshot(path=str(SHOTS / "prefect-night.png"))
+        # its summary artifact: the drop's figures and the changed artifact, code not eaten as italics
+        page.goto(f"{prefect_server.ui_url}/artifacts/artifact/{summary.id}")
+        page.get_by_text("REGRESSED").first.wait_for()
+        body = page.inner_text("body")
+        assert "mean 5.00 → 2.75" in body and "v2's artifact changed since the previous run" in body
+        page.screenshot(path=str(SHOTS / "prefect-summary.png"), full_page=True)
+        report_pages(browser, reports, first, second)
+    assert not outside, f"pages called outside this machine: {outside[:5]}"
+
+
+LOCAL = ("http://127.0.0.1", "data:", "blob:", "about:")
+
+
+async def summary_artifact(api_url: str, flow_run_id: Any) -> Any:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_API_URL: api_url}):
+        async with get_client() as client:
+            arts = await client.read_artifacts(
+                artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+            )
+    (summary,) = [a for a in arts if a.key and a.key.endswith("-summary")]
+    return summary
+
+
+def report_pages(browser: Any, reports: Path, first: Any, second: Any) -> None:
+    """The report server's pages of the two nights."""
+    from flows.report.server import create_app
+
+    ids = sorted(p.stem for p in reports.glob("*.json"))
+    assert len(ids) == 2
+    with serving(lambda port: create_app(reports, port=port)) as base:
+        page = browser.new_page(viewport={"width": 1300, "height": 1000})
+        # the regressed night's page leads with the regression and links back to the flow run
+        page.goto(f"{base}/run/{ids[1]}")
+        lead = page.locator(".verdict-box.regression")
+        assert (
+            "Regression against the previous run" in lead.inner_text()
+            and "mean 5.00 → 2.75" in lead.inner_text()
+        )
+        assert str(second.id) in (page.locator("a.flow-run-link").get_attribute("href") or "")
+        assert (
+            "v2's artifact changed since the previous run"
+            in page.locator(".artifact-change").first.inner_text()
+        )
+        # --repeat 2: every run of a case is shown, under the mean
+        card = page.locator("#case-cap-france .output[data-variant=v1]")
+        assert card.locator(".run").count() == 2 and "mean of 2 runs" in card.inner_text()
+        japan = page.locator("#case-cap-japan .output[data-variant=v1]")
+        assert "2 errored, counted at the scale's minimum 1.00" in japan.inner_text()
+        page.screenshot(path=str(SHOTS / "report-run.png"))
+        # the trend: the regression and the artifact's change
+        page.goto(f"{base}/suite/capitals-nightly")
+        assert "The latest run regressed: v2" in page.inner_text("body")
+        assert page.locator("#suite-runs .artifact-change").count() == 1
+        page.screenshot(path=str(SHOTS / "report-suite.png"))
+        # the runs list: errors, the regression mark, the link to the flow run
+        page.goto(base)
+        rows = page.locator("#runs tbody tr")
+        assert "▼ regressed: v2" in rows.nth(0).inner_text() and "4/32" in rows.nth(0).inner_text()
+        assert rows.nth(0).locator("a.flow-run-link").count() == 1
+        # compare: statistics, and an errored unit is never an improvement
+        page.goto(f"{base}/compare?a={ids[0]}&b={ids[1]}")
+        stats = page.inner_text("#compare-stats")
+        assert "v2" in stats and "WORSE" in stats and "95% CI" in stats
+        japan = page.locator("#compare tr", has_text="cap-japan").filter(has_text="v2")
+        assert (
+            "errored" in (japan.get_attribute("class") or "")
+            and "+" not in japan.locator("td").nth(4).inner_text()
+        )
+        page.goto(f"{base}/compare?a={ids[0]}")
+        assert "Pick two runs" in page.inner_text("body")
