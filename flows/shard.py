@@ -83,6 +83,7 @@ async def dispatch_shards(prepared: Prepared, cwd: Path) -> list[dict[str, Any]]
                     "shards": o.shards,
                 },
                 flow_run_name=f"{o.suite or prepared.samples_path.name} · shard {i + 1}/{o.shards}",
+                tags=["skillab", "sample", "shard", *([o.suite] if o.suite else [])],
                 timeout=None,
                 poll_interval=1,
             )

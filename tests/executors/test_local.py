@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-pytest.importorskip("llama_cpp", reason="the 'local' extra is installed by scripts/setup.sh")
+pytest.importorskip("xllamacpp", reason="the 'local' extra is installed by scripts/setup.sh")
 
 from executors.local import DEFAULT_MODEL, LocalExecutor, plain_prompt
 from executors.schema import RunRequest
@@ -58,3 +58,35 @@ async def test_concurrent_calls_neither_crash_nor_interleave() -> None:
     alone = [(await ex.run(req(q, EXAMPLES))).output for q in questions]
     together = await asyncio.gather(*(ex.run(req(q, EXAMPLES)) for q in questions * 3))
     assert [r.output for r in together] == alone * 3
+
+
+QUESTIONS = ("What is the capital of France?", "What colour is the sky?", "Name a large animal.")
+
+
+async def answers() -> list[str]:
+    ex = LocalExecutor()
+    return [(await ex.run(req(q, EXAMPLES, temperature=0.7))).output for q in QUESTIONS]
+
+
+async def test_answers_are_stable_across_processes() -> None:
+    """Seeded sampling (even at temperature 0.7) and one slot: a fresh process answers the same text."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = "import asyncio, json; from tests.executors.test_local import answers; print(json.dumps(asyncio.run(answers())))"
+    fresh = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=600, check=True
+    )
+    here = await answers()
+    assert json.loads(fresh.stdout.strip().splitlines()[-1]) == here and here == await answers()
+    assert "paris" in here[0].lower()
+
+
+async def test_a_prompt_over_the_context_is_a_permanent_error() -> None:
+    from executors.errors import PermanentError
+
+    with pytest.raises(PermanentError, match="context"):
+        await LocalExecutor().run(req("word " * 5000))

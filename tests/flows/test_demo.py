@@ -12,7 +12,7 @@ from flows.cli.main import main
 
 #: Only what runs the embedded model needs it (and those tests run a flow, so Prefect).
 needs_model = pytest.mark.skipif(
-    importlib.util.find_spec("llama_cpp") is None,
+    importlib.util.find_spec("xllamacpp") is None,
     reason="the 'local' extra (the embedded model) is installed by scripts/setup.sh",
 )
 

@@ -72,14 +72,14 @@ def serve_deployments(deployments: Path, env: dict[str, str], log: Path) -> subp
 
 async def run_night(api_url: str) -> Any:
     """One run of the deployment, waited for; its final flow run."""
-    from prefect.deployments import run_deployment
+    from prefect.deployments import arun_deployment
     from prefect.exceptions import ObjectNotFound
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     with temporary_settings(updates={PREFECT_API_URL: api_url}):
         for _ in range(300):  # the served deployment registers itself
             try:
-                return await run_deployment(DEPLOYMENT, timeout=600, poll_interval=1)
+                return await arun_deployment(DEPLOYMENT, timeout=600, poll_interval=1)
             except ObjectNotFound:  # not registered yet
                 await asyncio.sleep(0.5)
     raise AssertionError(f"deployment {DEPLOYMENT} never appeared")
@@ -149,6 +149,12 @@ def test_last_night_at_a_glance(tmp_path: Path, prefect_server: Any) -> None:
         body = page.inner_text("body")
         assert "Regressed" in body and "Traceback" not in body
         page.screenshot(path=str(SHOTS / "prefect-night.png"))
+        # a failed call's task run: its error in its state, its retry delay a number of seconds
+        failed = asyncio.run(failed_task_run(api_url, second.id))
+        page.goto(f"{prefect_server.ui_url}/runs/task-run/{failed.id}")
+        page.get_by_text("Retry Delay").first.wait_for()
+        body = page.inner_text("body")
+        assert "NaN" not in body and "HTTP 500" in (failed.state.message or "")
         # its summary artifact: the drop's figures and the changed artifact, code not eaten as italics
         page.goto(f"{prefect_server.ui_url}/artifacts/artifact/{summary.id}")
         page.get_by_text("REGRESSED").first.wait_for()
@@ -157,6 +163,19 @@ def test_last_night_at_a_glance(tmp_path: Path, prefect_server: Any) -> None:
         page.screenshot(path=str(SHOTS / "prefect-summary.png"), full_page=True)
         report_pages(browser, reports, first, second)
     assert not outside, f"pages called outside this machine: {outside[:5]}"
+
+
+async def failed_task_run(api_url: str, flow_run_id: Any) -> Any:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_API_URL: api_url}):
+        async with get_client() as client:
+            runs = await client.read_task_runs(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+            )
+    return next(r for r in runs if r.state is not None and r.state.is_failed())
 
 
 LOCAL = ("http://127.0.0.1", "data:", "blob:", "about:")

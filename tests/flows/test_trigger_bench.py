@@ -231,7 +231,7 @@ def test_a_scheduled_trigger_suite_fails_its_flow_run_on_a_missed_gate(
         (root / "triggers.yaml").write_text(yaml.safe_dump(options))
         flow = nightly_triggers(str(root / "triggers.yaml"), "greetings", return_state=True)
         state: Any = asyncio.run(cast(Coroutine[Any, Any, Any], flow))
-    assert state.is_failed()
+    assert state.is_failed() and state.name == "Missed gates"
     assert f"suite 'greetings': default: {NAME}: recall 0% < 50%" in str(state.message)
     (path,) = (root / "skill-bench" / "triggers").glob("*.json")  # results_dir under the suite's folder
     assert json.loads(path.read_text())["meta"]["suite"] == "greetings"

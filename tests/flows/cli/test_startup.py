@@ -30,7 +30,7 @@ HEAVY = (
     "flows.report.schema",
     "flows.sample_report",
     "tasks.aggregate",
-    "llama_cpp",
+    "xllamacpp",
     "regex",  # only for a regex assertion
     # agentic and trigger mode: the command line builds only the flags of the command given
     "flows.cli.skill",

@@ -68,7 +68,11 @@ def test_the_summary_artifact_renders_a_pattern_as_written(tmp_path: Path) -> No
     key = r"assertion regex: ^\W*cold\W*$ and _snake_case_"
     group = FailureGroup(key=key, kind="assertion", cases=["s0"], runs=1, share=1 / 6)
     report.diagnosis = Diagnosis(
-        variants=[VariantDiagnosis(variant="v2", cases=6, failingCases=1, groups=[group])],
+        variants=[
+            VariantDiagnosis.model_validate(
+                {"variant": "v2", "cases": 6, "failingCases": 1, "groups": [group]}
+            )
+        ],
         suggestions=False,
         note="",
     )
