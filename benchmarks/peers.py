@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-PROMPTFOO_VERSION = "0.123.1"
+PROMPTFOO_VERSION = "0.121.20"  # the newest on Node 20 (0.122 and later need Node >= 22.22)
 INSPECT_VERSION = "0.3.285"
 PROMPTFOO = f"promptfoo@{PROMPTFOO_VERSION}"
 #: promptfoo twice: its default mode (it writes its database and prints its table) and as fast as it
@@ -411,7 +411,8 @@ def first_install(work: Path, stub: str) -> str:
     inspect-ai by `pip install` into a fresh virtualenv (no pip cache) and its first eval. The peers'
     first runs are the 100-unit suite against the stub; skillab's is its offline demo."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "SKILLAB_", "PROMPTFOO_"))}
-    base |= {"PIP_NO_CACHE_DIR": "1", "OPENAI_API_KEY": "sk-bench", "NO_PROXY": "127.0.0.1,localhost"}
+    base |= {"PIP_NO_CACHE_DIR": "1", "UV_CACHE_DIR": str(work / "uv-cache"), "OPENAI_API_KEY": "sk-bench"}
+    base |= {"NO_PROXY": "127.0.0.1,localhost"}
     suite = write_suite(work / "install-suite", 100, 16, stub)
     rows: list[tuple[str, float, float | None]] = []
     clone = work / "skillab"

@@ -38,7 +38,7 @@ def judge_lines(report: Report) -> list[str]:
 
 
 def explain_lines(report: Report) -> list[str]:
-    """Every line of the section, in the order the questions come."""
+    """Every line of the section, in the order the questions come, as plain text (the console)."""
     lines = judge_lines(report)
     if report.judge_bias is not None:
         lines += report.judge_bias.lines
@@ -46,7 +46,7 @@ def explain_lines(report: Report) -> list[str]:
         for g in v.groups:
             example = f": {g.examples[0][:200]}" if g.kind == "error" and g.examples else ""
             lines.append(
-                f"{md(v.variant)} fails on {md(g.key)}: {len(g.cases)} case(s) ({g.share:.0%} of cases){md(example)}"
+                f"{v.variant} fails on {g.key}: {len(g.cases)} case(s) ({g.share:.0%} of cases){example}"
             )
     for s in report.ablation.sections if report.ablation else []:
         lines.append(s.line)
