@@ -150,6 +150,9 @@ class LocalExecutor(Executor):
             "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
             "temperature": 0.0 if request.temperature is None else request.temperature,
             "seed": 0 if request.seed is None else request.seed,
+            # llama.cpp's server samples without a repetition penalty; a 270M base model then loops
+            # ("I'm not sure... I'm not sure...") until max_tokens cuts a judge's JSON short.
+            "repeat_penalty": 1.1,
         }
         if request.response_schema:
             import json

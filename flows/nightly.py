@@ -7,7 +7,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, tags
+from prefect import flow
 from prefect.states import Completed, Failed, State
 
 from flows.engine.runlog import run_logger
@@ -46,8 +46,7 @@ async def nightly_bench(config: str, suite: str, batch: bool | None = None) -> A
     the night's task runs, artifacts and log, and ends in the benchmark's own named state."""
     options, folder = suite_options(config, suite, batch)
     run_logger().info(f"nightly run of suite {suite} ({config}): variants {', '.join(options.variants)}")
-    with tags("skillab", "sample", suite):
-        return await sample_bench.fn(options, str(folder), False)
+    return await sample_bench.fn(options, str(folder), False)
 
 
 @flow(name="nightly-triggers", flow_run_name=night_name, log_prints=False)
@@ -56,8 +55,7 @@ async def nightly_triggers(config: str, suite: str) -> State:
     run; a missed gate fails it, naming every skill and figure that missed."""
     path = Path(config).resolve()
     options = load_trigger_config(path, suite)
-    with tags("skillab", "trigger", suite):
-        result: dict[str, Any] = await trigger_bench.fn(options, str(path.parent), False)
+    result: dict[str, Any] = await trigger_bench.fn(options, str(path.parent), False)
     failures = gate_failures(
         load_report(Path(result["report_path"])), options.min_recall, options.max_false_fire
     )

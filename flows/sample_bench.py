@@ -24,7 +24,7 @@ from flows.engine.judging import combine, judge_outputs
 from flows.engine.outcomes import kept
 from flows.engine.prefetch import prefetch
 from flows.engine.progress import LogTarget, Progress
-from flows.engine.runlog import estimate, plan_line, run_logger
+from flows.engine.runlog import estimate, plan_line, run_logger, tag_flow_run
 from flows.engine.runner import Executed, RunnerConfig, UnitRunner, unwalked
 from flows.inputs.options import BenchOptions
 from flows.inputs.prepare import Prepared, prepared_for
@@ -174,6 +174,7 @@ async def run_units(
 async def sample_bench(options: BenchOptions, cwd: str = ".", show_progress: bool = True) -> Any:
     """Sample mode: does artifact B beat artifact A on the same model and the same cases?"""
     log = run_logger()
+    await tag_flow_run("sample", options.suite)
     prepared = prepared_for(options, Path(cwd))
     log.info(plan_line(prepared, estimate(prepared)))
     try:

@@ -38,7 +38,7 @@ from flows.engine.plugin_eval import (
     prepare_sandbox,
 )
 from flows.engine.progress import LogTarget, Progress
-from flows.engine.runlog import run_logger
+from flows.engine.runlog import run_logger, tag_flow_run
 from flows.engine.runner import RunnerConfig, UnitRunner
 from flows.engine.sessions import contamination, init_event, write_outputs
 from flows.explain import diagnose_skill_run
@@ -423,6 +423,7 @@ def write_reports(
 @flow(name="skill-bench", log_prints=False)
 async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str, tasks_dir: str) -> Any:
     skill = Skill(skill_name, Path(skill_path))
+    await tag_flow_run("agentic", skill_name)
     version = check_artifact(skill, config.runner)  # exit 2 on a plugin this CLI cannot load
     isolation = checked_isolation(config.os_sandbox)
     tasks, suite_hash = load_tasks(Path(tasks_dir))

@@ -11,6 +11,7 @@ from prefect import flow
 
 from flows.engine.outcomes import kept
 from flows.engine.progress import Progress
+from flows.engine.runlog import tag_flow_run
 from flows.engine.triggers import TriggerRunner
 from flows.inputs.prepare import skillab_home
 from flows.inputs.triggers import TriggerOptions, prepare_triggers
@@ -23,6 +24,7 @@ from tasks.cache import ResultCache
 async def trigger_bench(
     options: TriggerOptions, cwd: str = ".", show_progress: bool = True
 ) -> dict[str, Any]:
+    await tag_flow_run("trigger", options.suite)
     plan = prepare_triggers(options, Path(cwd))
     started = dt.datetime.now(dt.UTC)
     cache_dir = Path(options.cache_dir) if options.cache_dir else skillab_home() / "cache"

@@ -73,14 +73,6 @@ class ReadyWait(Protocol):
     def __call__(self, meanwhile: Callable[[], object] | None = None) -> None: ...
 
 
-def run_tags(mode: str, name: str | None) -> contextlib.AbstractContextManager[Any]:
-    """Tags for the flow run a command starts and its task runs ("skillab", the mode, the suite or
-    skill): the Prefect UI filters the runs list by them."""
-    from prefect import tags
-
-    return tags("skillab", mode, *([name] if name else []))
-
-
 def configure_prefect() -> None:
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)

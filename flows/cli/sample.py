@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from executors.errors import InputError
 from flows.cli.api_watch import Ending, finish_once, watch_api
 from flows.cli.codes import EXIT_FAIL, EXIT_OK, sigterm_raises
-from flows.cli.prefect_env import launch_server, prepare_prefect, run_tags
+from flows.cli.prefect_env import launch_server, prepare_prefect
 from flows.inputs.files import validation_lines
 from flows.inputs.options import BenchOptions
 from flows.inputs.prepare import Prepared, hand_over, prepare
@@ -89,8 +89,7 @@ def run_flow(
     names = ",".join(v.name for v in prepared.variants)
     flow = sample_bench.with_options(flow_run_name=f"{options.suite or prepared.samples_path.name} · {names}")
     try:
-        with run_tags("sample", options.suite):
-            return asyncio.run(flow(options, str(cwd), show_progress, return_state=True))  # type: ignore[arg-type]
+        return asyncio.run(flow(options, str(cwd), show_progress, return_state=True))  # type: ignore[arg-type]
     except RuntimeError as exc:
         if "Failed to reach API" not in str(exc):
             raise

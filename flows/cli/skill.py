@@ -11,7 +11,7 @@ from typing import Any
 from executors.errors import InputError
 from flows.cli.api_watch import finish_once, watch_api
 from flows.cli.codes import EXIT_FAIL, EXIT_OK
-from flows.cli.prefect_env import prepare_prefect, run_tags
+from flows.cli.prefect_env import prepare_prefect
 
 
 def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -140,16 +140,15 @@ def cmd_skill_run(args: argparse.Namespace) -> int:
     flow = skill_bench.with_options(
         flow_run_name=f"skill {skill.name} · {config.runner}:{config.runner_model}"
     )
-    with run_tags("agentic", skill.name):
-        state: Any = asyncio.run(
-            flow(
-                config,
-                skill.name,
-                str(skill.path),
-                str(Path(config.tasks).resolve()),  # type: ignore[arg-type]
-                return_state=True,
-            )
+    state: Any = asyncio.run(
+        flow(
+            config,
+            skill.name,
+            str(skill.path),
+            str(Path(config.tasks).resolve()),  # type: ignore[arg-type]
+            return_state=True,
         )
+    )
     return finish_once(state, ending)
 
 

@@ -18,7 +18,7 @@ from executors.registry import usable_executor
 from executors.schema import RunRequest
 from flows.cli.api_watch import finish_once, watch_api
 from flows.cli.codes import EXIT_FAIL, EXIT_OK
-from flows.cli.prefect_env import prepare_prefect, run_tags
+from flows.cli.prefect_env import prepare_prefect
 from flows.engine.task_generation import GenerationError
 from flows.inputs.files import validation_lines
 from flows.inputs.skill_config import find_skill
@@ -105,8 +105,7 @@ def cmd_triggers_run(args: argparse.Namespace) -> int:
     flow = trigger_bench.with_options(
         flow_run_name=f"triggers {', '.join(plan.candidates)} · {options.runner}:{options.runner_model}"
     )
-    with run_tags("trigger", options.suite):
-        state: Any = asyncio.run(flow(options, str(cwd), not args.quiet, return_state=True))  # type: ignore[arg-type]
+    state: Any = asyncio.run(flow(options, str(cwd), not args.quiet, return_state=True))  # type: ignore[arg-type]
     return finish_once(state, ending)
 
 

@@ -7,6 +7,7 @@ tab) and a plain logger elsewhere. ``estimate`` is the plan's arithmetic, shared
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -76,6 +77,27 @@ def redact_logs() -> None:
     for handler in {h for lg in loggers for h in lg.handlers}:
         if not any(isinstance(f, RedactSecrets) for f in handler.filters):
             handler.addFilter(RedactSecrets())
+
+
+async def tag_flow_run(mode: str, name: str | None) -> None:
+    """Tags the flow run ("skillab", the mode, the suite or skill): the Prefect UI filters its runs
+    list by them. On the flow run only, through the API once, never as Prefect's tags context: a
+    tagged task run asks the API for a concurrency slot per tag, a round trip per unit, and fails
+    when the server has gone away."""
+    from prefect.context import FlowRunContext
+
+    ctx = FlowRunContext.get()
+    if ctx is None or ctx.flow_run is None:
+        return
+    have = set(ctx.flow_run.tags)
+    wanted = have | {"skillab", mode, *([name] if name else [])}
+    if wanted != have:
+        # Cosmetic: a run whose API is slow or gone goes on untagged (the API watch says the rest).
+        from prefect.client.orchestration import get_client
+
+        with contextlib.suppress(Exception):
+            async with get_client() as client:
+                await client.update_flow_run(ctx.flow_run.id, tags=sorted(wanted))
 
 
 def run_logger() -> LogTarget:

@@ -133,6 +133,7 @@ def test_last_night_at_a_glance(tmp_path: Path, prefect_server: Any) -> None:
     summary = asyncio.run(summary_artifact(api_url, second.id))
     assert "**REGRESSED**, mean 5.00 → 2.75" in summary.data and "artifact changed" in summary.data
 
+    failed = asyncio.run(failed_task_run(api_url, second.id))  # before the browser: its loop runs here
     outside: list[str] = []
     with chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -150,7 +151,6 @@ def test_last_night_at_a_glance(tmp_path: Path, prefect_server: Any) -> None:
         assert "Regressed" in body and "Traceback" not in body
         page.screenshot(path=str(SHOTS / "prefect-night.png"))
         # a failed call's task run: its error in its state, its retry delay a number of seconds
-        failed = asyncio.run(failed_task_run(api_url, second.id))
         page.goto(f"{prefect_server.ui_url}/runs/task-run/{failed.id}")
         page.get_by_text("Retry Delay").first.wait_for()
         body = page.inner_text("body")

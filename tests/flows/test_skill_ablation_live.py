@@ -22,6 +22,7 @@ import pytest
 
 from executors.agent import find_binary
 from flows.cli.main import main
+from flows.report.logtext import md as escape
 from tests.fakes.provider import FakeProvider
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -151,7 +152,7 @@ def test_ablate_finds_the_one_section_that_matters(
         assert "no detectable effect at this N (smallest detectable effect" in found[quiet]["line"]
     assert all(s["inputTokens"] > 0 for s in ablation["sections"])  # a shorter SKILL.md, a shorter prompt
     md = (results / "report.md").read_text()
-    assert "### Sections of" in md and found["Rules"]["line"] in md
+    assert "### Sections of" in md and escape(found["Rules"]["line"]) in md  # as Markdown text
     assert found["Rules"]["line"] in out and "with-skill vs baseline:" in out
     from starlette.testclient import TestClient
 
