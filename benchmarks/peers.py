@@ -69,6 +69,7 @@ def install(cache: Path) -> Peers:
     package = cache / "promptfoo" / "node_modules" / "promptfoo" / "package.json"
     if not package.is_file() or json.loads(package.read_text())["version"] != PROMPTFOO_VERSION:
         print(f"installing promptfoo {PROMPTFOO_VERSION} into {cache / 'promptfoo'} ...", flush=True)
+        shutil.rmtree(cache / "promptfoo", ignore_errors=True)  # npm over another version breaks its modules
         subprocess.run(
             ["npm", "install", "--prefix", str(cache / "promptfoo"), "--no-audit", "--no-fund", PROMPTFOO],
             check=True,
