@@ -112,28 +112,12 @@ def regression_outcome(report: Report) -> str:
     return f"suite {report.meta.suite}: no regression against the previous run {r.previous}"
 
 
-VERDICT_WORDS = {
-    "BETTER": "Better",
-    "WORSE": "Worse",
-    "EQUIVALENT": "Equivalent",
-    "UNDERPOWERED": "Underpowered",
-    "INCONCLUSIVE": "Inconclusive",
-    "INSUFFICIENT DATA": "Insufficient data",
-}
-
-
 def outcome_name(report: Report) -> str:
     """A finished run's outcome in a word or two, for its final state's name (what a runs list
     shows): the verdict ("Mixed" when comparisons disagree, "Scored" with one variant), and the
     failed calls when there were any."""
     labels = {str(c.verdict.label) for c in report.comparisons}
-    word = (
-        VERDICT_WORDS.get(next(iter(labels)), "Mixed")
-        if len(labels) == 1
-        else "Mixed"
-        if labels
-        else "Scored"
-    )
+    word = "Scored" if not labels else labels.pop().capitalize() if len(labels) == 1 else "Mixed"
     errors = sum(s.error_count for s in report.summary.values())
     return f"{word}, {errors} error{'s' if errors != 1 else ''}" if errors else word
 

@@ -53,7 +53,6 @@ def run_summary(report: Report) -> dict[str, Any]:
         "blind": meta.blind or bool(report.blind_mapping),
         "errors": sum(s.error_count for s in report.summary.values()),
         "executions": sum(s.executions for s in report.summary.values()),
-        "regressed": list(report.regression.regressed) if report.regression else [],
         "flowRun": meta.prefect_flow_run,
         "trend": trend_entry(report) if meta.suite else None,
     }
