@@ -172,10 +172,15 @@ async def failed_task_run(api_url: str, flow_run_id: Any) -> Any:
 
     with temporary_settings(updates={PREFECT_API_URL: api_url}):
         async with get_client() as client:
-            runs = await client.read_task_runs(
-                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
-            )
-    return next(r for r in runs if r.state is not None and r.state.is_failed())
+            for _ in range(60):  # task runs are recorded from events in batches, a moment later
+                runs = await client.read_task_runs(
+                    flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+                )
+                failed = [r for r in runs if r.state is not None and r.state.is_failed()]
+                if failed:
+                    return failed[0]
+                await asyncio.sleep(0.5)
+    raise AssertionError(f"no failed task run recorded for flow run {flow_run_id}")
 
 
 LOCAL = ("http://127.0.0.1", "data:", "blob:", "about:")
