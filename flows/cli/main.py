@@ -54,6 +54,7 @@ RUN_GROUPS: dict[str, tuple[str, ...]] = {
     ),
     "execution": (
         "concurrency",
+        "units_per_task",
         "repeat",
         "timeout",
         "retries",

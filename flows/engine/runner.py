@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -17,8 +17,7 @@ from typing import Any, TypeVar, cast
 from prefect.context import FlowRunContext
 from prefect.utilities.annotations import quote
 
-from executors.errors import TransientError
-from executors.schema import ErrorKind, RunResult
+from executors.schema import RunResult
 from flows.engine.economy import BatchMode, over_budget, run_batched, warm_up
 from flows.engine.gc import lean_gc
 from flows.engine.progress import Progress
@@ -26,7 +25,7 @@ from flows.engine.runlog import quiet_call_failures
 from flows.inputs.prepare import Prepared
 from tasks.cache import ResultCache
 from tasks.calls import EARLY
-from tasks.execute import RETRY_LISTENERS, with_policy
+from tasks.execute import RETRY_LISTENERS, failed_result, with_policy
 from tasks.schema import CallPolicy, NotRun, NotRunReason, Record, RunStats, Unit
 
 T = TypeVar("T")
@@ -35,6 +34,13 @@ T = TypeVar("T")
 def unwalked(value: T) -> T:
     """Hand a large parameter to a task without Prefect walking every element (seconds at 1,000 units)."""
     return cast(T, quote(value))
+
+
+#: Task runs a run's calls are spread over by default (--units-per-task unset): one per call up to
+#: this many calls. Each task run costs ~10 ms of CPU here (its state changes and their events, and
+#: the Prefect server recording them), twice a call's own work: 1,000 calls took 21 s in task runs
+#: of their own and 12 s in groups of 10 to 50 (benchmarks/prefect_cost.py, README).
+TASK_RUNS = 40
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,7 @@ class RunnerConfig:
     budget_usd: float | None = None
     warm_up: bool = False  # one call per shared cacheable prefix before the fan-out
     batch: BatchMode | None = None  # through the provider's batch API first (--batch)
+    units_per_task: int | None = None  # units sharing one Prefect task run; None: see TASK_RUNS
 
     @classmethod
     def of(cls, prepared: Prepared) -> RunnerConfig:
@@ -58,17 +65,8 @@ class RunnerConfig:
             budget_usd=o.budget_usd,
             warm_up=o.prompt_cache and not o.batch,  # a batch is cached best-effort by the provider
             batch=BatchMode(o.batch_wait, o.batch_poll) if o.batch else None,
+            units_per_task=o.units_per_task,
         )
-
-
-def failed_result(exc: BaseException | None, unit: Unit, policy: CallPolicy) -> RunResult:
-    """A call that still failed after its retries, as data: its cause, kind and attempts."""
-    message = str(exc) or type(exc).__name__
-    kind = getattr(exc, "kind", ErrorKind.ERROR)
-    if isinstance(exc, TransientError) and exc.timeout:
-        kind = ErrorKind.TIMEOUT
-    attempts = policy.retries + 1 if isinstance(exc, TransientError) else 1
-    return RunResult(ok=False, error=message, error_kind=kind, attempts=attempts, model=unit.request.model)
 
 
 @contextlib.contextmanager
@@ -167,8 +165,6 @@ class UnitRunner:
         return batched
 
     async def run(self, units: list[Unit], policy: CallPolicy) -> dict[str, RunResult]:
-        results: dict[str, RunResult] = {}
-        call = with_policy(policy)
         quiet_call_failures()  # the failures are counted and summarized, not printed one by one
         # The head start ends here; the units it sent are in the cache already, yet not hits: their
         # task runs take the answers as their first attempts.
@@ -176,34 +172,81 @@ class UnitRunner:
         hits = {u.key: hit for u in units if u.key not in early and (hit := self.cached(u)) is not None}
         batched = await self.before_fan_out([u for u in units if u.key not in hits], policy)
         pending = {u.key for u in self.pending}
-
-        async def one(unit: Unit) -> None:
+        sink = RunSink(self, early)
+        fresh: list[Unit] = []
+        for unit in units:
             if unit.key in hits:
                 self.cache_hits += 1
-                results[unit.key] = hits[unit.key]
+                sink.results[unit.key] = hits[unit.key]
                 self.progress.advance(ok=True, cached=True)
-                return
-            if unit.key in pending:
-                return
-            if unit.key in batched:
+            elif unit.key in batched:
                 self.calls += 1
-                results[unit.key] = self.paid(unit, batched[unit.key])
-                return
-            async with self.semaphore:
-                if unit.key not in early and self.over_budget():  # an early call is paid already
-                    self.not_run.append(unit)
-                    return
-                self.calls += 1
-                state = await call(unwalked(unit), unwalked(policy), return_state=True)
-                if state.is_completed():
-                    result = await state.aresult()
-                else:
-                    result = failed_result(await state.aresult(raise_on_failure=False), unit, policy)
-            results[unit.key] = self.paid(unit, result)
-
+                sink.put(unit, batched[unit.key])
+            elif unit.key not in pending:
+                fresh.append(unit)
+        size = self.config.units_per_task or -(-len(fresh) // TASK_RUNS)
         with lean_gc(), retries_told_to(self.progress):
-            await asyncio.gather(*(one(u) for u in units))
-        return results
+            if size <= 1:
+                await asyncio.gather(*(sink.one(u, policy) for u in fresh))
+            else:
+                await asyncio.gather(
+                    *(sink.group(fresh[i : i + size], policy) for i in range(0, len(fresh), size))
+                )
+        return sink.results
+
+
+class RunSink:
+    """One ``UnitRunner.run``: its results, and the slots its units take (a runner may run several
+    at once: the judge's targets)."""
+
+    def __init__(self, runner: UnitRunner, early: frozenset[str]) -> None:
+        self.runner = runner
+        self.early = early  # sent by the head start: paid already, never stopped by a budget
+        self.results: dict[str, RunResult] = {}
+        self.skipped: set[str] = set()
+
+    @contextlib.asynccontextmanager
+    async def slot(self, unit: Unit) -> AsyncIterator[bool]:
+        """A concurrency slot for the unit's call; False (no call) once a budget is spent."""
+        runner = self.runner
+        async with runner.semaphore:
+            if unit.key not in self.early and runner.over_budget():
+                runner.not_run.append(unit)
+                self.skipped.add(unit.key)
+                yield False
+                return
+            runner.calls += 1
+            yield True
+
+    def has(self, unit: Unit) -> bool:
+        return unit.key in self.results or unit.key in self.skipped
+
+    def put(self, unit: Unit, result: RunResult) -> None:
+        self.results[unit.key] = self.runner.paid(unit, result)
+
+    async def one(self, unit: Unit, policy: CallPolicy) -> None:
+        """The unit in its own task run (the default)."""
+        async with self.slot(unit) as go:
+            if not go:
+                return
+            state = await with_policy(policy)(unwalked(unit), unwalked(policy), return_state=True)
+            if state.is_completed():
+                result = await state.aresult()
+            else:
+                result = failed_result(await state.aresult(raise_on_failure=False), unit, policy)
+        self.put(unit, result)
+
+    async def group(self, units: list[Unit], policy: CallPolicy) -> None:
+        """Units sharing one task run (--units-per-task); those its retries could not save fail
+        with the last transient error."""
+        label = units[0].label + (f" +{len(units) - 1}" if len(units) > 1 else "")
+        call = with_policy(policy, grouped=True)
+        state = await call(unwalked(units), unwalked(policy), unwalked(self), label, return_state=True)
+        if not state.is_completed():
+            exc = await state.aresult(raise_on_failure=False)
+            for unit in units:
+                if not self.has(unit):
+                    self.put(unit, failed_result(exc, unit, policy))
 
 
 @dataclass

@@ -49,7 +49,8 @@ def write_samples(project: Path, n: int) -> None:
     (project / "eval-samples.json").write_text(json.dumps(samples))
 
 
-def test_500_units_under_faults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("per_task", [1, 7])  # a task run per unit; groups of 7 (the last one short)
+def test_500_units_under_faults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, per_task: int) -> None:
     project = make_project(tmp_path / "p")
     write_samples(project, 250)
     seen: Counter[str] = Counter()
@@ -77,6 +78,8 @@ def test_500_units_under_faults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
                 str(RETRIES),
                 "--retry-backoff",
                 "0.05",
+                "--units-per-task",
+                str(per_task),
                 "--output-dir",
                 str(tmp_path / "r"),
             ]
@@ -85,7 +88,7 @@ def test_500_units_under_faults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert code == 0
     report = json.loads(next((tmp_path / "r").glob("*.json")).read_text())
     planned = sum(RETRIES + 1 if i % 10 == 6 else 1 if i % 10 in (7, 8, 9) else 2 for i in range(250)) * 2
-    # The report's attempts match the server's own log. The per-call timeout (5 s) is far above any
+    # The report's attempts match the server's own log (a group's retry calls only its failed units). The per-call timeout (5 s) is far above any
     # unfaulted reply, so only the planned 6 s stalls time out, even on 2 loaded cores.
     attempts = sum(r["variants"][v]["attempts"] for r in report["results"] for v in ("v1", "v2"))
     assert attempts == calls and calls >= planned
@@ -102,15 +105,16 @@ def test_500_units_under_faults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert verdict["label"] != "BETTER" and "errored or were ungraded" in verdict["reason"]
 
 
+@pytest.mark.parametrize("per_task", ["1", "3"])
 def test_budgets_stop_scheduling_and_report_what_did_not_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], per_task: str
 ) -> None:
     project = make_project(tmp_path / "p", n=8)
     (project / "prices.yaml").write_text("gpt-4o-mini: {input: 1000000, output: 0}\n")  # $1 per input token
     monkeypatch.chdir(project)
     with FakeProvider() as server:
         use_provider(monkeypatch, server.url)
-        base = ["run", "--executor", "openai", "--no-cache", "--quiet", "--no-judge"]
+        base = ["run", "--executor", "openai", "--no-cache", "--quiet", "--no-judge", "--units-per-task", per_task]
         assert (
             main([*base, "--max-calls", "5", "--concurrency", "2", "--output-dir", str(tmp_path / "a")]) == 0
         )
