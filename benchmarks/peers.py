@@ -362,7 +362,7 @@ def ratio_line(sc: Scenario, peer: str, with_init: bool = False) -> str:
 
 
 def summary(scenarios: list[Scenario], tools: list[str]) -> str:
-    """The README's table: median wall per tool, ratios per trial and their median."""
+    """The results table (benchmarks/RESULTS.md, the README): median wall per tool, ratios per trial and their median."""
     peers = [t for t in PEERS if t in tools]
     head = "| scenario | " + " | ".join(f"{t} wall (s)" for t in tools)
     head += "".join(f" | skillab/{p}" for p in peers) + " | skillab first request (s) | skillab peak RSS |"

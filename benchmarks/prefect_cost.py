@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import shutil
@@ -60,10 +61,9 @@ def settle(pid: int, quiet_s: float = 1.0, limit_s: float = 60.0) -> None:
 
 def measure(units: int, concurrency: int, server_pid: int) -> dict[str, dict[str, float]]:
     """Every mode once, in this process, inside one flow run (imports and the flow's start untimed)."""
+    import prefect.task_engine as engine
     from prefect import flow, task
     from prefect.cache_policies import NO_CACHE
-
-    import prefect.task_engine as engine
 
     options: dict[str, Any] = {"cache_policy": NO_CACHE, "persist_result": False, "retries": 3}
 
@@ -93,11 +93,11 @@ def measure(units: int, concurrency: int, server_pid: int) -> dict[str, dict[str
 
     def jobs(mode: str) -> list[Callable[[], Awaitable[int]]]:
         if mode == "coroutines":
-            return [lambda i=i: bare(i) for i in range(units)]
+            return [functools.partial(bare, i) for i in range(units)]
         if mode.startswith("task per unit"):
-            return [lambda i=i: one(i) for i in range(units)]
+            return [functools.partial(one, i) for i in range(units)]
         size = int(mode.split()[2])
-        return [lambda f=f: many(f, size) for f in range(0, units, size)]
+        return [functools.partial(many, f, size) for f in range(0, units, size)]
 
     @flow(name="prefect-cost")
     async def cost() -> dict[str, dict[str, float]]:
@@ -130,9 +130,9 @@ def trial(units: int, concurrency: int) -> dict[str, dict[str, float]]:
     server = start([sys.executable, "-m", "prefect", "server", "start", "--port", str(port)], env)
     try:
         wait_http(f"http://127.0.0.1:{port}/api/health")
+        measure = ["--measure", str(server.pid), "--units", str(units), "--concurrency", str(concurrency)]
         done = subprocess.run(
-            [sys.executable, "-m", "benchmarks.prefect_cost", "--measure", str(server.pid)]
-            + ["--units", str(units), "--concurrency", str(concurrency)],
+            [sys.executable, "-m", "benchmarks.prefect_cost", *measure],
             cwd=ROOT,
             env=env | {"PREFECT_API_URL": f"http://127.0.0.1:{port}/api"},
             capture_output=True,

@@ -1,7 +1,7 @@
 """The shard deployment: the ``bench-shard`` flow on a process work pool, loaded from this checkout.
 
 Workers on other machines need the same checkout at the same path (or change ``source`` to a git
-URL) and the cache folder on shared storage; see the README's scale-out section.
+URL) and the cache folder on shared storage; see docs/prefect.md, scale-out.
 """
 
 from __future__ import annotations

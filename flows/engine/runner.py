@@ -37,9 +37,10 @@ def unwalked(value: T) -> T:
 
 
 #: Task runs a run's calls are spread over by default (--units-per-task unset): one per call up to
-#: this many calls. Each task run costs ~10 ms of CPU here (its state changes and their events, and
-#: the Prefect server recording them), twice a call's own work: 1,000 calls took 21 s in task runs
-#: of their own and 12 s in groups of 10 to 50 (benchmarks/prefect_cost.py, README).
+#: this many calls. A task run costs the command about 9 ms of CPU (its state changes, two thirds
+#: of it their events) and the Prefect server about 17 ms to record it, on the same cores: several
+#: times a call's own work. 1,000 calls took 21 s in task runs of their own, 12 s in groups
+#: (benchmarks/prefect_cost.py, docs/prefect.md).
 TASK_RUNS = 40
 
 

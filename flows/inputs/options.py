@@ -116,7 +116,7 @@ class BenchOptions(BaseModel):
         None,
         ge=1,
         description="model calls per Prefect task run (default: one each up to 40 calls, else the "
-        "calls split over 40 task runs: each task run costs about 10 ms of CPU)",
+        "calls split over 40 task runs: a task run costs several times a call's own CPU)",
     )
     repeat: int = Field(1, ge=1, description="real, independent runs per sample and variant")
     timeout: float = Field(120.0, gt=0, description="seconds per model call")

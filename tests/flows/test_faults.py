@@ -114,7 +114,16 @@ def test_budgets_stop_scheduling_and_report_what_did_not_run(
     monkeypatch.chdir(project)
     with FakeProvider() as server:
         use_provider(monkeypatch, server.url)
-        base = ["run", "--executor", "openai", "--no-cache", "--quiet", "--no-judge", "--units-per-task", per_task]
+        base = [
+            "run",
+            "--executor",
+            "openai",
+            "--no-cache",
+            "--quiet",
+            "--no-judge",
+            "--units-per-task",
+            per_task,
+        ]
         assert (
             main([*base, "--max-calls", "5", "--concurrency", "2", "--output-dir", str(tmp_path / "a")]) == 0
         )

@@ -1,7 +1,7 @@
 """Last night at a glance, in headless Chromium: a suite served as a deployment (``python -m
 deployments``) on skillab's own Prefect server (UI included), run twice from the deployment, the
 second night with v2 degraded; then the Prefect UI and the report server's pages, as a person
-monitoring the nights reads them. The screenshots in docs/screenshots are taken here, so the README
+monitoring the nights reads them. The screenshots in docs/screenshots are taken here, so docs/ci.md
 shows the pages as they are."""
 
 from __future__ import annotations

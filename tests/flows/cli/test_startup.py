@@ -2,7 +2,7 @@
 
 Not a clock: which modules are loaded when the first request leaves (the report server, Jinja,
 pandas, scipy, numpy, the report's models, the embedded model, agentic and trigger mode). Each one
-found there costs every command its import time before the first call (see README, "Measured here").
+found there costs every command its import time before the first call (see benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
