@@ -41,3 +41,17 @@ def test_every_relative_link_resolves() -> None:
 def test_the_readme_is_a_front_door() -> None:
     # the manual lives in docs/, the dated measurements in benchmarks/RESULTS.md
     assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 150
+
+
+def test_generated_tables_are_current() -> None:
+    from flows.cli.docs import TABLES, stale_pages
+
+    assert not stale_pages(), "run: python -m flows.cli.docs"
+    pages = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs").glob("*.md"))
+    assert all(f"<!-- generated: {name} -->" in pages for name in TABLES)
+
+
+def test_every_assertion_type_documents_itself() -> None:
+    from graders.registry import ASSERTIONS
+
+    assert not [name for name, spec in ASSERTIONS.items() if not spec.summary]
