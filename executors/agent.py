@@ -36,6 +36,7 @@ from executors.sandbox import (
     wrap,
 )
 from executors.schema import AgentRequest, AgentSession, RunRequest, RunResult, SessionStatus, Usage
+from executors.versions import version_problem
 from executors.workspace import session_root
 
 CLI_DIR_ENV = "SKILLAB_AGENT_CLI_DIR"
@@ -85,8 +86,21 @@ class AgentExecutor(Executor):
     #: The CLI's own switches passed from the host (never a credential, endpoint or loader: see
     #: executors.sandbox.secret_name).
     env_prefixes: ClassVar[tuple[str, ...]] = ()
+    #: Where the CLI discovers skills, below the session's HOME: a skill is installed there, never forced.
+    skills_home: ClassVar[tuple[str, str]]
+    #: True when the CLI loads a whole plugin folder (commands, agents, hooks, MCP servers); the
+    #: others run a plugin made of skills alone, its skills installed as single skills are.
+    loads_plugins: ClassVar[bool] = False
+    #: feature -> the oldest CLI version known to have it, and what the feature is: a run that needs
+    #: it stops before any session with one line (exit 2) instead of sessions that load nothing.
+    features: ClassVar[dict[str, tuple[str, str]]] = {}
     agentic = True
     stream_limit: int = STREAM_LIMIT
+
+    @classmethod
+    def feature_problem(cls, feature: str, version: str | None) -> str | None:
+        """Why ``version`` of this CLI cannot do ``feature`` (None when it can, or when unknown)."""
+        return version_problem(cls.name, cls.binary, cls.features.get(feature), version)
 
     def problem(self) -> str | None:
         if find_binary(self.binary) is None:

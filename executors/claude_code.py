@@ -10,7 +10,7 @@ is always passed: the CLI's default alias resolves to a different model from rel
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from executors.agent import ADD_DIRS, AgentExecutor, install_skill, plugin_copy
 from executors.case_env import case_env
@@ -41,6 +41,17 @@ class ClaudeCodeExecutor(AgentExecutor):
     binary = "claude"
     default_model = "sonnet"
     provider = ANTHROPIC
+    skills_home = (".claude", "skills")
+    loads_plugins = True
+    # plugin-dir: 2.1.197 (the oldest release run here) loads a plugin folder with --plugin-dir and
+    # lists its parts in the init event. plugin-eval: ``claude plugin eval`` (absent from 2.1.197).
+    # resume-file: resuming from a session file's path (not an id), as `claude plugin eval` does with
+    # a case's history_file; checked live on 2.1.330, assumed from 2.1.269 where that command is.
+    features: ClassVar[dict[str, tuple[str, str]]] = {
+        "plugin-dir": ("2.1.197", "loading a plugin folder (--plugin-dir)"),
+        "plugin-eval": ("2.1.269", "`claude plugin eval` suites"),
+        "resume-file": ("2.1.269", "resuming a recorded session (a case's context.history_file)"),
+    }
     env_prefixes = ("CLAUDE_CODE_", "ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_")
 
     def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
@@ -57,7 +68,7 @@ class ClaudeCodeExecutor(AgentExecutor):
             str(request.max_turns),
         ]
         appended = []
-        installed = install_skill(request, ".claude", "skills")
+        installed = install_skill(request, *self.skills_home)
         plugin = plugin_copy(request)
         if plugin is not None:  # loaded for this session only, through the CLI's own mechanism
             argv += ["--plugin-dir", str(plugin)]

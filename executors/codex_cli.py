@@ -47,6 +47,7 @@ class CodexExecutor(AgentExecutor):
     binary = "codex"
     default_model = "gpt-5.5"
     provider = OPENAI
+    skills_home = (".agents", "skills")
     env_prefixes = ("CODEX_",)
 
     def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
@@ -55,8 +56,8 @@ class CodexExecutor(AgentExecutor):
         provider = PROVIDER.format(base_url=endpoint)
         (codex_home / "config.toml").write_text(CONFIG.format(provider=provider), encoding="utf-8")
         prompt = request.prompt
-        install_plugin_skills(request, ".agents", "skills")
-        if install_skill(request, ".agents", "skills") and request.force_skill:
+        install_plugin_skills(request, *self.skills_home)
+        if install_skill(request, *self.skills_home) and request.force_skill:
             prompt = f"${request.skill_name} {prompt}"
         if request.system:
             (Path(request.sandbox) / "AGENTS.md").write_text(request.system, encoding="utf-8")

@@ -27,6 +27,7 @@ class GeminiCliExecutor(AgentExecutor):
     binary = "gemini"
     default_model = "gemini-2.5-pro"
     provider = GEMINI
+    skills_home = (".gemini", "skills")
     env_prefixes = ("GEMINI_CLI_",)
 
     def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
@@ -41,8 +42,8 @@ class GeminiCliExecutor(AgentExecutor):
         }
         (settings_dir / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
         context = []
-        install_plugin_skills(request, ".gemini", "skills")
-        if install_skill(request, ".gemini", "skills") and request.force_skill:
+        install_plugin_skills(request, *self.skills_home)
+        if install_skill(request, *self.skills_home) and request.force_skill:
             context.append(FORCE_SKILL.format(name=request.skill_name))
         if request.system:
             context.append(request.system)

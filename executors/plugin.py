@@ -25,8 +25,6 @@ MANIFEST = Path(".claude-plugin") / "plugin.json"
 MCP_FILE = ".mcp.json"
 PART_DIRS = ("skills", "commands", "agents", "hooks")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-#: The CLIs that load a whole plugin; the others take only its skills (see :func:`runner_problem`).
-PLUGIN_RUNNERS = ("claude",)
 
 
 @dataclass(frozen=True)
@@ -189,11 +187,11 @@ def read_plugin(path: Path) -> Plugin:
     return plugin
 
 
-def runner_problem(plugin: Plugin, runner: str) -> str | None:
+def runner_problem(plugin: Plugin, runner: str, loads_plugins: bool) -> str | None:
     """Why ``runner`` cannot run this plugin (None when it can). Claude Code loads the whole plugin;
     Codex and Gemini have no plugin loader here, so only a plugin of skills alone runs there (its
     skills installed the way a single skill is)."""
-    if runner in PLUGIN_RUNNERS:
+    if loads_plugins:
         return None
     extra = [
         *(f"commands/{c}" for c in plugin.commands),

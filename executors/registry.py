@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import difflib
 import threading
+from typing import cast
 
+from executors.agent import AgentExecutor
 from executors.anthropic import AnthropicExecutor
 from executors.base import Executor, ExecutorSettings
 from executors.claude_code import ClaudeCodeExecutor
@@ -26,6 +28,9 @@ EXECUTORS: dict[str, type[Executor]] = {
     "gemini-cli": GeminiCliExecutor,
 }
 
+#: The agent CLIs (``--runner``), in the registry's order.
+AGENT_CLIS = tuple(name for name, cls in EXECUTORS.items() if cls.agentic)
+
 _instances: dict[tuple[str, ExecutorSettings], Executor] = {}
 _lock = threading.Lock()
 
@@ -40,19 +45,31 @@ def get_executor(name: str, settings: ExecutorSettings | None = None) -> Executo
         return _instances[key]
 
 
+def executor_class(name: str, flag: str, agentic: bool | None = None) -> type[Executor]:
+    """The executor class a flag names, or an InputError naming the flag: an unknown name (with the
+    closest one), or the wrong kind (``agentic``: an agent CLI or a model API)."""
+    if name not in EXECUTORS:
+        match = difflib.get_close_matches(name, list(EXECUTORS), n=1)
+        hint = f" (did you mean {match[0]!r}?)" if match else ""
+        raise InputError(f"{flag}: unknown executor {name!r}{hint}; choose from {', '.join(EXECUTORS)}")
+    if agentic is not None and EXECUTORS[name].agentic != agentic:
+        kinds = AGENT_CLIS if agentic else tuple(n for n, cls in EXECUTORS.items() if not cls.agentic)
+        kind = "an agent CLI" if agentic else "a model API"
+        raise InputError(f"{flag}: {name!r} is not {kind} ({', '.join(kinds)})")
+    return EXECUTORS[name]
+
+
+def agent_cli(name: str) -> type[AgentExecutor]:
+    """The executor class of the agent CLI ``--runner`` names (an InputError otherwise)."""
+    return cast(type[AgentExecutor], executor_class(name, "--runner", agentic=True))
+
+
 def usable_executor(
     name: str, flag: str, settings: ExecutorSettings | None = None, *, agentic: bool | None = None
 ) -> Executor:
     """The executor a flag names, ready to call, or an InputError naming the flag: an unknown name
     (with the closest one), the wrong kind, or what it lacks (a key, a binary)."""
-    if name not in EXECUTORS:
-        match = difflib.get_close_matches(name, list(EXECUTORS), n=1)
-        hint = f" (did you mean {match[0]!r}?)" if match else ""
-        raise InputError(f"{flag}: unknown executor {name!r}{hint}; choose from {', '.join(EXECUTORS)}")
-    if agentic is not None and getattr(EXECUTORS[name], "agentic", False) != agentic:
-        kinds = [n for n, cls in EXECUTORS.items() if getattr(cls, "agentic", False) == agentic]
-        kind = "an agent CLI" if agentic else "a model API"
-        raise InputError(f"{flag}: {name!r} is not {kind} ({', '.join(kinds)})")
+    executor_class(name, flag, agentic)
     executor = get_executor(name, settings)
     problem = executor.problem()
     if problem:

@@ -1,4 +1,5 @@
-"""The installed agent CLI's version, and the one table of what each feature needs.
+"""The installed agent CLI's version, and whether it is recent enough for a feature (each CLI's
+executor declares its features and their oldest versions).
 
 A run that needs a feature the installed CLI lacks stops before any session with one line (exit 2),
 instead of sessions that silently load nothing.
@@ -11,16 +12,6 @@ import os
 import re
 import subprocess
 
-#: (cli, feature) -> the oldest version known to have it, and what the feature is.
-#: plugin-dir: 2.1.197 (the oldest release run here) loads a plugin folder with --plugin-dir and
-#: lists its parts in the init event. plugin-eval: ``claude plugin eval`` (absent from 2.1.197).
-FEATURES: dict[tuple[str, str], tuple[str, str]] = {
-    ("claude", "plugin-dir"): ("2.1.197", "loading a plugin folder (--plugin-dir)"),
-    ("claude", "plugin-eval"): ("2.1.269", "`claude plugin eval` suites"),
-    # Resuming from a session file's path (not an id) is what `claude plugin eval` does with a
-    # case's history_file; checked live on 2.1.330, assumed from 2.1.269 where that command is.
-    ("claude", "resume-file"): ("2.1.269", "resuming a recorded session (a case's context.history_file)"),
-}
 #: Skills every Claude Code session lists of its own (2.1.197 and 2.1.330, see TRIGGERS.md). They are
 #: never the user's artifact: a skill under test may not share a name with one of them.
 CLAUDE_BUILTIN_SKILLS = frozenset(
@@ -70,9 +61,11 @@ def installed_version(binary: str) -> str | None:
     return ".".join(map(str, found)) if found else None
 
 
-def feature_problem(cli: str, feature: str, version: str | None) -> str | None:
-    """Why ``version`` of ``cli`` cannot do ``feature`` (None when it can, or when unknown)."""
-    need = FEATURES.get((cli, feature))
+def version_problem(
+    runner: str, binary: str, need: tuple[str, str] | None, version: str | None
+) -> str | None:
+    """Why ``version`` of a CLI falls short of ``need`` (the oldest version with a feature, and what
+    the feature is); None when it does not, or when either is unknown."""
     have = parse_version(version or "")
     if need is None or have is None:
         return None
@@ -80,8 +73,8 @@ def feature_problem(cli: str, feature: str, version: str | None) -> str | None:
     wanted = parse_version(minimum)
     if wanted is not None and have < wanted:
         return (
-            f"--runner {cli}: {what} needs {cli} >= {minimum}, but {version} is installed: "
+            f"--runner {runner}: {what} needs {binary} >= {minimum}, but {version} is installed: "
             "run scripts/install-agent-clis.sh (or set SKILLAB_AGENT_CLI_DIR / "
-            f"SKILLAB_{cli.upper()}_BIN to a newer one)"
+            f"SKILLAB_{binary.upper()}_BIN to a newer one)"
         )
     return None

@@ -35,12 +35,6 @@ GEMINI_TOOL = "activate_skill"
 CODEX_TOOL = "shell"
 SKILL_KEYS = ("skill", "command", "name")  # where a Skill call names its skill (2.1.x: ``skill``)
 SKILL_FILE = re.compile(r"""(?:^|[\s'"=/])\.(?:agents|codex)/skills/([^/\s'"]+)/SKILL\.md""")
-#: Where each CLI looks for project skills, relative to the sandbox.
-SKILL_ROOTS = {
-    "claude": (".claude", "skills"),
-    "codex": (".agents", "skills"),
-    "gemini-cli": (".gemini", "skills"),
-}
 MODEL_OUTPUT = ("text", "tool_use")
 
 

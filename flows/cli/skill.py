@@ -32,9 +32,8 @@ def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
     """The run's config, skill and tasks, every input checked (exit 2) before any session starts."""
-    from executors.registry import usable_executor
+    from executors.registry import agent_cli, usable_executor
     from executors.sandbox import checked_isolation
-    from executors.versions import feature_problem
     from flows.inputs.ablation import plan_skill_ablations
     from flows.inputs.skill_config import check_artifact, load_tasks, select_tasks, suite_warnings
 
@@ -51,7 +50,7 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
             f"--runner: a plugin eval suite runs on claude (its graders read Claude Code's stream), not {config.runner}"
         )
     resumed = [t for t in tasks if t.plugin_case is not None and t.plugin_case.history_file]
-    if resumed and (problem := feature_problem(config.runner, "resume-file", version)):
+    if resumed and (problem := agent_cli(config.runner).feature_problem("resume-file", version)):
         raise InputError(f"{resumed[0].case_dir}: {problem}")
     if resumed:
         print(

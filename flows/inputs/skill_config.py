@@ -16,8 +16,9 @@ from executors.contents import inspect_tree
 from executors.errors import InputError
 from executors.parsing import load_json, load_yaml
 from executors.plugin import MANIFEST, Plugin, looks_like_plugin, read_plugin, runner_problem
+from executors.registry import AGENT_CLIS, agent_cli
 from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP
-from executors.versions import feature_problem, installed_version
+from executors.versions import installed_version
 from flows.inputs.files import closest, dotted, parse_data, read_text, validation_lines
 from flows.inputs.skill_creator import evals_file, load_evals
 from graders.agent_task import AgentTask, parse_task
@@ -50,7 +51,7 @@ class SkillBenchConfig(BaseModel):
     )
     # Beyond the seed:
     tasks: str | None = Field(None, description="the task-set folder (a fixed, reviewed suite)")
-    runner: str = Field("claude", description="agent CLI: claude | codex | gemini-cli")
+    runner: str = Field("claude", description=f"agent CLI: {' | '.join(AGENT_CLIS)}")
     base_url: str | None = Field(None, description="the runner's API endpoint (e.g. a local model server)")
     judge_executor: str = Field("anthropic", description="executor of the judge model")
     timeout: float = Field(600.0, gt=0, description="seconds per session; the process group is killed after")
@@ -253,21 +254,20 @@ def find_skill(name: str | None, cwd: Path) -> Skill:
     raise InputError(f"--skill: no skill {name!r}" + _listing(roots))
 
 
-#: The binary of each agent runner (the version gate asks it for its version).
-RUNNER_BINARIES = {"claude": "claude", "codex": "codex", "gemini-cli": "gemini"}
-
-
 def check_artifact(skill: Skill, runner: str) -> str | None:
     """Before any session: whether ``runner`` can load the artifact, and the installed CLI's version
     (None when it cannot be told). A plugin needs a CLI that loads plugins (Claude Code, recent
     enough) or consists of skills alone."""
     # Links out of the folder, special files, a huge tree: refused before any session copies it.
     inspect_tree(skill.path, "plugin" if skill.plugin is not None else f"skill {skill.name}")
-    binary = find_binary(RUNNER_BINARIES.get(runner, runner))
+    cli = agent_cli(runner)
+    binary = find_binary(cli.binary)
     version = installed_version(binary) if binary else None
     plugin = skill.plugin
     if plugin is not None:
-        problem = runner_problem(plugin, runner) or feature_problem(runner, "plugin-dir", version)
+        problem = runner_problem(plugin, runner, cli.loads_plugins) or cli.feature_problem(
+            "plugin-dir", version
+        )
         if problem:
             raise InputError(problem)
     return version

@@ -10,11 +10,11 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from executors.errors import InputError
+from executors.registry import AGENT_CLIS
 from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP, Isolation, checked_isolation
 from flows.inputs.files import options_file, writable_folder
 from flows.inputs.skill_config import Skill, check_artifact, find_skill
@@ -50,7 +50,7 @@ class TriggerOptions(BaseModel):
     )
     runs: int = Field(5, ge=1, description="sessions per query and variant")
     holdout: float = Field(0.0, ge=0, lt=1, description="share of queries held out (stratified, seeded)")
-    runner: Literal["claude", "codex", "gemini-cli"] = Field("claude", description="the agent CLI")
+    runner: str = Field("claude", description=f"the agent CLI: {' | '.join(AGENT_CLIS)}")
     runner_model: str = Field("sonnet", description="model of the agent")
     base_url: str | None = Field(None, description="the runner's API endpoint (e.g. a local model server)")
     timeout: float = Field(

@@ -17,7 +17,7 @@ from executors.errors import InputError
 from executors.gemini_cli import GeminiCliExecutor
 from executors.plugin import looks_like_plugin, prepared_copy, read_plugin, runner_problem
 from executors.schema import AgentEvent, AgentRequest, AgentSession
-from executors.versions import CLAUDE_BUILTIN_SKILLS, feature_problem, parse_version
+from executors.versions import CLAUDE_BUILTIN_SKILLS, parse_version
 from flows.engine.sessions import contamination, init_event
 from flows.inputs.skill_config import Skill, check_artifact, find_skill
 from flows.inputs.triggers import TriggerOptions, artifact_problems, variants_of
@@ -149,11 +149,11 @@ def test_codex_and_gemini_take_only_the_plugins_skills(tmp_path: Path) -> None:
     assert (tmp_path / "c" / "sb" / ".agents" / "skills" / "calc-rules" / "SKILL.md").exists()
     GeminiCliExecutor(ExecutorSettings()).prepare(request(tmp_path / "g", plugin_dir=str(folder)), ENDPOINT)
     assert (tmp_path / "g" / "sb" / ".gemini" / "skills" / "calc-rules" / "SKILL.md").exists()
-    assert runner_problem(read_plugin(folder), "codex") is None
+    assert runner_problem(read_plugin(folder), "codex", False) is None
     full = read_plugin(write_plugin(tmp_path / "src"))
-    problem = runner_problem(full, "gemini-cli") or ""
+    problem = runner_problem(full, "gemini-cli", False) or ""
     assert "commands/tidy" in problem and "--runner claude" in problem
-    assert runner_problem(full, "claude") is None
+    assert runner_problem(full, "claude", True) is None
 
 
 def fake_cli(tmp_path: Path, version: str) -> str:
@@ -165,9 +165,10 @@ def fake_cli(tmp_path: Path, version: str) -> str:
 
 def test_the_version_gate_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert parse_version("2.1.330 (Claude Code)") == (2, 1, 330)
-    assert feature_problem("claude", "plugin-dir", "2.1.330") is None
-    assert feature_problem("claude", "plugin-dir", None) is None  # unknown: not gated
-    old = feature_problem("claude", "plugin-eval", "2.1.197") or ""
+    claude = ClaudeCodeExecutor
+    assert claude.feature_problem("plugin-dir", "2.1.330") is None
+    assert claude.feature_problem("plugin-dir", None) is None  # unknown: not gated
+    old = claude.feature_problem("plugin-eval", "2.1.197") or ""
     assert "needs claude >= 2.1.269, but 2.1.197 is installed" in old
     plugin = Skill("demo-plugin", write_plugin(tmp_path / "src"))
     monkeypatch.setenv("SKILLAB_CLAUDE_BIN", fake_cli(tmp_path, "2.1.100"))

@@ -1,0 +1,43 @@
+"""The registry is the one place that names executors; each executor class declares what the rest
+of the code asks of it, so a new agent CLI is one module and one registry line."""
+
+from __future__ import annotations
+
+import pytest
+
+from executors.agent import AgentExecutor
+from executors.base import HttpExecutor
+from executors.egress import Provider
+from executors.errors import InputError
+from executors.registry import AGENT_CLIS, EXECUTORS, agent_cli
+
+#: What every agent CLI must declare (no default on AgentExecutor).
+AGENT_FIELDS = ("name", "binary", "provider", "skills_home", "default_model")
+HTTP_FIELDS = ("name", "env_base_url", "default_base_url", "env_keys", "default_model")
+
+
+@pytest.mark.parametrize("name", list(EXECUTORS))
+def test_every_executor_declares_what_the_code_asks(name: str) -> None:
+    cls = EXECUTORS[name]
+    assert cls.name == name
+    if issubclass(cls, AgentExecutor):
+        missing = [f for f in AGENT_FIELDS if not hasattr(cls, f)]
+        assert not missing, f"{name} lacks {missing}"
+        assert isinstance(cls.provider, Provider) and cls.provider.credentials
+        assert len(cls.skills_home) == 2 and all(cls.skills_home)
+        assert all(isinstance(v, tuple) and len(v) == 2 for v in cls.features.values())
+    elif issubclass(cls, HttpExecutor):
+        missing = [f for f in HTTP_FIELDS if not hasattr(cls, f)]
+        assert not missing, f"{name} lacks {missing}"
+
+
+def test_agent_clis_come_from_the_registry() -> None:
+    assert {"claude", "codex", "gemini-cli"} <= set(AGENT_CLIS)
+    assert agent_cli("codex").binary == "codex"
+    unknown = r"--runner: unknown executor 'gemini-clj' \(did you mean 'gemini-cli'\?\)"
+    with pytest.raises(InputError, match=unknown):
+        agent_cli("gemini-clj")
+    with pytest.raises(
+        InputError, match=r"--runner: 'openai' is not an agent CLI \(claude, codex, gemini-cli"
+    ):
+        agent_cli("openai")  # an executor, but not an agent CLI
