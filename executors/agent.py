@@ -94,6 +94,8 @@ class AgentExecutor(Executor):
     #: feature -> the oldest CLI version known to have it, and what the feature is: a run that needs
     #: it stops before any session with one line (exit 2) instead of sessions that load nothing.
     features: ClassVar[dict[str, tuple[str, str]]] = {}
+    #: Input tokens of one model request of the CLI (its system prompt and tools): --dry-run's estimate.
+    request_tokens: ClassVar[int]
     agentic = True
     stream_limit: int = STREAM_LIMIT
 

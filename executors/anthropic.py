@@ -25,6 +25,7 @@ DEFAULT_MIN_CACHEABLE_TOKENS = 1024  # Sonnet 3.7 / 4 / 4.5 / 4.6, Opus 4 / 4.1
 
 class AnthropicExecutor(HttpExecutor):
     name = "anthropic"
+    vendor = "anthropic"
     default_model = "claude-sonnet-4-5"
     env_base_url = "ANTHROPIC_BASE_URL"
     default_base_url = "https://api.anthropic.com"

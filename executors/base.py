@@ -69,6 +69,8 @@ class Executor(ABC):
     default_model: ClassVar[str]
     #: True when one call may write into a sandbox (agent CLIs); API executors only answer text.
     agentic: ClassVar[bool] = False
+    #: Who makes the models it serves, when its API says (the judge's self-preference check).
+    vendor: ClassVar[str | None] = None
 
     def __init__(self, settings: ExecutorSettings | None = None) -> None:
         self.settings = settings or ExecutorSettings()

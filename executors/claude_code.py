@@ -38,10 +38,12 @@ QUIET = {
 
 class ClaudeCodeExecutor(AgentExecutor):
     name = "claude"
+    vendor = "anthropic"
     binary = "claude"
     default_model = "sonnet"
     provider = ANTHROPIC
     skills_home = (".claude", "skills")
+    request_tokens = 30_000
     loads_plugins = True
     # plugin-dir: 2.1.197 (the oldest release run here) loads a plugin folder with --plugin-dir and
     # lists its parts in the init event. plugin-eval: ``claude plugin eval`` (absent from 2.1.197).

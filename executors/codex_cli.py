@@ -44,10 +44,12 @@ stream_max_retries = 0
 
 class CodexExecutor(AgentExecutor):
     name = "codex"
+    vendor = "openai"
     binary = "codex"
     default_model = "gpt-5.5"
     provider = OPENAI
     skills_home = (".agents", "skills")
+    request_tokens = 12_000
     env_prefixes = ("CODEX_",)
 
     def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:

@@ -17,6 +17,7 @@ DEFAULT_MIN_CACHEABLE_TOKENS = 4096
 
 class GeminiExecutor(HttpExecutor):
     name = "gemini"
+    vendor = "google"
     default_model = "gemini-2.5-flash"
     env_base_url = "GOOGLE_GEMINI_BASE_URL"
     default_base_url = "https://generativelanguage.googleapis.com"

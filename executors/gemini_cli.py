@@ -24,10 +24,12 @@ FORCE_SKILL = (
 
 class GeminiCliExecutor(AgentExecutor):
     name = "gemini-cli"
+    vendor = "google"
     binary = "gemini"
     default_model = "gemini-2.5-pro"
     provider = GEMINI
     skills_home = (".gemini", "skills")
+    request_tokens = 10_000
     env_prefixes = ("GEMINI_CLI_",)
 
     def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:

@@ -15,6 +15,7 @@ MIN_CACHEABLE_TOKENS = 1024
 
 class OpenAIExecutor(HttpExecutor):
     name = "openai"
+    vendor = "openai"
     default_model = "gpt-4o-mini"
     env_base_url = "OPENAI_BASE_URL"
     default_base_url = "https://api.openai.com/v1"

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from executors.registry import EXECUTORS
 from graders.schema import Assertion, AssertionResult, JudgeResult, JudgeStatus, Sample
 
 #: Part of every judge cache key: bump when the prompts or schemas below change.
@@ -346,13 +347,6 @@ VENDOR_PREFIXES = {
     "meta": ("llama",),
     "mistral": ("mistral", "mixtral", "codestral"),
 }
-EXECUTOR_VENDOR = {
-    "openai": "openai",
-    "anthropic": "anthropic",
-    "gemini": "google",
-    "claude": "anthropic",
-    "codex": "openai",
-}
 
 
 def vendor_of(executor: str, model: str) -> str:
@@ -361,4 +355,5 @@ def vendor_of(executor: str, model: str) -> str:
     for vendor, prefixes in VENDOR_PREFIXES.items():
         if name.startswith(prefixes):
             return vendor
-    return EXECUTOR_VENDOR.get(executor, executor)
+    cls = EXECUTORS.get(executor)
+    return (cls.vendor if cls is not None else None) or executor

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from executors.base import ExecutorSettings
 from executors.errors import ExecutorError, InputError
 from executors.pricing import PriceTable
-from executors.registry import usable_executor
+from executors.registry import agent_cli, usable_executor
 from executors.schema import RunRequest
 from flows.cli.api_watch import finish_once, watch_api
 from flows.cli.codes import EXIT_FAIL, EXIT_OK
@@ -25,9 +25,8 @@ from flows.inputs.skill_config import find_skill
 from flows.inputs.triggers import TriggerOptions, TriggerPlan, prepare_triggers
 from graders.queries import dump_queries, parse_queries
 
-#: Input tokens of one model request of each CLI (its system prompt and tools), and requests per
-#: session (the decision, then an answer): an upper-bound estimate for --dry-run.
-REQUEST_TOKENS = {"claude": 30_000, "codex": 12_000, "gemini-cli": 10_000}
+#: Requests per session (the decision, then an answer), each of the CLI's request_tokens: an
+#: upper-bound estimate for --dry-run.
 REQUESTS_PER_SESSION = 2
 OUTPUT_TOKENS_PER_SESSION = 400
 ALIASES = {"sonnet": "claude-sonnet-4", "opus": "claude-opus-4", "haiku": "claude-haiku-4"}
@@ -48,7 +47,8 @@ def session_cost(plan: TriggerPlan) -> tuple[int, int, float | None]:
     """(input tokens, output tokens, USD or None when the model's price is unknown), all sessions."""
     o = plan.options
     sessions = len(plan.sessions)
-    tokens_in = sessions * REQUEST_TOKENS[o.runner] * REQUESTS_PER_SESSION
+    request_tokens = agent_cli(o.runner).request_tokens
+    tokens_in = sessions * request_tokens * REQUESTS_PER_SESSION
     tokens_out = sessions * OUTPUT_TOKENS_PER_SESSION
     price = PriceTable().lookup(ALIASES.get(o.runner_model, o.runner_model))
     cost = None if price is None else (tokens_in * price[0] + tokens_out * price[1]) / 1e6
@@ -70,7 +70,7 @@ def print_trigger_plan(plan: TriggerPlan) -> None:
     shown = "unknown price" if cost is None else f"${cost:.2f}"
     print(
         f"estimated tokens: ~{tokens_in:,} in, ~{tokens_out:,} out; estimated cost (upper bound, no prompt "
-        f"caching): {shown} ({REQUESTS_PER_SESSION} requests a session of ~{REQUEST_TOKENS[o.runner]:,} tokens)"
+        f"caching): {shown} ({REQUESTS_PER_SESSION} requests a session of ~{agent_cli(o.runner).request_tokens:,} tokens)"
     )
 
 

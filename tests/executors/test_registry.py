@@ -12,8 +12,8 @@ from executors.errors import InputError
 from executors.registry import AGENT_CLIS, EXECUTORS, agent_cli
 
 #: What every agent CLI must declare (no default on AgentExecutor).
-AGENT_FIELDS = ("name", "binary", "provider", "skills_home", "default_model")
-HTTP_FIELDS = ("name", "env_base_url", "default_base_url", "env_keys", "default_model")
+AGENT_FIELDS = ("name", "binary", "provider", "skills_home", "request_tokens", "default_model", "vendor")
+HTTP_FIELDS = ("name", "env_base_url", "default_base_url", "env_keys", "default_model", "vendor")
 
 
 @pytest.mark.parametrize("name", list(EXECUTORS))
@@ -21,13 +21,13 @@ def test_every_executor_declares_what_the_code_asks(name: str) -> None:
     cls = EXECUTORS[name]
     assert cls.name == name
     if issubclass(cls, AgentExecutor):
-        missing = [f for f in AGENT_FIELDS if not hasattr(cls, f)]
+        missing = [f for f in AGENT_FIELDS if getattr(cls, f, None) is None]
         assert not missing, f"{name} lacks {missing}"
         assert isinstance(cls.provider, Provider) and cls.provider.credentials
         assert len(cls.skills_home) == 2 and all(cls.skills_home)
         assert all(isinstance(v, tuple) and len(v) == 2 for v in cls.features.values())
     elif issubclass(cls, HttpExecutor):
-        missing = [f for f in HTTP_FIELDS if not hasattr(cls, f)]
+        missing = [f for f in HTTP_FIELDS if getattr(cls, f, None) is None]
         assert not missing, f"{name} lacks {missing}"
 
 
