@@ -43,6 +43,15 @@ def start(cmd: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
     )
 
 
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Terminate a process this benchmark started; killed if it has not ended within 15 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def wait_http(url: str, timeout: float = 180) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -176,11 +185,7 @@ def trial(args: argparse.Namespace, latency: float) -> float:
         )
     finally:
         for p in procs:
-            p.terminate()
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
+            stop(p)
         shutil.rmtree(home, ignore_errors=True)
     r = json.loads(done.stdout.strip().splitlines()[-1])
     ideal = args.units * latency / args.concurrency

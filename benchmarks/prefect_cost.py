@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.orchestration import ROOT, free_port, start, wait_http
+from benchmarks.orchestration import ROOT, free_port, start, stop, wait_http
 
 MODES = ("coroutines", "task per unit", "task per unit, no events", "task per 10 units", "task per 100 units")
 
@@ -140,11 +140,7 @@ def trial(units: int, concurrency: int) -> dict[str, dict[str, float]]:
             check=True,
         )
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop(server)
         shutil.rmtree(home, ignore_errors=True)
     result: dict[str, dict[str, float]] = json.loads(done.stdout.strip().splitlines()[-1])
     return result

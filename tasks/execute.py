@@ -92,13 +92,16 @@ async def call_model(unit: Unit, policy: CallPolicy) -> RunResult:
 
 class UnitSink(Protocol):
     """The runner's side of a group of units: a concurrency slot within the budgets (False: not
-    run), whether a unit has its result already, and where each result goes as soon as it is in."""
+    run), whether a unit has its result already, where each result goes as soon as it is in, and
+    each unit's latest transient error (its cause if the retries run out)."""
 
     def slot(self, unit: Unit) -> AbstractAsyncContextManager[bool]: ...
 
     def has(self, unit: Unit) -> bool: ...
 
     def put(self, unit: Unit, result: RunResult) -> None: ...
+
+    def retried(self, unit: Unit, error: TransientError) -> None: ...
 
 
 @task(name="call-models", task_run_name="{label}", **RETRIED)
@@ -117,6 +120,7 @@ async def call_models(units: list[Unit], policy: CallPolicy, sink: UnitSink, lab
                 result = await answer(unit, policy)
             except TransientError as exc:
                 transient.append(exc)
+                sink.retried(unit, exc)
                 return
             except Exception as exc:  # permanent: this unit's data, the others go on
                 result = failed_result(exc, unit, policy)

@@ -17,6 +17,7 @@ from typing import Any, TypeVar, cast
 from prefect.context import FlowRunContext
 from prefect.utilities.annotations import quote
 
+from executors.errors import TransientError
 from executors.schema import RunResult
 from flows.engine.economy import BatchMode, over_budget, run_batched, warm_up
 from flows.engine.gc import lean_gc
@@ -205,6 +206,7 @@ class RunSink:
         self.early = early  # sent by the head start: paid already, never stopped by a budget
         self.results: dict[str, RunResult] = {}
         self.skipped: set[str] = set()
+        self.transient: dict[str, TransientError] = {}  # a grouped unit's latest transient error
 
     @contextlib.asynccontextmanager
     async def slot(self, unit: Unit) -> AsyncIterator[bool]:
@@ -225,6 +227,9 @@ class RunSink:
     def put(self, unit: Unit, result: RunResult) -> None:
         self.results[unit.key] = self.runner.paid(unit, result)
 
+    def retried(self, unit: Unit, error: TransientError) -> None:
+        self.transient[unit.key] = error
+
     async def one(self, unit: Unit, policy: CallPolicy) -> None:
         """The unit in its own task run (the default)."""
         async with self.slot(unit) as go:
@@ -239,7 +244,7 @@ class RunSink:
 
     async def group(self, units: list[Unit], policy: CallPolicy) -> None:
         """Units sharing one task run (--units-per-task); those its retries could not save fail
-        with the last transient error."""
+        with their own last transient error."""
         label = units[0].label + (f" +{len(units) - 1}" if len(units) > 1 else "")
         call = with_policy(policy, grouped=True)
         state = await call(unwalked(units), unwalked(policy), unwalked(self), label, return_state=True)
@@ -247,7 +252,7 @@ class RunSink:
             exc = await state.aresult(raise_on_failure=False)
             for unit in units:
                 if not self.has(unit):
-                    self.put(unit, failed_result(exc, unit, policy))
+                    self.put(unit, failed_result(self.transient.get(unit.key, exc), unit, policy))
 
 
 @dataclass
