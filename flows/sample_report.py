@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from prefect.artifacts import acreate_link_artifact, acreate_markdown_artifact, acreate_table_artifact
+from prefect.runtime import flow_run
 
 from flows.engine.judging import pairwise
 from flows.engine.progress import LogTarget
+from flows.engine.runlog import flow_run_page
 from flows.engine.runner import Executed, unwalked
 from flows.explain import explain_sample_run
 from flows.inputs.prepare import Prepared
@@ -55,7 +57,8 @@ async def finish(prepared: Prepared, executed: Executed) -> Outcome:
     await explain_sample_run(report, prepared, executed.runner, labels, executed.gold)
     if prepared.options.suite:
         report.regression = regression_against_previous(prepared.output_dir, report)
-    report.meta.prefect_flow_run = flow_run_page()  # the report pages link back to the run's UI page
+    # the report pages link back to the run's UI page
+    report.meta.prefect_flow_run = flow_run_page(flow_run.id)
     return Outcome(report, write_outputs(report, prepared))
 
 
@@ -158,15 +161,6 @@ def write_outputs(report: Report, prepared: Prepared) -> Path:
             except OSError as exc:
                 warn(f"{flag}: could not write {target} ({exc.strerror or exc}); the report is at {path}")
     return path
-
-
-def flow_run_page() -> str | None:
-    """This flow run's page in the Prefect UI (the UI's route, as Prefect's own "View at" line)."""
-    from prefect.runtime import flow_run
-    from prefect.settings import PREFECT_UI_URL
-
-    ui, run_id = PREFECT_UI_URL.value(), flow_run.id
-    return f"{ui}/runs/flow-run/{run_id}" if ui and run_id else None
 
 
 def fallback_reports_dir() -> Path:

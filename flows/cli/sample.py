@@ -102,12 +102,12 @@ def run_flow(
 def print_ui_link(state: Any) -> None:
     """Where the run's log and artifacts are, when a Prefect server outlives this command (the
     terminal shows Prefect's warnings only, so its own "View at" line is not printed)."""
-    from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL
+    from prefect.settings import PREFECT_API_URL
 
-    if PREFECT_API_URL.value() and PREFECT_UI_URL.value():
-        print(
-            f"Prefect UI (log and artifacts): {PREFECT_UI_URL.value()}/runs/flow-run/{state.state_details.flow_run_id}"
-        )
+    from flows.engine.runlog import flow_run_page
+
+    if PREFECT_API_URL.value() and (page := flow_run_page(state.state_details.flow_run_id)):
+        print(f"Prefect UI (log and artifacts): {page}")
 
 
 def print_plan(prepared: Any) -> None:

@@ -79,6 +79,15 @@ def redact_logs() -> None:
             handler.addFilter(RedactSecrets())
 
 
+def flow_run_page(run_id: object) -> str | None:
+    """A flow run's page in the Prefect UI (the UI's route, as Prefect's own "View at" line); None
+    without a UI or a run."""
+    from prefect.settings import PREFECT_UI_URL
+
+    ui = PREFECT_UI_URL.value()
+    return f"{ui}/runs/flow-run/{run_id}" if ui and run_id else None
+
+
 async def tag_flow_run(mode: str, name: str | None) -> None:
     """Tags the flow run ("skillab", the mode, the suite or skill): the Prefect UI filters its runs
     list by them. On the flow run only, through the API once, never as Prefect's tags context: a
