@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -126,7 +127,11 @@ def test_last_night_at_a_glance(tmp_path: Path, prefect_server: Any) -> None:
     assert "REGRESSION in v2" in second.state.message and "mean 5.00 → 2.75" in second.state.message
     assert {"skillab", "nightly", "sample", "capitals-nightly"} <= set(second.tags)
     # The night's log: the story, the failed calls said once each kind, no traceback.
-    logs = asyncio.run(flow_run_logs(api_url, second.id))
+    for _ in range(60):  # the run's log lines reach the API in batches, a moment after it ends
+        logs = asyncio.run(flow_run_logs(api_url, second.id))
+        if any(level >= 40 and m.startswith("REGRESSION in v2") for level, m in logs):
+            break
+        time.sleep(0.5)
     assert not any("Traceback" in m or "Retries are exhausted" in m for _, m in logs)
     errors = [m for level, m in logs if level >= 40]
     assert len(errors) <= 3 and any(m.startswith("REGRESSION in v2") for m in errors), errors
