@@ -71,7 +71,7 @@ async def grade(
 ) -> list[Record]:
     """Assertions for every answer, then the judge where a criterion asks for it."""
     ok_items = [(u, s, r) for u, s, r in done if r.ok]
-    deterministic = grade_outputs(unwalked([(s, r) for _, s, r in ok_items])) if ok_items else []
+    deterministic = await grade_outputs(unwalked([(s, r) for _, s, r in ok_items])) if ok_items else []
     judgements: list[list[Judgement]] = [[] for _ in ok_items]
     judge_enabled = bool(prepared.judges)
     if judge_enabled and ok_items:
@@ -117,13 +117,9 @@ async def run_in_waves(
         records += new
         for t in treatments:
             sequences[t] = sequences[t].update(case_differences(new, wave, control, t))
-        if all(decide(cs, margin_of(opts)) for cs in sequences.values()) or runner.over_budget():
+        if all(decide(cs, opts.practical_margin) for cs in sequences.values()) or runner.over_budget():
             break
     return records, sequences
-
-
-def margin_of(options: BenchOptions) -> float:
-    return SAMPLE_SCALE.margin if options.margin is None else options.margin
 
 
 def case_differences(records: list[Record], order: list[str], control: str, treatment: str) -> list[float]:

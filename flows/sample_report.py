@@ -35,7 +35,6 @@ from flows.report.logtext import figure_lines, page_urls, regression_lines, verd
 from flows.report.regression import regression_against_previous
 from flows.report.schema import Report
 from flows.report.server import export_html
-from flows.sample_bench import margin_of
 from tasks.aggregate import aggregate_results
 from tasks.files import atomic_write_text
 from tasks.schema import SAMPLE_SCALE
@@ -73,7 +72,7 @@ async def assemble(prepared: Prepared, executed: Executed) -> tuple[Report, dict
     names = [v.name for v in prepared.variants]
     report_id = new_report_id(started_at, names)
     labels = blind_labels(names, opts.seed, report_id) if opts.blind else {n: n for n in names}
-    aggregate = aggregate_results(
+    aggregate = await aggregate_results(
         unwalked(relabel(records, labels)),
         unwalked(prepared.samples),
         [labels[n] for n in names],
@@ -122,7 +121,7 @@ def settle_by_sequence(
             continue
         final = "fixed-N paired interval on every case (the cases ran out first)"
         rec = seq_record(
-            cs, margin_of(opts), wave_size=opts.wave, cases_available=len(prepared.samples), final_look=final
+            cs, opts.practical_margin, wave_size=opts.wave, cases_available=len(prepared.samples), final_look=final
         )
         comp["sequential"] = rec.as_dict() | {"callsUsed": used, "callsFixedN": planned}
         verdict = comp["verdict"]
@@ -133,7 +132,7 @@ def settle_by_sequence(
             "label": rec.decision,
             "procedure": f"{rec.procedure} ({rec.reference})",
             "reason": f"the {1 - rec.alpha:.0%} confidence sequence [{rec.lower:+.2f}, {rec.upper:+.2f}] "
-            f"settles it against the margin ±{margin_of(opts):g} after {rec.cases_used} cases in {rec.waves} "
+            f"settles it against the margin ±{opts.practical_margin:g} after {rec.cases_used} cases in {rec.waves} "
             f"wave(s); {used} of {planned} executions made",
         }
         if rec.decision not in ("BETTER", "WORSE"):

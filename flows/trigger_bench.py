@@ -13,7 +13,7 @@ from flows.engine.outcomes import kept
 from flows.engine.progress import Progress
 from flows.engine.runlog import tag_flow_run
 from flows.engine.triggers import TriggerRunner
-from flows.inputs.prepare import skillab_home
+from flows.inputs.files import skillab_home
 from flows.inputs.triggers import TriggerOptions, prepare_triggers
 from flows.report.build import new_report_id, publish
 from flows.report.triggers import build_trigger_report, write_trigger_junit

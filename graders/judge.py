@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from executors.registry import EXECUTORS
+from graders import registry
 from graders.schema import Assertion, AssertionResult, JudgeResult, JudgeStatus, Sample
 
 #: Part of every judge cache key: bump when the prompts or schemas below change.
@@ -111,8 +112,6 @@ RAG_QUESTIONS = {
         "How many of the key facts of the reference does the answer cover? 1 = none, 5 = all of them.",
     ),
 }
-#: Assertion types the judge scores, each as the aspect ``<type>#<index>``.
-JUDGED_ASSERTIONS = frozenset({"semantic_similarity", *RAG_QUESTIONS})
 
 
 def rag_prompt(kind: str, grounding: str, output: str) -> JudgePrompt:
@@ -137,7 +136,7 @@ def rag_grounding(a: Assertion, sample: Sample) -> str:
 def assertion_aspect(aspect: str) -> int | None:
     """The assertion index of an aspect ``<judged type>#<index>``, else None (a layer aspect)."""
     kind, sep, index = aspect.partition("#")
-    return int(index) if sep and kind in JUDGED_ASSERTIONS and index.isdigit() else None
+    return int(index) if sep and kind in registry.JUDGED and index.isdigit() else None
 
 
 class JudgeParseError(ValueError):
@@ -249,9 +248,7 @@ def judge_layer(
             passed = score >= threshold
             label = "similarity" if a.type == "semantic_similarity" else a.type
             message = f"{label} {score:.2g}/5 (threshold {threshold:g}): {js[0].reason}"
-            if a.negate:
-                passed, message = not passed, f"negated: {message}"
-            similarity[index] = AssertionResult(assertion=a, passed=passed, message=message, score=score)
+            similarity[index] = AssertionResult.of(a, passed, message, score)
     layer_aspects = [a for a in scored if assertion_aspect(a) is None]
     if not layer_aspects:
         return JudgeResult(status=JudgeStatus.GRADED), similarity

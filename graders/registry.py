@@ -262,8 +262,9 @@ NON_NEGATIVE = frozenset({"turns_max", "turns_min", "tools_count_max", "tools_co
 STRING_VALUE = frozenset(
     {"tool_output_contains", "tool_input_contains", "tool_input_not_contains", "mock_hit"}
 )
-#: Judged types whose threshold is on the judge's 1-5 scale, and similarity types on 0-1.
-JUDGE_THRESHOLD = frozenset({"semantic_similarity", "faithfulness", "answer_relevancy", "context_recall"})
+#: The types the judge scores (each as the aspect ``<type>#<index>``), their threshold on its 1-5
+#: scale; similarity types' thresholds are on 0-1.
+JUDGED = frozenset(name for name, spec in ASSERTIONS.items() if spec.kind == "judge")
 UNIT_THRESHOLD = frozenset({"rouge_n_min", "bleu_min"})
 MAX_NESTING = 16
 
@@ -317,7 +318,7 @@ def _validate_extra(a: Assertion) -> None:
     if a.n is not None and a.n < 1:
         raise InputError(f"n: must be a positive integer, got {a.n}")
     if a.threshold is not None:
-        if a.type in JUDGE_THRESHOLD and not 1 <= a.threshold <= 5:
+        if a.type in JUDGED and not 1 <= a.threshold <= 5:
             raise InputError(f"threshold: must be between 1 and 5, got {a.threshold}")
         if a.type in UNIT_THRESHOLD and not 0 <= a.threshold <= 1:
             raise InputError(f"threshold: must be between 0 and 1, got {a.threshold}")
@@ -357,10 +358,7 @@ def run_assertion(a: Assertion, obs: Observation) -> AssertionResult:
             raise InputError(f"assertion {a.type!r} is graded by the judge")
     except Exception as exc:  # a grader bug or odd input must not crash the run
         passed, message = False, f"check raised {type(exc).__name__}: {exc}"
-    if a.negate:
-        passed = not passed
-        message = f"negated: {message}" if message else "negated"
-    return AssertionResult(assertion=a, passed=passed, message=message, score=score)
+    return AssertionResult.of(a, passed, message, score)
 
 
 def assert_set(a: Assertion, obs: Observation) -> tuple[bool, str]:
@@ -381,4 +379,4 @@ def assert_set(a: Assertion, obs: Observation) -> tuple[bool, str]:
 
 
 def is_judged(a: Assertion) -> bool:
-    return ASSERTIONS[a.type].kind == "judge"
+    return a.type in JUDGED

@@ -98,6 +98,16 @@ class AssertionResult(Frozen):
     message: str = ""
     score: float | None = None
 
+    @classmethod
+    def of(
+        cls, assertion: Assertion, passed: bool, message: str, score: float | None = None
+    ) -> AssertionResult:
+        """The outcome of ``assertion``'s check with its ``not`` applied: the one place negation happens,
+        for checked and judged types alike."""
+        if assertion.negate:
+            passed, message = not passed, f"negated: {message}" if message else "negated"
+        return cls(assertion=assertion, passed=passed, message=message, score=score)
+
     def detail(self) -> dict[str, Any]:
         out = self.assertion.described()
         out["passed"] = self.passed

@@ -11,9 +11,10 @@ from graders.schema import AssertionResult, Observation, Sample
 
 
 @task(name="grade-outputs", task_run_name="grade outputs", cache_policy=NO_CACHE, persist_result=False)
-def grade_outputs(items: list[tuple[Sample, RunResult]]) -> list[list[AssertionResult]]:
+async def grade_outputs(items: list[tuple[Sample, RunResult]]) -> list[list[AssertionResult]]:
     """One task for the whole batch: a task run costs ~10 ms, an assertion microseconds.
-    semantic_similarity is left to the judge stage."""
+    semantic_similarity is left to the judge stage. Async, as ``aggregate_results`` is, for the flow's
+    Prefect client; the assertions run inline, as they would in a sync task called from the flow."""
     out = []
     for sample, result in items:
         obs = Observation(

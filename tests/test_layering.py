@@ -2,8 +2,9 @@
 flows/: cli -> the flow bodies (flows/*.py) -> report, engine -> inputs.
 
 A package imports only packages to its right, nothing below tasks imports Prefect, report and
-engine do not import each other, and no lazy import hides a cycle (any import is checked,
-wherever it stands in a module)."""
+engine do not import each other, and no two modules import each other, directly or around a loop
+(any import is checked, wherever it stands in a module: an import inside a function is a dependency
+too, and a cycle through one only waits for the call that runs it)."""
 
 from __future__ import annotations
 
@@ -80,6 +81,48 @@ def test_no_cycle_workarounds() -> None:
         if "TYPE_CHECKING" in p.read_text(encoding="utf-8")
     ]
     assert not offenders, offenders
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Every project module -> the project modules it imports (a ``from package import module``
+    counts as the module)."""
+    paths = {
+        ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+        for layer in LAYERS
+        for p in (ROOT / layer).rglob("*.py")
+    }
+    return {m: (imported_modules(p) & paths.keys()) - {m} for m, p in paths.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as the modules along it, the first repeated at the end; None without any."""
+    state: dict[str, str] = {}  # "open" while on the walk's path, "done" once all it reaches is seen
+
+    def walk(module: str, path: list[str]) -> list[str] | None:
+        state[module] = "open"
+        for dep in sorted(graph[module]):
+            if state.get(dep) == "open":
+                return [*path[path.index(dep) :], dep]
+            if dep not in state and (cycle := walk(dep, [*path, dep])):
+                return cycle
+        state[module] = "done"
+        return None
+
+    for module in sorted(graph):
+        if module not in state and (cycle := walk(module, [module])):
+            return cycle
+    return None
+
+
+def test_no_import_cycle() -> None:
+    cycle = find_cycle(module_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_a_cycle_is_found() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert find_cycle(graph) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
 def test_the_walk_sees_every_layer() -> None:

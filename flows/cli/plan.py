@@ -18,7 +18,7 @@ from executors.errors import InputError
 
 def plan_source(args: argparse.Namespace) -> Path:
     """The pilot report: --report, or the newest report of --suite in the reports folder."""
-    from flows.inputs.prepare import skillab_home
+    from flows.inputs.files import skillab_home
     from flows.report.store import read_reports
 
     if args.report:

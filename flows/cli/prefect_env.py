@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from executors.errors import InputError
 from flows.cli.prefect_server import copy_database
+from flows.inputs.files import skillab_home
 
 # Quiet, robust defaults for Prefect (measured in ../shared/PREFECT.md); the user's environment wins.
 PREFECT_DEFAULTS = {
@@ -197,12 +198,8 @@ class ServerRecord:
         return f"{self.ui_url}/api"
 
 
-def state_dir() -> Path:
-    return Path(os.environ.get("SKILLAB_HOME") or Path.home() / ".skillab")
-
-
 def record_path() -> Path:
-    return state_dir() / "prefect-server.json"
+    return skillab_home() / "prefect-server.json"
 
 
 def default_address() -> tuple[str, int]:
@@ -274,8 +271,8 @@ def alive(pid: int) -> bool:
 @contextlib.contextmanager
 def server_lock() -> Iterator[None]:
     """One process at a time decides whether to start a server (two runs starting at once share one)."""
-    state_dir().mkdir(parents=True, exist_ok=True)
-    with open(state_dir() / "prefect-server.lock", "w") as handle:
+    skillab_home().mkdir(parents=True, exist_ok=True)
+    with open(skillab_home() / "prefect-server.lock", "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -328,7 +325,7 @@ def start_server(host: str, port: int, announce: bool = True) -> ServerRecord:
     terminal), its pid recorded. A new database starts as a copy of the set-up's template (the
     server's process copies it: this one need not import Prefect)."""
     configure_prefect()
-    log = state_dir() / "prefect-server.log"
+    log = skillab_home() / "prefect-server.log"
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     template = template_path()
     cmd = [sys.executable, "-P", str(SERVER_SCRIPT), "--host", host, "--port", str(port)]

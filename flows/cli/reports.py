@@ -11,7 +11,7 @@ from flows.cli.codes import EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from flows.inputs.prepare import skillab_home
+    from flows.inputs.files import skillab_home
     from flows.report.store import NotFound, ReportStore
 
     reports = Path(args.reports_dir) if args.reports_dir else skillab_home() / "reports"
@@ -57,7 +57,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from flows.inputs.prepare import skillab_home
+    from flows.inputs.files import skillab_home
     from flows.report.regression import history
 
     reports = Path(args.reports_dir) if args.reports_dir else skillab_home() / "reports"

@@ -5,17 +5,17 @@ The report's modules are imported after the run: a command reaches its first mod
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from executors.errors import InputError
-from flows.cli.api_watch import Ending, finish_once, watch_api
 from flows.cli.codes import EXIT_FAIL, EXIT_OK, sigterm_raises
-from flows.cli.prefect_env import launch_server, prepare_prefect
+from flows.cli.prefect_env import launch_server
+from flows.cli.run import FlowCall, run_flow
 from flows.inputs.files import validation_lines
 from flows.inputs.options import BenchOptions
 from flows.inputs.prepare import Prepared, hand_over, prepare
@@ -58,9 +58,9 @@ def execute(args: argparse.Namespace, *, ci: bool) -> int:
         return summary_and_gate(options, report_path(outcome), state, ci=ci)
 
     launch_server()  # a bad setting stops the command before any call; a first run's server starts now
-    with sigterm_raises(), head_start(prepared):
-        state = run_flow(options, cwd, prepared, show_progress=not args.quiet, ending=ending)
-    return finish_once(state, ending)
+    with sigterm_raises(), head_start(prepared) as early:
+        load = sample_flow(options, cwd, prepared, show_progress=not args.quiet, early=early is not None)
+        return run_flow(load, ending, meanwhile=import_flow_modules)
 
 
 def report_path(outcome: Any) -> Path:
@@ -74,29 +74,38 @@ def report_path(outcome: Any) -> Path:
     return Path(outcome["report_path"])
 
 
-def run_flow(
-    options: BenchOptions, cwd: Path, prepared: Prepared, *, show_progress: bool, ending: Ending
-) -> Any:
-    """The flow run's final state, once Prefect is there to run it."""
-    prefect_ready = prepare_prefect()
-    from flows.engine.prefetch import FLOW_ENGINE, import_all
-    from flows.sample_bench import AFTER_CALLS, sample_bench
+def sample_flow(
+    options: BenchOptions, cwd: Path, prepared: Prepared, *, show_progress: bool, early: bool
+) -> Callable[[], FlowCall]:
+    """The sample-bench flow run, for the run protocol. ``early``: a head start's calls are in flight
+    (flows/engine/headstart.py)."""
 
-    # A server still starting (a first run) leaves this core idle: what the flow imports later, now.
-    prefect_ready(meanwhile=lambda: import_all(FLOW_ENGINE + AFTER_CALLS))
-    watch_api(ending)
-    hand_over(options, cwd, prepared)
-    names = ",".join(v.name for v in prepared.variants)
-    flow = sample_bench.with_options(flow_run_name=f"{options.suite or prepared.samples_path.name} · {names}")
-    try:
-        return asyncio.run(flow(options, str(cwd), show_progress, return_state=True))  # type: ignore[arg-type]
-    except RuntimeError as exc:
-        if "Failed to reach API" not in str(exc):
-            raise
-        raise InputError(
-            f"Prefect API: {exc} (configured by PREFECT_API_URL, a Prefect profile or settings file: start "
-            "that server, or remove the setting for skillab's local one)"
-        ) from None
+    def load() -> FlowCall:
+        from flows.engine.prefetch import prefetch
+        from flows.sample_bench import AFTER_CALLS, sample_bench
+
+        names = ",".join(v.name for v in prepared.variants)
+        flow = sample_bench.with_options(
+            flow_run_name=f"{options.suite or prepared.samples_path.name} · {names}"
+        )
+
+        async def call() -> Any:
+            if early:  # the first calls are out: the flow run's start waits on the server, imports fill that
+                prefetch(AFTER_CALLS)
+            hand_over(options, cwd, prepared)
+            return await flow(options, str(cwd), show_progress, return_state=True)
+
+        return call
+
+    return load
+
+
+def import_flow_modules() -> None:
+    """While a first run's server starts, this core is idle: what the flow imports later, now."""
+    from flows.engine.prefetch import FLOW_ENGINE, import_all
+    from flows.sample_bench import AFTER_CALLS
+
+    import_all(FLOW_ENGINE + AFTER_CALLS)
 
 
 def print_ui_link(state: Any) -> None:

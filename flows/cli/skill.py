@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from executors.errors import InputError
-from flows.cli.api_watch import finish_once, watch_api
 from flows.cli.codes import EXIT_FAIL, EXIT_OK
-from flows.cli.prefect_env import prepare_prefect
+from flows.cli.run import FlowCall, run_flow
 
 
 def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -122,12 +121,19 @@ def cmd_skill_run(args: argparse.Namespace) -> int:
     if config.dry_run:
         print_skill_plan(config, skill, tasks)
         return EXIT_OK
-    prefect_ready = prepare_prefect()
-    from flows.skill_bench import InsufficientData, skill_bench
 
-    prefect_ready()
+    def load() -> FlowCall:
+        from flows.skill_bench import skill_bench
+
+        flow = skill_bench.with_options(
+            flow_run_name=f"skill {skill.name} · {config.runner}:{config.runner_model}"
+        )
+        tasks_dir = str(Path(config.tasks).resolve())
+        return lambda: flow(config, skill.name, str(skill.path), tasks_dir, return_state=True)
 
     def ending(outcome: Any, state: Any) -> int:
+        from flows.skill_bench import InsufficientData
+
         if isinstance(outcome, InsufficientData):
             print(f"skillab skill: {outcome}", file=sys.stderr)
             return EXIT_FAIL
@@ -135,20 +141,7 @@ def cmd_skill_run(args: argparse.Namespace) -> int:
             raise outcome
         return summarized(config, outcome)
 
-    watch_api(ending)
-    flow = skill_bench.with_options(
-        flow_run_name=f"skill {skill.name} · {config.runner}:{config.runner_model}"
-    )
-    state: Any = asyncio.run(
-        flow(
-            config,
-            skill.name,
-            str(skill.path),
-            str(Path(config.tasks).resolve()),  # type: ignore[arg-type]
-            return_state=True,
-        )
-    )
-    return finish_once(state, ending)
+    return run_flow(load, ending)
 
 
 def summarized(config: Any, outcome: dict[str, str]) -> int:

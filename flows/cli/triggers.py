@@ -16,9 +16,8 @@ from executors.errors import ExecutorError, InputError
 from executors.pricing import PriceTable
 from executors.registry import agent_cli, usable_executor
 from executors.schema import RunRequest
-from flows.cli.api_watch import finish_once, watch_api
 from flows.cli.codes import EXIT_FAIL, EXIT_OK
-from flows.cli.prefect_env import prepare_prefect
+from flows.cli.run import FlowCall, run_flow
 from flows.engine.task_generation import GenerationError
 from flows.inputs.files import validation_lines
 from flows.inputs.skill_config import find_skill
@@ -85,10 +84,13 @@ def cmd_triggers_run(args: argparse.Namespace) -> int:
     if options.dry_run:
         print_trigger_plan(plan)
         return EXIT_OK
-    prefect_ready = prepare_prefect()
-    from flows.trigger_bench import trigger_bench
 
-    prefect_ready()
+    def load() -> FlowCall:
+        from flows.trigger_bench import trigger_bench
+
+        name = f"triggers {', '.join(plan.candidates)} · {options.runner}:{options.runner_model}"
+        flow = trigger_bench.with_options(flow_run_name=name)
+        return lambda: flow(options, str(cwd), not args.quiet, return_state=True)
 
     def ending(outcome: Any, state: Any) -> int:
         if isinstance(outcome, BaseException):
@@ -101,12 +103,7 @@ def cmd_triggers_run(args: argparse.Namespace) -> int:
             print(f"skillab triggers: FAIL {line}", file=sys.stderr)
         return EXIT_FAIL if failures else EXIT_OK
 
-    watch_api(ending)
-    flow = trigger_bench.with_options(
-        flow_run_name=f"triggers {', '.join(plan.candidates)} · {options.runner}:{options.runner_model}"
-    )
-    state: Any = asyncio.run(flow(options, str(cwd), not args.quiet, return_state=True))  # type: ignore[arg-type]
-    return finish_once(state, ending)
+    return run_flow(load, ending)
 
 
 def print_trigger_summary(report: Any) -> None:

@@ -20,10 +20,16 @@ __all__ = [
     "located",
     "parse_data",
     "read_text",
+    "skillab_home",
     "validation_lines",
     "writable_file",
     "writable_folder",
 ]
+
+
+def skillab_home() -> Path:
+    """skillab's own folder: reports, cache, the Prefect server's record ($SKILLAB_HOME or ~/.skillab)."""
+    return Path(os.environ.get("SKILLAB_HOME") or Path.home() / ".skillab")
 
 
 def dotted(loc: tuple[int | str, ...]) -> str:

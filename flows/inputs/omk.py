@@ -62,12 +62,6 @@ class Project:
         return next(v.name for v in self.variants if v.role == "control")
 
 
-def is_project(data: Any) -> bool:
-    """An oh-my-knowledge eval.yaml (variants are objects with a role), not a skillab.yaml."""
-    variants = data.get("variants") if isinstance(data, dict) else None
-    return isinstance(variants, list) and any(isinstance(v, dict) for v in variants)
-
-
 def _string(data: dict[str, Any], key: str, where: str) -> str:
     value = data.get(key)
     if not isinstance(value, str) or not value.strip():

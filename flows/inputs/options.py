@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP
+from tasks.schema import SAMPLE_SCALE
 
 #: The shard flow and its deployment, as ``run_deployment`` names it: "<flow>/<deployment>".
 SHARD_FLOW = "bench-shard"
@@ -145,3 +146,8 @@ class BenchOptions(BaseModel):
     shard_deployment: str = Field(SHARD_DEPLOYMENT, description="deployment that runs a shard")
     junit: str | None = Field(None, description="write a JUnit XML file")
     github_summary: str | None = Field(None, description="write a GitHub job summary (markdown)")
+
+    @property
+    def practical_margin(self) -> float:
+        """--margin, or the sample scale's own (0.1 on 1-5)."""
+        return SAMPLE_SCALE.margin if self.margin is None else self.margin

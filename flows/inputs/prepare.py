@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +15,7 @@ from executors.registry import EXECUTORS, usable_executor
 from executors.sandbox import checked_isolation
 from flows.inputs import omk
 from flows.inputs.ablation import plan_variants
-from flows.inputs.files import writable_file, writable_folder
+from flows.inputs.files import skillab_home, writable_file, writable_folder
 from flows.inputs.gold import Gold, load_gold
 from flows.inputs.options import BenchOptions
 from flows.inputs.plan import Target, execution_units
@@ -25,10 +24,6 @@ from graders import registry
 from graders.judge import vendor_of
 from graders.schema import Sample
 from tasks.schema import CallPolicy, Unit
-
-
-def skillab_home() -> Path:
-    return Path(os.environ.get("SKILLAB_HOME") or Path.home() / ".skillab")
 
 
 def prepared_cache_dir(options: BenchOptions) -> Path:

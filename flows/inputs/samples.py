@@ -25,14 +25,18 @@ BASELINE = "baseline"
 
 def load_config(path: Path) -> dict[str, Any]:
     """Options from skillab.yaml: the same names as the flags (dashes or underscores); an
-    oh-my-knowledge eval.yaml is read by ``flows.inputs.omk`` (its variants are objects with roles)."""
-    from flows.inputs import omk
-
+    oh-my-knowledge eval.yaml is read by ``flows.inputs.omk``: here it is only named, as the project."""
     data = parse_data(path, read_text(path))
-    if omk.is_project(data):
+    if is_omk_project(data):
         return {"project": str(path)}
     lists = frozenset({"variants", "treatment", "judge_models", "ablate_sections"})
     return options_file(path, BenchOptions, lists, data)
+
+
+def is_omk_project(data: Any) -> bool:
+    """An oh-my-knowledge eval.yaml (variants are objects with a role), not a skillab.yaml."""
+    variants = data.get("variants") if isinstance(data, dict) else None
+    return isinstance(variants, list) and any(isinstance(v, dict) for v in variants)
 
 
 # ---------------------------------------------------------------- samples

@@ -1,0 +1,51 @@
+"""The run protocol: what every command that runs a flow does around it, in one place.
+
+A mode's command checks its inputs (exit 2 before anything runs), then hands this its flow and its
+ending: Prefect's API is made ready (a local server started, or found; its start overlaps the flow's
+imports), the API is watched (a server that goes away mid-run ends the command soon, its work on
+disk), the flow runs, and its outcome reaches the ending once (the summary, then the gate's exit
+code), here or from the watch. SIGTERM before the flow run takes over the signal ends the command as
+Ctrl-C would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from executors.errors import InputError
+from flows.cli.api_watch import Ending, finish_once, watch_api
+from flows.cli.codes import sigterm_raises
+from flows.cli.prefect_env import prepare_prefect
+
+#: Starts the flow run: its awaitable ends with the flow run's final state.
+FlowCall = Callable[[], Awaitable[Any]]
+
+
+def run_flow(
+    load: Callable[[], FlowCall], ending: Ending, meanwhile: Callable[[], object] | None = None
+) -> int:
+    """Run the flow ``load`` returns and end with ``ending``'s exit code.
+
+    ``load`` imports the mode's flow module: it runs after Prefect's settings are in place (Prefect
+    reads them at import). ``meanwhile`` runs while a server this command started comes up."""
+    with sigterm_raises():
+        prefect_ready = prepare_prefect()
+        call = load()
+        prefect_ready(meanwhile=meanwhile)
+        watch_api(ending)
+        try:
+            state = asyncio.run(awaited(call))
+        except RuntimeError as exc:
+            if "Failed to reach API" not in str(exc):
+                raise
+            raise InputError(
+                f"Prefect API: {exc} (configured by PREFECT_API_URL, a Prefect profile or settings file: "
+                "start that server, or remove the setting for skillab's local one)"
+            ) from None
+    return finish_once(state, ending)
+
+
+async def awaited(call: FlowCall) -> Any:
+    return await call()
