@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import itertools
 import json
 from enum import StrEnum
 from pathlib import Path
@@ -1162,7 +1163,7 @@ def field_docstrings() -> dict[str, dict[str, str]]:
         if isinstance(node, ast.ClassDef):
             docs[node.name] = {
                 field.target.id: inspect.cleandoc(text.value.value)
-                for field, text in zip(node.body, node.body[1:])
+                for field, text in itertools.pairwise(node.body)
                 if isinstance(field, ast.AnnAssign)
                 and isinstance(field.target, ast.Name)
                 and isinstance(text, ast.Expr)
