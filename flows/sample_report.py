@@ -121,7 +121,11 @@ def settle_by_sequence(
             continue
         final = "fixed-N paired interval on every case (the cases ran out first)"
         rec = seq_record(
-            cs, opts.practical_margin, wave_size=opts.wave, cases_available=len(prepared.samples), final_look=final
+            cs,
+            opts.practical_margin,
+            wave_size=opts.wave,
+            cases_available=len(prepared.samples),
+            final_look=final,
         )
         comp["sequential"] = rec.as_dict() | {"callsUsed": used, "callsFixedN": planned}
         verdict = comp["verdict"]
