@@ -35,7 +35,15 @@ from executors.sandbox import (
     require,
     wrap,
 )
-from executors.schema import AgentRequest, AgentSession, RunRequest, RunResult, SessionStatus, Usage
+from executors.schema import (
+    AgentEvent,
+    AgentRequest,
+    AgentSession,
+    RunRequest,
+    RunResult,
+    SessionStatus,
+    Usage,
+)
 from executors.versions import version_problem
 from executors.workspace import session_root
 
@@ -96,8 +104,18 @@ class AgentExecutor(Executor):
     features: ClassVar[dict[str, tuple[str, str]]] = {}
     #: Input tokens of one model request of the CLI (its system prompt and tools): --dry-run's estimate.
     request_tokens: ClassVar[int]
+    #: The CLI's own folders in a workspace (settings, installed skills): not the agent's work.
+    workspace_dirs: ClassVar[tuple[str, ...]]
+    #: Skills every session of the CLI lists of its own: never the user's artifact.
+    builtin_skills: ClassVar[frozenset[str]] = frozenset()
     agentic = True
     stream_limit: int = STREAM_LIMIT
+
+    @classmethod
+    def invoked_skills(cls, event: AgentEvent) -> list[str]:
+        """The skills a tool call of this CLI loads, as the model named them (trigger detection: a
+        firing is a tool call, never prose); none for any other event."""
+        return []
 
     @classmethod
     def feature_problem(cls, feature: str, version: str | None) -> str | None:

@@ -18,8 +18,10 @@ from executors.contents import copy_file, copy_tree
 from executors.egress import ANTHROPIC, PLACEHOLDER_KEY
 from executors.plugin import read_plugin
 from executors.schema import AgentEvent, AgentRequest, AgentSession
+from executors.versions import CLAUDE_BUILTIN_SKILLS
 
 TOOLS = "Read,Edit,Bash,Grep,Glob,Write"
+SKILL_KEYS = ("skill", "command", "name")
 FORCE_SKILL = (
     'IMPORTANT: Before starting any work, you MUST first call the Skill tool with skill="{name}" to '
     "load the relevant skill instructions. Follow whatever instructions the skill provides throughout "
@@ -43,6 +45,8 @@ class ClaudeCodeExecutor(AgentExecutor):
     default_model = "sonnet"
     provider = ANTHROPIC
     skills_home = (".claude", "skills")
+    workspace_dirs = (".claude",)
+    builtin_skills = CLAUDE_BUILTIN_SKILLS
     request_tokens = 30_000
     loads_plugins = True
     # plugin-dir: 2.1.197 (the oldest release run here) loads a plugin folder with --plugin-dir and
@@ -55,6 +59,16 @@ class ClaudeCodeExecutor(AgentExecutor):
         "resume-file": ("2.1.269", "resuming a recorded session (a case's context.history_file)"),
     }
     env_prefixes = ("CLAUDE_CODE_", "ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_")
+
+    @classmethod
+    def invoked_skills(cls, event: AgentEvent) -> list[str]:
+        """A ``Skill`` call names the skill in ``skill`` (2.1.x), ``command`` or ``name``; ``plugin:name``
+        and a leading ``/`` are kept, for the trigger grader to match against the listing."""
+        data = event.input or {}
+        if event.tool != "Skill":
+            return []
+        value = next((data[k] for k in SKILL_KEYS if isinstance(data.get(k), str) and data[k].strip()), None)
+        return [value.strip().lstrip("/")] if value else []
 
     def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
         argv = [

@@ -8,6 +8,7 @@ enforced by it, and the timeout bounds the session instead.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,9 @@ stream_max_retries = 0
 """
 
 
+SKILL_FILE = re.compile(r"""(?:^|[\s'"=/])\.(?:agents|codex)/skills/([^/\s'"]+)/SKILL\.md""")
+
+
 class CodexExecutor(AgentExecutor):
     name = "codex"
     vendor = "openai"
@@ -49,8 +53,19 @@ class CodexExecutor(AgentExecutor):
     default_model = "gpt-5.5"
     provider = OPENAI
     skills_home = (".agents", "skills")
+    workspace_dirs = (".agents", ".codex")
     request_tokens = 12_000
     env_prefixes = ("CODEX_",)
+
+    @classmethod
+    def invoked_skills(cls, event: AgentEvent) -> list[str]:
+        """Codex has no Skill tool and no skill event: a shell command that reads a skill's SKILL.md
+        under ``.agents/skills/<name>/`` or ``.codex/skills/<name>/`` loads it. Its ``$name``
+        expansion happens before the request and never shows in the ``exec --json`` stream (and a
+        trigger benchmark must not put ``$name`` in a prompt: that forces the skill)."""
+        if event.tool != "shell":
+            return []
+        return list(dict.fromkeys(SKILL_FILE.findall(str((event.input or {}).get("command") or ""))))
 
     def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
         codex_home = Path(request.home) / ".codex"

@@ -29,8 +29,15 @@ class GeminiCliExecutor(AgentExecutor):
     default_model = "gemini-2.5-pro"
     provider = GEMINI
     skills_home = (".gemini", "skills")
+    workspace_dirs = (".gemini",)
     request_tokens = 10_000
     env_prefixes = ("GEMINI_CLI_",)
+
+    @classmethod
+    def invoked_skills(cls, event: AgentEvent) -> list[str]:
+        """An ``activate_skill`` call names the skill in ``name``."""
+        value = (event.input or {}).get("name") if event.tool == "activate_skill" else None
+        return [value.strip().lstrip("/")] if isinstance(value, str) and value.strip() else []
 
     def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
         settings_dir = Path(request.home) / ".gemini"

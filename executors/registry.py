@@ -30,6 +30,7 @@ EXECUTORS: dict[str, type[Executor]] = {
 
 #: The agent CLIs (``--runner``), in the registry's order.
 AGENT_CLIS = tuple(name for name, cls in EXECUTORS.items() if cls.agentic)
+AGENT_CLI_CLASSES = tuple(cls for cls in EXECUTORS.values() if issubclass(cls, AgentExecutor))
 
 _instances: dict[tuple[str, ExecutorSettings], Executor] = {}
 _lock = threading.Lock()

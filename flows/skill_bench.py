@@ -12,7 +12,6 @@ import asyncio
 import datetime as dt
 import json
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +22,10 @@ from executors.agent import read_events, usage_of
 from executors.base import HttpExecutor
 from executors.contents import archive_tree
 from executors.plugin import Plugin
-from executors.registry import close_all, usable_executor
+from executors.registry import agent_cli, close_all, usable_executor
 from executors.sandbox import Isolation, checked_isolation
 from executors.schema import AgentRequest, AgentSession, RunResult
 from executors.workspace import claim, release, sweep
-from flows.engine.economy import over_budget
 from flows.engine.judging import run_judge_jobs
 from flows.engine.outcomes import kept
 from flows.engine.plugin_eval import (
@@ -40,6 +38,7 @@ from flows.engine.plugin_eval import (
 from flows.engine.progress import LogTarget, Progress
 from flows.engine.runlog import run_logger, tag_flow_run
 from flows.engine.runner import RunnerConfig, UnitRunner
+from flows.engine.session_runner import NotRun, SessionRunner, session_cost
 from flows.engine.sessions import contamination, init_event, write_outputs
 from flows.explain import diagnose_skill_run
 from flows.inputs.ablation import SkillAblation, plan_skill_ablations, write_ablated_skills
@@ -79,31 +78,13 @@ from graders.expectations import (
 from graders.expectations import max_tokens as expectation_tokens
 from graders.plugin_eval import PluginCase, RunEvidence
 from graders.schema import Grade
-from tasks.agent import check_sandbox, run_agent_session
+from tasks.agent import check_sandbox
 from tasks.files import atomic_write_json, atomic_write_text
 from tasks.schema import Arm, CallPolicy, Record
 
 
 class InsufficientData(Exception):
     """Fewer than 2 tasks completed in both arms: no comparison is possible."""
-
-
-@dataclass
-class Spend:
-    """Sessions started and their cost so far, against --max-calls and --budget-usd."""
-
-    max_calls: int | None
-    budget_usd: float | None
-    sessions: int = 0
-    usd: float = 0.0
-
-    def refusal(self) -> str | None:
-        """Why no further session may start (None: it may, and it is counted)."""
-        if not over_budget(self.sessions, self.usd, self.max_calls, self.budget_usd):
-            self.sessions += 1
-            return None
-        cap = f"--max-calls {self.max_calls}" if self.max_calls and self.sessions >= self.max_calls else ""
-        return f"not run: {cap or f'--budget-usd {self.budget_usd:g}'} reached"
 
 
 def session_request(
@@ -143,33 +124,27 @@ async def run_sessions(
     """Every session (every arm, every run) under the concurrency cap, with its contamination.
     ``skill_dirs``: an ablated arm -> its copy of the skill (the with-skill arm has the skill's own)."""
     dirs = {str(Arm.WITH_SKILL): skill.path, **(skill_dirs or {})}
-    semaphore = asyncio.Semaphore(config.concurrency)
     progress = Progress(len(plans), "sessions", log=log)
-    spend = Spend(config.max_calls, config.budget_usd)
+    runner = SessionRunner(config.concurrency, config.max_calls, config.budget_usd, config.base_url)
     plugin = skill.plugin  # a whole plugin: loaded by the CLI's own mechanism, in the with-arm only
+    cli = agent_cli(config.runner)
     if plugin is not None and log is not None:
         log.info(plugin.summary(config.plugin_mcp) + "; loaded in the with-skill arm only, nothing forced")
 
     async def one(s: Session) -> tuple[AgentSession, str | None]:
         request = session_request(config, skill, s, dirs, isolation)
         stage_inputs(s.task, s.sandbox)  # a skill-creator eval's input files, before the agent starts
-        async with semaphore:
-            request, setup_error = await plugin_setup(s, request, isolation, skill.name)
-            setup_error = setup_error or spend.refusal()
-            session = (
-                AgentSession(ok=False, status="error", error=setup_error)
-                if setup_error
-                else await run_agent_session(request, config.base_url, s.label)
-            )
-            spend.usd += float(session.meta.get("total_cost_usd") or 0)
+        ran = await runner.session(s.label, request, lambda r: plugin_setup(s, r, isolation, skill.name))
+        session = AgentSession(ok=False, status="error", error=ran.reason) if isinstance(ran, NotRun) else ran
         raw = read_events(s.outputs / "raw_stream.jsonl")
-        contaminated = contamination(session, s.kind, skill.name, init_event(raw), skill.description, plugin)
+        init = init_event(raw)
+        contaminated = contamination(session, s.kind, skill.name, init, skill.description, plugin, cli=cli)
         write_outputs(s, session, skill.name, contaminated, raw)
         bad = None if contaminated is None else ("contaminated", contaminated)
         bad = bad or (None if session.ok else (session.status, session.error or session.status))
         progress.advance(
             ok=bad is None,
-            cost=float(session.meta.get("total_cost_usd") or 0),
+            cost=session_cost(session),
             failure=None if bad is None else (s.label, str(bad[0]), str(bad[1])),
         )
         return session, contaminated

@@ -38,7 +38,7 @@ async def trigger_bench(
         {"sample_id": s.query.id, "variant": s.variant.label, "run": s.run, "kind": "session"}
         for s in runner.not_run
     ]
-    stats = {"calls": runner.sessions_started, "cacheHits": runner.cache_hits, "notRun": not_run}
+    stats = {"calls": runner.sessions.started, "cacheHits": runner.cache_hits, "notRun": not_run}
     report_id = new_report_id(started, ["triggers", *(v.label for v in plan.variants)])
     report = build_trigger_report(plan, report_id, outcomes, started, stats)
     path = publish(report, Path(cwd) / options.results_dir)

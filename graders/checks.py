@@ -23,6 +23,7 @@ import yaml
 
 from executors.agent import find_binary
 from executors.parsing import load_json, load_yaml
+from executors.registry import AGENT_CLI_CLASSES
 from executors.sandbox import Isolation, executable_paths, host_env, require, run_sandboxed
 from executors.workspace import session_root
 from graders.agent_task import AgentTask, Check
@@ -46,7 +47,12 @@ ALIASES = {
     "bash": "shell",
     "sh": "shell",
 }
-SKIP_DIRS = {".claude", ".agents", ".codex", ".gemini", "node_modules", "__pycache__", ".git"}
+SKIP_DIRS = {
+    "node_modules",
+    "__pycache__",
+    ".git",
+    *(d for cli in AGENT_CLI_CLASSES for d in cli.workspace_dirs),
+}
 
 
 def sandbox_files(sandbox: Path) -> list[Path]:

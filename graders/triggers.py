@@ -1,14 +1,10 @@
-"""Did a skill fire? Detection over a whole agent session, every turn, for the three CLIs.
+"""Did a skill fire? Detection over a whole agent session, every turn, for every agent CLI.
 
-A firing is a tool call, never prose: a final answer that names the skill is not one.
-
-- Claude Code: a ``Skill`` tool call whose input ``skill`` (or ``command`` / ``name``) is the skill's
-  listed name; ``plugin:name`` and a leading ``/`` are accepted.
-- Gemini CLI: an ``activate_skill`` tool call with ``parameters.name``.
-- Codex CLI (no Skill tool, no skill event): a shell command that reads the skill's SKILL.md under
-  ``.agents/skills/<name>/`` or ``.codex/skills/<name>/``. The ``$name`` expansion happens in the
-  CLI before the request and does not show in the ``exec --json`` stream, so it cannot be seen here
-  (and a trigger benchmark must not put ``$name`` in a prompt: that forces the skill).
+A firing is a tool call, never prose: a final answer that names the skill is not one. Which tool
+calls load a skill is each CLI's own knowledge (``invoked_skills`` on its executor class: Claude
+Code's ``Skill`` tool, Gemini CLI's ``activate_skill``, a Codex shell command reading a SKILL.md);
+the names it gives are matched here against the skills under test, ``plugin:name`` and ``name``
+being the same skill.
 
 A session counts only when it ended normally (status ``success``). One that failed (API error,
 timeout, crash, turn limit, flood) is an ``error``: counted and shown, excluded from every rate,
@@ -20,7 +16,6 @@ exactly its name is ``not_listed``: a setup failure, not a no-fire.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from pathlib import Path
@@ -28,13 +23,9 @@ from pathlib import Path
 import yaml
 
 from executors.parsing import load_yaml
+from executors.registry import AGENT_CLI_CLASSES
 from executors.schema import AgentEvent, AgentSession, Frozen
 
-CLAUDE_TOOL = "Skill"
-GEMINI_TOOL = "activate_skill"
-CODEX_TOOL = "shell"
-SKILL_KEYS = ("skill", "command", "name")  # where a Skill call names its skill (2.1.x: ``skill``)
-SKILL_FILE = re.compile(r"""(?:^|[\s'"=/])\.(?:agents|codex)/skills/([^/\s'"]+)/SKILL\.md""")
 MODEL_OUTPUT = ("text", "tool_use")
 
 
@@ -119,16 +110,8 @@ def turns(events: Sequence[AgentEvent]) -> list[int]:
 
 
 def _invoked(event: AgentEvent) -> list[str]:
-    data = event.input or {}
-    if event.tool == CLAUDE_TOOL:
-        value = next((data[k] for k in SKILL_KEYS if isinstance(data.get(k), str) and data[k].strip()), None)
-        return [bare(value)] if value else []
-    if event.tool == GEMINI_TOOL:
-        value = data.get("name")
-        return [bare(value)] if isinstance(value, str) and value.strip() else []
-    if event.tool == CODEX_TOOL:
-        return list(dict.fromkeys(SKILL_FILE.findall(str(data.get("command") or ""))))
-    return []
+    """What a skill-loading tool call names, whichever CLI's tool it is."""
+    return next((names for cli in AGENT_CLI_CLASSES if (names := cli.invoked_skills(event))), [])
 
 
 def firings(events: Sequence[AgentEvent], candidates: Iterable[str] = ()) -> list[Firing]:

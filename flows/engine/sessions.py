@@ -7,23 +7,23 @@ import json
 import re
 from typing import Any
 
+from executors.agent import AgentExecutor
 from executors.plugin import Plugin
 from executors.schema import AgentSession
-from executors.versions import CLAUDE_BUILTIN_SKILLS
 from flows.inputs.sessions import Session
 from tasks.files import atomic_write_json
 from tasks.schema import Arm
 
 
-def baseline_leak(init: dict[str, Any], skill: str, description: str) -> str | None:
+def baseline_leak(init: dict[str, Any], skill: str, description: str, builtins: frozenset[str]) -> str | None:
     """What of the skill the baseline's init event shows: its name among the listed skills, slash
     commands or agents, or its name or description anywhere else in the event (the working
     directory is part of the model's system prompt)."""
-    # A skill named like one of Claude Code's own is listed in every baseline under that name (the
-    # user's project skill replaces the built-in one in the with-arm): the name tells nothing there.
+    # A skill named like one of the CLI's own is listed in every baseline under that name (the user's
+    # project skill replaces the built-in one in the with-arm): the name tells nothing there.
     for key in ("skills", "slash_commands", "agents"):
         names = init.get(key) or []
-        if skill in CLAUDE_BUILTIN_SKILLS:
+        if skill in builtins:
             break
         if isinstance(names, list) and any(str(n).split(":")[-1] == skill for n in names):
             return f"the baseline session's init event lists {skill!r} in {key}"
@@ -62,15 +62,15 @@ def plugin_leak(init: dict[str, Any], plugin: Plugin) -> str | None:
 
 
 def plugin_contamination(
-    session: AgentSession, mode: Arm, plugin: Plugin, init: dict[str, Any] | None
+    session: AgentSession, mode: Arm, plugin: Plugin, init: dict[str, Any] | None, cli: type[AgentExecutor]
 ) -> str | None:
     """A whole plugin: the with-arm's init event must list it; the baseline must list nothing of it."""
     if mode == Arm.BASELINE:
         leak = plugin_leak(init, plugin) if init else None
         if leak:
             return leak
-        invoked = [e.input or {} for e in session.events if e.kind == "tool_use" and e.tool == "Skill"]
-        hit = next((str(i.get("skill")) for i in invoked if str(i.get("skill")) in set(plugin.parts)), None)
+        invoked = [name for e in session.events if e.kind == "tool_use" for name in cli.invoked_skills(e)]
+        hit = next((name for name in invoked if name in set(plugin.parts)), None)
         return f"the baseline session invoked {hit!r} of plugin {plugin.name!r}" if hit else None
     loaded = session.meta.get("plugins")
     if init is not None and isinstance(loaded, list) and plugin.name not in loaded:
@@ -85,18 +85,21 @@ def contamination(
     init: dict[str, Any] | None = None,
     description: str = "",
     plugin: Plugin | None = None,
+    *,
+    cli: type[AgentExecutor],
 ) -> str | None:
-    """The init event must list the skill in the with-skill arm; the baseline must see nothing of it."""
+    """The init event must list the skill in the with-skill arm; the baseline must see nothing of it.
+    ``cli``: the agent CLI's executor class (its skill-loading calls, its built-in skills)."""
     if plugin is not None:
-        return plugin_contamination(session, mode, plugin, init)
+        return plugin_contamination(session, mode, plugin, init, cli)
     if mode == Arm.BASELINE and init:
-        leak = baseline_leak(init, skill, description)
+        leak = baseline_leak(init, skill, description, cli.builtin_skills)
         if leak:
             return leak
     listed = session.skills_listed
     if mode == Arm.WITH_SKILL and listed is not None and skill not in listed:
         return f"the with-skill session's init event does not list {skill!r}"
-    if mode == Arm.BASELINE and listed is not None and skill in listed and skill not in CLAUDE_BUILTIN_SKILLS:
+    if mode == Arm.BASELINE and listed is not None and skill in listed and skill not in cli.builtin_skills:
         return f"the baseline session's init event lists {skill!r}"
     if mode == Arm.BASELINE and session.skill_invoked:
         return f"the baseline session invoked {skill!r}"

@@ -12,9 +12,9 @@ from typing import Any
 from executors.schema import AgentRequest, AgentSession, InstalledSkill
 from executors.workspace import session_root, sweep
 from flows.engine.progress import Progress
+from flows.engine.session_runner import NotRun, SessionRunner
 from flows.inputs.triggers import TriggerPlan, TriggerSession
 from graders.triggers import SessionTriggers, TriggerStatus, detect
-from tasks.agent import run_agent_session
 from tasks.cache import ResultCache
 
 TRANSCRIPT_CHARS = 400
@@ -52,16 +52,13 @@ class TriggerRunner:
     plan: TriggerPlan
     cache: ResultCache | None
     progress: Progress
-    sessions_started: int = 0
     cache_hits: int = 0
-    spent: float = 0.0
     not_run: list[TriggerSession] = field(default_factory=list)
+    sessions: SessionRunner = field(init=False)
 
-    def over_budget(self) -> bool:
+    def __post_init__(self) -> None:
         o = self.plan.options
-        return (o.max_calls is not None and self.sessions_started >= o.max_calls) or (
-            o.budget_usd is not None and self.spent >= o.budget_usd
-        )
+        self.sessions = SessionRunner(o.concurrency, o.max_calls, o.budget_usd, o.base_url)
 
     def request(self, s: TriggerSession, root: Path) -> AgentRequest:
         o = self.plan.options
@@ -85,20 +82,17 @@ class TriggerRunner:
             allow_network=self.plan.options.allow_network,
         )
 
-    async def one(self, s: TriggerSession, semaphore: asyncio.Semaphore, root: Path) -> dict[str, Any] | None:
+    async def one(self, s: TriggerSession, root: Path) -> dict[str, Any] | None:
         hit = self.cache.get(s.key) if self.cache else None
         if hit is not None:
             self.cache_hits += 1
             self.progress.advance(ok=hit.get("status") == TriggerStatus.OK, cached=True)
             return {**hit, "cached": True}
-        async with semaphore:
-            if self.over_budget():
-                self.not_run.append(s)
-                return None
-            self.sessions_started += 1
-            session = await run_agent_session(self.request(s, root), self.plan.options.base_url, s.label)
+        session = await self.sessions.session(s.label, self.request(s, root))
+        if isinstance(session, NotRun):
+            self.not_run.append(s)
+            return None
         out = outcome_of(session, detect(session, self.plan.candidates))
-        self.spent += out["costUSD"]
         if self.cache is not None and out["status"] != TriggerStatus.ERROR:
             try:
                 self.cache.put(s.key, out)
@@ -110,7 +104,6 @@ class TriggerRunner:
     async def run(self) -> dict[str, dict[str, Any]]:
         """key -> outcome of every session that ran or was cached."""
         sweep()  # what a run killed with -9 left behind
-        semaphore = asyncio.Semaphore(self.plan.options.concurrency)
         with session_root() as root:
-            outcomes = await asyncio.gather(*(self.one(s, semaphore, root) for s in self.plan.sessions))
+            outcomes = await asyncio.gather(*(self.one(s, root) for s in self.plan.sessions))
         return {s.key: o for s, o in zip(self.plan.sessions, outcomes, strict=True) if o is not None}

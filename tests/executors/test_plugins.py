@@ -187,12 +187,27 @@ def test_builtin_skills_are_neither_the_skill_nor_contamination(version: str) ->
     builtins = set(session.skills_listed or ()) & CLAUDE_BUILTIN_SKILLS
     assert len(builtins) >= 12  # 2.1.197 lists 12 of its own, 2.1.330 16
     assert (
-        contamination(session, Arm.BASELINE, "calc-skill", init_event(raw), "Writes exact modules.") is None
+        contamination(
+            session,
+            Arm.BASELINE,
+            "calc-skill",
+            init_event(raw),
+            "Writes exact modules.",
+            cli=ClaudeCodeExecutor,
+        )
+        is None
     )
     # a user's skill named like a built-in one replaces it in the with-arm; the baseline's is the CLI's
-    assert contamination(session, Arm.BASELINE, "code-review", init_event(raw), "Reviews diffs.") is None
+    assert (
+        contamination(
+            session, Arm.BASELINE, "code-review", init_event(raw), "Reviews diffs.", cli=ClaudeCodeExecutor
+        )
+        is None
+    )
     leaked = dict(init_event(raw) or {}, skills=["calc-skill"])
-    assert "lists 'calc-skill'" in (contamination(session, Arm.BASELINE, "calc-skill", leaked) or "")
+    assert "lists 'calc-skill'" in (
+        contamination(session, Arm.BASELINE, "calc-skill", leaked, cli=ClaudeCodeExecutor) or ""
+    )
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -202,14 +217,36 @@ def test_plugin_contamination_on_captured_streams(version: str, tmp_path: Path) 
     with_arm, baseline = parse_claude(loaded, plugin="demo-plugin"), parse_claude(bare)
     assert with_arm.skill_invoked and not parse_claude(loaded, plugin="other").skill_invoked
     assert with_arm.meta["plugins"][0] == "demo-plugin" and with_arm.meta["mcp_servers"] == []
-    assert contamination(with_arm, Arm.WITH_SKILL, plugin.name, init_event(loaded), plugin=plugin) is None
-    assert contamination(baseline, Arm.BASELINE, plugin.name, init_event(bare), plugin=plugin) is None
-    leak = contamination(with_arm, Arm.BASELINE, plugin.name, init_event(loaded), plugin=plugin) or ""
+    assert (
+        contamination(
+            with_arm, Arm.WITH_SKILL, plugin.name, init_event(loaded), plugin=plugin, cli=ClaudeCodeExecutor
+        )
+        is None
+    )
+    assert (
+        contamination(
+            baseline, Arm.BASELINE, plugin.name, init_event(bare), plugin=plugin, cli=ClaudeCodeExecutor
+        )
+        is None
+    )
+    leak = (
+        contamination(
+            with_arm, Arm.BASELINE, plugin.name, init_event(loaded), plugin=plugin, cli=ClaudeCodeExecutor
+        )
+        or ""
+    )
     assert "plugin 'demo-plugin'" in leak
     init = dict(init_event(loaded) or {}, plugins=[])
-    leak = contamination(baseline, Arm.BASELINE, plugin.name, init, plugin=plugin) or ""
+    leak = (
+        contamination(baseline, Arm.BASELINE, plugin.name, init, plugin=plugin, cli=ClaudeCodeExecutor) or ""
+    )
     assert "'demo-plugin:calc-rules' of plugin 'demo-plugin' in skills" in leak
-    missing = contamination(baseline, Arm.WITH_SKILL, plugin.name, init_event(bare), plugin=plugin) or ""
+    missing = (
+        contamination(
+            baseline, Arm.WITH_SKILL, plugin.name, init_event(bare), plugin=plugin, cli=ClaudeCodeExecutor
+        )
+        or ""
+    )
     assert "does not list plugin 'demo-plugin'" in missing
     servers = parse_claude(stream(version, "plugin-mcp")).meta["mcp_servers"]
     assert servers == ["plugin:demo-plugin:notes"]  # what stripping prevents

@@ -12,7 +12,16 @@ from executors.errors import InputError
 from executors.registry import AGENT_CLIS, EXECUTORS, agent_cli
 
 #: What every agent CLI must declare (no default on AgentExecutor).
-AGENT_FIELDS = ("name", "binary", "provider", "skills_home", "request_tokens", "default_model", "vendor")
+AGENT_FIELDS = (
+    "name",
+    "binary",
+    "provider",
+    "skills_home",
+    "workspace_dirs",
+    "request_tokens",
+    "default_model",
+    "vendor",
+)
 HTTP_FIELDS = ("name", "env_base_url", "default_base_url", "env_keys", "default_model", "vendor")
 
 
@@ -25,6 +34,9 @@ def test_every_executor_declares_what_the_code_asks(name: str) -> None:
         assert not missing, f"{name} lacks {missing}"
         assert isinstance(cls.provider, Provider) and cls.provider.credentials
         assert len(cls.skills_home) == 2 and all(cls.skills_home)
+        assert cls.skills_home[0] in cls.workspace_dirs  # checks never grade the installed skill as work
+        # trigger detection asks each CLI which of its tool calls load a skill
+        assert "invoked_skills" in vars(cls), f"{name}: invoked_skills"
         assert all(isinstance(v, tuple) and len(v) == 2 for v in cls.features.values())
     elif issubclass(cls, HttpExecutor):
         missing = [f for f in HTTP_FIELDS if getattr(cls, f, None) is None]

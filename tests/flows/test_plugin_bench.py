@@ -86,9 +86,15 @@ def test_plugin_in_the_with_arm_only_and_mcp_stripped(plugin: Path, tmp_path: Pa
         assert name in init[key], key
         assert not any(str(n).startswith("demo-plugin:") for n in (init_event(base_raw) or {})[key]), key
     assert loaded.meta["mcp_servers"] == [] and "demo-plugin" in loaded.meta["plugins"]
-    assert contamination(loaded, Arm.WITH_SKILL, parts.name, init, plugin=parts) is None
     assert (
-        base.ok and contamination(base, Arm.BASELINE, parts.name, init_event(base_raw), plugin=parts) is None
+        contamination(loaded, Arm.WITH_SKILL, parts.name, init, plugin=parts, cli=ClaudeCodeExecutor) is None
+    )
+    assert (
+        base.ok
+        and contamination(
+            base, Arm.BASELINE, parts.name, init_event(base_raw), plugin=parts, cli=ClaudeCodeExecutor
+        )
+        is None
     )
     assert (tmp_path / "with" / "sb" / "calc.py").read_text().endswith("a + b\n")
     assert (tmp_path / "base" / "sb" / "calc.py").read_text().endswith("a - b\n")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from executors.agent import find_binary, read_events
-from executors.claude_code import parse_claude
+from executors.claude_code import ClaudeCodeExecutor, parse_claude
 from flows.cli.main import main
 from flows.engine.sessions import contamination
 from tasks.schema import Arm
@@ -231,10 +231,14 @@ def test_skill_run_end_to_end(
 def test_contamination_rules_on_captured_streams() -> None:
     listed = parse_claude(read_events(FIXTURES / "claude-skill.jsonl"), "demo-skill")
     unlisted = parse_claude(read_events(FIXTURES / "claude-stream.jsonl"), "demo-skill")
-    assert contamination(listed, Arm.WITH_SKILL, "demo-skill") is None
-    assert "does not list" in (contamination(unlisted, Arm.WITH_SKILL, "demo-skill") or "")
-    assert "lists 'demo-skill'" in (contamination(listed, Arm.BASELINE, "demo-skill") or "")
-    assert contamination(unlisted, Arm.BASELINE, "demo-skill") is None
+    assert contamination(listed, Arm.WITH_SKILL, "demo-skill", cli=ClaudeCodeExecutor) is None
+    assert "does not list" in (
+        contamination(unlisted, Arm.WITH_SKILL, "demo-skill", cli=ClaudeCodeExecutor) or ""
+    )
+    assert "lists 'demo-skill'" in (
+        contamination(listed, Arm.BASELINE, "demo-skill", cli=ClaudeCodeExecutor) or ""
+    )
+    assert contamination(unlisted, Arm.BASELINE, "demo-skill", cli=ClaudeCodeExecutor) is None
 
 
 def test_bad_task_file_is_one_line_and_exit_2(
