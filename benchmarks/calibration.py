@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.cost_to_verdict import WORDS, word_project
-from tasks.trigger_stats import wilson
+from tasks.stats.trigger_stats import wilson
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 MARKER = "<!-- calibration -->"

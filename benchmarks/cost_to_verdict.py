@@ -12,10 +12,10 @@ exactly the planted effect (rounding and clipping shrink a latent shift). A/A ru
 treatment at all: both variants draw from the same distribution.
 
 Procedures compared (margin 0.1, min effect 0.3 unless told otherwise; 200 cases, waves of 20):
-* fixed N: ``tasks.statistics.verdict`` on all 200 cases (vectorised here; checked equal to
+* fixed N: ``tasks.stats.statistics.verdict`` on all 200 cases (vectorised here; checked equal to
   ``paired`` + ``verdict`` on the first runs of every scenario).
 * naive: the 95% t-interval after every wave, stop as soon as it lies beyond the margin.
-* sequential: the betting confidence sequence of ``tasks.sequential`` after every wave, stop on
+* sequential: the betting confidence sequence of ``tasks.stats.sequential`` after every wave, stop on
   BETTER / WORSE / EQUIVALENT; when the cases run out, "CS only" reports no decision, and
   "CS + final look" takes the fixed-N verdict on all cases (a Haybittle-Peto-style design: the
   interim looks are anytime-valid, the last one is the ordinary test).
@@ -37,10 +37,10 @@ from pathlib import Path
 import numpy as np
 from scipy import optimize, stats
 
-from tasks import statistics as st
-from tasks.planning import CallShape, Cost, Prices, caching_break_even_output, cost
 from tasks.schema import SAMPLE_SCALE
-from tasks.sequential import confidence_paths, decide_paths
+from tasks.stats import statistics as st
+from tasks.stats.planning import CallShape, Cost, Prices, caching_break_even_output, cost
+from tasks.stats.sequential import confidence_paths, decide_paths
 
 NONE = ""  # no decision: INCONCLUSIVE / UNDERPOWERED
 
@@ -98,7 +98,7 @@ def t_bounds(d: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
 
 
 def fixed_labels(d: np.ndarray, margin: float) -> np.ndarray:
-    """The class of ``tasks.statistics.verdict`` on all cases (no errors, n >= 6), per run."""
+    """The class of ``tasks.stats.statistics.verdict`` on all cases (no errors, n >= 6), per run."""
     n = np.array([d.shape[1]])
     _, low, high, p = (a[:, 0] for a in t_bounds(d, n))
     out = np.full(d.shape[0], NONE, dtype=object)
@@ -181,7 +181,7 @@ def check_fixed(d: np.ndarray, margin: float, min_effect: float, fixed: np.ndarr
     for i in range(min(k, d.shape[0])):
         real = verdict_class(d[i], margin, min_effect, seed=i)
         if real != fixed[i]:
-            raise SystemExit(f"vectorised fixed-N verdict differs from tasks.statistics on run {i}")
+            raise SystemExit(f"vectorised fixed-N verdict differs from tasks.stats.statistics on run {i}")
     return min(k, d.shape[0])
 
 
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
                 + ", ".join(f"{k} {v:.1%}" for k, v in equivalent.items())
                 + ")"
             )
-    print(f"  (fixed-N labels checked equal to tasks.statistics.verdict on {checked} runs per margin)")
+    print(f"  (fixed-N labels checked equal to tasks.stats.statistics.verdict on {checked} runs per margin)")
     by_margin = dict(aa_rows)
     at_margin, at_zero = by_margin[args.margin], by_margin[0.0]
     worst_seq = max(at_margin["sequential, CS only"], at_margin["sequential, CS + final look"])

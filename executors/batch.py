@@ -18,7 +18,7 @@ A failed item is data, as for a direct call: ``ok`` False with its reason. ``err
 "permanent" for a request the provider rejected, "timeout" for an item the batch expired before
 processing, "transient" for one canceled or failed on the provider's side (worth submitting again).
 
-Resume (how a flow must use this, see ``tasks.batches.run_batches``): the batch id is persisted in
+Resume (how a flow must use this, see ``tasks.store.batches.run_batches``): the batch id is persisted in
 a ``BatchManifest`` (batch id, provider, endpoint, custom id -> unit cache key, created_at, status)
 right after ``submit`` returns and before the first poll. A run that was killed loads the open
 manifests, polls those batches again instead of resubmitting, and submits only the units no open

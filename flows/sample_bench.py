@@ -100,7 +100,7 @@ async def run_in_waves(
     """--sequential: cases in waves (a seeded order drawn before the first), each wave executed and
     graded, its paired differences fed to one confidence sequence per treatment; stop as soon as
     every sequence settles against the margin, a budget ends, or the cases run out."""
-    from tasks.sequential import ConfidenceSequence, decide
+    from tasks.stats.sequential import ConfidenceSequence, decide
 
     opts, control = prepared.options, prepared.control
     order = [s.sample_id for s in prepared.samples]

@@ -36,10 +36,10 @@ from flows.report.regression import regression_against_previous
 from flows.report.schema import Report
 from flows.report.server import export_html
 from tasks.aggregate import aggregate_results
-from tasks.files import atomic_write_text
 from tasks.schema import SAMPLE_SCALE
-from tasks.sequential import ConfidenceSequence
-from tasks.sequential import record as seq_record
+from tasks.stats.sequential import ConfidenceSequence
+from tasks.stats.sequential import record as seq_record
+from tasks.store.files import atomic_write_text
 
 
 @dataclass
@@ -125,9 +125,10 @@ def settle_by_sequence(
             opts.practical_margin,
             wave_size=opts.wave,
             cases_available=len(prepared.samples),
+            calls=(used, planned),
             final_look=final,
         )
-        comp["sequential"] = rec.as_dict() | {"callsUsed": used, "callsFixedN": planned}
+        comp["sequential"] = rec
         verdict = comp["verdict"]
         if rec.decision is None:
             verdict["procedure"] = final

@@ -79,8 +79,8 @@ from graders.expectations import max_tokens as expectation_tokens
 from graders.plugin_eval import PluginCase, RunEvidence
 from graders.schema import Grade
 from tasks.agent import check_sandbox
-from tasks.files import atomic_write_json, atomic_write_text
 from tasks.schema import Arm, CallPolicy, Record
+from tasks.store.files import atomic_write_json, atomic_write_text
 
 
 class InsufficientData(Exception):

@@ -17,7 +17,7 @@ from flows.inputs.files import skillab_home
 from flows.inputs.triggers import TriggerOptions, prepare_triggers
 from flows.report.build import new_report_id, publish
 from flows.report.triggers import build_trigger_report, write_trigger_junit
-from tasks.cache import ResultCache
+from tasks.store.cache import ResultCache
 
 
 @flow(name="skill-triggers", log_prints=False)

@@ -14,8 +14,8 @@ from concurrent.futures import Future
 from executors.errors import TransientError
 from executors.registry import get_executor
 from executors.schema import RunResult
-from tasks.cache import ResultCache
 from tasks.schema import CallPolicy, Unit
+from tasks.store.cache import ResultCache
 
 
 async def attempt(unit: Unit, policy: CallPolicy, number: int) -> RunResult:

@@ -76,7 +76,7 @@ async def answer(unit: Unit, policy: CallPolicy) -> RunResult:
 
 
 RETRIED: dict[str, Any] = {
-    "cache_policy": NO_CACHE,  # resume is handled by tasks.cache, consulted before fan-out
+    "cache_policy": NO_CACHE,  # resume is handled by tasks.store.cache, consulted before fan-out
     "persist_result": False,
     "retries": 3,
     "retry_delay_seconds": 1.0,

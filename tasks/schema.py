@@ -24,7 +24,7 @@ class Arm(StrEnum):
 
 
 class VerdictLabel(StrEnum):
-    """The answer to "is B better than A, and how sure are we?" (see tasks.statistics.verdict)."""
+    """The answer to "is B better than A, and how sure are we?" (see tasks.stats.statistics.verdict)."""
 
     BETTER = "BETTER"
     WORSE = "WORSE"
@@ -102,7 +102,7 @@ SAMPLE_SCALE = Scale(
     name="composite 1-5", minimum=1.0, maximum=5.0, pass_threshold=3.5, margin=0.1, min_effect=0.3
 )
 #: Trigger mode: rates from 0 to 1. A query "passes" when its rate meets the target (recall 1, or no
-#: false fire); margin and effect are the A/B comparison's defaults (tasks.trigger_stats).
+#: false fire); margin and effect are the A/B comparison's defaults (tasks.stats.trigger_stats).
 TRIGGER_SCALE = Scale(
     name="trigger rates 0-1",
     minimum=0.0,

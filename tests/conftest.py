@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from collections.abc import Iterator
@@ -18,6 +19,36 @@ from tests.fakes.provider import FakeProvider  # noqa: E402
 # Hermetic: no test leaves a Prefect server running. Runs use the test harness's server (or Prefect's
 # temporary one in a child process), never the persistent local server a user's runs share.
 os.environ["SKILLAB_PREFECT_SERVER"] = "ephemeral"
+
+
+class CurrentStderr(io.TextIOBase):
+    """Whatever ``sys.stderr`` is at the time of writing (pytest swaps it for each test)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+@pytest.fixture(autouse=True)
+def prefect_console_follows_the_capture() -> None:
+    """Prefect's console log handler keeps the stream it was made with: made under one test's
+    capture, it would write a later test's lines into that closed stream (a logging error with a
+    traceback in the later test's stderr, where tests look for tracebacks)."""
+    handlers = sys.modules.get("prefect.logging.handlers")
+    if handlers is None:
+        return
+    import logging
+
+    for logger in [logging.getLogger(), *map(logging.getLogger, list(logging.root.manager.loggerDict))]:
+        for handler in logger.handlers:
+            if isinstance(handler, handlers.PrefectConsoleHandler) and not isinstance(
+                handler.stream, CurrentStderr
+            ):
+                handler.stream = handler.console.file = (
+                    CurrentStderr()
+                )  # not setStream: it flushes the old one
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
 """Dependencies point one way: deployments -> flows -> tasks -> graders -> executors, and inside
 flows/: cli -> the flow bodies (flows/*.py) -> report, engine -> inputs.
 
-A package imports only packages to its right, nothing below tasks imports Prefect, report and
-engine do not import each other, and no two modules import each other, directly or around a loop
+A package imports only packages to its right, nothing below tasks imports Prefect (nor does
+tasks/stats or tasks/store), report and engine do not import each other, and no two modules import each other, directly or around a loop
 (any import is checked, wherever it stands in a module: an import inside a function is a dependency
 too, and a cycle through one only waits for the call that runs it)."""
 
@@ -81,6 +81,26 @@ def test_no_cycle_workarounds() -> None:
         if "TYPE_CHECKING" in p.read_text(encoding="utf-8")
     ]
     assert not offenders, offenders
+
+
+#: tasks/ holds the Prefect tasks; beside them, what needs no Prefect and no task: the figures
+#: (tasks/stats) and what runs keep on disk (tasks/store). Each may import these modules of tasks/.
+PURE_TASKS = {
+    "stats": ("tasks.stats", "tasks.store", "tasks.schema"),
+    "store": ("tasks.store", "tasks.schema"),
+}
+
+
+def test_stats_and_store_need_no_prefect_and_no_task() -> None:
+    bad = []
+    for part, allowed in PURE_TASKS.items():
+        for path in sorted((ROOT / "tasks" / part).rglob("*.py")):
+            for name in imported_modules(path):
+                top = name.split(".")[0]
+                own = name == "tasks" or any(name == a or name.startswith(a + ".") for a in allowed)
+                if top == "prefect" or (top == "tasks" and not own):
+                    bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert not bad, "\n".join(bad)
 
 
 def module_graph() -> dict[str, set[str]]:

@@ -41,7 +41,7 @@ def plan_source(args: argparse.Namespace) -> Path:
 def call_shape(data: dict[str, Any], artifact_tokens: int | None) -> Any:
     """Tokens of one call from the pilot's results; the artifact's share from the flag, else from
     the tokens the provider cached (the artifact is the cached prefix), else unknown (0)."""
-    from tasks.planning import CallShape
+    from tasks.stats.planning import CallShape
 
     runs = [
         run
@@ -64,7 +64,7 @@ def call_shape(data: dict[str, Any], artifact_tokens: int | None) -> Any:
 def cmd_plan(args: argparse.Namespace) -> int:
     from executors.pricing import PriceTable
     from flows.report.schema import load_report
-    from tasks.planning import Prices, frame_from_report, pilot_from_frame, plan
+    from tasks.stats.planning import Prices, frame_from_report, pilot_from_frame, plan
 
     path = plan_source(args)
     report = load_report(path)

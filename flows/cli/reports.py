@@ -21,7 +21,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise InputError(f"--export: {args.export} is a folder; name the .html file to write")
     if args.export:
         from flows.report.server import export_html
-        from tasks.files import atomic_write_text
+        from tasks.store.files import atomic_write_text
 
         store = ReportStore(reports)
         run_id = args.run or max(store.runs(), key=lambda r: r["timestamp"], default={}).get("id")

@@ -16,9 +16,9 @@ from executors.batch import batch_client
 from executors.errors import PermanentError, TransientError
 from executors.registry import get_executor
 from executors.schema import RunRequest, RunResult
-from tasks.batches import BatchStore, run_batches
-from tasks.cache import ResultCache
 from tasks.schema import CallPolicy, Unit, UnitKind
+from tasks.store.batches import BatchStore, run_batches
+from tasks.store.cache import ResultCache
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,9 @@ from executors.registry import get_executor
 from executors.schema import RunResult
 from flows.engine.economy import over_budget, warm_up_requests
 from flows.inputs.prepare import Prepared
-from tasks.cache import ResultCache
 from tasks.calls import EARLY, attempt
 from tasks.schema import Unit
+from tasks.store.cache import ResultCache
 
 WAVES = 8
 

@@ -94,8 +94,8 @@ async def judge_outputs(
 
 async def pairwise(prepared: Prepared, runner: UnitRunner, records: list[Record]) -> list[dict[str, Any]]:
     """--pairwise: each judge compares control and treatment outputs of a case, in both orders."""
-    from tasks.aggregate import pairwise_summary  # pandas, scipy: imported when a run gets this far
-    from tasks.judge_bias import position_flips
+    from tasks.stats.aggregate import pairwise_summary  # pandas, scipy: imported when a run gets this far
+    from tasks.stats.judge_bias import position_flips
 
     by_key = {(r.sample_id, r.variant, r.run): r for r in records if r.result.ok}
     samples = {s.sample_id: s for s in prepared.samples}

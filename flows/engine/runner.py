@@ -24,10 +24,10 @@ from flows.engine.gc import lean_gc
 from flows.engine.progress import Progress
 from flows.engine.runlog import quiet_call_failures
 from flows.inputs.prepare import Prepared
-from tasks.cache import ResultCache
 from tasks.calls import EARLY
 from tasks.execute import RETRY_LISTENERS, failed_result, with_policy
 from tasks.schema import CallPolicy, NotRun, NotRunReason, Record, RunStats, Unit
+from tasks.store.cache import ResultCache
 
 T = TypeVar("T")
 

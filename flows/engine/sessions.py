@@ -11,8 +11,8 @@ from executors.agent import AgentExecutor
 from executors.plugin import Plugin
 from executors.schema import AgentSession
 from flows.inputs.sessions import Session
-from tasks.files import atomic_write_json
 from tasks.schema import Arm
+from tasks.store.files import atomic_write_json
 
 
 def baseline_leak(init: dict[str, Any], skill: str, description: str, builtins: frozenset[str]) -> str | None:

@@ -15,7 +15,7 @@ from flows.engine.progress import Progress
 from flows.engine.session_runner import NotRun, SessionRunner
 from flows.inputs.triggers import TriggerPlan, TriggerSession
 from graders.triggers import SessionTriggers, TriggerStatus, detect
-from tasks.cache import ResultCache
+from tasks.store.cache import ResultCache
 
 TRANSCRIPT_CHARS = 400
 

@@ -10,8 +10,8 @@ from executors.schema import RunRequest
 from flows.inputs.samples import Variant
 from graders.judge import PROMPT_VERSION, SCORE_SCHEMA_JSON, JudgePrompt
 from graders.schema import Sample
-from tasks.cache import cache_key
 from tasks.schema import Unit
+from tasks.store.cache import cache_key
 
 CHARS_PER_TOKEN = 4  # rough estimate for the dry-run plan
 

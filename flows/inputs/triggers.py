@@ -28,8 +28,8 @@ from graders.queries import (
     split,
 )
 from graders.triggers import install_problem
-from tasks.cache import cache_key
 from tasks.schema import TRIGGER_SCALE
+from tasks.store.cache import cache_key
 
 DEFAULT_VARIANT = "default"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from flows.report.schema import Ablation, Comparison, Report
-from tasks.statistics import ALPHA
+from tasks.stats.statistics import ALPHA
 
 
 def mean_input_tokens(report: Report, variant: str) -> float | None:

@@ -29,8 +29,8 @@ from flows.report.build import (
 from flows.report.schema import Comparison, Report, VariantSummary
 from graders.agent_task import AgentTask
 from graders.criteria import WEIGHTS
-from tasks.aggregate import aggregate
 from tasks.schema import AGENTIC_SCALE, Arm, Record
+from tasks.stats.aggregate import aggregate
 
 #: The order arms appear in the report: the control first.
 REPORT_ARMS = [Arm.BASELINE, Arm.WITH_SKILL]

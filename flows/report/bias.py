@@ -8,7 +8,7 @@ from typing import Any
 
 from flows.report.schema import JudgeBias, Report, RunEntry
 from graders.judge import vendor_of
-from tasks.judge_bias import ALPHA, length_bias, self_preference
+from tasks.stats.judge_bias import ALPHA, length_bias, self_preference
 
 #: A flip share above this is worth a warning: the pairwise verdict leans on the order shown.
 FLIP_WARNING = 0.2

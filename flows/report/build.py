@@ -2,7 +2,7 @@
 
 Sample mode gives its meta and per-case results from the prepared inputs, the records and the
 runner's ``RunStats``; agentic mode (``flows.report.agentic``) gives its own. Figures come from
-``tasks.aggregate``. Blind runs are aggregated on their labels ("Variant A", ...), so no name can
+``tasks.stats.aggregate``. Blind runs are aggregated on their labels ("Variant A", ...), so no name can
 leak through a figure or a message, and nothing but labels is relabelled.
 """
 
@@ -28,8 +28,8 @@ from executors.versions import installed_version
 from flows.inputs.prepare import Prepared
 from flows.report.schema import REPORT_VERSION, Mode, Report
 from graders.schema import JudgeStatus
-from tasks.files import atomic_write_text
 from tasks.schema import Record, RunStats, Scale
+from tasks.store.files import atomic_write_text
 
 #: Plain-language notes for readers who are not statisticians; written into every report.
 GUIDE = {

@@ -9,7 +9,7 @@ from flows.report.console import economy_lines, fmt
 from flows.report.explain import explain_markdown
 from flows.report.logtext import artifact_change_lines, change_figures, md, regression_outcome
 from flows.report.schema import Report, VariantResult
-from tasks.files import atomic_write_text
+from tasks.store.files import atomic_write_text
 
 
 def case_failure(entry: VariantResult, threshold: float) -> str | None:

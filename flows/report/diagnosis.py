@@ -1,13 +1,13 @@
 """Failure diagnosis read from a report: each variant's failing runs, what failed in each (assertion
 and its value, sandbox check, judge criterion, error) and the judge's reason, grouped by
-``tasks.diagnosis``. Works on any mode's report, so sample and agentic runs share it."""
+``tasks.stats.diagnosis``. Works on any mode's report, so sample and agentic runs share it."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from flows.report.schema import AssertionDetail, Report, RunEntry
-from tasks.diagnosis import Failure, group_failures
+from tasks.stats.diagnosis import Failure, group_failures
 
 NOTE = (
     "Groups are computed from the results. Each suggestion is an LLM's reading of the failing cases "

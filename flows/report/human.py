@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 from flows.report.schema import HumanAgreement, Report, RunEntry, VariantResult
-from tasks.agreement import rater_agreement
+from tasks.stats.agreement import rater_agreement
 
 
 def judge_score(report: Report, entry: VariantResult) -> float | None:

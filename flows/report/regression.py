@@ -12,8 +12,8 @@ from typing import Any
 
 from flows.report.schema import Regression, Report
 from flows.report.store import read_reports
-from tasks import statistics as st
 from tasks.schema import VerdictLabel
+from tasks.stats import statistics as st
 
 
 def suite_reports(reports_dir: Path, suite: str) -> list[Report]:

@@ -2,7 +2,7 @@
 
 Files keep the layout of the original tool (camelCase keys, ``meta``/``summary``/``results``/
 ``analysis``): Python names are snake_case and each field's JSON name is its alias. Figures computed
-by ``tasks.aggregate`` arrive as dicts and are validated into these models by the builders in
+by ``tasks.stats.aggregate`` arrive as dicts and are validated into these models by the builders in
 ``flows.report.build``; every reader (console, markdown, JUnit, regression, store, server, templates)
 works on the models. ``load_report`` migrates files of earlier versions.
 
@@ -23,7 +23,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tasks.schema import Arm, Scale, VerdictLabel
-from tasks.trigger_stats import TriggerSummary, VariantComparison
+from tasks.stats.sequential import Sequential
+from tasks.stats.trigger_stats import TriggerSummary, VariantComparison
 
 REPORT_VERSION = 2
 SCHEMA_FILE = Path(__file__).with_name("report.schema.json")
@@ -167,40 +168,6 @@ class Comparison(Model):
     """the verdict and its reason"""
     sequential: Sequential | None = None
     """with --sequential: the confidence sequence that stopped the run (or ran out of cases)"""
-
-
-class Sequential(Model):
-    """An anytime-valid confidence sequence on the paired case differences, updated after every wave."""
-
-    procedure: str
-    """the method"""
-    reference: str
-    """where it is described"""
-    alpha: float
-    """error rate, valid at every look"""
-    margin: float
-    """practical margin the sequence was held against"""
-    bounds: tuple[float, float]
-    """range of a paired difference on the scale"""
-    bets: str
-    """the betting strategy"""
-    wave_size: int = Field(alias="waveSize", description="cases per wave")
-    waves: int
-    """waves run"""
-    cases_used: int = Field(alias="casesUsed", description="cases fed to the sequence")
-    cases_available: int | None = Field(alias="casesAvailable", description="cases in the samples file")
-    stopped_early: bool = Field(alias="stoppedEarly", description="decided before the cases ran out")
-    decision: str | None
-    """BETTER, WORSE or EQUIVALENT, or None when the cases ran out first"""
-    lower: float
-    """the sequence's lower end at the stop"""
-    upper: float
-    """its upper end"""
-    final_look: str | None = Field(alias="finalLook", description="what decided when the cases ran out")
-    assumption: str
-    """what the guarantee assumes"""
-    calls_used: int = Field(alias="callsUsed", description="executions made, all variants")
-    calls_fixed_n: int = Field(alias="callsFixedN", description="executions the fixed-N run would make")
 
 
 class RepeatStats(Model):

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from flows.report.human import human_agreement
 from flows.report.schema import Feedback, Report, load_report
 from flows.report.suite import trend_entry
-from tasks.files import atomic_write_json
+from tasks.store.files import atomic_write_json
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
 MAX_COMMENT = 2000

@@ -1,5 +1,5 @@
 """The trigger-mode report: every query with each variant's sessions (what fired, when, how the
-session ended), and the figures of tasks.trigger_stats, through the one ``assemble``."""
+session ended), and the figures of tasks.stats.trigger_stats, through the one ``assemble``."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from flows.report.build import (
 from flows.report.gates import unmeasured
 from flows.report.schema import Report
 from graders.triggers import SessionTriggers, TriggerStatus
-from tasks.files import atomic_write_text
 from tasks.schema import TRIGGER_SCALE
-from tasks.trigger_stats import VariantComparison, compare_variants, summarize, trial
+from tasks.stats.trigger_stats import VariantComparison, compare_variants, summarize, trial
+from tasks.store.files import atomic_write_text
 
 
 def session_entry(run: int, out: dict[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from executors.batch import (
 )
 from executors.registry import EXECUTORS
 from executors.schema import RunRequest, RunResult
-from tasks.batches import BatchStore, run_batches
+from tasks.store.batches import BatchStore, run_batches
 from tests.fakes.provider import FakeProvider, Fault
 
 PROVIDERS = ["anthropic", "openai"]

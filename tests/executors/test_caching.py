@@ -14,7 +14,7 @@ from executors.codex_cli import parse_codex
 from executors.pricing import PriceTable, caching_savings
 from executors.registry import EXECUTORS
 from executors.schema import RunRequest, RunResult, Usage
-from tasks.cache import ResultCache
+from tasks.store.cache import ResultCache
 from tests.fakes.provider import FakeProvider, Fault
 
 LONG_SYSTEM = "Follow the house style guide closely. " * 120 + "\n"  # 4,561 chars: ~1,140 tokens

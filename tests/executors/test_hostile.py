@@ -417,7 +417,7 @@ def test_a_check_is_bounded_in_processes_and_disk(tmp_path: Path, monkeypatch: p
 
 
 def test_secrets_are_masked_in_every_results_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tasks.files import atomic_write_json
+    from tasks.store.files import atomic_write_json
 
     monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-" + "z" * 20)
     text = f"key {'sk-ant-' + 'q' * 30} token {'tok-' + 'z' * 20} gh {'ghp_' + 'A' * 36} fine"

@@ -19,7 +19,7 @@ from executors.claude_code import ClaudeCodeExecutor
 from executors.schema import AgentRequest, AgentSession
 from graders.queries import Query
 from graders.triggers import TriggerStatus, detect, install_problem
-from tasks.trigger_stats import summarize, trial
+from tasks.stats.trigger_stats import summarize, trial
 from tests.fakes.provider import FakeProvider, Fault, SkillScript
 
 NAME = "greeting-files"

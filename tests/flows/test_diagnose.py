@@ -14,7 +14,7 @@ from flows.cli.main import main
 from flows.report.schema import load_report
 from flows.report.server import export_html
 from flows.report.store import ReportStore
-from tasks.agreement import krippendorff_alpha_ordinal
+from tasks.stats.agreement import krippendorff_alpha_ordinal
 from tests.fakes.provider import FakeProvider
 from tests.flows.helpers import CAPITALS, answer, make_project, run_bench, use_provider
 

@@ -8,8 +8,8 @@ from hypothesis import strategies as hs
 
 from executors.schema import RunResult
 from graders.schema import Assertion, AssertionResult, Grade, JudgeResult, Sample
-from tasks.aggregate import aggregate
 from tasks.schema import SAMPLE_SCALE, Record
+from tasks.stats.aggregate import aggregate
 
 
 def rec(

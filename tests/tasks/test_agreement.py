@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tasks.agreement import agreement, krippendorff_alpha_ordinal, rater_agreement, star
+from tasks.stats.agreement import agreement, krippendorff_alpha_ordinal, rater_agreement, star
 
 
 def test_alpha_hand_worked_two_categories() -> None:

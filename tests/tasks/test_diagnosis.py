@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.diagnosis import Failure, content_words, group_failures
+from tasks.stats.diagnosis import Failure, content_words, group_failures
 
 
 def test_groups_by_what_failed_largest_first() -> None:

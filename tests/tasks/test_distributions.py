@@ -1,4 +1,4 @@
-"""tasks/distributions.py answers what scipy.stats answers, over many drawn inputs (ties, zeros, every
+"""tasks/stats/distributions.py answers what scipy.stats answers, over many drawn inputs (ties, zeros, every
 size across each of Wilcoxon's three methods)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tasks import distributions as dist
+from tasks.stats import distributions as dist
 
 
 def close(ours: float, theirs: float) -> bool:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.files import atomic_write_text
+from tasks.store.files import atomic_write_text
 
 
 @pytest.mark.parametrize("durable", [True, False])

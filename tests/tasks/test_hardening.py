@@ -9,10 +9,10 @@ from pathlib import Path
 
 from executors.schema import RunResult
 from graders.schema import Grade, JudgeResult
-from tasks import statistics as st
-from tasks.aggregate import aggregate
-from tasks.files import atomic_write_json
 from tasks.schema import SAMPLE_SCALE, Record
+from tasks.stats import statistics as st
+from tasks.stats.aggregate import aggregate
+from tasks.store.files import atomic_write_json
 
 
 def test_welch_is_undefined_when_both_groups_have_no_variance() -> None:

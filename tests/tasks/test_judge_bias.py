@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tasks.judge_bias import length_bias, position_flips
+from tasks.stats.judge_bias import length_bias, position_flips
 
 
 def test_partial_correlation_matches_the_formula() -> None:

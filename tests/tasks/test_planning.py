@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from tasks import statistics as st
-from tasks.planning import (
+from tasks.stats import statistics as st
+from tasks.stats.planning import (
     CallShape,
     Prices,
     caching_break_even_output,

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from tasks.schema import AGENTIC_SCALE, SAMPLE_SCALE
-from tasks.sequential import (
+from tasks.stats.sequential import (
     ConfidenceSequence,
     bounds_for,
     confidence_paths,
@@ -195,11 +195,16 @@ def test_record_says_what_decided() -> None:
     strong = ConfidenceSequence.for_scale(SAMPLE_SCALE).update(
         np.clip(np.rint(rng.normal(1.5, 1, 40)), -4, 4)
     )
-    rec = record(strong, 0.1, wave_size=20, cases_available=200)
+    rec = record(strong, 0.1, wave_size=20, cases_available=200, calls=(80, 400))
     assert rec.decision == "BETTER" and rec.stopped_early and rec.final_look is None
     assert rec.cases_used == 40 and rec.waves == 1 and rec.bounds == (-4.0, 4.0) and rec.alpha == 0.05
     weak = ConfidenceSequence.for_scale(SAMPLE_SCALE).update(np.zeros(20))
-    done = record(weak, 0.1, wave_size=20, cases_available=20, final_look="fixed-N verdict on all cases")
+    done = record(
+        weak, 0.1, wave_size=20, cases_available=20, calls=(40, 40), final_look="fixed-N verdict on all cases"
+    )
     assert done.decision is None and not done.stopped_early
     assert done.final_look == "fixed-N verdict on all cases"
-    assert set(done.as_dict()) >= {"procedure", "reference", "alpha", "waves", "cases_used"}
+    # the report's part as computed: its JSON names are the report's
+    dumped = done.model_dump()
+    assert {"procedure", "reference", "alpha", "waves", "casesUsed", "callsFixedN"} <= set(dumped)
+    assert dumped["callsUsed"] == 40 and "cases_used" not in dumped

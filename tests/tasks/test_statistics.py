@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 from scipy import stats
 
-from tasks import statistics as st
+from tasks.stats import statistics as st
 
 
 def test_t_interval_matches_scipy() -> None:

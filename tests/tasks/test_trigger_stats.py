@@ -8,7 +8,7 @@ from scipy import stats
 
 from graders.queries import Query
 from graders.triggers import SessionTriggers, TriggerStatus
-from tasks.trigger_stats import Trial, compare_variants, skill_figures, summarize, trial, wilson
+from tasks.stats.trigger_stats import Trial, compare_variants, skill_figures, summarize, trial, wilson
 
 OK, ERR, UNLISTED = TriggerStatus.OK, TriggerStatus.ERROR, TriggerStatus.NOT_LISTED
 SKILLS = ("a", "b")

@@ -13,8 +13,8 @@ from hypothesis import strategies as hs
 
 from executors.claude_code import parse_claude
 from flows.report.schema import Verdict
-from tasks import statistics as st
-from tasks.planning import pilot_from_runs, plan
+from tasks.stats import statistics as st
+from tasks.stats.planning import pilot_from_runs, plan
 
 
 def judged(diffs: list[float], margin: float = 0.1, effect: float = 0.3, up: bool = True) -> dict:

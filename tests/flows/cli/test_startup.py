@@ -29,7 +29,7 @@ HEAVY = (
     "flows.report.server",
     "flows.report.schema",
     "flows.sample_report",
-    "tasks.aggregate",
+    "tasks.stats.aggregate",
     "xllamacpp",
     "regex",  # only for a regex assertion
     # agentic and trigger mode: the command line builds only the flags of the command given

@@ -14,8 +14,8 @@ from flows.inputs.samples import Variant
 from flows.report.build import blind_labels, build_report, new_report_id, relabel
 from flows.report.schema import Report
 from graders.schema import Assertion, AssertionResult, Grade, JudgeResult, Sample
-from tasks.aggregate import aggregate
 from tasks.schema import SAMPLE_SCALE, Record, RunStats
+from tasks.stats.aggregate import aggregate
 
 STARTED = dt.datetime(2026, 11, 1, 3, 0, tzinfo=dt.UTC)
 

@@ -14,7 +14,7 @@ from flows.report.regression import regression_against_previous
 from flows.report.server import run_charts
 from flows.report.store import ReportStore
 from flows.report.suite import suite_view, trend_entry
-from tasks.files import atomic_write_json
+from tasks.store.files import atomic_write_json
 from tests.flows.report.synthetic import STARTED, make_report
 
 EVIL = "<script>alert(1)</script>"

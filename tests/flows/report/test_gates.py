@@ -9,7 +9,7 @@ from flows.report.gates import gate_failures, unmeasured
 from flows.report.schema import TriggerFigures
 from flows.report.triggers import gate_failures as trigger_gate_failures
 from graders.triggers import TriggerStatus
-from tasks.trigger_stats import Trial, summarize
+from tasks.stats.trigger_stats import Trial, summarize
 from tests.flows.report.synthetic import make_report
 
 KEY = "HTTP 401: invalid x-api-key\n(the rest of the body)"

@@ -18,7 +18,7 @@ import pytest
 
 from flows.report.regression import regression_against_previous
 from flows.report.server import create_app
-from tasks.files import atomic_write_json
+from tasks.store.files import atomic_write_json
 from tests.browser import serving
 from tests.flows.report.synthetic import STARTED, make_report
 from tests.flows.report.test_server import browser

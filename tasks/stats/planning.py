@@ -12,7 +12,7 @@ difference D_i = mean_r B_ir - mean_r A_ir splits into two parts (paired arms, r
   at 0. The case's difficulty cancels in the pairing and does not appear.
 
 For a target effect (the smallest difference worth finding), alpha 0.05 and power 0.8, the cases
-needed at r runs come from the paired t-test's power (``tasks.statistics.cases_needed``) with
+needed at r runs come from the paired t-test's power (``tasks.stats.statistics.cases_needed``) with
 sd = sqrt(s_between^2 + 2 s_within^2 / r). Calls are 2 * r * cases. In calls, more runs never beat
 more cases while s_between^2 > 0 (calls grow like r * s_between^2 + 2 s_within^2): repeats pay
 only when the supply of cases is the limit, which ``available_cases`` states.
@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from executors.pricing import ANTHROPIC_RATIOS, PriceTable
-from tasks import statistics as st
+from tasks.stats import statistics as st
 
 RUN_OPTIONS = (1, 2, 3, 5)
 

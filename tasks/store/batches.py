@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from executors.batch import BatchClient, BatchManifest, chunks, custom_id_for, uncovered
 from executors.schema import RunRequest, RunResult
-from tasks.files import atomic_write_text
+from tasks.store.files import atomic_write_text
 
 
 class BatchStore:

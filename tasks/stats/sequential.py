@@ -40,10 +40,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import dataclass, field, replace
+from typing import Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from tasks.schema import Scale
 
@@ -285,29 +287,34 @@ def decide_paths(lower: np.ndarray, upper: np.ndarray, margin: float) -> np.ndar
 # ---------------------------------------------------------------- what the report records
 
 
-@dataclass(frozen=True)
-class SequentialRecord:
-    """What produced a verdict: enough for a reader to redo it, and to judge it."""
+class Sequential(BaseModel):
+    """An anytime-valid confidence sequence on the paired case differences, updated after every wave."""
 
-    procedure: str
-    reference: str
-    alpha: float
-    margin: float
-    bounds: tuple[float, float]
-    bets: str
-    wave_size: int
-    waves: int
-    cases_used: int
-    cases_available: int | None
-    stopped_early: bool
-    decision: str | None  # the CS decision, None when the cases ran out first
-    lower: float
-    upper: float
-    final_look: str | None  # what decided when the cases ran out (None: the CS decided)
-    assumption: str = "cases are i.i.d. draws from a population of cases, fed in a seeded random order"
+    # The report's part as it is computed: JSON names are camelCase (the report's layout).
+    model_config = ConfigDict(
+        populate_by_name=True, extra="forbid", serialize_by_alias=True, alias_generator=to_camel
+    )
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    procedure: str = Field(description="the method")
+    reference: str = Field(description="where it is described")
+    alpha: float = Field(description="error rate, valid at every look")
+    margin: float = Field(description="practical margin the sequence was held against")
+    bounds: tuple[float, float] = Field(description="range of a paired difference on the scale")
+    bets: str = Field(description="the betting strategy")
+    wave_size: int = Field(description="cases per wave")
+    waves: int = Field(description="waves run")
+    cases_used: int = Field(description="cases fed to the sequence")
+    cases_available: int | None = Field(description="cases in the samples file")
+    stopped_early: bool = Field(description="decided before the cases ran out")
+    decision: str | None = Field(
+        description="BETTER, WORSE or EQUIVALENT, or None when the cases ran out first"
+    )
+    lower: float = Field(description="the sequence's lower end at the stop")
+    upper: float = Field(description="its upper end")
+    final_look: str | None = Field(description="what decided when the cases ran out")
+    assumption: str = Field(description="what the guarantee assumes")
+    calls_used: int = Field(description="executions made, all variants")
+    calls_fixed_n: int = Field(description="executions the fixed-N run would make")
 
 
 def record(
@@ -316,9 +323,11 @@ def record(
     *,
     wave_size: int,
     cases_available: int | None,
+    calls: tuple[int, int],
     final_look: str | None = None,
-) -> SequentialRecord:
-    """The record of a sequential run at its end (after the last wave it ran)."""
+) -> Sequential:
+    """What produced a verdict at a sequential run's end (after the last wave it ran): enough for a
+    reader to redo it, and to judge it. ``calls``: (executions made, those the fixed-N run makes)."""
     decision = decide(cs, margin)
     exhausted = cases_available is not None and cs.n >= cases_available
     bets = (
@@ -326,7 +335,7 @@ def record(
         if cs.horizon is None
         else f"predictable plug-in tuned for {cs.horizon} cases, truncation {cs.truncation:g}"
     )
-    return SequentialRecord(
+    return Sequential(
         procedure=METHOD,
         reference=REFERENCE,
         alpha=cs.alpha,
@@ -342,4 +351,7 @@ def record(
         lower=cs.lower,
         upper=cs.upper,
         final_look=None if decision is not None else final_look,
+        assumption="cases are i.i.d. draws from a population of cases, fed in a seeded random order",
+        calls_used=calls[0],
+        calls_fixed_n=calls[1],
     )

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from tasks import statistics as st
-from tasks.distributions import t_two_sided_p
+from tasks.stats import statistics as st
+from tasks.stats.distributions import t_two_sided_p
 
 ALPHA = 0.05
 RESIDUAL_FLOOR = 1e-9

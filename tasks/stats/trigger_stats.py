@@ -30,7 +30,7 @@ from executors.schema import Frozen
 from graders.queries import NONE, Query
 from graders.triggers import SessionTriggers, TriggerStatus
 from tasks.schema import TRIGGER_SCALE
-from tasks.statistics import BOOTSTRAP_DRAWS, VerdictInputs, paired, verdict
+from tasks.stats.statistics import BOOTSTRAP_DRAWS, VerdictInputs, paired, verdict
 
 Z95 = NormalDist().inv_cdf(0.975)
 DEFAULT_MARGIN = TRIGGER_SCALE.margin  # on the rate scale: 5 percentage points
@@ -361,8 +361,8 @@ class MetricComparison(Frozen):
     control: float | None
     treatment: float | None
     difference: float | None
-    comparison: dict[str, Any]  # tasks.statistics.paired on the improvement
-    verdict: dict[str, Any]  # tasks.statistics.verdict: label, reason, band, ...
+    comparison: dict[str, Any]  # tasks.stats.statistics.paired on the improvement
+    verdict: dict[str, Any]  # tasks.stats.statistics.verdict: label, reason, band, ...
 
 
 class PartComparison(Frozen):

@@ -1,4 +1,4 @@
-"""Every figure of STATISTICS.md, computed in code (numpy; the tests' nulls in tasks/distributions.py).
+"""Every figure of STATISTICS.md, computed in code (numpy; the tests' nulls in tasks/stats/distributions.py).
 Pure functions, no Prefect.
 
 The case is the unit of analysis: repeats of a case are averaged before any paired comparison.
@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from tasks.distributions import Floats, fair_coin_p, t_ppf, t_two_sided_p, welch_t, wilcoxon_p
 from tasks.schema import VerdictLabel
+from tasks.stats.distributions import Floats, fair_coin_p, t_ppf, t_two_sided_p, welch_t, wilcoxon_p
 
 ALPHA = 0.05
 POWER = 0.8

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tasks.statistics import pearson_r
+from tasks.stats.statistics import pearson_r
 
 
 def krippendorff_alpha_ordinal(units: Sequence[Sequence[float | None]]) -> float | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from executors.redaction import redact
-from tasks.files import atomic_write_text
+from tasks.store.files import atomic_write_text
 
 #: Bump to invalidate every entry (a change in what a cached payload means).
 CACHE_VERSION = "1"

@@ -1,0 +1,1 @@
+"""Figures: pure functions and models, no Prefect, no I/O (the layering test holds them to it)."""
