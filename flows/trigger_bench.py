@@ -17,6 +17,7 @@ from flows.inputs.files import skillab_home
 from flows.inputs.triggers import TriggerOptions, prepare_triggers
 from flows.report.build import new_report_id, publish
 from flows.report.triggers import build_trigger_report, write_trigger_junit
+from tasks.schema import NotRun, RunStats, UnitKind
 from tasks.store.cache import ResultCache
 
 
@@ -34,11 +35,11 @@ async def trigger_bench(
         outcomes = await runner.run()
     finally:
         progress.close()
-    not_run = [
-        {"sample_id": s.query.id, "variant": s.variant.label, "run": s.run, "kind": "session"}
+    not_run = tuple(
+        NotRun(sample_id=s.query.id, variant=s.variant.label, run=s.run, kind=UnitKind.SESSION)
         for s in runner.not_run
-    ]
-    stats = {"calls": runner.sessions.started, "cacheHits": runner.cache_hits, "notRun": not_run}
+    )
+    stats = RunStats(calls=runner.sessions.started, cache_hits=runner.cache_hits, not_run=not_run)
     report_id = new_report_id(started, ["triggers", *(v.label for v in plan.variants)])
     report = build_trigger_report(plan, report_id, outcomes, started, stats)
     path = publish(report, Path(cwd) / options.results_dir)

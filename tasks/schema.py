@@ -14,6 +14,7 @@ from graders.schema import Grade
 class UnitKind(StrEnum):
     EXECUTE = "execute"  # the model under test answers a case
     JUDGE = "judge"  # a judge scores an answer
+    SESSION = "session"  # an agent session (trigger mode)
 
 
 class Arm(StrEnum):

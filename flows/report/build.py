@@ -235,15 +235,22 @@ def sample_meta(
         "samplesFile": str(prepared.samples_path),
         "samplesSha256": hashlib.sha256(prepared.samples_path.read_bytes()).hexdigest(),
         "suite": o.suite,
+        **run_stats_meta(stats),
+        "promptCaching": prompt_caching([r.result for r in records], prepared.target.executor.prices),
+        "durationS": round(duration_s, 2),
+        "notices": prepared.notices + cache_notices(stats),
+        "blind": o.blind,
+    }
+
+
+def run_stats_meta(stats: RunStats) -> dict[str, Any]:
+    """What a runner did (model calls or agent sessions), as every mode's report meta records it."""
+    return {
         "calls": stats.calls,
         "cacheHits": stats.cache_hits,
         "warmUpCalls": stats.warm_up_calls,
         "batchedCalls": stats.batched_calls,
-        "promptCaching": prompt_caching([r.result for r in records], prepared.target.executor.prices),
         "notRun": [u.model_dump(mode="json") for u in stats.not_run],
-        "durationS": round(duration_s, 2),
-        "notices": prepared.notices + cache_notices(stats),
-        "blind": o.blind,
     }
 
 

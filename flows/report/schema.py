@@ -660,7 +660,7 @@ class NotRunUnit(Model):
     run: int
     """the run"""
     kind: str
-    """execute or judge"""
+    """execute, judge or session"""
     reason: str = "budget"
     """budget (--max-calls, --budget-usd reached) or batch pending (re-run to collect it)"""
 

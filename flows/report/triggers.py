@@ -14,13 +14,14 @@ from flows.report.build import (
     assemble,
     cli_version,
     isolation_meta,
+    run_stats_meta,
     timestamp,
     variant_entry,
 )
 from flows.report.gates import unmeasured
 from flows.report.schema import Report
 from graders.triggers import SessionTriggers, TriggerStatus
-from tasks.schema import TRIGGER_SCALE
+from tasks.schema import TRIGGER_SCALE, RunStats
 from tasks.stats.trigger_stats import VariantComparison, compare_variants, summarize, trial
 from tasks.store.files import atomic_write_text
 
@@ -112,7 +113,7 @@ def build_trigger_report(
     report_id: str,
     outcomes: dict[str, dict[str, Any]],
     started: dt.datetime,
-    stats: dict[str, Any],
+    stats: RunStats,
 ) -> Report:
     o = plan.options
     meta = {
@@ -137,7 +138,7 @@ def build_trigger_report(
             p.summary(o.plugin_mcp) for v in plan.variants for s in v.skills if (p := s.plugin)
         )
         or None,
-        **stats,
+        **run_stats_meta(stats),
     }
     return assemble(
         "trigger",
