@@ -31,7 +31,7 @@ def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
     """The run's config, skill and tasks, every input checked (exit 2) before any session starts."""
-    from executors.registry import agent_cli, usable_executor
+    from executors.registry import AGENT_CLIS, agent_cli, usable_executor
     from executors.sandbox import checked_isolation
     from flows.inputs.ablation import plan_skill_ablations
     from flows.inputs.skill_config import check_artifact, load_tasks, select_tasks, suite_warnings
@@ -44,9 +44,10 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
         )
     tasks, _ = load_tasks(Path(config.tasks))  # every malformed file reported before any session starts
     tasks = select_tasks(tasks, config)
-    if config.runner != "claude" and any(t.plugin_case for t in tasks):
+    if "plugin-eval" not in agent_cli(config.runner).features and any(t.plugin_case for t in tasks):
+        able = ", ".join(n for n in AGENT_CLIS if "plugin-eval" in agent_cli(n).features)
         raise InputError(
-            f"--runner: a plugin eval suite runs on claude (its graders read Claude Code's stream), not {config.runner}"
+            f"--runner: a plugin eval suite runs on {able} (its graders read that CLI's stream), not {config.runner}"
         )
     resumed = [t for t in tasks if t.plugin_case is not None and t.plugin_case.history_file]
     if resumed and (problem := agent_cli(config.runner).feature_problem("resume-file", version)):
