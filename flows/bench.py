@@ -9,7 +9,7 @@ import sys
 import threading
 from typing import NoReturn
 
-from flows.cli.api_watch import ARMED, exiting
+from flows.cli.command import Command
 from flows.cli.main import main as run_command
 from flows.engine.gc import lean_command
 
@@ -17,11 +17,11 @@ from flows.engine.gc import lean_command
 def main(argv: list[str] | None = None) -> NoReturn:
     """The command, then a quick exit (also the `skillab` console script)."""
     lean_command()
-    ARMED.append(True)  # this process ends with the command: the API watch may end it early
-    exit_now(run_command(argv))
+    command = Command(ends_process=True)  # this process ends with the command: the API watch may end it early
+    exit_now(run_command(argv, command), command)
 
 
-def exit_now(code: int) -> NoReturn:
+def exit_now(code: int, command: Command) -> NoReturn:
     """Exit as the interpreter would, without its final teardown.
 
     What must happen at exit still happens: other threads are joined and the exit handlers run
@@ -31,7 +31,9 @@ def exit_now(code: int) -> NoReturn:
     # The interpreter's own first step at exit: the callbacks registered with threading run (they tell
     # idle thread-pool workers, such as the embedded model's, to stop), then every non-daemon thread
     # is joined. Joining without the callbacks waits for ever on such a worker.
-    exiting(code)  # if Prefect's API is gone, its threads would wait for it for ever (flows/cli/api_watch.py)
+    command.exiting(
+        code
+    )  # if Prefect's API is gone, its threads would wait for it for ever (flows/cli/api_watch.py)
     threading._shutdown()  # type: ignore[attr-defined]
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):

@@ -16,6 +16,7 @@ from typing import Any
 
 from executors.errors import InputError
 from flows.cli.codes import EXIT_OK, EXIT_USAGE, Terminated
+from flows.cli.command import Command
 from flows.cli.flags import add_model_flags
 from flows.cli.plan import add_plan_command
 from flows.cli.reports import cmd_history, cmd_report
@@ -247,7 +248,7 @@ def add_skill_commands(skill: argparse.ArgumentParser) -> None:
     add_trigger_commands(skill_sub)
 
 
-def cmd_init(args: argparse.Namespace) -> int:
+def cmd_init(args: argparse.Namespace, command: Command) -> int:
     from flows.cli.prefect_env import check_settings, launch_server
     from flows.cli.scaffold import scaffold
 
@@ -261,17 +262,19 @@ def cmd_init(args: argparse.Namespace) -> int:
     )
     # The Prefect server the project's runs will share starts now, in the background (announced in
     # one line): the first run finds it up instead of waiting seconds for it.
-    launch_server()
+    launch_server(started=command.servers_started)
     return EXIT_OK
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, command: Command | None = None) -> int:
+    """The command ``argv`` names, run as ``command`` (the entry point's; by default one that does
+    not own this process: a caller such as a test keeps it)."""
     argv = sys.argv[1:] if argv is None else argv
     # The command is the first word (the top level has no option taking a value).
-    command = next((a for a in argv if not a.startswith("-")), None)
-    args = build_parser(command).parse_args(argv)
+    name = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(name).parse_args(argv)
     try:
-        return int(args.handler(args))
+        return int(args.handler(args, command or Command()))
     except InputError as exc:
         for line in exc.lines:  # a path or name with a control character still prints on one line
             shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from executors.errors import InputError
+from flows.cli.command import Command
 
 
 def plan_source(args: argparse.Namespace) -> Path:
@@ -61,7 +62,7 @@ def call_shape(data: dict[str, Any], artifact_tokens: int | None) -> Any:
     return CallShape(artifact, max(round(prompt) - artifact, 0), round(mean("outputTokens")))
 
 
-def cmd_plan(args: argparse.Namespace) -> int:
+def cmd_plan(args: argparse.Namespace, command: Command) -> int:
     from executors.pricing import PriceTable
     from flows.report.schema import load_report
     from tasks.stats.planning import Prices, frame_from_report, pilot_from_frame, plan

@@ -63,8 +63,6 @@ STARTUP_TIMEOUT_S = 180.0
 STOP_COMMAND = "python -m flows.bench server stop"
 SERVER_SCRIPT = Path(__file__).with_name("prefect_server.py")
 SERVER_MARK = str(Path(*SERVER_SCRIPT.parts[-3:])).encode()  # flows/cli/prefect_server.py
-#: Servers this process started and has not yet confirmed (see launch_server).
-STARTED_HERE: list[ServerRecord] = []
 
 
 class ReadyWait(Protocol):
@@ -79,7 +77,7 @@ def configure_prefect() -> None:
         os.environ.setdefault(key, value)
 
 
-def launch_server(announce: bool = True) -> str:
+def launch_server(announce: bool = True, started: list[ServerRecord] | None = None) -> str:
     """Start the local server a run will need as early as possible, before this process imports
     Prefect (about 1 s, which would otherwise delay a first run's server by as much).
 
@@ -87,11 +85,11 @@ def launch_server(announce: bool = True) -> str:
     the standard library is used, so a server is started only when nothing suggests a configured API
     (see `may_be_configured`). ``prepare_prefect`` then decides exactly, and stops a server started
     here if the guess proves wrong. Nothing happens for a server already running or recorded.
-    Returns the server mode."""
+    ``started`` gets a server started here. Returns the server mode."""
     configure_prefect()
     mode = check_settings()
     if mode == "persistent" and not may_be_configured():
-        ensure_server(announce=announce, wait=False)
+        ensure_server(announce=announce, wait=False, started=started)
     return mode
 
 
@@ -128,17 +126,18 @@ def api_hinted(environ: Mapping[str, str], cwd: Path) -> bool:
     return False
 
 
-def prepare_prefect(announce: bool = True) -> ReadyWait:
+def prepare_prefect(announce: bool = True, started: list[ServerRecord] | None = None) -> ReadyWait:
     """Before a command's first flow: the defaults, then a Prefect API to talk to (see the module doc).
 
     A server being started is not waited for here: the command imports its flow meanwhile (both take
     seconds, on separate cores) and calls the returned function before the flow runs. The defaults
     are read by Prefect at import: call this before the command imports it."""
-    if launch_server(announce) == "ephemeral":
+    started = [] if started is None else started  # servers this command started (launch_server)
+    if launch_server(announce, started) == "ephemeral":
         return lambda meanwhile=None: None
-    started, STARTED_HERE[:] = list(STARTED_HERE), []
+    guessed, started[:] = list(started), []
     if url := configured_api_url():
-        for record in started:  # by launch_server, which could not see this setting
+        for record in guessed:  # by launch_server, which could not see this setting
             stop_server(record)
             print(
                 f"skillab: Prefect's API is configured ({url}): stopped the local server this command "
@@ -298,9 +297,11 @@ def free_port(host: str) -> int:
         return int(s.getsockname()[1])
 
 
-def ensure_server(announce: bool = True, wait: bool = True) -> ServerRecord:
+def ensure_server(
+    announce: bool = True, wait: bool = True, started: list[ServerRecord] | None = None
+) -> ServerRecord:
     """The local server: ours from an earlier run (or still starting), one at the default address, or
-    a new one; with ``wait``, once it answers."""
+    a new one (added to ``started``); with ``wait``, once it answers."""
     with server_lock():
         record = read_record()
         if record is not None and alive(record.pid) and stale(record):
@@ -311,6 +312,8 @@ def ensure_server(announce: bool = True, wait: bool = True) -> ServerRecord:
             if healthy(found.api_url, timeout=0.5):
                 return found
             record = start_server(host, port if port_free(host, port) else free_port(host), announce)
+            if started is not None:
+                started.append(record)
     if wait:
         wait_healthy(record)
     return record
@@ -336,7 +339,6 @@ def start_server(host: str, port: int, announce: bool = True) -> ServerRecord:
         )
     record = ServerRecord(pid=proc.pid, host=host, port=port, log=str(log), started=time.time())
     record_path().write_text(json.dumps(asdict(record)))
-    STARTED_HERE.append(record)
     if announce:
         first = (
             ""
@@ -441,7 +443,7 @@ def stop_server(record: ServerRecord | None = None, timeout: float = 20.0) -> Se
     return record
 
 
-def cmd_server(args: argparse.Namespace) -> int:
+def cmd_server(args: argparse.Namespace, command: object) -> int:
     """``server start|stop|status``: the local Prefect server that runs share."""
     configure_prefect()
     record = read_record()

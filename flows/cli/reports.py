@@ -8,9 +8,10 @@ from pathlib import Path
 
 from executors.errors import InputError
 from flows.cli.codes import EXIT_OK
+from flows.cli.command import Command
 
 
-def cmd_report(args: argparse.Namespace) -> int:
+def cmd_report(args: argparse.Namespace, command: Command) -> int:
     from flows.inputs.files import skillab_home
     from flows.report.store import NotFound, ReportStore
 
@@ -53,7 +54,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_history(args: argparse.Namespace) -> int:
+def cmd_history(args: argparse.Namespace, command: Command) -> int:
     from rich.console import Console
     from rich.table import Table
 

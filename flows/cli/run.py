@@ -15,8 +15,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from executors.errors import InputError
-from flows.cli.api_watch import Ending, finish_once, watch_api
+from flows.cli.api_watch import Ending
 from flows.cli.codes import sigterm_raises
+from flows.cli.command import Command
 from flows.cli.prefect_env import prepare_prefect
 
 #: Starts the flow run: its awaitable ends with the flow run's final state.
@@ -24,17 +25,20 @@ FlowCall = Callable[[], Awaitable[Any]]
 
 
 def run_flow(
-    load: Callable[[], FlowCall], ending: Ending, meanwhile: Callable[[], object] | None = None
+    command: Command,
+    load: Callable[[], FlowCall],
+    ending: Ending,
+    meanwhile: Callable[[], object] | None = None,
 ) -> int:
     """Run the flow ``load`` returns and end with ``ending``'s exit code.
 
     ``load`` imports the mode's flow module: it runs after Prefect's settings are in place (Prefect
     reads them at import). ``meanwhile`` runs while a server this command started comes up."""
     with sigterm_raises():
-        prefect_ready = prepare_prefect()
+        prefect_ready = prepare_prefect(started=command.servers_started)
         call = load()
         prefect_ready(meanwhile=meanwhile)
-        watch_api(ending)
+        command.watch_api(ending)
         try:
             state = asyncio.run(awaited(call))
         except RuntimeError as exc:
@@ -44,7 +48,7 @@ def run_flow(
                 f"Prefect API: {exc} (configured by PREFECT_API_URL, a Prefect profile or settings file: "
                 "start that server, or remove the setting for skillab's local one)"
             ) from None
-    return finish_once(state, ending)
+    return command.finish_once(state, ending)
 
 
 async def awaited(call: FlowCall) -> Any:

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from executors.errors import InputError
 from flows.cli.codes import EXIT_FAIL, EXIT_OK, sigterm_raises
+from flows.cli.command import Command
 from flows.cli.prefect_env import launch_server
 from flows.cli.run import FlowCall, run_flow
 from flows.inputs.files import validation_lines
@@ -40,7 +41,7 @@ def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
         raise InputError(validation_lines(exc, flag)) from None
 
 
-def execute(args: argparse.Namespace, *, ci: bool) -> int:
+def execute(args: argparse.Namespace, command: Command, *, ci: bool) -> int:
     """Validate, then print the plan, or run the flow, print the summary, then gate: ``run`` fails on a
     regression against the suite's previous run (or nothing measured), ``ci`` on the thresholds asked for."""
     from flows.engine.headstart import head_start
@@ -57,10 +58,11 @@ def execute(args: argparse.Namespace, *, ci: bool) -> int:
     def ending(outcome: Any, state: Any) -> int:
         return summary_and_gate(options, report_path(outcome), state, ci=ci)
 
-    launch_server()  # a bad setting stops the command before any call; a first run's server starts now
+    # a bad setting stops the command before any call; a first run's server starts now
+    launch_server(started=command.servers_started)
     with sigterm_raises(), head_start(prepared) as early:
         load = sample_flow(options, cwd, prepared, show_progress=not args.quiet, early=early is not None)
-        return run_flow(load, ending, meanwhile=import_flow_modules)
+        return run_flow(command, load, ending, meanwhile=import_flow_modules)
 
 
 def report_path(outcome: Any) -> Path:
@@ -151,12 +153,12 @@ def print_plan(prepared: Any) -> None:
         print(f"  {v.name}: {v.path or 'no artifact'}" + (f" sha256 {v.sha256[:12]}" if v.sha256 else ""))
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    return execute(args, ci=False)
+def cmd_run(args: argparse.Namespace, command: Command) -> int:
+    return execute(args, command, ci=False)
 
 
-def cmd_ci(args: argparse.Namespace) -> int:
-    return execute(args, ci=True)
+def cmd_ci(args: argparse.Namespace, command: Command) -> int:
+    return execute(args, command, ci=True)
 
 
 def summary_and_gate(options: BenchOptions, path: Path, state: Any, *, ci: bool) -> int:

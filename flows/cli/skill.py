@@ -10,6 +10,7 @@ from typing import Any
 
 from executors.errors import InputError
 from flows.cli.codes import EXIT_FAIL, EXIT_OK
+from flows.cli.command import Command
 from flows.cli.run import FlowCall, run_flow
 
 
@@ -117,7 +118,7 @@ def print_skill_plan(config: Any, skill: Any, tasks: list[Any]) -> None:
     )
 
 
-def cmd_skill_run(args: argparse.Namespace) -> int:
+def cmd_skill_run(args: argparse.Namespace, command: Command) -> int:
     config, skill, tasks = checked_run_inputs(args)
     if config.dry_run:
         print_skill_plan(config, skill, tasks)
@@ -142,7 +143,7 @@ def cmd_skill_run(args: argparse.Namespace) -> int:
             raise outcome
         return summarized(config, outcome)
 
-    return run_flow(load, ending)
+    return run_flow(command, load, ending)
 
 
 def summarized(config: Any, outcome: dict[str, str]) -> int:
@@ -195,7 +196,7 @@ def case_threshold_failures(report: Any, threshold: float) -> list[str]:
     return out
 
 
-def cmd_skill_generate(args: argparse.Namespace) -> int:
+def cmd_skill_generate(args: argparse.Namespace, command: Command) -> int:
     from flows.engine.task_generation import GenerationError, generate_tasks
 
     config, skill = skill_inputs(args)

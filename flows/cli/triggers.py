@@ -17,6 +17,7 @@ from executors.pricing import PriceTable
 from executors.registry import agent_cli, usable_executor
 from executors.schema import RunRequest
 from flows.cli.codes import EXIT_FAIL, EXIT_OK
+from flows.cli.command import Command
 from flows.cli.run import FlowCall, run_flow
 from flows.engine.task_generation import GenerationError
 from flows.inputs.files import validation_lines
@@ -73,7 +74,7 @@ def print_trigger_plan(plan: TriggerPlan) -> None:
     )
 
 
-def cmd_triggers_run(args: argparse.Namespace) -> int:
+def cmd_triggers_run(args: argparse.Namespace, command: Command) -> int:
     from flows.report.schema import load_report
     from flows.report.triggers import gate_failures
 
@@ -103,7 +104,7 @@ def cmd_triggers_run(args: argparse.Namespace) -> int:
             print(f"skillab triggers: FAIL {line}", file=sys.stderr)
         return EXIT_FAIL if failures else EXIT_OK
 
-    return run_flow(load, ending)
+    return run_flow(command, load, ending)
 
 
 def print_trigger_summary(report: Any) -> None:
@@ -173,7 +174,7 @@ async def draft_queries(args: argparse.Namespace, name: str, skill_text: str) ->
     raise GenerationError(f"the model could not draft usable queries: {last}")
 
 
-def cmd_triggers_generate(args: argparse.Namespace) -> int:
+def cmd_triggers_generate(args: argparse.Namespace, command: Command) -> int:
     out = Path(args.out)
     if out.exists():
         raise InputError(f"--out: {out} exists; draft into a new file and review it")

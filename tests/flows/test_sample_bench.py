@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli import api_watch
 from flows.cli.main import main
 from tests.fakes.provider import FakeProvider, Fault
 from tests.flows.helpers import answer, make_project, run_bench, subprocess_env, use_provider
@@ -64,8 +63,6 @@ def test_end_to_end_with_assertions_and_judge(
     judge_calls = [c for c in server.calls if "strict, fair grader" in c.system]
     assert len(judge_calls) == 16
     assert not any("v1" in c.prompt or "v2" in c.prompt for c in judge_calls)
-    # Called in this process (not the command line's): no API watch that could end the caller's process.
-    assert not api_watch._WATCH
 
 
 def test_repeat_makes_real_calls_and_cache_resumes(

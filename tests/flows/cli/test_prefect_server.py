@@ -371,15 +371,15 @@ def test_a_server_started_on_a_wrong_guess_is_stopped(
         record = prefect_env.ServerRecord(
             pid=guessed.pid, host="127.0.0.1", port=9, log="", started=time.time()
         )
-        monkeypatch.setattr(prefect_env, "STARTED_HERE", [record])
+        started = [record]  # by this command's launch_server
         monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
-        prepare_prefect()
+        prepare_prefect(started=started)
         assert guessed.wait(timeout=30) is not None
         assert (
             "Prefect's API is configured (http://127.0.0.1:9/api): stopped the local server"
             in capsys.readouterr().err
         )
-        assert prefect_env.STARTED_HERE == []
+        assert started == []
     finally:
         guessed.kill()
         guessed.wait()

@@ -1,0 +1,55 @@
+"""One command in this process, from its entry point to its exit code.
+
+What the parts of a command share while it runs is this object: whether the command owns the
+process (the command line's entry, flows/bench.py, where the API watch may end the process; never a
+caller of ``flows.cli.main.main`` in its own process, such as a test), the Prefect servers it
+started, and its API watch. The entry point makes it and passes it to the parts that need it; no
+module keeps a command's state.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from flows.cli.api_watch import ApiWatch, Ending
+from flows.cli.prefect_env import ServerRecord
+
+
+@dataclass
+class Command:
+    ends_process: bool = False
+    #: Servers this command started and has not yet confirmed (see prefect_env.launch_server).
+    servers_started: list[ServerRecord] = field(default_factory=list)
+    watch: ApiWatch | None = None
+
+    def watch_api(self, ending: Ending) -> None:
+        """Watch the API the command's flow will use (none: Prefect's temporary server, in this process)."""
+        from flows.cli.prefect_env import configured_api_url
+        from flows.engine.outcomes import latest_outcome
+
+        api_url = configured_api_url()
+        if api_url and self.ends_process:
+            self.watch = ApiWatch(api_url.rstrip("/"), lambda outcome: ending(outcome, None), latest_outcome)
+            threading.Thread(target=self.watch.run, name="skillab-api-watch", daemon=True).start()
+
+    def finish_once(self, state: Any, ending: Ending) -> int:
+        """The command's ending for its flow run's final ``state``, run once: here, unless the watch
+        ended the command already."""
+        from flows.engine.outcomes import outcome_of
+
+        if self.watch is None:
+            return ending(outcome_of(state), state)
+        with self.watch.lock:
+            if self.watch.code is None:
+                self.watch.code = ending(outcome_of(state), state)
+            return self.watch.code
+
+    def exiting(self, code: int) -> None:
+        """The command is exiting with ``code``: if the API is gone, the watch exits with it, without
+        waiting for Prefect's threads."""
+        if self.watch is not None:
+            with self.watch.lock:
+                if self.watch.code is None:
+                    self.watch.code = code
