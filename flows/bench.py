@@ -17,7 +17,8 @@ from flows.engine.gc import lean_command
 def main(argv: list[str] | None = None) -> NoReturn:
     """The command, then a quick exit (also the `skillab` console script)."""
     lean_command()
-    command = Command(ends_process=True)  # this process ends with the command: the API watch may end it early
+    # this process ends with the command: the API watch may end it early
+    command = Command(ends_process=True)
     exit_now(run_command(argv, command), command)
 
 
@@ -31,9 +32,8 @@ def exit_now(code: int, command: Command) -> NoReturn:
     # The interpreter's own first step at exit: the callbacks registered with threading run (they tell
     # idle thread-pool workers, such as the embedded model's, to stop), then every non-daemon thread
     # is joined. Joining without the callbacks waits for ever on such a worker.
-    command.exiting(
-        code
-    )  # if Prefect's API is gone, its threads would wait for it for ever (flows/cli/api_watch.py)
+    # if Prefect's API is gone, its threads would wait for it for ever (flows/cli/api_watch.py)
+    command.exiting(code)
     threading._shutdown()  # type: ignore[attr-defined]
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):

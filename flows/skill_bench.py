@@ -38,7 +38,7 @@ from flows.engine.plugin_eval import (
 from flows.engine.progress import LogTarget, Progress
 from flows.engine.runlog import run_logger, tag_flow_run
 from flows.engine.runner import RunnerConfig, UnitRunner
-from flows.engine.session_runner import NotRun, SessionRunner, session_cost
+from flows.engine.session_runner import Refused, SessionRunner, session_cost
 from flows.engine.sessions import contamination, init_event, write_outputs
 from flows.explain import diagnose_skill_run
 from flows.inputs.ablation import SkillAblation, plan_skill_ablations, write_ablated_skills
@@ -135,7 +135,9 @@ async def run_sessions(
         request = session_request(config, skill, s, dirs, isolation)
         stage_inputs(s.task, s.sandbox)  # a skill-creator eval's input files, before the agent starts
         ran = await runner.session(s.label, request, lambda r: plugin_setup(s, r, isolation, skill.name))
-        session = AgentSession(ok=False, status="error", error=ran.reason) if isinstance(ran, NotRun) else ran
+        session = (
+            AgentSession(ok=False, status="error", error=ran.reason) if isinstance(ran, Refused) else ran
+        )
         raw = read_events(s.outputs / "raw_stream.jsonl")
         init = init_event(raw)
         contaminated = contamination(session, s.kind, skill.name, init, skill.description, plugin, cli=cli)

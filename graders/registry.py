@@ -1,6 +1,7 @@
-"""The one table of assertion types, and the dispatcher that validates, runs, weights and negates.
+"""The one table of assertion types, and the dispatcher that validates, runs and weights them.
 
-Negation (``"not": true``) and weight are applied here once, never inside a check.
+Negation (``"not": true``) is applied once, by ``AssertionResult.of``, for checked and judged types
+alike; weight is applied here; neither inside a check.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ Setup = Callable[[AgentRequest], Awaitable[tuple[AgentRequest, str | None]]]
 
 
 @dataclass(frozen=True)
-class NotRun:
+class Refused:
     """A session the budget refused: never started, never paid for."""
 
     reason: str
@@ -54,7 +54,7 @@ class SessionRunner:
 
     async def session(
         self, label: str, request: AgentRequest, setup: Setup | None = None
-    ) -> AgentSession | NotRun:
+    ) -> AgentSession | Refused:
         """One session in its slot: set up, checked against the budget, run, its cost added."""
         async with self.slots:
             error = None
@@ -63,7 +63,7 @@ class SessionRunner:
             if error is not None:
                 return AgentSession(ok=False, status="error", error=error)
             if (refused := self.refusal()) is not None:
-                return NotRun(refused)
+                return Refused(refused)
             session = await run_agent_session(request, self.base_url, label)
             self.spent += session_cost(session)
             return session

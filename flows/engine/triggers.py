@@ -12,7 +12,7 @@ from typing import Any
 from executors.schema import AgentRequest, AgentSession, InstalledSkill
 from executors.workspace import session_root, sweep
 from flows.engine.progress import Progress
-from flows.engine.session_runner import NotRun, SessionRunner
+from flows.engine.session_runner import Refused, SessionRunner
 from flows.inputs.triggers import TriggerPlan, TriggerSession
 from graders.triggers import SessionTriggers, TriggerStatus, detect
 from tasks.store.cache import ResultCache
@@ -89,7 +89,7 @@ class TriggerRunner:
             self.progress.advance(ok=hit.get("status") == TriggerStatus.OK, cached=True)
             return {**hit, "cached": True}
         session = await self.sessions.session(s.label, self.request(s, root))
-        if isinstance(session, NotRun):
+        if isinstance(session, Refused):
             self.not_run.append(s)
             return None
         out = outcome_of(session, detect(session, self.plan.candidates))
