@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 import ssl
 import time
 from abc import ABC, abstractmethod
@@ -143,16 +144,12 @@ class HttpExecutor(Executor):
 
     @property
     def base_url(self) -> str:
-        import os
-
         return (self.settings.base_url or os.environ.get(self.env_base_url) or self.default_base_url).rstrip(
             "/"
         )
 
     @property
     def api_key(self) -> str | None:
-        import os
-
         return next((os.environ[k] for k in self.env_keys if os.environ.get(k)), None)
 
     def problem(self) -> str | None:

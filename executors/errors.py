@@ -8,8 +8,10 @@ ExecutorError
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Iterable
+from email.utils import parsedate_to_datetime
 from enum import StrEnum
 
 
@@ -80,9 +82,6 @@ def parse_retry_after(value: str | None) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         pass
-    import datetime as dt
-    from email.utils import parsedate_to_datetime
-
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError):

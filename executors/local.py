@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import json
 import mmap
 import os
 import shutil
@@ -155,8 +156,6 @@ class LocalExecutor(Executor):
             "repeat_penalty": 1.1,
         }
         if request.response_schema:
-            import json
-
             body["json_schema"] = json.loads(request.response_schema)  # a grammar: the judge's JSON parses
         started = time.perf_counter()
         try:

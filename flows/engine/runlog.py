@@ -17,6 +17,7 @@ from executors.redaction import redact
 from flows.engine.progress import LogTarget
 from flows.inputs.plan import estimate_tokens
 from flows.inputs.prepare import Prepared
+from graders.judge import prompts_for
 
 #: The classes of the errors a failed call ends with, as a failed state's message names them.
 CALL_ERRORS = (ExecutorError.__name__, *(cls.__name__ for cls in ExecutorError.__subclasses__()))
@@ -146,8 +147,6 @@ def estimate(prepared: Prepared) -> Estimate:
         cost = "$0 (local)"
     judge_calls = 0
     if prepared.judges:
-        from graders.judge import prompts_for
-
         per_output = (
             sum(len(prompts_for(s, "")) for s in prepared.samples) * len(prepared.variants) * o.repeat
         )

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from executors.agent import CLI_DIR_ENV, DEFAULT_CLI_DIR
 from flows.cli.main import main
 
 CORPUS = Path(__file__).resolve().parents[3] / "tests" / "data" / "bad_inputs.yaml"
@@ -82,6 +83,8 @@ def test_bad_input(
         "GEMINI_API_KEY",
     ):
         monkeypatch.delenv(key, raising=False)
+    # The agent CLIs stay where set-up put them (found through HOME until HOME changes below).
+    monkeypatch.setenv(CLI_DIR_ENV, os.environ.get(CLI_DIR_ENV) or str(DEFAULT_CLI_DIR))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no user-level skills or configs leak in
     for key, value in (case.get("env") or {}).items():
         monkeypatch.setenv(key, value)
