@@ -60,8 +60,8 @@ def execute(args: argparse.Namespace, command: Command, *, ci: bool) -> int:
 
     # a bad setting stops the command before any call; a first run's server starts now
     launch_server(started=command.servers_started)
-    with sigterm_raises(), head_start(prepared) as early:
-        load = sample_flow(options, cwd, prepared, show_progress=not args.quiet, early=early is not None)
+    with sigterm_raises(), head_start(prepared):
+        load = sample_flow(options, cwd, prepared, show_progress=not args.quiet)
         return run_flow(command, load, ending, meanwhile=import_flow_modules)
 
 
@@ -77,14 +77,12 @@ def report_path(outcome: Any) -> Path:
 
 
 def sample_flow(
-    options: BenchOptions, cwd: Path, prepared: Prepared, *, show_progress: bool, early: bool
+    options: BenchOptions, cwd: Path, prepared: Prepared, *, show_progress: bool
 ) -> Callable[[], FlowCall]:
-    """The sample-bench flow run, for the run protocol. ``early``: a head start's calls are in flight
-    (flows/engine/headstart.py)."""
+    """The sample-bench flow run, for the run protocol."""
 
     def load() -> FlowCall:
-        from flows.engine.prefetch import prefetch
-        from flows.sample_bench import AFTER_CALLS, sample_bench
+        from flows.sample_bench import sample_bench
 
         names = ",".join(v.name for v in prepared.variants)
         flow = sample_bench.with_options(
@@ -92,8 +90,6 @@ def sample_flow(
         )
 
         async def call() -> Any:
-            if early:  # the first calls are out: the flow run's start waits on the server, imports fill that
-                prefetch(AFTER_CALLS)
             hand_over(options, cwd, prepared)
             return await flow(options, str(cwd), show_progress, return_state=True)
 
