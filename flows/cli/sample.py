@@ -89,11 +89,8 @@ def sample_flow(
             flow_run_name=f"{options.suite or prepared.samples_path.name} · {names}"
         )
 
-        async def call() -> Any:
-            hand_over(options, cwd, prepared)
-            return await flow(options, str(cwd), show_progress, return_state=True)
-
-        return call
+        hand_over(options, cwd, prepared)
+        return lambda: flow(options, str(cwd), show_progress, return_state=True)
 
     return load
 
