@@ -16,7 +16,7 @@ from pathlib import Path
 from executors.errors import InputError
 from graders import custom_js
 from graders.confined import outcome, python_paths, run_confined
-from graders.schema import Assertion, Observation
+from graders.schema import CustomAssertion, Observation
 
 Outcome = tuple[bool, str]
 DEFAULT_TIMEOUT_S = 10.0
@@ -62,10 +62,10 @@ def validate_file(path: Path) -> None:
         raise InputError(f"custom assertion file {path} defines no function check(output, ctx)")
 
 
-def run_custom(a: Assertion, obs: Observation) -> tuple[bool, str, float | None]:
+def run_custom(a: CustomAssertion, obs: Observation) -> tuple[bool, str, float | None]:
     sample = obs.sample
     source_dir = sample.source_dir if sample else "."
-    path = resolve(str(a.fn), source_dir)
+    path = resolve(a.fn, source_dir)
     fields = sample.model_dump(mode="json", by_alias=True) if sample else {}
     timeout = a.timeout_s or DEFAULT_TIMEOUT_S
     if custom_js.is_js(path.name):

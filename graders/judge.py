@@ -17,7 +17,14 @@ from typing import Any
 
 from executors.registry import EXECUTORS
 from graders import registry
-from graders.schema import Assertion, AssertionResult, JudgeResult, JudgeStatus, Sample
+from graders.schema import (
+    AssertionResult,
+    JudgedAssertion,
+    JudgeResult,
+    JudgeStatus,
+    Sample,
+    SimilarityAssertion,
+)
 
 #: Part of every judge cache key: bump when the prompts or schemas below change.
 PROMPT_VERSION = "2"
@@ -125,7 +132,7 @@ def rag_prompt(kind: str, grounding: str, output: str) -> JudgePrompt:
     return JudgePrompt(kind, _SYSTEM, body)
 
 
-def rag_grounding(a: Assertion, sample: Sample) -> str:
+def rag_grounding(a: JudgedAssertion, sample: Sample) -> str:
     """faithfulness: the reference, else the sample's context; answer_relevancy: the prompt;
     context_recall: the reference, else the context (oh-my-knowledge's choices)."""
     if a.type == "answer_relevancy":
@@ -190,10 +197,10 @@ def prompts_for(sample: Sample, output: str, *, layer: bool = True) -> list[Judg
     elif layer and sample.rubric:
         prompts.append(rubric_prompt(sample.full_prompt, sample.rubric, output))
     for i, a in enumerate(sample.assertions):
-        if a.type == "semantic_similarity":
-            p = similarity_prompt(str(a.reference), output)
+        if isinstance(a, SimilarityAssertion):
+            p = similarity_prompt(a.reference, output)
             prompts.append(JudgePrompt(f"semantic_similarity#{i}", p.system, p.prompt))
-        elif a.type in RAG_QUESTIONS:
+        elif isinstance(a, JudgedAssertion):
             p = rag_prompt(a.type, rag_grounding(a, sample), output)
             prompts.append(JudgePrompt(f"{a.type}#{i}", p.system, p.prompt))
     return prompts
@@ -241,8 +248,8 @@ def judge_layer(
     similarity: dict[int, AssertionResult] = {}
     for aspect, js in scored.items():
         index = assertion_aspect(aspect)
-        if index is not None:
-            a = sample.assertions[index]
+        a = sample.assertions[index] if index is not None else None
+        if index is not None and isinstance(a, JudgedAssertion):
             score = _mean([j.score for j in js if j.score is not None])
             threshold = 3.0 if a.threshold is None else a.threshold
             passed = score >= threshold

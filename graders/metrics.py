@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from graders.schema import Assertion, Observation
+from graders.schema import NumberAssertion, Observation
 
 Outcome = tuple[bool, str]
 
 
-def cost_max(a: Assertion, obs: Observation) -> Outcome:
+def cost_max(a: NumberAssertion, obs: Observation) -> Outcome:
     return obs.cost_usd <= float(a.value), f"cost ${obs.cost_usd:.6f}"
 
 
-def latency_max(a: Assertion, obs: Observation) -> Outcome:
+def latency_max(a: NumberAssertion, obs: Observation) -> Outcome:
     return obs.latency_ms <= float(a.value), f"latency {obs.latency_ms:.0f} ms"

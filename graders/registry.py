@@ -1,371 +1,80 @@
-"""The one table of assertion types, and the dispatcher that validates, runs and weights them.
+"""The one table of assertion types, and the dispatcher that parses, runs and weights them.
 
-Negation (``"not": true``) is applied once, by ``AssertionResult.of``, for checked and judged types
-alike; weight is applied here; neither inside a check.
+Each type names the model of its parameters (``graders.schema``), the check that runs it and what it
+checks when the file is loaded beyond its fields. Negation (``"not": true``) is applied once, by
+``AssertionResult.of``, for checked and judged types alike; weight is applied here; neither inside a
+check.
 """
 
 from __future__ import annotations
 
 import difflib
-import numbers
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import ValidationError
 
 from executors.errors import InputError
 from graders import custom, metrics, similarity, structured, text, tools
-from graders.schema import Assertion, AssertionResult, Observation
+from graders.loading import closest
+from graders.schema import (
+    Assertion,
+    AssertionBase,
+    AssertionResult,
+    CountAssertion,
+    CustomAssertion,
+    DistanceAssertion,
+    JsonSchemaAssertion,
+    JsonValidAssertion,
+    JudgedAssertion,
+    ListAssertion,
+    MockHitAssertion,
+    NumberAssertion,
+    Observation,
+    OverlapAssertion,
+    RegexAssertion,
+    SetAssertion,
+    SimilarityAssertion,
+    TextAssertion,
+    ToolTextAssertion,
+)
 
-Check = Callable[[Assertion, Observation], tuple[bool, str]]
+A = TypeVar("A", bound=AssertionBase)
 Kind = Literal["sync", "custom", "judge"]
 
 
 @dataclass(frozen=True)
-class AssertionType:
+class AssertionType(Generic[A]):
     kind: Kind
-    check: Check | None
-    required: tuple[str, ...] = ()
-    numeric_value: bool = False
+    model: type[A]  # its parameters
+    check: Callable[[A, Observation], tuple[bool, str]] | None
     summary: str = ""  # one line for the documentation's generated table (docs/inputs.md)
+    loads: Callable[[A, str], None] | None = None  # what is checked at load time beyond the fields
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """Its required parameters, as they are spelled in a file."""
+        fields = self.model.model_fields.items()
+        return tuple(f.alias or name for name, f in fields if f.is_required() and name != "type")
 
 
-ASSERTIONS: dict[str, AssertionType] = {
-    "contains": AssertionType(
-        "sync",
-        text.contains,
-        ("value",),
-        summary="the output contains `value` (case-insensitive)",
-    ),
-    "not_contains": AssertionType(
-        "sync",
-        text.not_contains,
-        ("value",),
-        summary="the output does not contain `value` (case-insensitive)",
-    ),
-    "regex": AssertionType(
-        "sync",
-        text.regex,
-        ("pattern",),
-        summary="`pattern` matches the output (`flags`, default `i`; a time budget bounds the match)",
-    ),
-    "min_length": AssertionType(
-        "sync",
-        text.min_length,
-        ("value",),
-        numeric_value=True,
-        summary="at least `value` characters",
-    ),
-    "max_length": AssertionType(
-        "sync",
-        text.max_length,
-        ("value",),
-        numeric_value=True,
-        summary="at most `value` characters",
-    ),
-    "json_valid": AssertionType(
-        "sync",
-        structured.json_valid,
-        summary="the output parses as JSON",
-    ),
-    "json_schema": AssertionType(
-        "sync",
-        structured.json_schema,
-        ("json_schema",),
-        summary="the output is JSON valid against `schema` (the full JSON Schema spec)",
-    ),
-    "starts_with": AssertionType(
-        "sync",
-        text.starts_with,
-        ("value",),
-        summary="the output starts with `value` (case-insensitive)",
-    ),
-    "ends_with": AssertionType(
-        "sync",
-        text.ends_with,
-        ("value",),
-        summary="the output ends with `value` (case-insensitive)",
-    ),
-    "equals": AssertionType(
-        "sync",
-        text.equals,
-        ("value",),
-        summary="the output equals `value` after trimming",
-    ),
-    "not_equals": AssertionType(
-        "sync",
-        text.not_equals,
-        ("value",),
-        summary="the output differs from `value` after trimming",
-    ),
-    "word_count_min": AssertionType(
-        "sync",
-        text.word_count_min,
-        ("value",),
-        numeric_value=True,
-        summary="at least `value` words",
-    ),
-    "word_count_max": AssertionType(
-        "sync",
-        text.word_count_max,
-        ("value",),
-        numeric_value=True,
-        summary="at most `value` words",
-    ),
-    "contains_all": AssertionType(
-        "sync",
-        text.contains_all,
-        ("values",),
-        summary="every one of `values` is in the output (case-insensitive)",
-    ),
-    "contains_any": AssertionType(
-        "sync",
-        text.contains_any,
-        ("values",),
-        summary="at least one of `values` is in the output (case-insensitive)",
-    ),
-    "cost_max": AssertionType(
-        "sync",
-        metrics.cost_max,
-        ("value",),
-        numeric_value=True,
-        summary="the call cost at most `value` USD",
-    ),
-    "latency_max": AssertionType(
-        "sync",
-        metrics.latency_max,
-        ("value",),
-        numeric_value=True,
-        summary="the call took at most `value` ms",
-    ),
-    "semantic_similarity": AssertionType(
-        "judge",
-        None,
-        ("reference",),
-        summary="the judge scores the output's closeness to `reference` at least `threshold` (default 3 of 5)",
-    ),
-    "custom": AssertionType(
-        "custom",
-        None,
-        ("fn",),
-        summary="a Python (`check(output, ctx)`) or JavaScript check file `fn`, run confined",
-    ),
-    # oh-my-knowledge's types beyond the seed's (0.54): how the answer was produced ...
-    "turns_max": AssertionType(
-        "sync",
-        tools.turns_max,
-        ("value",),
-        numeric_value=True,
-        summary="the agent took at most `value` turns",
-    ),
-    "turns_min": AssertionType(
-        "sync",
-        tools.turns_min,
-        ("value",),
-        numeric_value=True,
-        summary="the agent took at least `value` turns",
-    ),
-    "tools_called": AssertionType(
-        "sync",
-        tools.tools_called,
-        ("values",),
-        summary="every tool named in `values` was called (case-insensitive)",
-    ),
-    "tools_not_called": AssertionType(
-        "sync",
-        tools.tools_not_called,
-        ("values",),
-        summary="no tool named in `values` was called",
-    ),
-    "tools_count_max": AssertionType(
-        "sync",
-        tools.tools_count_max,
-        ("value",),
-        numeric_value=True,
-        summary="at most `value` tool calls",
-    ),
-    "tools_count_min": AssertionType(
-        "sync",
-        tools.tools_count_min,
-        ("value",),
-        numeric_value=True,
-        summary="at least `value` tool calls",
-    ),
-    "tool_output_contains": AssertionType(
-        "sync",
-        tools.tool_output_contains,
-        ("value",),
-        summary="a call of tool T returned text X (`value: T:X`, case-insensitive)",
-    ),
-    "tool_input_contains": AssertionType(
-        "sync",
-        tools.tool_input_contains,
-        ("value",),
-        summary="a call of tool T was given X in its input (`value: T:X`)",
-    ),
-    "tool_input_not_contains": AssertionType(
-        "sync",
-        tools.tool_input_not_contains,
-        ("value",),
-        summary="no call of tool T was given X in its input (`value: T:X`)",
-    ),
-    "mock_hit": AssertionType(
-        "sync",
-        tools.mock_hit,
-        ("value",),
-        summary="the mock `value` was hit at least `threshold` times (default 1)",
-    ),
-    # ... closeness to a reference text ...
-    "rouge_n_min": AssertionType(
-        "sync",
-        similarity.rouge_n_min,
-        ("reference",),
-        summary="ROUGE-N against `reference` at least `threshold` (0-1)",
-    ),
-    "levenshtein_max": AssertionType(
-        "sync",
-        similarity.levenshtein_max,
-        ("reference", "value"),
-        numeric_value=True,
-        summary="edit distance to `reference` at most `value`",
-    ),
-    "bleu_min": AssertionType(
-        "sync",
-        similarity.bleu_min,
-        ("reference",),
-        summary="BLEU against `reference` at least `threshold` (0-1)",
-    ),
-    # ... a combination of checks, and the RAG judgements (skillab's judge scores them).
-    "assert-set": AssertionType(
-        "sync",
-        None,
-        ("children",),
-        summary="`children` combined: `mode: all` (default) or `any`",
-    ),
-    "faithfulness": AssertionType(
-        "judge",
-        None,
-        summary="the judge finds the output faithful to `reference`, else to the sample's context",
-    ),
-    "answer_relevancy": AssertionType(
-        "judge",
-        None,
-        summary="the judge finds the output relevant to the prompt",
-    ),
-    "context_recall": AssertionType(
-        "judge",
-        None,
-        summary="the judge finds the facts of `reference`, else of the context, in the output",
-    ),
-}
-#: Types whose value must not be negative, and those whose value is a non-empty string.
-NON_NEGATIVE = frozenset({"turns_max", "turns_min", "tools_count_max", "tools_count_min", "levenshtein_max"})
-STRING_VALUE = frozenset(
-    {"tool_output_contains", "tool_input_contains", "tool_input_not_contains", "mock_hit"}
-)
-#: The types the judge scores (each as the aspect ``<type>#<index>``), their threshold on its 1-5
-#: scale; similarity types' thresholds are on 0-1.
-JUDGED = frozenset(name for name, spec in ASSERTIONS.items() if spec.kind == "judge")
-UNIT_THRESHOLD = frozenset({"rouge_n_min", "bleu_min"})
-MAX_NESTING = 16
-
-# How a field is spelled in the samples file, for error messages.
-FIELD_NAMES = {"json_schema": "schema"}
+def _compiles(a: RegexAssertion, source_dir: str) -> None:
+    text.compile_regex(a.pattern, a.flags)
 
 
-def closest_type(name: str) -> str | None:
-    matches = difflib.get_close_matches(name, list(ASSERTIONS), n=1, cutoff=0.5)
-    return matches[0] if matches else None
+def _valid_schema(a: JsonSchemaAssertion, source_dir: str) -> None:
+    structured.check_schema(a.json_schema)
 
 
-def validate(a: Assertion, source_dir: str, depth: int = 0) -> None:
-    """Raise ValueError ('field: problem') for anything that would fail at grading time."""
-    spec = ASSERTIONS.get(a.type)
-    if spec is None:
-        hint = closest_type(a.type)
-        raise InputError(
-            f"type: unknown assertion type {a.type!r}" + (f" (did you mean {hint!r}?)" if hint else "")
-        )
-    for name in spec.required:
-        if getattr(a, name) is None:
-            raise InputError(f"{FIELD_NAMES.get(name, name)}: required for type {a.type!r}")
-    if spec.numeric_value and (isinstance(a.value, bool) or not isinstance(a.value, numbers.Real)):
-        raise InputError(f"value: type {a.type!r} needs a number, got {a.value!r}")
-    if a.weight < 0:
-        raise InputError(f"weight: must be >= 0, got {a.weight}")
-    if a.type == "regex":
-        text.compile_regex(str(a.pattern), a.flags)
-    elif a.type == "json_schema":
-        structured.check_schema(a.json_schema)
-    elif a.type == "custom":
-        custom.validate_file(custom.resolve(str(a.fn), source_dir))
-    elif a.type == "assert-set":
-        validate_set(a, source_dir, depth)
-    _validate_extra(a)
+def _loads_check(a: CustomAssertion, source_dir: str) -> None:
+    custom.validate_file(custom.resolve(a.fn, source_dir))
 
 
-def _validate_extra(a: Assertion) -> None:
-    """The parameter rules of oh-my-knowledge's types (and the judged types' threshold scale)."""
-    if a.type in NON_NEGATIVE and float(a.value) < 0:
-        raise InputError(f"value: type {a.type!r} needs a number >= 0, got {a.value!r}")
-    if a.type in STRING_VALUE and (not isinstance(a.value, str) or not a.value.strip()):
-        raise InputError(f"value: type {a.type!r} needs a non-empty string, got {a.value!r}")
-    if a.type == "mock_hit" and not re.fullmatch(r"[^:]+:[1-9]\d*", str(a.value)):
-        raise InputError(f"value: mock_hit needs Tool:N (N from 1), got {a.value!r}")
-    if a.type in {"tools_called", "tools_not_called"} and not a.values:
-        raise InputError(f"values: type {a.type!r} needs at least one tool name")
-    if a.reference is not None and a.type in UNIT_THRESHOLD | {"levenshtein_max"} and not a.reference.strip():
-        raise InputError(f"reference: type {a.type!r} needs a non-empty reference")
-    if a.n is not None and a.n < 1:
-        raise InputError(f"n: must be a positive integer, got {a.n}")
-    if a.threshold is not None:
-        if a.type in JUDGED and not 1 <= a.threshold <= 5:
-            raise InputError(f"threshold: must be between 1 and 5, got {a.threshold}")
-        if a.type in UNIT_THRESHOLD and not 0 <= a.threshold <= 1:
-            raise InputError(f"threshold: must be between 0 and 1, got {a.threshold}")
-
-
-def validate_set(a: Assertion, source_dir: str, depth: int) -> None:
-    """assert-set: a non-empty list of checks, each valid, none graded by the judge or custom code
-    (oh-my-knowledge's rule: a set is decided at once, without an LLM), nested at most 16 deep."""
-    if not a.children:
-        raise InputError("children: assert-set needs at least one assertion")
-    if depth + 1 >= MAX_NESTING:
-        raise InputError(f"children: assert-set nested deeper than {MAX_NESTING} levels")
-    for i, child in enumerate(a.children):
-        spec = ASSERTIONS.get(child.type)
-        if spec is not None and spec.kind != "sync":
-            raise InputError(
-                f"children: [{i}] {child.type!r} cannot be inside an assert-set (not deterministic)"
-            )
-        try:
-            validate(child, source_dir, depth + 1)
-        except InputError as exc:
-            raise InputError(f"children: [{i}] {exc}") from None
-
-
-def run_assertion(a: Assertion, obs: Observation) -> AssertionResult:
-    """Run one deterministic or custom assertion. A check that raises is a failure with its message."""
-    spec = ASSERTIONS[a.type]
-    score: float | None = None
-    try:
-        if spec.kind == "custom":
-            passed, message, score = custom.run_custom(a, obs)
-        elif a.type == "assert-set":
-            passed, message = assert_set(a, obs)
-        elif spec.check is not None:
-            passed, message = spec.check(a, obs)
-        else:
-            raise InputError(f"assertion {a.type!r} is graded by the judge")
-    except Exception as exc:  # a grader bug or odd input must not crash the run
-        passed, message = False, f"check raised {type(exc).__name__}: {exc}"
-    return AssertionResult.of(a, passed, message, score)
-
-
-def assert_set(a: Assertion, obs: Observation) -> tuple[bool, str]:
+def assert_set(a: SetAssertion, obs: Observation) -> tuple[bool, str]:
     """oh-my-knowledge's combinator: each child checked (its own ``not`` applied), then all of them
     (mode ``all``, the default) or at least one (``any``) must pass."""
-    children = [run_assertion(child, obs) for child in a.children or ()]
+    children = [run_assertion(child, obs) for child in a.children]
     if not children:
         return False, "no assertion in the set"
     mode = a.mode or "all"
@@ -377,6 +86,326 @@ def assert_set(a: Assertion, obs: Observation) -> tuple[bool, str]:
     ]
     summary = f"{len(children) - len(failed)}/{len(children)} passed ({mode})"
     return passed, summary + (f"; failed: {'; '.join(failed)}" if failed else "")
+
+
+ASSERTIONS: dict[str, AssertionType[Any]] = {
+    "contains": AssertionType(
+        "sync",
+        TextAssertion,
+        text.contains,
+        summary="the output contains `value` (case-insensitive)",
+    ),
+    "not_contains": AssertionType(
+        "sync",
+        TextAssertion,
+        text.not_contains,
+        summary="the output does not contain `value` (case-insensitive)",
+    ),
+    "regex": AssertionType(
+        "sync",
+        RegexAssertion,
+        text.regex,
+        loads=_compiles,
+        summary="`pattern` matches the output (`flags`, default `i`; a time budget bounds the match)",
+    ),
+    "min_length": AssertionType(
+        "sync",
+        NumberAssertion,
+        text.min_length,
+        summary="at least `value` characters",
+    ),
+    "max_length": AssertionType(
+        "sync",
+        NumberAssertion,
+        text.max_length,
+        summary="at most `value` characters",
+    ),
+    "json_valid": AssertionType(
+        "sync",
+        JsonValidAssertion,
+        structured.json_valid,
+        summary="the output parses as JSON",
+    ),
+    "json_schema": AssertionType(
+        "sync",
+        JsonSchemaAssertion,
+        structured.json_schema,
+        loads=_valid_schema,
+        summary="the output is JSON valid against `schema` (the full JSON Schema spec)",
+    ),
+    "starts_with": AssertionType(
+        "sync",
+        TextAssertion,
+        text.starts_with,
+        summary="the output starts with `value` (case-insensitive)",
+    ),
+    "ends_with": AssertionType(
+        "sync",
+        TextAssertion,
+        text.ends_with,
+        summary="the output ends with `value` (case-insensitive)",
+    ),
+    "equals": AssertionType(
+        "sync",
+        TextAssertion,
+        text.equals,
+        summary="the output equals `value` after trimming",
+    ),
+    "not_equals": AssertionType(
+        "sync",
+        TextAssertion,
+        text.not_equals,
+        summary="the output differs from `value` after trimming",
+    ),
+    "word_count_min": AssertionType(
+        "sync",
+        NumberAssertion,
+        text.word_count_min,
+        summary="at least `value` words",
+    ),
+    "word_count_max": AssertionType(
+        "sync",
+        NumberAssertion,
+        text.word_count_max,
+        summary="at most `value` words",
+    ),
+    "contains_all": AssertionType(
+        "sync",
+        ListAssertion,
+        text.contains_all,
+        summary="every one of `values` is in the output (case-insensitive)",
+    ),
+    "contains_any": AssertionType(
+        "sync",
+        ListAssertion,
+        text.contains_any,
+        summary="at least one of `values` is in the output (case-insensitive)",
+    ),
+    "cost_max": AssertionType(
+        "sync",
+        NumberAssertion,
+        metrics.cost_max,
+        summary="the call cost at most `value` USD",
+    ),
+    "latency_max": AssertionType(
+        "sync",
+        NumberAssertion,
+        metrics.latency_max,
+        summary="the call took at most `value` ms",
+    ),
+    "semantic_similarity": AssertionType(
+        "judge",
+        SimilarityAssertion,
+        None,
+        summary="the judge scores the output's closeness to `reference` at least `threshold` (default 3 of 5)",
+    ),
+    "custom": AssertionType(
+        "custom",
+        CustomAssertion,
+        None,
+        loads=_loads_check,
+        summary="a Python (`check(output, ctx)`) or JavaScript check file `fn`, run confined",
+    ),
+    # oh-my-knowledge's types beyond the seed's (0.54): how the answer was produced ...
+    "turns_max": AssertionType(
+        "sync",
+        CountAssertion,
+        tools.turns_max,
+        summary="the agent took at most `value` turns",
+    ),
+    "turns_min": AssertionType(
+        "sync",
+        CountAssertion,
+        tools.turns_min,
+        summary="the agent took at least `value` turns",
+    ),
+    "tools_called": AssertionType(
+        "sync",
+        ListAssertion,
+        tools.tools_called,
+        summary="every tool named in `values` was called (case-insensitive)",
+    ),
+    "tools_not_called": AssertionType(
+        "sync",
+        ListAssertion,
+        tools.tools_not_called,
+        summary="no tool named in `values` was called",
+    ),
+    "tools_count_max": AssertionType(
+        "sync",
+        CountAssertion,
+        tools.tools_count_max,
+        summary="at most `value` tool calls",
+    ),
+    "tools_count_min": AssertionType(
+        "sync",
+        CountAssertion,
+        tools.tools_count_min,
+        summary="at least `value` tool calls",
+    ),
+    "tool_output_contains": AssertionType(
+        "sync",
+        ToolTextAssertion,
+        tools.tool_output_contains,
+        summary="a call of tool T returned text X (`value: T:X`, case-insensitive)",
+    ),
+    "tool_input_contains": AssertionType(
+        "sync",
+        ToolTextAssertion,
+        tools.tool_input_contains,
+        summary="a call of tool T was given X in its input (`value: T:X`)",
+    ),
+    "tool_input_not_contains": AssertionType(
+        "sync",
+        ToolTextAssertion,
+        tools.tool_input_not_contains,
+        summary="no call of tool T was given X in its input (`value: T:X`)",
+    ),
+    "mock_hit": AssertionType(
+        "sync",
+        MockHitAssertion,
+        tools.mock_hit,
+        summary="the mock `value` was hit at least `threshold` times (default 1)",
+    ),
+    # ... closeness to a reference text ...
+    "rouge_n_min": AssertionType(
+        "sync",
+        OverlapAssertion,
+        similarity.rouge_n_min,
+        summary="ROUGE-N against `reference` at least `threshold` (0-1)",
+    ),
+    "levenshtein_max": AssertionType(
+        "sync",
+        DistanceAssertion,
+        similarity.levenshtein_max,
+        summary="edit distance to `reference` at most `value`",
+    ),
+    "bleu_min": AssertionType(
+        "sync",
+        OverlapAssertion,
+        similarity.bleu_min,
+        summary="BLEU against `reference` at least `threshold` (0-1)",
+    ),
+    # ... a combination of checks, and the RAG judgements (skillab's judge scores them).
+    "assert-set": AssertionType(
+        "sync",
+        SetAssertion,
+        assert_set,
+        summary="`children` combined: `mode: all` (default) or `any`",
+    ),
+    "faithfulness": AssertionType(
+        "judge",
+        JudgedAssertion,
+        None,
+        summary="the judge finds the output faithful to `reference`, else to the sample's context",
+    ),
+    "answer_relevancy": AssertionType(
+        "judge",
+        JudgedAssertion,
+        None,
+        summary="the judge finds the output relevant to the prompt",
+    ),
+    "context_recall": AssertionType(
+        "judge",
+        JudgedAssertion,
+        None,
+        summary="the judge finds the facts of `reference`, else of the context, in the output",
+    ),
+}
+#: The types the judge scores (each as the aspect ``<type>#<index>``) on its 1-5 scale.
+JUDGED = frozenset(name for name, spec in ASSERTIONS.items() if spec.kind == "judge")
+MAX_NESTING = 16
+#: Every parameter name of every type, as spelled in a file (for "did you mean" and error locations).
+FIELDS = sorted(
+    {"type", *(f.alias or n for spec in ASSERTIONS.values() for n, f in spec.model.model_fields.items())}
+)
+
+
+def closest_type(name: str) -> str | None:
+    matches = difflib.get_close_matches(name, list(ASSERTIONS), n=1, cutoff=0.5)
+    return matches[0] if matches else None
+
+
+def parse(raw: Any, source_dir: str, depth: int = 0) -> Assertion:
+    """One assertion of a file, by its type's model, then what the type checks at load time (a regex
+    compiles, a schema is valid, a custom file defines check, a set's children). Raises InputError
+    ('field: problem', the first problem found) for anything that would fail at grading time."""
+    if not isinstance(raw, dict):
+        raise InputError(f"expected an object, got {type(raw).__name__}")
+    name = raw.get("type")
+    if name is None:
+        raise InputError("type: required field missing")
+    spec = ASSERTIONS.get(str(name))
+    if spec is None:
+        hint = closest_type(str(name))
+        raise InputError(
+            f"type: unknown assertion type {name!r}" + (f" (did you mean {hint!r}?)" if hint else "")
+        )
+    fields = dict(raw)
+    if spec.model is SetAssertion and isinstance(raw.get("children"), list):
+        fields["children"] = _children(raw["children"], source_dir, depth)
+    try:
+        a: Assertion = spec.model.model_validate(fields)
+    except ValidationError as exc:
+        raise InputError(_problem(exc, str(name))) from None
+    if spec.loads is not None:
+        spec.loads(a, source_dir)
+    return a
+
+
+def _problem(exc: ValidationError, name: str) -> str:
+    """One pydantic error in skillab's words; a missing parameter is named with its type, unless an
+    unknown field is its misspelling (then that is the problem to name)."""
+    errors = exc.errors()
+    missing = [str(e["loc"][-1]) for e in errors if e["type"] == "missing"]
+    typos = [e for e in errors if e["type"] == "extra_forbidden" and closest(str(e["loc"][-1]), missing)]
+    err = typos[0] if typos else errors[0]
+    field = ".".join(str(part) for part in err["loc"])
+    if err["type"] == "missing":
+        return f"{field}: required for type {name!r}"
+    if err["type"] == "extra_forbidden":
+        return f"{field}: unknown field{closest(field, FIELDS)}"
+    if err["type"] == "skillab":
+        return f"{field}: {err['msg']}" if field else str(err["msg"])
+    got = f" (got {err.get('input')!r})" if field else ""
+    return f"{field}: {str(err['msg']).removeprefix('Value error, ')}{got}"
+
+
+def _children(raw: list[Any], source_dir: str, depth: int) -> list[Assertion]:
+    """assert-set: a non-empty list of checks, each valid, none graded by the judge or custom code
+    (oh-my-knowledge's rule: a set is decided at once, without an LLM), nested at most 16 deep."""
+    if not raw:
+        raise InputError("children: assert-set needs at least one assertion")
+    if depth + 1 >= MAX_NESTING:
+        raise InputError(f"children: assert-set nested deeper than {MAX_NESTING} levels")
+    children = []
+    for i, child in enumerate(raw):
+        spec = ASSERTIONS.get(str(child.get("type"))) if isinstance(child, dict) else None
+        if spec is not None and spec.kind != "sync":
+            raise InputError(
+                f"children: [{i}] {child['type']!r} cannot be inside an assert-set (not deterministic)"
+            )
+        try:
+            children.append(parse(child, source_dir, depth + 1))
+        except InputError as exc:
+            raise InputError(f"children: [{i}] {exc}") from None
+    return children
+
+
+def run_assertion(a: Assertion, obs: Observation) -> AssertionResult:
+    """Run one deterministic or custom assertion. A check that raises is a failure with its message."""
+    spec = ASSERTIONS[a.type]
+    score: float | None = None
+    try:
+        if isinstance(a, CustomAssertion):
+            passed, message, score = custom.run_custom(a, obs)
+        elif spec.check is not None:
+            passed, message = spec.check(a, obs)
+        else:
+            raise InputError(f"assertion {a.type!r} is graded by the judge")
+    except Exception as exc:  # a grader bug or odd input must not crash the run
+        passed, message = False, f"check raised {type(exc).__name__}: {exc}"
+    return AssertionResult.of(a, passed, message, score)
 
 
 def is_judged(a: Assertion) -> bool:

@@ -2,48 +2,250 @@
 
 from __future__ import annotations
 
+import numbers
+import re
+from collections.abc import Callable
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from executors.schema import Frozen, OneLine
 
 
-class Assertion(Frozen):
-    """One check on an output. Which fields a type needs is declared in ``graders.registry``."""
+def invalid(message: str) -> PydanticCustomError:
+    """A parameter problem in skillab's own words (the message names the value itself)."""
+    return PydanticCustomError("skillab", "{message}", {"message": message})
+
+
+def rule(holds: Callable[[Any], bool], message: str) -> AfterValidator:
+    """A parameter rule: ``message`` (with ``{}`` for the value) when the value breaks it."""
+
+    def check(value: Any) -> Any:
+        if not holds(value):
+            raise invalid(message.format(value))
+        return value
+
+    return AfterValidator(check)
+
+
+class AssertionBase(Frozen):
+    """What every assertion has: its type, its weight in the score, and ``not``. Each type's
+    parameters are declared by its subclass, and ``Assertion`` is their union, told apart by ``type``:
+    a field a type does not read is an unknown field, a missing one is named, before any call."""
 
     type: str
-    value: Any = None
-    values: tuple[str, ...] | None = None
-    pattern: str | None = None
-    flags: str | None = None
-    json_schema: dict[str, Any] | None = Field(default=None, alias="schema")
-    reference: str | None = None
-    threshold: float | None = Field(default=None, allow_inf_nan=False)
-    fn: str | None = None
-    weight: float = Field(default=1.0, allow_inf_nan=False)
+    weight: Annotated[float, Field(allow_inf_nan=False), rule(lambda w: w >= 0, "must be >= 0, got {}")] = 1.0
     negate: bool = Field(default=False, alias="not")
-    timeout_s: float | None = None
-    n: int | None = Field(default=None, description="rouge_n_min: the n-gram size (default 1)")
-    mode: Literal["any", "all"] | None = Field(default=None, description="assert-set: any or all")
-    children: tuple[Assertion, ...] | None = Field(default=None, description="assert-set: its checks")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_absent(cls, data: Any) -> Any:
+        """``value: null`` in a file is a missing value, as an omitted one is."""
+        return {k: v for k, v in data.items() if v is not None} if isinstance(data, dict) else data
 
     def described(self) -> dict[str, Any]:
-        """The fields a reader needs to recognise this assertion in a report."""
+        """The fields a reader needs to recognise this assertion in a report, in one order for all."""
         out: dict[str, Any] = {"type": self.type}
-        for name in ("value", "values", "pattern", "flags", "reference", "threshold", "fn", "n", "mode"):
-            field = getattr(self, name)
+        for name in DESCRIBED:
+            field = getattr(self, name, None)
             if field is not None:
                 out[name] = list(field) if isinstance(field, tuple) else field
-        if self.json_schema is not None:
-            out["schema"] = self.json_schema
-        if self.children is not None:
-            out["children"] = [c.described() for c in self.children]
+        schema = getattr(self, "json_schema", None)
+        if schema is not None:
+            out["schema"] = schema
+        children: tuple[AssertionBase, ...] | None = getattr(self, "children", None)
+        if children is not None:
+            out["children"] = [c.described() for c in children]
         out["weight"] = self.weight
         if self.negate:
             out["not"] = True
         return out
+
+
+DESCRIBED = ("value", "values", "pattern", "flags", "reference", "threshold", "fn", "n", "mode")
+
+
+def _number(value: Any, info: ValidationInfo) -> Any:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise invalid(f"type {info.data.get('type')!r} needs a number, got {value!r}")
+    return value
+
+
+def _count(value: Any, info: ValidationInfo) -> Any:
+    if _number(value, info) < 0:
+        raise invalid(f"type {info.data.get('type')!r} needs a number >= 0, got {value!r}")
+    return value
+
+
+def _text(value: Any, info: ValidationInfo) -> Any:
+    if not isinstance(value, str) or not value.strip():
+        raise invalid(f"type {info.data.get('type')!r} needs a non-empty string, got {value!r}")
+    return value
+
+
+def _scalar(value: Any, info: ValidationInfo) -> Any:
+    if not isinstance(value, str | int | float):  # bool is an int
+        raise invalid(f"type {info.data.get('type')!r} needs a string or a number, got {value!r}")
+    return value
+
+
+def _reference(value: Any, info: ValidationInfo) -> Any:
+    if isinstance(value, str) and not value.strip():
+        raise invalid(f"type {info.data.get('type')!r} needs a non-empty reference")
+    return value
+
+
+def _between(low: float, high: float) -> AfterValidator:
+    return rule(lambda v: low <= v <= high, f"must be between {low:g} and {high:g}, got {{}}")
+
+
+Number = Annotated[int | float, BeforeValidator(_number)]
+Count = Annotated[int | float, BeforeValidator(_count)]
+Text = Annotated[str, BeforeValidator(_text)]
+Reference = Annotated[str, BeforeValidator(_reference)]
+Scalar = Annotated[StrictStr | StrictInt | StrictFloat | StrictBool, BeforeValidator(_scalar)]
+JudgeThreshold = Annotated[float, Field(allow_inf_nan=False), _between(1, 5)]
+UnitThreshold = Annotated[float, Field(allow_inf_nan=False), _between(0, 1)]
+
+
+class TextAssertion(AssertionBase):
+    type: Literal["contains", "not_contains", "starts_with", "ends_with", "equals", "not_equals"]
+    value: Scalar
+
+
+class NumberAssertion(AssertionBase):
+    type: Literal["min_length", "max_length", "word_count_min", "word_count_max", "cost_max", "latency_max"]
+    value: Number
+
+
+class CountAssertion(AssertionBase):
+    type: Literal["turns_max", "turns_min", "tools_count_max", "tools_count_min"]
+    value: Count
+
+
+class ListAssertion(AssertionBase):
+    type: Literal["contains_all", "contains_any", "tools_called", "tools_not_called"]
+    values: tuple[str, ...]
+
+    @field_validator("values")
+    @classmethod
+    def _tools_named(cls, values: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        kind = str(info.data.get("type"))
+        if kind.startswith("tools_") and not values:
+            raise invalid(f"type {kind!r} needs at least one tool name")
+        return values
+
+
+class ToolTextAssertion(AssertionBase):
+    type: Literal["tool_output_contains", "tool_input_contains", "tool_input_not_contains"]
+    value: Text = Field(description="Tool:text")
+
+
+class MockHitAssertion(AssertionBase):
+    type: Literal["mock_hit"]
+    value: Text = Field(description="Tool:N, the mock")
+    threshold: float | None = Field(
+        default=None, allow_inf_nan=False, description="the least hits (default 1)"
+    )
+
+    @field_validator("value")
+    @classmethod
+    def _mock(cls, value: str) -> str:
+        if not re.fullmatch(r"[^:]+:[1-9]\d*", value):
+            raise invalid(f"mock_hit needs Tool:N (N from 1), got {value!r}")
+        return value
+
+
+class RegexAssertion(AssertionBase):
+    type: Literal["regex"]
+    pattern: str
+    flags: str | None = None
+
+
+class JsonValidAssertion(AssertionBase):
+    type: Literal["json_valid"]
+
+
+class JsonSchemaAssertion(AssertionBase):
+    type: Literal["json_schema"]
+    json_schema: dict[str, Any] = Field(alias="schema")
+
+
+class JudgedAssertion(AssertionBase):
+    """The types the judge scores on its 1-5 scale; the RAG ones ground on ``reference``, else on the
+    sample's context."""
+
+    type: Literal["faithfulness", "answer_relevancy", "context_recall"]
+    reference: str | None = None
+    threshold: JudgeThreshold | None = None
+
+
+class SimilarityAssertion(JudgedAssertion):
+    type: Literal["semantic_similarity"]  # type: ignore[assignment]
+    reference: str
+
+
+class OverlapAssertion(AssertionBase):
+    """Closeness to a reference text on 0-1: ROUGE-N (``n``, default 1) or BLEU."""
+
+    type: Literal["rouge_n_min", "bleu_min"]
+    reference: Reference
+    threshold: UnitThreshold | None = None
+    n: Annotated[int, rule(lambda n: n >= 1, "must be a positive integer, got {}")] | None = Field(
+        default=None, description="rouge_n_min: the n-gram size (default 1)"
+    )
+
+
+class DistanceAssertion(AssertionBase):
+    type: Literal["levenshtein_max"]
+    reference: Reference
+    value: Count
+
+
+class CustomAssertion(AssertionBase):
+    type: Literal["custom"]
+    fn: str
+    timeout_s: float | None = None
+
+
+class SetAssertion(AssertionBase):
+    type: Literal["assert-set"]
+    children: tuple[Assertion, ...] = Field(description="assert-set: its checks")
+    mode: Literal["any", "all"] | None = Field(default=None, description="assert-set: any or all")
+
+
+Assertion = Annotated[
+    TextAssertion
+    | NumberAssertion
+    | CountAssertion
+    | ListAssertion
+    | ToolTextAssertion
+    | MockHitAssertion
+    | RegexAssertion
+    | JsonValidAssertion
+    | JsonSchemaAssertion
+    | JudgedAssertion
+    | SimilarityAssertion
+    | OverlapAssertion
+    | DistanceAssertion
+    | CustomAssertion
+    | SetAssertion,
+    Field(discriminator="type"),
+]
+SetAssertion.model_rebuild()
 
 
 class Sample(Frozen):

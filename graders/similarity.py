@@ -13,7 +13,7 @@ import math
 import re
 from collections import Counter
 
-from graders.schema import Assertion, Observation
+from graders.schema import DistanceAssertion, Observation, OverlapAssertion
 
 Outcome = tuple[bool, str]
 _TOKEN = re.compile(r"[a-z0-9]+|[\u4e00-\u9fa5]")
@@ -85,27 +85,22 @@ def levenshtein(a: str, b: str) -> int:
     return int(prev[-1])
 
 
-def _reference(a: Assertion) -> str:
-    ref = a.reference if a.reference is not None else a.value
-    return "" if ref is None else str(ref)
-
-
-def _threshold(a: Assertion) -> float:
+def _threshold(a: OverlapAssertion) -> float:
     return 0.5 if a.threshold is None else a.threshold
 
 
-def rouge_n_min(a: Assertion, obs: Observation) -> Outcome:
+def rouge_n_min(a: OverlapAssertion, obs: Observation) -> Outcome:
     n = a.n or 1
-    score = rouge_n(obs.output, _reference(a), n)
+    score = rouge_n(obs.output, a.reference, n)
     return score >= _threshold(a), f"ROUGE-{n} {score:.3f} (min {_threshold(a):g})"
 
 
-def bleu_min(a: Assertion, obs: Observation) -> Outcome:
-    score = bleu(obs.output, _reference(a))
+def bleu_min(a: OverlapAssertion, obs: Observation) -> Outcome:
+    score = bleu(obs.output, a.reference)
     return score >= _threshold(a), f"BLEU {score:.3f} (min {_threshold(a):g})"
 
 
-def levenshtein_max(a: Assertion, obs: Observation) -> Outcome:
-    distance = levenshtein(obs.output, _reference(a))
-    limit = math.inf if a.value is None else float(a.value)
+def levenshtein_max(a: DistanceAssertion, obs: Observation) -> Outcome:
+    distance = levenshtein(obs.output, a.reference)
+    limit = float(a.value)
     return distance <= limit, f"edit distance {distance} (max {limit:g})"

@@ -8,7 +8,7 @@ from typing import Any
 import jsonschema
 
 from executors.errors import InputError
-from graders.schema import Assertion, Observation
+from graders.schema import JsonSchemaAssertion, JsonValidAssertion, Observation
 
 Outcome = tuple[bool, str]
 
@@ -20,17 +20,17 @@ def _parse(output: str) -> tuple[Any, str]:
         return None, f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
 
 
-def json_valid(a: Assertion, obs: Observation) -> Outcome:
+def json_valid(a: JsonValidAssertion, obs: Observation) -> Outcome:
     _, error = _parse(obs.output)
     return not error, error
 
 
-def json_schema(a: Assertion, obs: Observation) -> Outcome:
+def json_schema(a: JsonSchemaAssertion, obs: Observation) -> Outcome:
     data, error = _parse(obs.output)
     if error:
         return False, error
-    validator_cls = jsonschema.validators.validator_for(a.json_schema or {})
-    errors = sorted(validator_cls(a.json_schema or {}).iter_errors(data), key=lambda e: list(e.path))
+    validator_cls = jsonschema.validators.validator_for(a.json_schema)
+    errors = sorted(validator_cls(a.json_schema).iter_errors(data), key=lambda e: list(e.path))
     if errors:
         first = errors[0]
         where = "/".join(str(p) for p in first.path) or "(root)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from executors.errors import InputError
-from graders.schema import Assertion, Observation
+from graders.schema import ListAssertion, NumberAssertion, Observation, RegexAssertion, TextAssertion
 
 Outcome = tuple[bool, str]
 
@@ -37,50 +37,50 @@ def _has(output: str, needle: object) -> bool:
     return str(needle).lower() in output.lower()
 
 
-def contains(a: Assertion, obs: Observation) -> Outcome:
+def contains(a: TextAssertion, obs: Observation) -> Outcome:
     ok = _has(obs.output, a.value)
     return ok, "" if ok else f"missing {a.value!r}"
 
 
-def not_contains(a: Assertion, obs: Observation) -> Outcome:
+def not_contains(a: TextAssertion, obs: Observation) -> Outcome:
     ok = not _has(obs.output, a.value)
     return ok, "" if ok else f"contains {a.value!r}"
 
 
-def regex(a: Assertion, obs: Observation) -> Outcome:
+def regex(a: RegexAssertion, obs: Observation) -> Outcome:
     try:
-        ok = compile_regex(str(a.pattern), a.flags).search(obs.output, timeout=REGEX_TIMEOUT_S) is not None
+        ok = compile_regex(a.pattern, a.flags).search(obs.output, timeout=REGEX_TIMEOUT_S) is not None
     except TimeoutError:
         return False, f"/{a.pattern}/ timed out after {REGEX_TIMEOUT_S:g}s (catastrophic backtracking)"
     return ok, "" if ok else f"no match for /{a.pattern}/{a.flags if a.flags is not None else 'i'}"
 
 
-def min_length(a: Assertion, obs: Observation) -> Outcome:
+def min_length(a: NumberAssertion, obs: Observation) -> Outcome:
     n = len(obs.output)
     return n >= float(a.value), f"length {n}"
 
 
-def max_length(a: Assertion, obs: Observation) -> Outcome:
+def max_length(a: NumberAssertion, obs: Observation) -> Outcome:
     n = len(obs.output)
     return n <= float(a.value), f"length {n}"
 
 
-def starts_with(a: Assertion, obs: Observation) -> Outcome:
+def starts_with(a: TextAssertion, obs: Observation) -> Outcome:
     ok = obs.output.lower().startswith(str(a.value).lower())
     return ok, "" if ok else f"starts with {obs.output[:30]!r}"
 
 
-def ends_with(a: Assertion, obs: Observation) -> Outcome:
+def ends_with(a: TextAssertion, obs: Observation) -> Outcome:
     ok = obs.output.lower().endswith(str(a.value).lower())
     return ok, "" if ok else f"ends with {obs.output[-30:]!r}"
 
 
-def equals(a: Assertion, obs: Observation) -> Outcome:
+def equals(a: TextAssertion, obs: Observation) -> Outcome:
     ok = obs.output.strip() == str(a.value).strip()
     return ok, "" if ok else f"got {obs.output.strip()[:60]!r}"
 
 
-def not_equals(a: Assertion, obs: Observation) -> Outcome:
+def not_equals(a: TextAssertion, obs: Observation) -> Outcome:
     ok = obs.output.strip() != str(a.value).strip()
     return ok, "" if ok else "output equals the value"
 
@@ -89,21 +89,21 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
-def word_count_min(a: Assertion, obs: Observation) -> Outcome:
+def word_count_min(a: NumberAssertion, obs: Observation) -> Outcome:
     n = word_count(obs.output)
     return n >= float(a.value), f"{n} words"
 
 
-def word_count_max(a: Assertion, obs: Observation) -> Outcome:
+def word_count_max(a: NumberAssertion, obs: Observation) -> Outcome:
     n = word_count(obs.output)
     return n <= float(a.value), f"{n} words"
 
 
-def contains_all(a: Assertion, obs: Observation) -> Outcome:
+def contains_all(a: ListAssertion, obs: Observation) -> Outcome:
     missing = [v for v in a.values or () if not _has(obs.output, v)]
     return not missing, f"missing {missing}" if missing else ""
 
 
-def contains_any(a: Assertion, obs: Observation) -> Outcome:
+def contains_any(a: ListAssertion, obs: Observation) -> Outcome:
     found = [v for v in a.values or () if _has(obs.output, v)]
     return bool(found), f"found {found}" if found else "none found"

@@ -13,17 +13,17 @@ import json
 import math
 from typing import Any
 
-from graders.schema import Assertion, Observation
+from graders.schema import CountAssertion, ListAssertion, MockHitAssertion, Observation, ToolTextAssertion
 
 Outcome = tuple[bool, str]
 
 
-def turns_max(a: Assertion, obs: Observation) -> Outcome:
+def turns_max(a: CountAssertion, obs: Observation) -> Outcome:
     turns = math.inf if obs.num_turns is None else obs.num_turns
     return turns <= float(a.value), f"{turns:g} turn(s)"
 
 
-def turns_min(a: Assertion, obs: Observation) -> Outcome:
+def turns_min(a: CountAssertion, obs: Observation) -> Outcome:
     turns = 0 if obs.num_turns is None else obs.num_turns
     return turns >= float(a.value), f"{turns} turn(s)"
 
@@ -32,21 +32,21 @@ def _names(obs: Observation) -> list[str]:
     return [call.tool.lower() for call in obs.tool_calls]
 
 
-def tools_called(a: Assertion, obs: Observation) -> Outcome:
-    missing = [v for v in a.values or () if v.lower() not in _names(obs)]
+def tools_called(a: ListAssertion, obs: Observation) -> Outcome:
+    missing = [v for v in a.values if v.lower() not in _names(obs)]
     return not missing, f"not called: {missing}" if missing else ""
 
 
-def tools_not_called(a: Assertion, obs: Observation) -> Outcome:
-    called = [v for v in a.values or () if v.lower() in _names(obs)]
+def tools_not_called(a: ListAssertion, obs: Observation) -> Outcome:
+    called = [v for v in a.values if v.lower() in _names(obs)]
     return not called, f"called: {called}" if called else ""
 
 
-def tools_count_max(a: Assertion, obs: Observation) -> Outcome:
+def tools_count_max(a: CountAssertion, obs: Observation) -> Outcome:
     return len(obs.tool_calls) <= float(a.value), f"{len(obs.tool_calls)} tool call(s)"
 
 
-def tools_count_min(a: Assertion, obs: Observation) -> Outcome:
+def tools_count_min(a: CountAssertion, obs: Observation) -> Outcome:
     return len(obs.tool_calls) >= float(a.value), f"{len(obs.tool_calls)} tool call(s)"
 
 
@@ -63,7 +63,7 @@ def _compact_json(value: Any) -> str:
     return json.dumps(value if value else "", separators=(",", ":"), ensure_ascii=False)
 
 
-def tool_output_contains(a: Assertion, obs: Observation) -> Outcome:
+def tool_output_contains(a: ToolTextAssertion, obs: Observation) -> Outcome:
     parts = split_tool_value(a.value)
     if parts is None:
         return False, f"value {a.value!r} is not Tool:text"
@@ -76,7 +76,7 @@ def _input_has(obs: Observation, tool: str, needle: str) -> bool:
     return any(c.tool.lower() == tool and needle in _compact_json(c.input).lower() for c in obs.tool_calls)
 
 
-def tool_input_contains(a: Assertion, obs: Observation) -> Outcome:
+def tool_input_contains(a: ToolTextAssertion, obs: Observation) -> Outcome:
     parts = split_tool_value(a.value)
     if parts is None:
         return False, f"value {a.value!r} is not Tool:text"
@@ -84,7 +84,7 @@ def tool_input_contains(a: Assertion, obs: Observation) -> Outcome:
     return ok, "" if ok else f"no {parts[0]} call was given {parts[1]!r}"
 
 
-def tool_input_not_contains(a: Assertion, obs: Observation) -> Outcome:
+def tool_input_not_contains(a: ToolTextAssertion, obs: Observation) -> Outcome:
     parts = split_tool_value(a.value)
     if parts is None:  # no tool named: nothing can match, so the "must not" holds
         return True, ""
@@ -92,7 +92,7 @@ def tool_input_not_contains(a: Assertion, obs: Observation) -> Outcome:
     return ok, "" if ok else f"a {parts[0]} call was given {parts[1]!r}"
 
 
-def mock_hit(a: Assertion, obs: Observation) -> Outcome:
+def mock_hit(a: MockHitAssertion, obs: Observation) -> Outcome:
     if obs.mock_hits is None:
         return False, "no mock ran (a sample-mode call uses no tools)"
     hits = obs.mock_hits.get(str(a.value), 0)

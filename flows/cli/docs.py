@@ -19,7 +19,7 @@ from pathlib import Path
 from executors.agent import AgentExecutor
 from executors.base import HttpExecutor
 from executors.registry import EXECUTORS
-from graders.registry import ASSERTIONS, FIELD_NAMES
+from graders.registry import ASSERTIONS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 BLOCK = re.compile(r"(<!-- generated: ([\w-]+) -->\n).*?(<!-- /generated -->)", re.DOTALL)
@@ -29,7 +29,7 @@ KINDS = {"sync": "deterministic", "custom": "custom check", "judge": "LLM judge"
 def assertion_table() -> str:
     rows = ["| `type` | passes when | fields | graded by |", "|---|---|---|---|"]
     for name, spec in ASSERTIONS.items():
-        fields = ", ".join(f"`{FIELD_NAMES.get(f, f)}`" for f in spec.required)
+        fields = ", ".join(f"`{f}`" for f in spec.required)
         rows.append(f"| `{name}` | {spec.summary} | {fields or '—'} | {KINDS[spec.kind]} |")
     return "\n".join(rows)
 

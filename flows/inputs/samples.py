@@ -13,7 +13,7 @@ from executors.errors import InputError, where
 from flows.inputs.files import closest, located, options_file, parse_data, read_text, validation_lines
 from flows.inputs.options import BenchOptions
 from graders import registry
-from graders.schema import Assertion, Sample
+from graders.schema import Assertion, JudgedAssertion, Sample
 
 SAMPLE_FILES = ("eval-samples.json", "eval-samples.yaml", "eval-samples.yml")
 CONFIG_FILE = "skillab.yaml"
@@ -51,12 +51,11 @@ def find_samples(given: str | None, base: Path = Path()) -> Path:
     raise InputError(f"{base.resolve()}: no samples file ({', '.join(SAMPLE_FILES)}); pass --samples PATH")
 
 
-ASSERTION_FIELDS = [*Assertion.model_fields, "schema", "not"]
 SAMPLE_FIELDS = [f for f in Sample.model_fields if f != "source_dir"]
 
 
 def raw_problems(raw: dict[str, Any], prefix: str) -> list[str]:
-    """What is wrong with a sample before it can be validated as one (the id, the assertions' shape)."""
+    """What is wrong with a sample before it can be validated as one (its id)."""
     sample_id = raw.get("sample_id")
     # bool is an int in Python: `sample_id: true` must not become the case "True"
     if sample_id is not None and (isinstance(sample_id, bool) or not isinstance(sample_id, str | int)):
@@ -65,36 +64,35 @@ def raw_problems(raw: dict[str, Any], prefix: str) -> list[str]:
         return [f"{prefix}: sample_id: must not be empty"]
     if "source_dir" in raw:
         return [f"{prefix}: source_dir: unknown field"]
-    problems = []
-    for i, a in enumerate(raw["assertions"] if isinstance(raw.get("assertions"), list) else []):
-        if not isinstance(a, dict):
-            problems.append(f"{prefix}: assertions[{i}]: expected an object, got {type(a).__name__}")
-        elif "type" in a and a["type"] not in registry.ASSERTIONS:
-            problems.append(f"{prefix}: assertions[{i}].type: " + _unknown_type(str(a["type"])))
-    return problems
+    return []
 
 
-def assertion_problems(sample: Sample, prefix: str, source_dir: str) -> list[str]:
-    """Each assertion's parameters, checked by its type (a custom file must exist and define check)."""
-    problems = []
-    for i, assertion in enumerate(sample.assertions):
-        if assertion.type in {"faithfulness", "context_recall"} and not (
-            assertion.reference or sample.context
-        ):
-            problems.append(
-                f"{prefix}: assertions[{i}].reference: {assertion.type} needs it, or the sample's context"
-            )
+def parse_assertions(raw: list[Any], prefix: str, source_dir: str) -> tuple[list[Assertion], list[str]]:
+    """Each assertion by its type's model and load-time checks; a problem names its field."""
+    parsed, problems = [], []
+    for i, item in enumerate(raw):
         try:
-            registry.validate(assertion, source_dir)
+            parsed.append(registry.parse(item, source_dir))
         except (OSError, RuntimeError) as exc:  # a symlink loop, an unreadable file
             problems.append(f"{prefix}: assertions[{i}].fn: cannot read: {exc}")
         except ValueError as exc:
             field, _, message = str(exc).partition(": ")
-            if field in ASSERTION_FIELDS:
+            if field.isidentifier():  # a parameter's name, known or unknown
                 problems.append(f"{prefix}: assertions[{i}].{field}: {message}")
             else:
                 problems.append(f"{prefix}: assertions[{i}]: {exc}")
-    return problems
+    return parsed, problems
+
+
+def grounding_problems(sample: Sample, prefix: str) -> list[str]:
+    """The RAG judgements that ground on a reference need it, or the sample's context."""
+    return [
+        f"{prefix}: assertions[{i}].reference: {a.type} needs it, or the sample's context"
+        for i, a in enumerate(sample.assertions)
+        if a.type in {"faithfulness", "context_recall"}
+        and isinstance(a, JudgedAssertion)
+        and not (a.reference or sample.context)
+    ]
 
 
 #: Sample fields of oh-my-knowledge 0.54 that drive its agent runs (working folder, tool mocks,
@@ -141,31 +139,32 @@ def load_samples(path: Path) -> list[Sample]:
         if shape:
             problems += shape
             continue
+        fields = {k: v for k, v in raw.items() if k not in OMK_SAMPLE_FIELDS} | {"source_dir": source_dir}
+        if sample_id is not None:
+            fields["sample_id"] = str(sample_id)
+        wrong: list[str] = []
+        if isinstance(raw.get("assertions"), list):
+            fields["assertions"], wrong = parse_assertions(raw["assertions"], prefix, source_dir)
         try:
-            fields = {k: v for k, v in raw.items() if k not in OMK_SAMPLE_FIELDS} | {"source_dir": source_dir}
-            if sample_id is not None:
-                fields["sample_id"] = str(sample_id)
             sample = Sample(**fields)
         except ValidationError as exc:
-            problems.extend(validation_lines(exc, located(prefix), SAMPLE_FIELDS + ASSERTION_FIELDS))
+            problems.extend(validation_lines(exc, located(prefix), SAMPLE_FIELDS))
+            sample = None
+        problems += wrong
+        if sample is None:
             continue
         if not sample.prompt.strip():
             problems.append(f"{prefix}: prompt: must not be empty")
         if sample.sample_id in seen:
             problems.append(f"{prefix}: sample_id: duplicate of sample #{seen[sample.sample_id] + 1}")
         seen.setdefault(sample.sample_id, index)
-        problems += assertion_problems(sample, prefix, source_dir)
+        problems += grounding_problems(sample, prefix)
         samples.append(sample)
     if problems:
         raise InputError(problems)
     if not samples:
         raise InputError(f"{path}: no samples")
     return samples
-
-
-def _unknown_type(name: str) -> str:
-    hint = registry.closest_type(name)
-    return f"unknown assertion type {name!r}" + (f" (did you mean {hint!r}?)" if hint else "")
 
 
 # ---------------------------------------------------------------- variants

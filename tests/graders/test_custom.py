@@ -7,18 +7,17 @@ from pathlib import Path
 import pytest
 
 from graders import confined
-from graders.registry import run_assertion, validate
+from graders.registry import parse, run_assertion
 from graders.schema import Assertion, Observation, Sample
 
 
 def write(tmp_path: Path, body: str) -> Assertion:
     (tmp_path / "check.py").write_text(body)
-    return Assertion(type="custom", fn="check.py", timeout_s=2)
+    return parse(dict(type="custom", fn="check.py", timeout_s=2), str(tmp_path))
 
 
 def run(tmp_path: Path, a: Assertion, output: str = "hello world"):
     sample = Sample(sample_id="s1", prompt="p", source_dir=str(tmp_path), tags=("x",))
-    validate(a, str(tmp_path))
     return run_assertion(a, Observation(output=output, cost_usd=0.5, sample=sample))
 
 
@@ -55,13 +54,13 @@ def test_wrong_return_type_is_a_failure(tmp_path: Path) -> None:
 
 def test_load_time_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not found"):
-        validate(Assertion(type="custom", fn="missing.py"), str(tmp_path))
+        parse(dict(type="custom", fn="missing.py"), str(tmp_path))
     (tmp_path / "nocheck.py").write_text("def other(): pass\n")
     with pytest.raises(ValueError, match="defines no function check"):
-        validate(Assertion(type="custom", fn="nocheck.py"), str(tmp_path))
+        parse(dict(type="custom", fn="nocheck.py"), str(tmp_path))
     (tmp_path / "broken.py").write_text("def check(:\n")
     with pytest.raises(ValueError, match="syntax error at line 1"):
-        validate(Assertion(type="custom", fn="broken.py"), str(tmp_path))
+        parse(dict(type="custom", fn="broken.py"), str(tmp_path))
 
 
 @pytest.mark.skipif(confined.isolation() != "bubblewrap", reason="bubblewrap cannot build a sandbox here")

@@ -13,7 +13,7 @@ import pytest
 from executors.errors import InputError
 from flows.inputs.samples import load_samples
 from graders import confined, custom_js
-from graders.registry import run_assertion, validate
+from graders.registry import parse, run_assertion
 from graders.schema import Assertion, AssertionResult, Observation, Sample
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
@@ -21,12 +21,11 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is no
 
 def write(tmp_path: Path, body: str, name: str = "check.mjs") -> Assertion:
     (tmp_path / name).write_text(body)
-    return Assertion(type="custom", fn=name, timeout_s=3)
+    return parse(dict(type="custom", fn=name, timeout_s=3), str(tmp_path))
 
 
 def run(tmp_path: Path, a: Assertion, output: str = "hello world") -> AssertionResult:
     sample = Sample(sample_id="s1", prompt="p", source_dir=str(tmp_path), tags=("x",))
-    validate(a, str(tmp_path))
     return run_assertion(a, Observation(output=output, sample=sample))
 
 
@@ -138,15 +137,15 @@ def test_answer_survives_a_full_pipe_and_a_slow_reader(tmp_path: Path) -> None:
 def test_load_time_errors_name_the_field(tmp_path: Path) -> None:
     (tmp_path / "nodefault.mjs").write_text("export const x = 1;\n")
     with pytest.raises(InputError, match=r"^fn: .*nodefault.mjs: no default export"):
-        validate(Assertion(type="custom", fn="nodefault.mjs"), str(tmp_path))
+        parse(dict(type="custom", fn="nodefault.mjs"), str(tmp_path))
     (tmp_path / "object.mjs").write_text("export default { pass: true };\n")
     with pytest.raises(InputError, match="default export is object"):
-        validate(Assertion(type="custom", fn="object.mjs"), str(tmp_path))
+        parse(dict(type="custom", fn="object.mjs"), str(tmp_path))
     (tmp_path / "broken.mjs").write_text("export default function (\n")
     with pytest.raises(InputError, match="cannot load: SyntaxError"):
-        validate(Assertion(type="custom", fn="broken.mjs"), str(tmp_path))
+        parse(dict(type="custom", fn="broken.mjs"), str(tmp_path))
     with pytest.raises(InputError, match="not found"):
-        validate(Assertion(type="custom", fn="missing.mjs"), str(tmp_path))
+        parse(dict(type="custom", fn="missing.mjs"), str(tmp_path))
 
 
 def test_samples_file_with_a_bad_module_is_one_line(tmp_path: Path) -> None:

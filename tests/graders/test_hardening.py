@@ -9,16 +9,18 @@ import pytest
 from executors.schema import RunResult, Usage
 from graders.criteria import parse_criteria
 from graders.judge import JudgeParseError, parse_reply, parse_winner
-from graders.registry import run_assertion
-from graders.schema import Assertion, Observation
+from graders.registry import parse, run_assertion
+from graders.schema import Observation
 
 
 def test_a_catastrophic_regex_fails_within_its_budget() -> None:
     # the pattern: the engine answers it at once (no hang), and correctly
-    quick = run_assertion(Assertion(type="regex", pattern="^(a+)+$"), Observation(output="a" * 200 + "!"))
+    quick = run_assertion(
+        parse(dict(type="regex", pattern="^(a+)+$"), "."), Observation(output="a" * 200 + "!")
+    )
     assert not quick.passed and "no match" in quick.message
     # one it cannot optimise: backtracking stops at the time budget, as a failed assertion
-    slow = run_assertion(Assertion(type="regex", pattern="(a|aa)+b"), Observation(output="a" * 60))
+    slow = run_assertion(parse(dict(type="regex", pattern="(a|aa)+b"), "."), Observation(output="a" * 60))
     assert not slow.passed and "timed out after 1s" in slow.message
 
 
@@ -41,9 +43,9 @@ def test_a_score_that_is_not_finite_is_no_score(raw: str) -> None:
 
 def test_weights_and_thresholds_must_be_finite() -> None:
     with pytest.raises(ValueError):
-        Assertion(type="contains", value="x", weight=math.nan)
+        parse(dict(type="contains", value="x", weight=math.nan), ".")
     with pytest.raises(ValueError):
-        Assertion(type="semantic_similarity", reference="x", threshold=math.inf)
+        parse(dict(type="semantic_similarity", reference="x", threshold=math.inf), ".")
 
 
 def test_negative_tokens_and_costs_from_a_server_are_clamped(capsys: pytest.CaptureFixture[str]) -> None:

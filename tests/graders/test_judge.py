@@ -12,7 +12,8 @@ from graders.judge import (
     prompts_for,
     rubric_prompt,
 )
-from graders.schema import Assertion, Sample
+from graders.registry import parse
+from graders.schema import Sample
 
 
 def test_well_formed_and_wrapped_replies() -> None:
@@ -57,8 +58,8 @@ def test_dimensions_win_over_rubric_and_similarity_aspects() -> None:
         rubric="r",
         dimensions={"a": "x", "b": "y"},
         assertions=(
-            Assertion(type="contains", value="z"),
-            Assertion(type="semantic_similarity", reference="ref"),
+            parse(dict(type="contains", value="z"), "."),
+            parse(dict(type="semantic_similarity", reference="ref"), "."),
         ),
     )
     aspects = [p.aspect for p in prompts_for(s, "out")]
@@ -92,8 +93,8 @@ def test_similarity_threshold() -> None:
         sample_id="s",
         prompt="q",
         assertions=(
-            Assertion(type="semantic_similarity", reference="r"),
-            Assertion(type="semantic_similarity", reference="r", threshold=4),
+            parse(dict(type="semantic_similarity", reference="r"), "."),
+            parse(dict(type="semantic_similarity", reference="r", threshold=4), "."),
         ),
     )
     layer, sim = judge_layer(

@@ -13,15 +13,14 @@ import pytest
 from executors.errors import InputError
 from graders import similarity
 from graders.judge import Judgement, assertion_aspect, judge_layer, prompts_for
-from graders.registry import is_judged, run_assertion, validate
-from graders.schema import Assertion, Observation, Sample, ToolCall
+from graders.registry import is_judged, parse, run_assertion
+from graders.schema import Observation, Sample, ToolCall
 
 OMK = Path("/work/cache/omk/node_modules/oh-my-knowledge/dist/grading/assertions.js")
 
 
 def check(output: str, obs_fields: dict | None = None, **fields: object) -> tuple[bool, str]:
-    a = Assertion(**fields)
-    validate(a, ".")
+    a = parse(fields, ".")
     result = run_assertion(a, Observation(output=output, **(obs_fields or {})))
     return result.passed, result.message
 
@@ -62,7 +61,7 @@ def test_mock_hit() -> None:
     assert not check("x", type="mock_hit", value="Bash:1")[0]
     assert check("x", {"mock_hits": {"Bash:1": 2}}, type="mock_hit", value="Bash:1", threshold=2)[0]
     with pytest.raises(InputError, match="Tool:N"):
-        validate(Assertion(type="mock_hit", value="Bash"), ".")
+        parse(dict(type="mock_hit", value="Bash"), ".")
 
 
 def test_rouge_bleu_levenshtein_values() -> None:
@@ -86,9 +85,9 @@ def test_similarity_assertions() -> None:
     assert not check("abc", type="levenshtein_max", reference="xyz", value=2)[0]
     assert check("a b c d e", type="bleu_min", reference="a b c d e", threshold=0.9)[0]
     with pytest.raises(InputError, match="threshold: must be between 0 and 1"):
-        validate(Assertion(type="bleu_min", reference="r", threshold=3), ".")
+        parse(dict(type="bleu_min", reference="r", threshold=3), ".")
     with pytest.raises(InputError, match="reference: required"):
-        validate(Assertion(type="rouge_n_min", value="r"), ".")
+        parse(dict(type="rouge_n_min", value="r"), ".")
 
 
 def test_assert_set_any_all_not_and_nesting() -> None:
@@ -101,18 +100,16 @@ def test_assert_set_any_all_not_and_nesting() -> None:
     nested = [{"type": "assert-set", "mode": "any", "children": children}, {"type": "max_length", "value": 9}]
     assert check("beta", type="assert-set", children=nested)[0]
     with pytest.raises(InputError, match="cannot be inside an assert-set"):
-        validate(
-            Assertion(type="assert-set", children=[{"type": "semantic_similarity", "reference": "r"}]), "."
-        )
+        parse(dict(type="assert-set", children=[{"type": "semantic_similarity", "reference": "r"}]), ".")
     with pytest.raises(InputError, match="children: assert-set needs at least one"):
-        validate(Assertion(type="assert-set", children=[]), ".")
+        parse(dict(type="assert-set", children=[]), ".")
     with pytest.raises(InputError, match=r"children: \[0\] type: unknown assertion type 'contain'"):
-        validate(Assertion(type="assert-set", children=[{"type": "contain", "value": "x"}]), ".")
+        parse(dict(type="assert-set", children=[{"type": "contain", "value": "x"}]), ".")
 
 
 def test_unknown_type_names_the_closest() -> None:
     with pytest.raises(InputError, match="did you mean 'tools_called'"):
-        validate(Assertion(type="tool_called", values=["x"]), ".")
+        parse(dict(type="tool_called", values=["x"]), ".")
 
 
 def test_rag_types_go_to_the_judge() -> None:
@@ -121,9 +118,9 @@ def test_rag_types_go_to_the_judge() -> None:
         prompt="What is the capital?",
         context="France's capital is Paris.",
         assertions=(
-            Assertion(type="faithfulness"),
-            Assertion(type="answer_relevancy", threshold=4),
-            Assertion(type="context_recall", reference="Paris"),
+            parse(dict(type="faithfulness"), "."),
+            parse(dict(type="answer_relevancy", threshold=4), "."),
+            parse(dict(type="context_recall", reference="Paris"), "."),
         ),
     )
     assert all(is_judged(a) for a in sample.assertions)

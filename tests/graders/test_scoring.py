@@ -2,13 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from graders.schema import Assertion, AssertionResult, JudgeResult
+from graders.registry import parse
+from graders.schema import AssertionResult, JudgeResult
 from graders.scoring import assertion_score, composite, make_grade
 
 
 def results(*passed_weights: tuple[bool, float]) -> list[AssertionResult]:
     return [
-        AssertionResult(assertion=Assertion(type="contains", value="x", weight=w), passed=p)
+        AssertionResult(assertion=parse(dict(type="contains", value="x", weight=w), "."), passed=p)
         for p, w in passed_weights
     ]
 

@@ -2,15 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from graders.registry import run_assertion, validate
-from graders.schema import Assertion, Observation
+from graders.registry import parse, run_assertion
+from graders.schema import Observation
 
 SCHEMA = {"type": "object", "properties": {"score": {"type": "integer", "minimum": 1}}, "required": ["score"]}
 
 
 def run(output: str, **fields):
-    a = Assertion(**fields)
-    validate(a, ".")
+    a = parse(fields, ".")
     return run_assertion(a, Observation(output=output))
 
 
@@ -31,4 +30,4 @@ def test_json_schema_full_spec() -> None:
 
 def test_invalid_schema_fails_at_load() -> None:
     with pytest.raises(ValueError, match="invalid JSON schema"):
-        validate(Assertion.model_validate({"type": "json_schema", "schema": {"type": "no-such-type"}}), ".")
+        parse({"type": "json_schema", "schema": {"type": "no-such-type"}}, ".")

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from executors.schema import RunResult
-from graders.schema import Assertion, AssertionResult, Grade, JudgeResult, Sample
+from graders.registry import parse
+from graders.schema import AssertionResult, Grade, JudgeResult, Sample
 from tasks.schema import SAMPLE_SCALE, Record
 from tasks.stats.aggregate import aggregate
 
@@ -31,7 +32,7 @@ def rec(
         )
     judge = JudgeResult(status="ungraded") if score is None else JudgeResult()
     results = tuple(
-        AssertionResult(assertion=Assertion(type="contains", value="x"), passed=p) for p in passed
+        AssertionResult(assertion=parse(dict(type="contains", value="x"), "."), passed=p) for p in passed
     )
     grade = Grade(assertions=results, assertion_score=score, judge=judge, composite=score)
     return Record(
@@ -45,7 +46,7 @@ def rec(
 
 
 SAMPLES = [
-    Sample(sample_id=f"s{i}", prompt="p", assertions=(Assertion(type="contains", value="x"),))
+    Sample(sample_id=f"s{i}", prompt="p", assertions=(parse(dict(type="contains", value="x"), "."),))
     for i in range(6)
 ]
 

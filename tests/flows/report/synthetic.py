@@ -13,7 +13,8 @@ from flows.inputs.prepare import Prepared
 from flows.inputs.samples import Variant
 from flows.report.build import blind_labels, build_report, new_report_id, relabel
 from flows.report.schema import Report
-from graders.schema import Assertion, AssertionResult, Grade, JudgeResult, Sample
+from graders.registry import parse
+from graders.schema import AssertionResult, Grade, JudgeResult, Sample
 from tasks.schema import SAMPLE_SCALE, Record, RunStats
 from tasks.stats.aggregate import aggregate
 
@@ -23,7 +24,7 @@ STARTED = dt.datetime(2026, 11, 1, 3, 0, tzinfo=dt.UTC)
 def record(sample_id: str, variant: str, score: float, run: int = 1, output: str = "o") -> Record:
     passed = score >= 3
     grade = Grade(
-        assertions=(AssertionResult(assertion=Assertion(type="contains", value="x"), passed=passed),),
+        assertions=(AssertionResult(assertion=parse(dict(type="contains", value="x"), "."), passed=passed),),
         assertion_score=score,
         judge=JudgeResult(),
         composite=score,
