@@ -21,7 +21,6 @@ from prefect.states import Completed, Failed, State
 from executors.registry import close_all
 from executors.schema import RunResult
 from flows.engine.judging import combine, judge_outputs
-from flows.engine.outcomes import kept
 from flows.engine.prefetch import prefetch
 from flows.engine.progress import LogTarget, Progress
 from flows.engine.runlog import estimate, plan_line, run_logger, tag_flow_run
@@ -30,6 +29,7 @@ from flows.inputs.options import BenchOptions
 from flows.inputs.prepare import Prepared, prepared_for
 from graders.judge import Judgement
 from graders.schema import Grade, Sample
+from tasks.context import current
 from tasks.grade import grade_outputs
 from tasks.schema import SAMPLE_SCALE, Record, Unit
 
@@ -202,6 +202,6 @@ def final_state(options: BenchOptions, outcome: Any) -> State:
     elif regression and regression.regressed:
         failed, name = RegressionError(regression_outcome(report), path), "Regressed"
     if failed is not None:
-        return Failed(name=name, message=str(failed), data=kept(failed))
-    result = kept({"report_path": str(outcome.path) if outcome.path else None, "id": report.id})
+        return Failed(name=name, message=str(failed), data=current().keep(failed))
+    result = current().keep({"report_path": str(outcome.path) if outcome.path else None, "id": report.id})
     return Completed(name=outcome_name(report), message=state_message(report), data=result)

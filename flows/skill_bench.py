@@ -27,7 +27,6 @@ from executors.sandbox import Isolation, checked_isolation
 from executors.schema import AgentRequest, AgentSession, RunResult
 from executors.workspace import claim, release, sweep
 from flows.engine.judging import run_judge_jobs
-from flows.engine.outcomes import kept
 from flows.engine.plugin_eval import (
     evidence,
     grade_plugin_run,
@@ -79,6 +78,7 @@ from graders.expectations import max_tokens as expectation_tokens
 from graders.plugin_eval import PluginCase, RunEvidence
 from graders.schema import Grade
 from tasks.agent import check_sandbox
+from tasks.context import current
 from tasks.schema import Arm, CallPolicy, Record
 from tasks.store.files import atomic_write_json, atomic_write_text
 
@@ -444,7 +444,7 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
             f"insufficient data: {len(complete)} task(s) completed in both arms (at least 2 are needed); "
             f"see {results}"
         )
-        return Failed(message=str(short), data=kept(short))
+        return Failed(message=str(short), data=current().keep(short))
     for line in [
         *figure_lines(report),
         *verdict_lines(report),
@@ -452,5 +452,5 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
         f"report: {results / 'report.md'} ({report_path})",
     ]:
         log.info(line)
-    result = kept({"results_dir": str(results), "report_path": str(report_path), "id": report.id})
+    result = current().keep({"results_dir": str(results), "report_path": str(report_path), "id": report.id})
     return Completed(message=state_message(report), data=result)

@@ -9,7 +9,6 @@ from typing import Any
 
 from prefect import flow
 
-from flows.engine.outcomes import kept
 from flows.engine.progress import Progress
 from flows.engine.runlog import tag_flow_run
 from flows.engine.triggers import TriggerRunner
@@ -17,6 +16,7 @@ from flows.inputs.files import skillab_home
 from flows.inputs.triggers import TriggerOptions, prepare_triggers
 from flows.report.build import new_report_id, publish
 from flows.report.triggers import build_trigger_report, write_trigger_junit
+from tasks.context import current
 from tasks.schema import NotRun, RunStats, UnitKind
 from tasks.store.cache import ResultCache
 
@@ -47,4 +47,4 @@ async def trigger_bench(
         publish(report, Path(options.output_dir))
     if options.junit:
         write_trigger_junit(report, Path(cwd) / options.junit)
-    return kept({"report_path": str(path), "id": report.id})
+    return current().keep({"report_path": str(path), "id": report.id})

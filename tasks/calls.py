@@ -70,7 +70,3 @@ class EarlyCalls:
     def take(self, key: str) -> Future[RunResult] | None:
         with self._lock:
             return self._calls.pop(key, None)
-
-
-#: The process's one registry: a command runs one head start at a time.
-EARLY = EarlyCalls()

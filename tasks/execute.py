@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
@@ -16,13 +15,9 @@ from prefect.runtime import task_run as task_run_ctx
 
 from executors.errors import TransientError
 from executors.schema import ErrorKind, RunResult
-from tasks.calls import EARLY, attempt
+from tasks.calls import attempt
+from tasks.context import current
 from tasks.schema import CallPolicy, Unit
-
-#: flow run id -> what to tell when one of its calls is about to be retried: (task run name, the
-#: cause's kind, the cause). The flow's progress registers itself here, so a person watching the run
-#: reads why calls are retried without a log line per retry.
-RETRY_LISTENERS: dict[str, Callable[[str, str, str], None]] = {}
 
 
 def retry_cause(error: TransientError) -> str:
@@ -38,7 +33,8 @@ def retry_transient(task: Any, task_run: Any, state: Any) -> bool:
     outcome = state.result(raise_on_failure=False, _sync=True)
     if not isinstance(outcome, TransientError):
         return False
-    listener = RETRY_LISTENERS.get(str(getattr(task_run, "flow_run_id", "")))
+    # the flow's progress listens, so a person watching the run reads why calls are retried
+    listener = current().on_retry
     if listener is not None:
         listener(str(task_run.name), retry_cause(outcome), f"attempt {task_run.run_count}: {outcome}")
     return True
@@ -58,7 +54,7 @@ async def answer(unit: Unit, policy: CallPolicy) -> RunResult:
     """The unit's answer in this attempt of its task run: the head start's call if it sent one (then
     it is the first attempt), else a new call. A transient error is raised after its backoff."""
     number = task_run_ctx.run_count or 1
-    early = EARLY.take(unit.key)
+    early = current().early.take(unit.key)
     try:
         if early is not None:
             return await asyncio.wrap_future(early)

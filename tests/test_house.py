@@ -1,5 +1,7 @@
 """House rules the code review asked for, kept by a test: no function in flows/ or tasks/ over 60
-lines (split where a name helps the reader), and no assert as a runtime check outside tests."""
+lines (split where a name helps the reader), no assert as a runtime check outside tests, and no
+module-level state but the process-wide caches declared here (what a run shares with its flow and
+tasks is its run context, tasks/context.py)."""
 
 from __future__ import annotations
 
@@ -36,3 +38,37 @@ def test_no_assert_as_a_runtime_check() -> None:
         if isinstance(node, ast.Assert)
     ]
     assert not found, found
+
+
+#: Module-level containers filled at run time: each a cache of this process, valid across runs.
+PROCESS_CACHES = {
+    "executors/registry.py _instances": "one executor (its connection pools) per name and settings",
+    "executors/local.py _servers": "the embedded model, loaded once per model file",
+    "executors/local.py _templates": "whether a model file has a chat template (read from its header)",
+    "graders/custom_js.py _validated": "a JavaScript check file's load-time check, per file version",
+}
+
+
+def test_module_state_is_only_the_declared_process_caches() -> None:
+    found = set()
+    for layer in ("flows", "tasks", "executors", "graders", "deployments"):
+        for path in sorted((ROOT / layer).rglob("*.py")):
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                if (
+                    isinstance(node, ast.Assign | ast.AnnAssign)
+                    and node.value is not None
+                    and empty(node.value)
+                ):
+                    target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+                    found.add(f"{path.relative_to(ROOT)} {ast.unparse(target)}")
+    assert found == set(PROCESS_CACHES)
+
+
+def empty(value: ast.expr) -> bool:
+    """An empty container literal or constructor call: state that something fills later."""
+    if isinstance(value, ast.Dict):
+        return not value.keys
+    if isinstance(value, ast.List | ast.Set):
+        return not value.elts
+    constructors = ("dict", "list", "set", "defaultdict", "OrderedDict")
+    return isinstance(value, ast.Call) and getattr(value.func, "id", "") in constructors and not value.args

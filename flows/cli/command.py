@@ -15,6 +15,7 @@ from typing import Any
 
 from flows.cli.api_watch import ApiWatch, Ending
 from flows.cli.prefect_env import ServerRecord
+from tasks.context import RunContext
 
 
 @dataclass
@@ -23,27 +24,27 @@ class Command:
     #: Servers this command started and has not yet confirmed (see prefect_env.launch_server).
     servers_started: list[ServerRecord] = field(default_factory=list)
     watch: ApiWatch | None = None
+    #: What the command shares with its flow run (set for the run by flows.cli.run).
+    run: RunContext = field(default_factory=RunContext)
 
     def watch_api(self, ending: Ending) -> None:
         """Watch the API the command's flow will use (none: Prefect's temporary server, in this process)."""
         from flows.cli.prefect_env import configured_api_url
-        from flows.engine.outcomes import latest_outcome
 
         api_url = configured_api_url()
         if api_url and self.ends_process:
-            self.watch = ApiWatch(api_url.rstrip("/"), lambda outcome: ending(outcome, None), latest_outcome)
+            kept = lambda: self.run.outcome  # noqa: E731
+            self.watch = ApiWatch(api_url.rstrip("/"), lambda outcome: ending(outcome, None), kept)
             threading.Thread(target=self.watch.run, name="skillab-api-watch", daemon=True).start()
 
     def finish_once(self, state: Any, ending: Ending) -> int:
         """The command's ending for its flow run's final ``state``, run once: here, unless the watch
         ended the command already."""
-        from flows.engine.outcomes import outcome_of
-
         if self.watch is None:
-            return ending(outcome_of(state), state)
+            return ending(self.run.outcome_of(state), state)
         with self.watch.lock:
             if self.watch.code is None:
-                self.watch.code = ending(outcome_of(state), state)
+                self.watch.code = ending(self.run.outcome_of(state), state)
             return self.watch.code
 
     def exiting(self, code: int) -> None:

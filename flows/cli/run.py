@@ -40,7 +40,8 @@ def run_flow(
         prefect_ready(meanwhile=meanwhile)
         command.watch_api(ending)
         try:
-            state = asyncio.run(awaited(call))
+            with command.run.active():
+                state = asyncio.run(awaited(call))
         except RuntimeError as exc:
             if "Failed to reach API" not in str(exc):
                 raise

@@ -19,7 +19,7 @@ from flows.cli.prefect_env import launch_server
 from flows.cli.run import FlowCall, run_flow
 from flows.inputs.files import validation_lines
 from flows.inputs.options import BenchOptions
-from flows.inputs.prepare import Prepared, hand_over, prepare
+from flows.inputs.prepare import Prepared, handover_key, prepare
 
 
 def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
@@ -60,8 +60,8 @@ def execute(args: argparse.Namespace, command: Command, *, ci: bool) -> int:
 
     # a bad setting stops the command before any call; a first run's server starts now
     launch_server(started=command.servers_started)
-    with sigterm_raises(), head_start(prepared):
-        load = sample_flow(options, cwd, prepared, show_progress=not args.quiet)
+    with sigterm_raises(), head_start(prepared, command.run.early):
+        load = sample_flow(command, options, cwd, prepared, show_progress=not args.quiet)
         return run_flow(command, load, ending, meanwhile=import_flow_modules)
 
 
@@ -77,7 +77,7 @@ def report_path(outcome: Any) -> Path:
 
 
 def sample_flow(
-    options: BenchOptions, cwd: Path, prepared: Prepared, *, show_progress: bool
+    command: Command, options: BenchOptions, cwd: Path, prepared: Prepared, *, show_progress: bool
 ) -> Callable[[], FlowCall]:
     """The sample-bench flow run, for the run protocol."""
 
@@ -89,7 +89,7 @@ def sample_flow(
             flow_run_name=f"{options.suite or prepared.samples_path.name} · {names}"
         )
 
-        hand_over(options, cwd, prepared)
+        command.run.hand_over(handover_key(options, cwd), prepared)
         return lambda: flow(options, str(cwd), show_progress, return_state=True)
 
     return load

@@ -26,7 +26,7 @@ from executors.registry import get_executor
 from executors.schema import RunResult
 from flows.engine.economy import over_budget, warm_up_requests
 from flows.inputs.prepare import Prepared
-from tasks.calls import EARLY, attempt
+from tasks.calls import EarlyCalls, attempt
 from tasks.schema import Unit
 from tasks.store.cache import ResultCache
 
@@ -34,18 +34,20 @@ WAVES = 8
 
 
 @contextlib.contextmanager
-def head_start(prepared: Prepared) -> Iterator[threading.Thread | None]:
+def head_start(prepared: Prepared, early: EarlyCalls) -> Iterator[threading.Thread | None]:
     """While the block runs (the command's flow), the run's first calls go out from a thread of
-    their own; the thread, or None when the run's shape rules a head start out."""
+    their own, registered in ``early`` for their task runs; the thread, or None when the run's shape
+    rules a head start out."""
     thread = None
     if eligible(prepared):
-        EARLY.open()
-        thread = threading.Thread(target=HeadStart(prepared).run, name="skillab-head-start", daemon=True)
+        early.open()
+        target = HeadStart(prepared, early).run
+        thread = threading.Thread(target=target, name="skillab-head-start", daemon=True)
         thread.start()
     try:
         yield thread
     finally:
-        EARLY.close()  # the flow ended before its fan-out, or after: nothing more goes out early
+        early.close()  # the flow ended before its fan-out, or after: nothing more goes out early
 
 
 def eligible(prepared: Prepared) -> bool:
@@ -61,8 +63,9 @@ def eligible(prepared: Prepared) -> bool:
 class HeadStart:
     """The sending side: the thread's own event loop and connections, closed when it is done."""
 
-    def __init__(self, prepared: Prepared) -> None:
+    def __init__(self, prepared: Prepared, early: EarlyCalls) -> None:
         self.prepared = prepared
+        self.early = early
         self.policy = prepared.policy(prepared.target)
         self.executor = get_executor(prepared.target.executor.name, self.policy.settings())
         self.spent = 0.0
@@ -87,7 +90,7 @@ class HeadStart:
                 await slots.acquire()
                 call: Future[RunResult] = Future()
                 spent = over_budget(len(sent), self.spent, o.max_calls, o.budget_usd)
-                if len(sent) >= WAVES * o.concurrency or spent or not EARLY.add(unit.key, call):
+                if len(sent) >= WAVES * o.concurrency or spent or not self.early.add(unit.key, call):
                     break
                 sent.append(asyncio.create_task(self.one(unit, call, slots)))
         finally:  # even if walking the units failed: a task run waits for each call registered

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import sys
 import threading
 from collections.abc import Sequence
 
@@ -25,18 +26,12 @@ FLOW_ENGINE = (
     "fastapi.encoders",
 )
 
-_started: set[tuple[str, ...]] = set()
-_lock = threading.Lock()
-
-
 def prefetch(modules: Sequence[str]) -> None:
-    """Import ``modules`` in a daemon thread, once per process."""
-    key = tuple(modules)
-    with _lock:
-        if key in _started:
-            return
-        _started.add(key)
-    threading.Thread(target=import_all, args=(key,), name="skillab-prefetch", daemon=True).start()
+    """Import ``modules`` in a daemon thread, unless all of them are imported already (a second
+    thread while the first imports waits on the import lock and finds them done)."""
+    if all(name in sys.modules for name in modules):
+        return
+    threading.Thread(target=import_all, args=(modules,), name="skillab-prefetch", daemon=True).start()
 
 
 def import_all(modules: Sequence[str]) -> None:

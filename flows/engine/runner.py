@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from prefect.context import FlowRunContext
 from prefect.utilities.annotations import quote
 
 from executors.errors import TransientError
@@ -24,8 +23,8 @@ from flows.engine.gc import lean_gc
 from flows.engine.progress import Progress
 from flows.engine.runlog import quiet_call_failures
 from flows.inputs.prepare import Prepared
-from tasks.calls import EARLY
-from tasks.execute import RETRY_LISTENERS, failed_result, with_policy
+from tasks.context import current
+from tasks.execute import failed_result, with_policy
 from tasks.schema import CallPolicy, NotRun, NotRunReason, Record, RunStats, Unit
 from tasks.store.cache import ResultCache
 
@@ -75,16 +74,12 @@ class RunnerConfig:
 def retries_told_to(progress: Progress) -> Iterator[None]:
     """While the units run, this flow run's retries are counted (and the first of each cause
     logged) by ``progress``."""
-    context = FlowRunContext.get()
-    key = str(context.flow_run.id) if context and context.flow_run else None
-    if key is None:
-        yield
-        return
-    RETRY_LISTENERS[key] = progress.retried
+    run = current()
+    run.on_retry = progress.retried
     try:
         yield
     finally:
-        RETRY_LISTENERS.pop(key, None)
+        run.on_retry = None
 
 
 class UnitRunner:
@@ -170,7 +165,7 @@ class UnitRunner:
         quiet_call_failures()  # the failures are counted and summarized, not printed one by one
         # The head start ends here; the units it sent are in the cache already, yet not hits: their
         # task runs take the answers as their first attempts.
-        early = EARLY.close()
+        early = current().early.close()
         hits = {u.key: hit for u in units if u.key not in early and (hit := self.cached(u)) is not None}
         batched = await self.before_fan_out([u for u in units if u.key not in hits], policy)
         pending = {u.key for u in self.pending}

@@ -23,6 +23,7 @@ from flows.inputs.samples import BASELINE, Variant, find_samples, load_samples
 from graders import registry
 from graders.judge import vendor_of
 from graders.schema import Sample
+from tasks.context import current
 from tasks.schema import CallPolicy, Unit
 
 
@@ -212,21 +213,18 @@ def choose_variants(options: BenchOptions, cwd: Path) -> tuple[list[Variant], di
     return variants, ablated, control
 
 
-#: At most one entry: what the command validated, waiting for its own flow run (see `prepared_for`).
-_handed_over: dict[tuple[str, str], Prepared] = {}
-
-
-def hand_over(options: BenchOptions, cwd: Path, prepared: Prepared) -> None:
-    """The command validated the inputs before starting its flow: the flow run takes them once
-    instead of loading and validating everything again (0.1-0.2 s of every command)."""
-    _handed_over.clear()
-    _handed_over[(options.model_dump_json(), str(cwd))] = prepared
+def handover_key(options: BenchOptions, cwd: Path) -> str:
+    """What the command's validated inputs are handed over to its flow run under: the run's parameters
+    (the command validated them before starting its flow: the flow run takes them once instead of
+    loading and validating everything again, 0.1-0.2 s of every command)."""
+    return f"{options.model_dump_json()}\n{cwd}"
 
 
 def prepared_for(options: BenchOptions, cwd: Path) -> Prepared:
     """The inputs handed over for exactly these options and folder, else prepared now (a deployment's
     flow run, a re-run in the same process, a shard)."""
-    return _handed_over.pop((options.model_dump_json(), str(cwd)), None) or prepare(options, cwd)
+    handed: Prepared | None = current().take_handed_over(handover_key(options, cwd))
+    return handed or prepare(options, cwd)
 
 
 def prepare(options: BenchOptions, cwd: Path) -> Prepared:

@@ -20,7 +20,7 @@ from flows.cli.main import main
 from flows.engine import headstart
 from flows.inputs.options import BenchOptions
 from flows.inputs.prepare import prepare
-from tasks.calls import EARLY
+from tasks.calls import EarlyCalls
 from tests.fakes.provider import Call, FakeProvider, Fault
 from tests.flows.helpers import answer, make_project, report_runs, use_provider
 
@@ -36,11 +36,11 @@ def finished_first(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     real = headstart.head_start
 
     @contextlib.contextmanager
-    def joined(prepared: Any) -> Iterator[threading.Thread | None]:
-        with real(prepared) as thread:
+    def joined(prepared: Any, early: EarlyCalls) -> Iterator[threading.Thread | None]:
+        with real(prepared, early) as thread:
             assert thread is not None
             thread.join(60)
-            sent.append(len(EARLY.close()))  # it is over: this only reads what it sent
+            sent.append(len(early.close()))  # it is over: this only reads what it sent
             yield thread
 
     monkeypatch.setattr(headstart, "head_start", joined)
@@ -161,9 +161,10 @@ def test_every_call_sent_is_settled_even_if_walking_the_units_fails(
             raise PermissionError("the cache folder is unreadable")
 
         monkeypatch.setattr(headstart.HeadStart, "first_units", two_then_fail)
-        EARLY.open()
+        early = EarlyCalls()
+        early.open()
         with pytest.raises(PermissionError):
-            headstart.HeadStart(prepared).run()
-        calls = [EARLY.take(u.key) for u in units[:2]]
-        EARLY.close()
+            headstart.HeadStart(prepared, early).run()
+        calls = [early.take(u.key) for u in units[:2]]
+        early.close()
     assert all(c is not None and c.done() and c.result().ok for c in calls)
