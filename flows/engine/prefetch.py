@@ -26,6 +26,7 @@ FLOW_ENGINE = (
     "fastapi.encoders",
 )
 
+
 def prefetch(modules: Sequence[str]) -> None:
     """Import ``modules`` in a daemon thread, unless all of them are imported already (a second
     thread while the first imports waits on the import lock and finds them done)."""
