@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
 
 from tasks.schema import Arm, Scale, VerdictLabel
 from tasks.stats.sequential import Sequential
@@ -32,14 +33,47 @@ SCHEMA_FILE = Path(__file__).with_name("report.schema.json")
 Mode = Literal["sample", "agentic", "trigger"]
 
 
+#: The JSON names the alias generators cannot spell (an acronym, a symbol, a keyword of Python).
+SPELLED = {
+    "cost_usd": "costUSD",
+    "avg_cost_usd": "avgCostUSD",
+    "total_cost_usd": "totalCostUSD",
+    "judge_cost_usd": "judgeCostUSD",
+    "uncached_usd": "uncachedUSD",
+    "actual_usd": "actualUSD",
+    "saved_usd": "savedUSD",
+    "alpha_ci95": "alphaCI95",
+    "composite_ci95": "compositeCI95",
+    "pass_at_k": "pass@k",
+    "pass_hat_k": "pass^k",
+    "json_schema": "schema",
+    "negate": "not",
+}
+
+
+def json_name(name: str) -> str:
+    """A field's JSON name in the report: camelCase (the seed's report), but for ``SPELLED``."""
+    return SPELLED.get(name) or to_camel(name)
+
+
 class Model(BaseModel):
-    """Report parts: JSON names are the aliases; unknown keys are refused so the schema is complete.
+    """Report parts: JSON names are the aliases, generated (``json_name``); unknown keys are refused so
+    the schema is complete.
 
     The docstring under a field is its description in the JSON schema, added there by ``json_schema``
     (pydantic's ``use_attribute_docstrings`` reads this file's source at import: 0.3-0.4 s of every
     command, for a text only the schema file shows)."""
 
-    model_config = ConfigDict(populate_by_name=True, extra="forbid", serialize_by_alias=True)
+    model_config = ConfigDict(
+        populate_by_name=True, extra="forbid", serialize_by_alias=True, alias_generator=json_name
+    )
+
+
+class Figures(Model):
+    """Report parts whose JSON names are their Python names (the statistics, as computed), but for the
+    spellings of ``SPELLED``."""
+
+    model_config = ConfigDict(alias_generator=lambda n: SPELLED.get(n, n))
 
 
 class SessionGradeStatus(StrEnum):
@@ -59,7 +93,7 @@ def _lower(value: Any) -> Any:
 # ---------------------------------------------------------------- statistics
 
 
-class Paired(Model):
+class Paired(Figures):
     """The primary comparison: statistics of the per-case differences (treatment minus control)."""
 
     n: int = Field(description="cases with a score in both variants")
@@ -84,7 +118,7 @@ class Paired(Model):
     p_holm: float | None = Field(default=None, description="Holm-adjusted p over all comparisons")
 
 
-class Verdict(Model):
+class Verdict(Figures):
     """Is the treatment better, and how sure are we: the label comes from the interval and a margin."""
 
     label: VerdictLabel = Field(description="BETTER, WORSE, EQUIVALENT, UNDERPOWERED, INCONCLUSIVE, ...")
@@ -137,7 +171,7 @@ class Welch(Model):
     """why the test is undefined, when it is"""
 
 
-class McNemar(Model):
+class McNemar(Figures):
     """Exact McNemar test on pass/fail of single runs."""
 
     b_only: int = Field(description="cases only the treatment passed")
@@ -156,13 +190,13 @@ class Comparison(Model):
     treatment: str
     """the variant under comparison"""
     cases: int = Field(description="cases compared (a score in both variants)")
-    cases_dropped: int = Field(alias="casesDropped", description="cases missing in either variant")
+    cases_dropped: int = Field(description="cases missing in either variant")
     paired: Paired
     """the paired per-case statistics (the primary comparison)"""
-    per_case: dict[str, float] = Field(alias="perCase", description="sample_id -> difference")
+    per_case: dict[str, float] = Field(description="sample_id -> difference")
     mcnemar: McNemar | None = None
     """with single runs: McNemar on pass/fail"""
-    welch_runs: Welch | None = Field(default=None, alias="welchRuns")
+    welch_runs: Welch | None = None
     """with --repeat: Welch's t-test over run means"""
     verdict: Verdict
     """the verdict and its reason"""
@@ -173,7 +207,7 @@ class Comparison(Model):
 class RepeatStats(Model):
     """With --repeat: the per-run means and their interval."""
 
-    run_means: list[float] = Field(alias="runMeans")
+    run_means: list[float]
     """mean score of each run"""
     mean: float | None
     """mean of the run means"""
@@ -186,51 +220,47 @@ class RepeatStats(Model):
 class VariantSummary(Model):
     """Per-variant figures: the original tool's fields, then the ones beyond it."""
 
-    total_samples: int = Field(alias="totalSamples")
+    total_samples: int
     """cases with at least one execution"""
-    success_count: int = Field(alias="successCount", description="executions that did not error")
-    error_count: int = Field(alias="errorCount")
+    success_count: int = Field(description="executions that did not error")
+    error_count: int
     """executions that errored"""
-    avg_composite_score: float | None = Field(
-        alias="avgCompositeScore", description="mean score (errors at minimum)"
-    )
-    avg_assertion_score: float | None = Field(alias="avgAssertionScore")
+    avg_composite_score: float | None = Field(description="mean score (errors at minimum)")
+    avg_assertion_score: float | None
     """mean assertion score of successful executions"""
-    avg_llm_score: float | None = Field(alias="avgLlmScore")
+    avg_llm_score: float | None
     """mean judge score of graded executions"""
-    avg_duration_ms: float | None = Field(alias="avgDurationMs")
+    avg_duration_ms: float | None
     """mean latency of successful executions"""
-    avg_total_tokens: float | None = Field(alias="avgTotalTokens")
+    avg_total_tokens: float | None
     """mean tokens (in + out) of successful executions"""
-    total_cost_usd: float = Field(alias="totalCostUSD")
+    total_cost_usd: float
     """cost of the executions (judging excluded)"""
     runs: int
     """runs per case (--repeat)"""
     executions: int
     """executions in all"""
-    ungraded_count: int = Field(alias="ungradedCount")
+    ungraded_count: int
     """executions the judge left UNGRADED"""
-    unscored_count: int = Field(default=0, alias="unscoredCount")
+    unscored_count: int = 0
     """executions no criterion scored (excluded from every statistic)"""
-    error_rate: float = Field(alias="errorRate")
+    error_rate: float
     """errored share of executions"""
-    ungraded_rate: float = Field(alias="ungradedRate")
+    ungraded_rate: float
     """UNGRADED share of executions"""
-    errors_by_kind: dict[str, int] = Field(alias="errorsByKind")
+    errors_by_kind: dict[str, int]
     """errored executions per cause"""
-    composite_std: float | None = Field(alias="compositeStd", description="sd of the case means")
-    composite_ci95: list[float | None] = Field(
-        alias="compositeCI95", description="95% t-interval of the mean"
-    )
-    pass_rate: float | None = Field(alias="passRate")
+    composite_std: float | None = Field(description="sd of the case means")
+    composite_ci95: list[float | None] = Field(description="95% t-interval of the mean")
+    pass_rate: float | None
     """share of scored executions at or above the pass threshold"""
-    pass_at_k: dict[int, float] = Field(alias="pass@k", description="unbiased pass@k by k")
-    pass_hat_k: dict[int, float] = Field(alias="pass^k", description="unbiased pass^k by k")
+    pass_at_k: dict[int, float] = Field(description="unbiased pass@k by k")
+    pass_hat_k: dict[int, float] = Field(description="unbiased pass^k by k")
     repeat: RepeatStats | None = None
     """with --repeat: the run means and their interval"""
 
 
-class CaseStats(Model):
+class CaseStats(Figures):
     """One case and variant over its runs."""
 
     avg: float | None
@@ -245,8 +275,8 @@ class CaseStats(Model):
     """runs with a score"""
     passes: int
     """runs that passed"""
-    pass_at_k: bool | None = Field(alias="pass@k", description="at least one run passed")
-    pass_hat_k: bool | None = Field(alias="pass^k", description="every run passed")
+    pass_at_k: bool | None = Field(description="at least one run passed")
+    pass_hat_k: bool | None = Field(description="every run passed")
 
 
 class Insight(Model):
@@ -278,7 +308,7 @@ class JudgePair(Model):
 
     judges: list[str]
     """the two judges"""
-    mean_abs_diff: float | None = Field(alias="meanAbsDiff")
+    mean_abs_diff: float | None
     """mean absolute difference of their scores"""
     pearson: float | None
     """Pearson correlation of their scores"""
@@ -293,7 +323,7 @@ class JudgeAgreement(Model):
     """judges of the ensemble"""
     pairs: list[JudgePair]
     """agreement of each pair"""
-    krippendorff_alpha_ordinal: float | None = Field(alias="krippendorffAlphaOrdinal")
+    krippendorff_alpha_ordinal: float | None
     """ordinal Krippendorff's alpha over all judges"""
 
 
@@ -302,13 +332,13 @@ class JudgeSummary(Model):
 
     judges: list[str]
     """judge ids (executor:model)"""
-    mean_by_variant: dict[str, dict[str, float | None]] = Field(alias="meanByVariant")
+    mean_by_variant: dict[str, dict[str, float | None]]
     """judge -> variant -> mean score"""
     agreement: JudgeAgreement | None = None
     """for an ensemble: how far the judges agree"""
 
 
-class PairwiseSummary(Model):
+class PairwiseSummary(Figures):
     """--pairwise: wins, ties and losses over cases with an exact sign test."""
 
     control: str
@@ -338,19 +368,19 @@ class RegressionVariant(Model):
 
     cases: int
     """cases in both runs"""
-    cases_added: int = Field(alias="casesAdded")
+    cases_added: int
     """cases new in this run"""
-    cases_removed: int = Field(alias="casesRemoved")
+    cases_removed: int
     """cases gone since"""
-    mean_before: float | None = Field(alias="meanBefore")
+    mean_before: float | None
     """mean over shared cases, previous run"""
-    mean_after: float | None = Field(alias="meanAfter")
+    mean_after: float | None
     """mean over shared cases, this run"""
     paired: Paired
     """paired statistics of this run minus the previous"""
     verdict: Verdict
     """WORSE is a regression"""
-    per_case: dict[str, float] = Field(alias="perCase")
+    per_case: dict[str, float]
     """sample_id -> change (unchanged cases left out)"""
 
 
@@ -361,9 +391,9 @@ class ArtifactChange(Model):
     """SHA-256 of the previous run's artifact (None: it had none)"""
     after: str | None
     """SHA-256 of this run's artifact (None: it has none)"""
-    bytes_before: int | None = Field(default=None, alias="bytesBefore")
+    bytes_before: int | None = None
     """its size then, in bytes of UTF-8 (None: not recorded by that run)"""
-    bytes_after: int | None = Field(default=None, alias="bytesAfter")
+    bytes_after: int | None = None
     """its size now"""
 
 
@@ -371,12 +401,12 @@ class Regression(Model):
     """This run of a suite against its previous run on the same model."""
 
     previous: str = Field(description="id of the previous run")
-    previous_timestamp: str | None = Field(alias="previousTimestamp")
+    previous_timestamp: str | None
     """when the previous run started"""
-    per_variant: dict[str, RegressionVariant] = Field(alias="perVariant")
+    per_variant: dict[str, RegressionVariant]
     """the comparison per variant"""
     regressed: list[str] = Field(description="variants whose verdict against the previous run is WORSE")
-    artifact_changes: dict[str, ArtifactChange] = Field(default_factory=dict, alias="artifactChanges")
+    artifact_changes: dict[str, ArtifactChange] = Field(default_factory=dict)
     """variant -> how its artifact changed since the previous run (unchanged variants left out)"""
 
 
@@ -421,9 +451,9 @@ class AssertionDetail(Model):
     """the similarity threshold"""
     fn: str | None = None
     """the custom check's file"""
-    json_schema: dict[str, Any] | None = Field(default=None, alias="schema")
+    json_schema: dict[str, Any] | None = None
     """the JSON Schema"""
-    negate: bool | None = Field(default=None, alias="not")
+    negate: bool | None = None
     """true: the assertion is negated"""
     n: int | None = None
     """rouge_n_min: the n-gram size"""
@@ -446,7 +476,7 @@ class AssertionSummary(Model):
     """each assertion"""
 
 
-class TranscriptStep(Model):
+class TranscriptStep(Figures):
     """One step of an agent session, as the report shows it."""
 
     kind: str
@@ -479,7 +509,7 @@ class ExpectationResult(Model):
     """what the judge quoted or found"""
 
 
-class ExpectationSummary(Model):
+class ExpectationSummary(Figures):
     """grading.json's summary of a session's expectations."""
 
     passed: int
@@ -492,7 +522,7 @@ class ExpectationSummary(Model):
     """passed / total; the session's score is 100 x this"""
 
 
-class SessionGrade(Model):
+class SessionGrade(Figures):
     """The four-criterion judgement of one agentic session, or why there is none."""
 
     model_config = ConfigDict(extra="allow")  # the four criteria, each {score, reasoning}
@@ -526,50 +556,50 @@ class RunEntry(Model):
     """run index, from 1"""
     ok: bool
     """the execution (or session) succeeded"""
-    composite_score: float | None = Field(alias="compositeScore")
+    composite_score: float | None
     """the score on the mode's scale (a case's mean over runs at the variant level)"""
     output: str = ""
     """the full output"""
     error: str | None = None
     """the error, when it failed"""
-    duration_ms: float | None = Field(default=None, alias="durationMs")
+    duration_ms: float | None = None
     """latency"""
-    cost_usd: float = Field(default=0.0, alias="costUSD")
+    cost_usd: float = 0.0
     """cost"""
     # sample mode
     assertions: AssertionSummary | None = None
     """the assertions and their results"""
-    llm_score: float | None = Field(default=None, alias="llmScore")
+    llm_score: float | None = None
     """the judge's score (rubric, or mean of dimensions)"""
-    llm_reason: str | None = Field(default=None, alias="llmReason")
+    llm_reason: str | None = None
     """the judge's reason"""
-    judge_status: str | None = Field(default=None, alias="judgeStatus")
+    judge_status: str | None = None
     """graded, ungraded or skipped"""
-    input_tokens: int | None = Field(default=None, alias="inputTokens")
+    input_tokens: int | None = None
     """input tokens"""
-    output_tokens: int | None = Field(default=None, alias="outputTokens")
+    output_tokens: int | None = None
     """output tokens"""
-    total_tokens: int | None = Field(default=None, alias="totalTokens")
+    total_tokens: int | None = None
     """input + output tokens"""
-    cache_write_tokens: int | None = Field(default=None, alias="cacheWriteTokens")
+    cache_write_tokens: int | None = None
     """prompt tokens written to the provider's cache"""
-    cache_read_tokens: int | None = Field(default=None, alias="cacheReadTokens")
+    cache_read_tokens: int | None = None
     """prompt tokens read from the provider's cache"""
     batched: bool | None = None
     """answered through a provider's batch API (priced at its discount)"""
-    output_preview: str | None = Field(default=None, alias="outputPreview")
+    output_preview: str | None = None
     """the output's first 200 characters"""
-    error_kind: str | None = Field(default=None, alias="errorKind")
+    error_kind: str | None = None
     """why it failed (transient, permanent, timeout, ... or how a session ended)"""
     attempts: int | None = None
     """calls made, retries included"""
     cached: bool | None = None
     """taken from the result cache"""
-    dimension_scores: dict[str, float] | None = Field(default=None, alias="dimensionScores")
+    dimension_scores: dict[str, float] | None = None
     """per dimension, when the sample has dimensions"""
-    judge_scores: dict[str, float] | None = Field(default=None, alias="judgeScores")
+    judge_scores: dict[str, float] | None = None
     """per judge, for an ensemble"""
-    judge_raw: str | None = Field(default=None, alias="judgeRaw")
+    judge_raw: str | None = None
     """the judge's reply, when UNGRADED"""
     # agentic mode
     status: str | None = None
@@ -580,7 +610,7 @@ class RunEntry(Model):
     """why the session was excluded"""
     checks: dict[str, Any] | None = None
     """sandbox check totals"""
-    check_details: list[dict[str, Any]] | None = Field(default=None, alias="checkDetails")
+    check_details: list[dict[str, Any]] | None = None
     """each sandbox check"""
     criteria: dict[str, float] | None = None
     """the four criteria's scores"""
@@ -588,13 +618,13 @@ class RunEntry(Model):
     """transcript analysis"""
     usage: dict[str, Any] | None = None
     """tokens as the CLI reported them"""
-    num_turns: int | None = Field(default=None, alias="numTurns")
+    num_turns: int | None = None
     """turns the session took"""
     transcript: list[TranscriptStep] | None = None
     """the session's steps"""
     fired: list[str] | None = None
     """trigger mode: the skills that fired, in order"""
-    first_turns: dict[str, int] | None = Field(default=None, alias="firstTurns")
+    first_turns: dict[str, int] | None = None
     """trigger mode: the turn in which each skill first fired"""
     listed: list[str] | None = None
     """trigger mode: the skills the CLI listed to the model"""
@@ -608,7 +638,7 @@ class RunEntry(Model):
 class VariantResult(RunEntry):
     """A case's entry for one variant: the first run's fields, the case mean, and every run."""
 
-    case_stats: CaseStats | dict[str, Any] = Field(default_factory=dict, alias="caseStats")
+    case_stats: CaseStats | dict[str, Any] = Field(default_factory=dict)
     """the case over its runs"""
     runs: list[RunEntry] | None = None
     """every run, when there are several"""
@@ -616,7 +646,7 @@ class VariantResult(RunEntry):
     """human ratings from the report server"""
 
 
-class CaseResult(Model):
+class CaseResult(Figures):
     """One case (a sample or a task) with each variant's result."""
 
     sample_id: str
@@ -650,7 +680,7 @@ class CaseResult(Model):
 # ---------------------------------------------------------------- the report
 
 
-class NotRunUnit(Model):
+class NotRunUnit(Figures):
     """A unit a budget kept from running."""
 
     sample_id: str
@@ -668,15 +698,15 @@ class NotRunUnit(Model):
 class PromptCaching(Model):
     """What prompt caching saved over the run's successful executions, priced from one table."""
 
-    uncached_usd: float = Field(alias="uncachedUSD")
+    uncached_usd: float
     """the same calls with every prompt token at the input price"""
-    actual_usd: float = Field(alias="actualUSD")
+    actual_usd: float
     """with cache writes and reads at their prices"""
-    saved_usd: float = Field(alias="savedUSD")
+    saved_usd: float
     """uncached minus actual (negative when cache writes cost more than reads saved)"""
-    cache_write_tokens: int = Field(alias="cacheWriteTokens")
+    cache_write_tokens: int
     """prompt tokens written to the provider's cache"""
-    cache_read_tokens: int = Field(alias="cacheReadTokens")
+    cache_read_tokens: int
     """prompt tokens read from it"""
     unpriced: int = 0
     """results with cache tokens whose model has no price (left out of both sums)"""
@@ -706,14 +736,14 @@ class Meta(Model):
     """the model under test"""
     executor: str
     """the executor or agent CLI"""
-    judge_model: str | None = Field(alias="judgeModel")
+    judge_model: str | None
     """judge ids (executor:model)"""
-    sample_count: int = Field(alias="sampleCount", description="cases")
-    task_count: int = Field(alias="taskCount", description="executions (cases x variants x runs)")
-    total_cost_usd: float = Field(alias="totalCostUSD")
+    sample_count: int = Field(description="cases")
+    task_count: int = Field(description="executions (cases x variants x runs)")
+    total_cost_usd: float
     """cost of the executions"""
     timestamp: str = Field(description="start, ISO 8601 UTC")
-    cli_version: str = Field(alias="cliVersion")
+    cli_version: str
     """skillab's version"""
     seed: int
     """seed of shuffling, the bootstrap and the model"""
@@ -724,39 +754,37 @@ class Meta(Model):
     blind: bool = False
     """variants are labelled Variant A/B/..."""
     # sample mode
-    judge_cost_usd: float | None = Field(default=None, alias="judgeCostUSD")
+    judge_cost_usd: float | None = None
     """cost of the judge calls"""
-    python_version: str | None = Field(default=None, alias="pythonVersion")
+    python_version: str | None = None
     """Python's version"""
-    skill_hashes: dict[str, str | None] | None = Field(default=None, alias="skillHashes")
+    skill_hashes: dict[str, str | None] | None = None
     """variant -> SHA-256 of its artifact"""
-    skill_bytes: dict[str, int | None] | None = Field(default=None, alias="skillBytes")
+    skill_bytes: dict[str, int | None] | None = None
     """variant -> its artifact's size in bytes of UTF-8"""
-    prefect_flow_run: str | None = Field(default=None, alias="prefectFlowRun")
+    prefect_flow_run: str | None = None
     """the Prefect UI's page of the flow run that made this report, when a UI was known"""
     concurrency: int | None = None
     """calls in flight at once"""
     temperature: float | None = None
     """sampling temperature passed through"""
-    max_tokens: int | None = Field(default=None, alias="maxTokens")
+    max_tokens: int | None = None
     """output token limit passed through"""
-    samples_file: str | None = Field(default=None, alias="samplesFile")
+    samples_file: str | None = None
     """the samples file"""
-    samples_sha256: str | None = Field(default=None, alias="samplesSha256")
+    samples_sha256: str | None = None
     """its SHA-256"""
     calls: int | None = Field(default=None, description="model calls made (cache hits excluded)")
-    cache_hits: int | None = Field(default=None, alias="cacheHits")
+    cache_hits: int | None = None
     """units taken from the cache"""
-    warm_up_calls: int | None = Field(default=None, alias="warmUpCalls")
+    warm_up_calls: int | None = None
     """calls that put a variant's artifact in the provider's prompt cache before the fan-out"""
-    batched_calls: int | None = Field(default=None, alias="batchedCalls")
+    batched_calls: int | None = None
     """calls answered through a provider's batch API (--batch)"""
-    prompt_caching: PromptCaching | None = Field(default=None, alias="promptCaching")
+    prompt_caching: PromptCaching | None = None
     """what prompt caching saved (None when no call read or wrote the cache)"""
-    not_run: list[NotRunUnit] = Field(
-        default_factory=list, alias="notRun", description="units a budget stopped"
-    )
-    duration_s: float | None = Field(default=None, alias="durationS")
+    not_run: list[NotRunUnit] = Field(default_factory=list, description="units a budget stopped")
+    duration_s: float | None = None
     """wall time of the run"""
     notices: list[str] = Field(default_factory=list)
     """what the user was told before the run"""
@@ -765,31 +793,31 @@ class Meta(Model):
     # agentic mode
     skill: str | None = None
     """the skill under test"""
-    skill_path: str | None = Field(default=None, alias="skillPath")
+    skill_path: str | None = None
     """its folder"""
-    skill_sha256: str | None = Field(default=None, alias="skillSha256")
+    skill_sha256: str | None = None
     """SHA-256 of its files"""
     runs: int | None = None
     """sessions per task and arm"""
-    max_turns: int | None = Field(default=None, alias="maxTurns")
+    max_turns: int | None = None
     """turn limit per session"""
-    suite_sha256: str | None = Field(default=None, alias="suiteSha256")
+    suite_sha256: str | None = None
     """SHA-256 of the task suite"""
-    results_dir: str | None = Field(default=None, alias="resultsDir")
+    results_dir: str | None = None
     """the run's results tree"""
     contaminated: list[Contamination] = Field(default_factory=list)
     """sessions excluded as contaminated"""
     isolation: str | None = None
     """OS sandbox of the agent sessions and task checks: bubblewrap, or none (--no-os-sandbox)"""
-    sandbox_version: str | None = Field(default=None, alias="sandboxVersion")
+    sandbox_version: str | None = None
     """the sandbox's version (e.g. bubblewrap 0.8.0)"""
     network: str | None = None
     """what the agent sessions could reach: the model endpoint only, or the host's network"""
     warnings: list[str] = Field(default_factory=list)
     """what the run could not do as its suite asked (a field run without, a grader bound to fail)"""
-    case_settings: dict[str, str] | None = Field(default=None, alias="caseSettings")
+    case_settings: dict[str, str] | None = None
     """a plugin suite's cases that set their own model, turns, timeout or runs: case -> what ran"""
-    agent_cli_version: str | None = Field(default=None, alias="agentCliVersion")
+    agent_cli_version: str | None = None
     """the agent CLI and its version as its sessions reported it (e.g. claude 2.1.330)"""
     plugin: str | None = None
     """the artifact is a whole plugin: what it holds and whether its MCP servers ran"""
@@ -798,31 +826,31 @@ class Meta(Model):
 class BehaviorSummary(Model):
     """Transcript analysis of one arm, averaged over its sessions."""
 
-    avg_tool_calls: float = Field(alias="avgToolCalls")
+    avg_tool_calls: float
     """tool calls per session"""
-    avg_turns: float = Field(alias="avgTurns")
+    avg_turns: float
     """turns per session"""
     thrashing: int
     """sessions that repeated themselves"""
     sessions: int
     """sessions counted"""
-    avg_duration_s: float = Field(alias="avgDurationS")
+    avg_duration_s: float
     """seconds per session"""
-    avg_cost_usd: float = Field(alias="avgCostUSD")
+    avg_cost_usd: float
     """cost per session"""
-    total_cost_usd: float = Field(alias="totalCostUSD")
+    total_cost_usd: float
     """cost of the arm"""
-    skill_invoked: int = Field(alias="skillInvoked")
+    skill_invoked: int
     """sessions that invoked the skill"""
-    errors_encountered: int = Field(alias="errorsEncountered")
+    errors_encountered: int
     """tool errors"""
-    errors_recovered: int = Field(alias="errorsRecovered")
+    errors_recovered: int
     """tool errors followed by a success"""
-    max_turns_hit: int = Field(alias="maxTurnsHit")
+    max_turns_hit: int
     """sessions that hit the turn limit"""
-    permission_denials: int = Field(alias="permissionDenials")
+    permission_denials: int
     """tool calls the CLI denied"""
-    skills_called: dict[str, int] | None = Field(default=None, alias="skillsCalled")
+    skills_called: dict[str, int] | None = None
     """skill name as called -> sessions that called it (which of a plugin's skills fired)"""
 
 
@@ -831,9 +859,9 @@ class TriggerFigures(Model):
 
     candidates: list[str]
     """the skills installed and detected"""
-    queries_file: str = Field(alias="queriesFile")
+    queries_file: str
     """the fixed queries file"""
-    queries_sha256: str = Field(alias="queriesSha256")
+    queries_sha256: str
     """its SHA-256"""
     split: dict[str, Any] | None = None
     """the holdout split (fraction, seed, which query in which part)"""
@@ -860,14 +888,14 @@ class RaterAgreement(Model):
 
     n: int = Field(description="items scored by both")
     krippendorff_alpha_ordinal: float | None = Field(
-        alias="krippendorffAlphaOrdinal", description="ordinal Krippendorff's alpha, human vs judge"
+        description="ordinal Krippendorff's alpha, human vs judge"
     )
     alpha_ci95: list[float | None] = Field(
-        alias="alphaCI95", description="seeded percentile bootstrap interval of alpha over items"
+        description="seeded percentile bootstrap interval of alpha over items"
     )
     spearman: float | None = Field(description="Spearman's rho of the raw scores")
-    spearman_p: float | None = Field(alias="spearmanP", description="its p-value")
-    mean_abs_diff: float | None = Field(alias="meanAbsDiff", description="mean absolute difference")
+    spearman_p: float | None = Field(description="its p-value")
+    mean_abs_diff: float | None = Field(description="mean absolute difference")
     confusion: list[list[int]] = Field(description="rows: human 1-5 stars, columns: judge 1-5 stars")
     disagreements: list[Disagreement] = Field(description="items a star or more apart, largest first")
     seed: int = Field(description="seed of the bootstrap")
@@ -879,7 +907,7 @@ class HumanAgreement(RaterAgreement):
 
     rated: int = Field(description="case x variant items with a rating (the latest rating counts)")
     judged: str = Field(description="which judge score is compared with the rating")
-    updated_at: str = Field(alias="updatedAt", description="when it was computed, ISO 8601 UTC")
+    updated_at: str = Field(description="when it was computed, ISO 8601 UTC")
 
 
 class JudgeGold(Model):
@@ -889,11 +917,11 @@ class JudgeGold(Model):
     sha256: str = Field(description="its SHA-256")
     items: int = Field(description="gold items")
     ungraded: int = Field(description="gold items the judge left UNGRADED (excluded)")
-    min_alpha: float = Field(alias="minAlpha", description="--min-judge-alpha")
+    min_alpha: float = Field(description="--min-judge-alpha")
     reliable: bool = Field(description="alpha reached min_alpha")
     agreement: RaterAgreement = Field(description="the judge layer (as it scores the run) vs the gold")
     per_judge: dict[str, RaterAgreement] = Field(
-        default_factory=dict, alias="perJudge", description="each judge of an ensemble vs the gold"
+        default_factory=dict, description="each judge of an ensemble vs the gold"
     )
     message: str = Field(description="the finding in one sentence")
 
@@ -907,7 +935,7 @@ class PositionBias(Model):
     line: str = Field(description="the finding in one line, with its figure")
 
 
-class LengthBias(Model):
+class LengthBias(Figures):
     """The judge score's partial correlation with output length, holding the assertion score fixed."""
 
     n: int = Field(description="judged outputs used")
@@ -921,7 +949,7 @@ class LengthBias(Model):
     line: str = Field(description="the finding in one line, with its figure")
 
 
-class SelfPreference(Model):
+class SelfPreference(Figures):
     """A judge of the model's own vendor against judges of other vendors, on the same outputs."""
 
     vendor: str = Field(description="the model's vendor")
@@ -941,7 +969,7 @@ class JudgeBias(Model):
     position: PositionBias | None = Field(default=None, description="position bias (--pairwise)")
     length: LengthBias | None = Field(default=None, description="length bias")
     self_preference: SelfPreference | None = Field(
-        default=None, alias="selfPreference", description="self-preference (same-vendor judge)"
+        default=None, description="self-preference (same-vendor judge)"
     )
     lines: list[str] = Field(default_factory=list, description="every probe's line")
 
@@ -958,9 +986,7 @@ class FailureGroup(Model):
     suggestion: str | None = Field(
         default=None, description="an LLM's paragraph on what went wrong and what to change: a suggestion"
     )
-    suggestion_by: str | None = Field(
-        default=None, alias="suggestionBy", description="the model that wrote it"
-    )
+    suggestion_by: str | None = Field(default=None, description="the model that wrote it")
 
 
 class VariantDiagnosis(Model):
@@ -968,7 +994,7 @@ class VariantDiagnosis(Model):
 
     variant: str = Field(description="the variant")
     cases: int = Field(description="cases of the variant")
-    failing_cases: int = Field(alias="failingCases", description="cases with at least one failing run")
+    failing_cases: int = Field(description="cases with at least one failing run")
     groups: list[FailureGroup] = Field(description="by what failed, then by the judge's reasons")
 
 
@@ -980,7 +1006,7 @@ class Diagnosis(Model):
     note: str = Field(description="how to read the suggestions")
 
 
-class SectionEffect(Model):
+class SectionEffect(Figures):
     """One section of the artifact: the full artifact against the artifact without it."""
 
     section: str = Field(description="the section's heading")
@@ -1020,7 +1046,7 @@ class Report(Model):
     """variant -> figures"""
     comparisons: list[Comparison] = Field(default_factory=list)
     """each treatment against the control"""
-    multiple_comparisons: str | None = Field(default=None, alias="multipleComparisons")
+    multiple_comparisons: str | None = None
     """holm, when several comparisons were adjusted"""
     judge: JudgeSummary | None = None
     """per-judge figures"""
@@ -1035,28 +1061,26 @@ class Report(Model):
     """insights and suggestions"""
     regression: Regression | None = None
     """against the suite's previous run"""
-    blind_mapping: dict[str, str] | None = Field(default=None, alias="blindMapping")
+    blind_mapping: dict[str, str] | None = None
     """label -> variant, for the reveal"""
     # agentic mode
     criteria: dict[str, dict[str, float | None]] | None = None
     """arm -> mean of each criterion"""
-    deterministic_pass_rate: dict[str, float | None] | None = Field(
-        default=None, alias="deterministicPassRate"
-    )
+    deterministic_pass_rate: dict[str, float | None] | None = None
     """arm -> share of sessions whose checks all passed"""
-    negative_controls: list[CaseResult] | None = Field(default=None, alias="negativeControls")
+    negative_controls: list[CaseResult] | None = None
     """the negative-control tasks"""
     behavior: dict[str, BehaviorSummary] | None = None
     """arm -> transcript analysis"""
     triggers: TriggerFigures | None = None
     """trigger mode's figures"""
     human_agreement: HumanAgreement | None = Field(
-        default=None, alias="humanAgreement", description="the judge against the report server's ratings"
+        default=None, description="the judge against the report server's ratings"
     )
     judge_gold: JudgeGold | None = Field(
-        default=None, alias="judgeGold", description="--judge-gold: the judge checked before the run"
+        default=None, description="--judge-gold: the judge checked before the run"
     )
-    judge_bias: JudgeBias | None = Field(default=None, alias="judgeBias", description="judge bias probes")
+    judge_bias: JudgeBias | None = Field(default=None, description="judge bias probes")
     diagnosis: Diagnosis | None = Field(default=None, description="failing cases grouped, with suggestions")
     ablation: Ablation | None = Field(default=None, description="--ablate: each section's contribution")
 
