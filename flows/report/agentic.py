@@ -26,7 +26,7 @@ from flows.report.build import (
     timestamp,
     variant_entry,
 )
-from flows.report.schema import Comparison, Report, VariantSummary
+from flows.report.schema import Comparison, Report, RunEntry, SessionGrade, TranscriptStep, VariantSummary
 from graders.agent_task import AgentTask
 from graders.criteria import WEIGHTS
 from tasks.schema import AGENTIC_SCALE, Arm, Record
@@ -57,38 +57,38 @@ def prompt_tokens(session: AgentSession) -> int | None:
     return u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
 
 
-def session_entry(g: Graded) -> dict[str, Any]:
+def session_entry(g: Graded) -> RunEntry:
     s, session = g.plan, g.session
-    return {
-        "run": s.run,
-        "ok": session.ok,
-        "status": "contaminated" if g.contaminated else session.status,
+    return RunEntry(
+        run=s.run,
+        ok=session.ok,
+        status="contaminated" if g.contaminated else session.status,
         # a failed or excluded session is an error, not a 0: it has no score (the grade file keeps the seed's)
-        "compositeScore": g.grade.get("weighted_total") if session.ok and not g.contaminated else None,
-        "grade": g.grade,
-        "contaminated": g.contaminated,
-        "checks": {k: v for k, v in g.checks.items() if k != "details"},
-        "checkDetails": g.checks.get("details"),
-        "criteria": {k: g.grade[k]["score"] for k in WEIGHTS if k in g.grade},
-        "behavior": g.behavior,
-        "output": session.final_text,
-        "error": session.error,
-        "durationMs": session.duration_ms,
-        "costUSD": session.meta.get("total_cost_usd") or 0.0,
-        "usage": session.meta.get("usage"),
-        "inputTokens": prompt_tokens(session),
-        "numTurns": session.meta.get("num_turns"),
-        "transcript": [
-            {
-                "kind": e.kind,
-                "tool": e.tool,
-                "text": (e.text or json.dumps(e.input or {}))[:TRANSCRIPT_CHARS],
-                "is_error": e.is_error,
-            }
+        composite_score=g.grade.get("weighted_total") if session.ok and not g.contaminated else None,
+        grade=SessionGrade.model_validate(g.grade) if g.grade is not None else None,
+        contaminated=g.contaminated,
+        checks={k: v for k, v in g.checks.items() if k != "details"},
+        check_details=g.checks.get("details"),
+        criteria={k: g.grade[k]["score"] for k in WEIGHTS if k in g.grade},
+        behavior=g.behavior,
+        output=session.final_text,
+        error=session.error,
+        duration_ms=session.duration_ms,
+        cost_usd=session.meta.get("total_cost_usd") or 0.0,
+        usage=session.meta.get("usage"),
+        input_tokens=prompt_tokens(session),
+        num_turns=session.meta.get("num_turns"),
+        transcript=[
+            TranscriptStep(
+                kind=e.kind,
+                tool=e.tool,
+                text=(e.text or json.dumps(e.input or {}))[:TRANSCRIPT_CHARS],
+                is_error=e.is_error,
+            )
             for e in session.events
         ],
-        "outputs": str(s.outputs),
-    }
+        outputs=str(s.outputs),
+    )
 
 
 def task_results(
@@ -96,7 +96,7 @@ def task_results(
 ) -> list[dict[str, Any]]:
     """Each task with its arms' results; ``expect`` the artifact's name where the task expects it
     to be used, "none" where it expects it not to be, absent where the task does not say."""
-    per_task: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    per_task: dict[str, dict[str, list[RunEntry]]] = {}
     for g in graded:
         per_task.setdefault(g.plan.task.task_id, {}).setdefault(g.plan.mode, []).append(session_entry(g))
     results = []
@@ -106,7 +106,7 @@ def task_results(
         for mode in arms:
             runs = sessions.get(mode, [])
             if runs:
-                scores = [r["compositeScore"] for r in runs if r["compositeScore"] is not None]
+                scores = [r.composite_score for r in runs if r.composite_score is not None]
                 mean = sum(scores) / len(scores) if scores else None
                 entries[str(mode)] = variant_entry(runs, case_stats.get(t.task_id, {}).get(mode, {}), mean)
         results.append(

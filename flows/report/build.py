@@ -26,7 +26,20 @@ from executors.pricing import PriceTable, caching_savings
 from executors.schema import RunResult
 from executors.versions import installed_version
 from flows.inputs.prepare import Prepared
-from flows.report.schema import REPORT_VERSION, Mode, Report
+from flows.report.schema import (
+    REPORT_VERSION,
+    AssertionDetail,
+    AssertionSummary,
+    CaseResult,
+    CaseStats,
+    Meta,
+    Mode,
+    NotRunUnit,
+    PromptCaching,
+    Report,
+    RunEntry,
+    VariantResult,
+)
 from graders.schema import JudgeStatus
 from tasks.schema import Record, RunStats, Scale
 from tasks.store.files import atomic_write_text
@@ -94,10 +107,10 @@ def relabel(records: list[Record], labels: dict[str, str]) -> list[Record]:
 def assemble(
     mode: Mode,
     report_id: str,
-    meta: dict[str, Any],
+    meta: Meta | dict[str, Any],
     scale: Scale,
     aggregate: dict[str, Any] | None,
-    results: list[dict[str, Any]],
+    results: list[CaseResult] | list[dict[str, Any]],
     **parts: Any,
 ) -> Report:
     """Every mode's report is made here: the figures of ``aggregate`` plus the mode's own parts,
@@ -121,83 +134,82 @@ def assemble(
 # ---------------------------------------------------------------- sample mode
 
 
-def run_entry(record: Record) -> dict[str, Any]:
+def run_entry(record: Record) -> RunEntry:
     """One execution in the seed's result shape, with the full output and any error."""
     r, g = record.result, record.grade
-    entry: dict[str, Any] = {
+    fields: dict[str, Any] = {
         "run": record.run,
         "ok": r.ok,
-        "compositeScore": g.composite if g else None,
+        "composite_score": g.composite if g else None,
         "assertions": None,
-        "llmScore": g.judge.score if g else None,
-        "llmReason": g.judge.reason if g else None,
-        "judgeStatus": g.judge.status if g else None,
-        "durationMs": round(r.latency_ms, 1),
-        "inputTokens": r.usage.input_tokens,
-        "outputTokens": r.usage.output_tokens,
-        "totalTokens": r.usage.total_tokens,
-        "cacheWriteTokens": r.usage.cache_write_tokens,
-        "cacheReadTokens": r.usage.cache_read_tokens,
+        "llm_score": g.judge.score if g else None,
+        "llm_reason": g.judge.reason if g else None,
+        "judge_status": g.judge.status if g else None,
+        "duration_ms": round(r.latency_ms, 1),
+        "input_tokens": r.usage.input_tokens,
+        "output_tokens": r.usage.output_tokens,
+        "total_tokens": r.usage.total_tokens,
+        "cache_write_tokens": r.usage.cache_write_tokens,
+        "cache_read_tokens": r.usage.cache_read_tokens,
         "batched": r.price_multiplier < 1 or None,
-        "costUSD": r.cost_usd,
-        "outputPreview": r.output[:PREVIEW_CHARS],
+        "cost_usd": r.cost_usd,
+        "output_preview": r.output[:PREVIEW_CHARS],
         "output": r.output,
         "error": r.error,
-        "errorKind": r.error_kind,
+        "error_kind": r.error_kind,
         "attempts": r.attempts,
         "cached": r.cached,
     }
     if g is not None:
-        entry["assertions"] = {
-            "passed": sum(1 for a in g.assertions if a.passed),
-            "total": len(g.assertions),
-            "score": g.assertion_score,
-            "details": [a.detail() for a in g.assertions],
-        }
+        fields["assertions"] = AssertionSummary(
+            passed=sum(1 for a in g.assertions if a.passed),
+            total=len(g.assertions),
+            score=g.assertion_score,
+            details=[AssertionDetail.model_validate(a.detail()) for a in g.assertions],
+        )
         if g.judge.dimension_scores:
-            entry["dimensionScores"] = g.judge.dimension_scores
+            fields["dimension_scores"] = g.judge.dimension_scores
         if g.judge.judges:
-            entry["judgeScores"] = g.judge.judges
+            fields["judge_scores"] = g.judge.judges
         if g.judge.status == JudgeStatus.UNGRADED:
-            entry["judgeRaw"] = g.judge.raw
-    return entry
+            fields["judge_raw"] = g.judge.raw
+    return RunEntry(**fields)  # the keys given are the report's: a field never set is left out
 
 
-def variant_entry(runs: list[dict[str, Any]], stats: dict[str, Any], mean: float | None) -> dict[str, Any]:
+def variant_entry(
+    runs: list[RunEntry], stats: CaseStats | dict[str, Any], mean: float | None
+) -> VariantResult:
     """A case's entry for one variant: the first run's fields, the case mean, and every run."""
-    entry = dict(runs[0])
+    fields = runs[0].model_dump(exclude_unset=True, by_alias=False, round_trip=True)
     if len(runs) > 1:
-        entry["compositeScore"] = mean
-        entry["ok"] = all(r["ok"] for r in runs)
-        entry["runs"] = runs
-    entry["caseStats"] = stats
-    return entry
+        fields |= {"composite_score": mean, "ok": all(r.ok for r in runs), "runs": runs}
+    return VariantResult(**fields, case_stats=stats)
 
 
 def sample_results(
     prepared: Prepared, records: list[Record], variants: list[str], case_stats: dict[str, Any]
-) -> list[dict[str, Any]]:
+) -> list[CaseResult]:
     by_case: dict[str, dict[str, list[Record]]] = {}
     for rec in sorted(records, key=lambda r: r.run):
         by_case.setdefault(rec.sample_id, {}).setdefault(rec.variant, []).append(rec)
     results = []
     for sample in prepared.samples:
-        entries: dict[str, Any] = {}
+        entries: dict[str, VariantResult] = {}
         for name in variants:
             recs = by_case.get(sample.sample_id, {}).get(name, [])
             if recs:
                 stats = case_stats.get(sample.sample_id, {}).get(name, {})
                 entries[name] = variant_entry([run_entry(r) for r in recs], stats, stats.get("avg"))
         results.append(
-            {
-                "sample_id": sample.sample_id,
-                "prompt": sample.full_prompt,
-                "rubric": sample.rubric,
-                "dimensions": sample.dimensions,
-                "tags": list(sample.tags),
-                "cluster": sample.cluster,
-                "variants": entries,
-            }
+            CaseResult(
+                sample_id=sample.sample_id,
+                prompt=sample.full_prompt,
+                rubric=sample.rubric,
+                dimensions=sample.dimensions,
+                tags=list(sample.tags),
+                cluster=sample.cluster,
+                variants=entries,
+            )
         )
     return results
 
@@ -209,48 +221,48 @@ def sample_meta(
     started_at: dt.datetime,
     duration_s: float,
     labels: dict[str, str],
-) -> dict[str, Any]:
+) -> Meta:
     o = prepared.options
-    return {
-        "variants": (sorted if o.blind else list)(labels[v.name] for v in prepared.variants),
-        "control": labels[prepared.control],
-        "model": prepared.target.model,
-        "judgeModel": ", ".join(f"{j.executor.name}:{j.model}" for j in prepared.judges) or None,
-        "executor": prepared.target.executor.name,
-        "sampleCount": len(prepared.samples),
-        "taskCount": len(records),
-        "totalCostUSD": round(sum(r.result.cost_usd for r in records), 6),
-        "judgeCostUSD": round(stats.spent_by_kind.get("judge", 0.0), 6),
-        "timestamp": timestamp(started_at),
-        "cliVersion": cli_version(),
+    return Meta(
+        variants=(sorted if o.blind else list)(labels[v.name] for v in prepared.variants),
+        control=labels[prepared.control],
+        model=prepared.target.model,
+        judge_model=", ".join(f"{j.executor.name}:{j.model}" for j in prepared.judges) or None,
+        executor=prepared.target.executor.name,
+        sample_count=len(prepared.samples),
+        task_count=len(records),
+        total_cost_usd=round(sum(r.result.cost_usd for r in records), 6),
+        judge_cost_usd=round(stats.spent_by_kind.get("judge", 0.0), 6),
+        timestamp=timestamp(started_at),
+        cli_version=cli_version(),
         **executor_cli_meta(prepared.target.executor),
-        "pythonVersion": platform.python_version(),
-        "skillHashes": {labels[v.name]: v.sha256 for v in prepared.variants},
-        "skillBytes": {labels[v.name]: v.size for v in prepared.variants},
-        "seed": o.seed,
-        "repeat": o.repeat,
-        "concurrency": o.concurrency,
-        "temperature": o.temperature,
-        "maxTokens": o.max_tokens,
-        "samplesFile": str(prepared.samples_path),
-        "samplesSha256": hashlib.sha256(prepared.samples_path.read_bytes()).hexdigest(),
-        "suite": o.suite,
+        python_version=platform.python_version(),
+        skill_hashes={labels[v.name]: v.sha256 for v in prepared.variants},
+        skill_bytes={labels[v.name]: v.size for v in prepared.variants},
+        seed=o.seed,
+        repeat=o.repeat,
+        concurrency=o.concurrency,
+        temperature=o.temperature,
+        max_tokens=o.max_tokens,
+        samples_file=str(prepared.samples_path),
+        samples_sha256=hashlib.sha256(prepared.samples_path.read_bytes()).hexdigest(),
+        suite=o.suite,
         **run_stats_meta(stats),
-        "promptCaching": prompt_caching([r.result for r in records], prepared.target.executor.prices),
-        "durationS": round(duration_s, 2),
-        "notices": prepared.notices + cache_notices(stats),
-        "blind": o.blind,
-    }
+        prompt_caching=prompt_caching([r.result for r in records], prepared.target.executor.prices),
+        duration_s=round(duration_s, 2),
+        notices=prepared.notices + cache_notices(stats),
+        blind=o.blind,
+    )
 
 
 def run_stats_meta(stats: RunStats) -> dict[str, Any]:
     """What a runner did (model calls or agent sessions), as every mode's report meta records it."""
     return {
         "calls": stats.calls,
-        "cacheHits": stats.cache_hits,
-        "warmUpCalls": stats.warm_up_calls,
-        "batchedCalls": stats.batched_calls,
-        "notRun": [u.model_dump(mode="json") for u in stats.not_run],
+        "cache_hits": stats.cache_hits,
+        "warm_up_calls": stats.warm_up_calls,
+        "batched_calls": stats.batched_calls,
+        "not_run": [NotRunUnit.model_validate(u.model_dump(mode="json")) for u in stats.not_run],
     }
 
 
@@ -311,10 +323,10 @@ def publish(report: Report, output_dir: Path) -> Path:
 
 
 def agent_cli_meta(runner: str, reported: list[Any], probed: str | None) -> dict[str, str | None]:
-    """The agent CLI's version for the report: what its sessions reported (Claude Code's init event),
-    else what ``--version`` said before the run."""
+    """The agent CLI's version for the report's meta: what its sessions reported (Claude Code's init
+    event), else what ``--version`` said before the run."""
     version = next((str(v) for v in reported if v), None) or probed
-    return {"agentCliVersion": f"{runner} {version}" if version else None}
+    return {"agent_cli_version": f"{runner} {version}" if version else None}
 
 
 def executor_cli_meta(executor: Executor) -> dict[str, str | None]:
@@ -337,21 +349,21 @@ def isolation_meta(isolation: sandbox.Isolation, allow_network: bool = False) ->
         network = "the model endpoint only (through skillab's forwarder); task checks: none"
     return {
         "isolation": isolation,
-        "sandboxVersion": sandbox.version() if isolation != "none" else None,
+        "sandbox_version": sandbox.version() if isolation != "none" else None,
         "network": network,
     }
 
 
-def prompt_caching(results: list[RunResult], prices: PriceTable) -> dict[str, Any] | None:
+def prompt_caching(results: list[RunResult], prices: PriceTable) -> PromptCaching | None:
     """The report's caching figures, or None when no call touched a prompt cache."""
     saved = caching_savings(results, prices)
     if not saved.cache_write_tokens and not saved.cache_read_tokens:
         return None
-    return {
-        "uncachedUSD": round(saved.uncached_usd, 6),
-        "actualUSD": round(saved.actual_usd, 6),
-        "savedUSD": round(saved.saved_usd, 6),
-        "cacheWriteTokens": saved.cache_write_tokens,
-        "cacheReadTokens": saved.cache_read_tokens,
-        "unpriced": saved.unpriced,
-    }
+    return PromptCaching(
+        uncached_usd=round(saved.uncached_usd, 6),
+        actual_usd=round(saved.actual_usd, 6),
+        saved_usd=round(saved.saved_usd, 6),
+        cache_write_tokens=saved.cache_write_tokens,
+        cache_read_tokens=saved.cache_read_tokens,
+        unpriced=saved.unpriced,
+    )

@@ -19,33 +19,34 @@ from flows.report.build import (
     variant_entry,
 )
 from flows.report.gates import unmeasured
-from flows.report.schema import Report
+from flows.report.schema import Report, RunEntry
 from graders.triggers import SessionTriggers, TriggerStatus
 from tasks.schema import TRIGGER_SCALE, RunStats
 from tasks.stats.trigger_stats import VariantComparison, compare_variants, summarize, trial
 from tasks.store.files import atomic_write_text
 
 
-def session_entry(run: int, out: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "run": run,
-        "ok": out["status"] == TriggerStatus.OK,
-        "compositeScore": None,
-        "status": out["status"],
-        "output": out["output"],
-        "error": out["error"],
-        "durationMs": out["durationMs"],
-        "costUSD": out["costUSD"],
-        "fired": out["fired"],
-        "firstTurns": out["firstTurns"],
-        "listed": out["listed"],
-        "transcript": out["transcript"],
-        "cached": bool(out.get("cached")),
-    }
+def session_entry(run: int, out: dict[str, Any]) -> RunEntry:
+    """One session's entry; ``out`` is the session's outcome as the trigger runner caches it."""
+    return RunEntry(
+        run=run,
+        ok=out["status"] == TriggerStatus.OK,
+        composite_score=None,
+        status=out["status"],
+        output=out["output"],
+        error=out["error"],
+        duration_ms=out["durationMs"],
+        cost_usd=out["costUSD"],
+        fired=out["fired"],
+        first_turns=out["firstTurns"],
+        listed=out["listed"],
+        transcript=out["transcript"],
+        cached=bool(out.get("cached")),
+    )
 
 
 def query_results(plan: TriggerPlan, outcomes: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    runs: dict[tuple[str, str], list[RunEntry]] = {}
     for s in plan.sessions:
         if s.key in outcomes:
             runs.setdefault((s.query.id, s.variant.label), []).append(session_entry(s.run, outcomes[s.key]))

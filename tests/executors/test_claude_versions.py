@@ -61,10 +61,10 @@ def test_turn_limit_and_api_error(version: str) -> None:
 def test_the_version_recorded_for_the_report(version: str) -> None:
     s = parse_claude(stream(version, "stream"))
     assert agent_cli_meta("claude", [None, s.meta["cli_version"]], "9.9.9") == {
-        "agentCliVersion": f"claude {version}"
+        "agent_cli_version": f"claude {version}"
     }
-    assert agent_cli_meta("codex", [None], "0.169.0") == {"agentCliVersion": "codex 0.169.0"}
-    assert agent_cli_meta("codex", [], None) == {"agentCliVersion": None}
+    assert agent_cli_meta("codex", [None], "0.169.0") == {"agent_cli_version": "codex 0.169.0"}
+    assert agent_cli_meta("codex", [], None) == {"agent_cli_version": None}
 
 
 def test_2_1_330_lists_sixteen_built_in_skills_and_resolves_sonnet_anew() -> None:
