@@ -26,7 +26,19 @@ from flows.report.build import (
     timestamp,
     variant_entry,
 )
-from flows.report.schema import Comparison, Report, RunEntry, SessionGrade, TranscriptStep, VariantSummary
+from flows.report.schema import (
+    BehaviorSummary,
+    CaseResult,
+    Comparison,
+    Contamination,
+    Meta,
+    Report,
+    RunEntry,
+    SessionGrade,
+    TranscriptStep,
+    VariantResult,
+    VariantSummary,
+)
 from graders.agent_task import AgentTask
 from graders.criteria import WEIGHTS
 from tasks.schema import AGENTIC_SCALE, Arm, Record
@@ -93,7 +105,7 @@ def session_entry(g: Graded) -> RunEntry:
 
 def task_results(
     tasks: list[AgentTask], graded: list[Graded], case_stats: dict[str, Any], arms: list[str], skill: str
-) -> list[dict[str, Any]]:
+) -> list[CaseResult]:
     """Each task with its arms' results; ``expect`` the artifact's name where the task expects it
     to be used, "none" where it expects it not to be, absent where the task does not say."""
     per_task: dict[str, dict[str, list[RunEntry]]] = {}
@@ -102,7 +114,7 @@ def task_results(
     results = []
     for t in tasks:
         sessions = per_task.get(t.task_id, {})
-        entries = {}
+        entries: dict[str, VariantResult] = {}
         for mode in arms:
             runs = sessions.get(mode, [])
             if runs:
@@ -110,18 +122,18 @@ def task_results(
                 mean = sum(scores) / len(scores) if scores else None
                 entries[str(mode)] = variant_entry(runs, case_stats.get(t.task_id, {}).get(mode, {}), mean)
         results.append(
-            {
-                "sample_id": t.task_id,
-                "name": t.name,
-                "prompt": t.prompt,
-                "type": t.type,
-                "difficulty": t.difficulty,
-                "category": t.category,
-                "tags": list(t.tags),
-                "rubric": t.rubric,
-                "variants": entries,
-                "expect": {True: skill, False: "none", None: None}[t.expects_skill],
-            }
+            CaseResult(
+                sample_id=t.task_id,
+                name=t.name,
+                prompt=t.prompt,
+                type=t.type,
+                difficulty=t.difficulty,
+                category=t.category,
+                tags=list(t.tags),
+                rubric=t.rubric,
+                variants=entries,
+                expect={True: skill, False: "none", None: None}[t.expects_skill],
+            )
         )
     return results
 
@@ -164,26 +176,26 @@ def case_settings(tasks: list[AgentTask], config: SkillBenchConfig) -> dict[str,
     return out
 
 
-def behavior_summary(graded: list[Graded], arms: list[str]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
+def behavior_summary(graded: list[Graded], arms: list[str]) -> dict[str, BehaviorSummary]:
+    out: dict[str, BehaviorSummary] = {}
     for mode in arms:
         rows = [(g.session, g.behavior) for g in graded if g.plan.mode == mode and g.contaminated is None]
         n = len(rows) or 1
-        out[mode] = {
-            "avgToolCalls": sum(b["total_tool_calls"] for _, b in rows) / n,
-            "avgTurns": sum(b["turns"] or 0 for _, b in rows) / n,
-            "thrashing": sum(1 for _, b in rows if b["thrashing_detected"]),
-            "sessions": len(rows),
-            "avgDurationS": sum(s.duration_ms for s, _ in rows) / n / 1000,
-            "avgCostUSD": sum(float(s.meta.get("total_cost_usd") or 0) for s, _ in rows) / n,
-            "totalCostUSD": sum(float(s.meta.get("total_cost_usd") or 0) for s, _ in rows),
-            "skillInvoked": sum(1 for _, b in rows if b["skill_invoked"]),
-            "errorsEncountered": sum(b["errors_encountered"] for _, b in rows),
-            "errorsRecovered": sum(b["errors_recovered"] for _, b in rows),
-            "maxTurnsHit": sum(1 for _, b in rows if b["max_turns_hit"]),
-            "permissionDenials": sum(b["permission_denials"] for _, b in rows),
-            "skillsCalled": dict(Counter(n for _, b in rows for n in set(b.get("skills_invoked") or []))),
-        }
+        out[mode] = BehaviorSummary(
+            avg_tool_calls=sum(b["total_tool_calls"] for _, b in rows) / n,
+            avg_turns=sum(b["turns"] or 0 for _, b in rows) / n,
+            thrashing=sum(1 for _, b in rows if b["thrashing_detected"]),
+            sessions=len(rows),
+            avg_duration_s=sum(s.duration_ms for s, _ in rows) / n / 1000,
+            avg_cost_usd=sum(float(s.meta.get("total_cost_usd") or 0) for s, _ in rows) / n,
+            total_cost_usd=sum(float(s.meta.get("total_cost_usd") or 0) for s, _ in rows),
+            skill_invoked=sum(1 for _, b in rows if b["skill_invoked"]),
+            errors_encountered=sum(b["errors_encountered"] for _, b in rows),
+            errors_recovered=sum(b["errors_recovered"] for _, b in rows),
+            max_turns_hit=sum(1 for _, b in rows if b["max_turns_hit"]),
+            permission_denials=sum(b["permission_denials"] for _, b in rows),
+            skills_called=dict(Counter(n for _, b in rows for n in set(b.get("skills_invoked") or []))),
+        )
     return out
 
 
@@ -209,7 +221,7 @@ class AgenticRun:
         return [*map(str, REPORT_ARMS), *self.ablated]
 
 
-def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -> dict[str, Any]:
+def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -> Meta:
     config, skill, tasks, suite_hash, results, started = (
         run.config,
         run.skill,
@@ -218,38 +230,38 @@ def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -
         run.results,
         run.started,
     )
-    return {
-        "skill": skill.name,
-        "skillPath": str(skill.path),
-        "skillSha256": skill.sha256,
-        "variants": run.arms,
-        "control": Arm.BASELINE,
-        "model": config.runner_model,
-        "executor": config.runner,
-        "judgeModel": f"{config.judge_executor}:{config.judge_model}",
-        "sampleCount": len(tasks),
-        "taskCount": len(graded),
-        "runs": config.runs,
-        "repeat": config.runs,
-        "maxTurns": config.max_turns,
-        "suiteSha256": suite_hash,
-        "resultsDir": str(results),
-        "seed": config.seed,
-        "timestamp": timestamp(started),
-        "cliVersion": cli_version(),
-        "totalCostUSD": sum(r.result.cost_usd for r in records),
+    return Meta(
+        skill=skill.name,
+        skill_path=str(skill.path),
+        skill_sha256=skill.sha256,
+        variants=run.arms,
+        control=Arm.BASELINE,
+        model=config.runner_model,
+        executor=config.runner,
+        judge_model=f"{config.judge_executor}:{config.judge_model}",
+        sample_count=len(tasks),
+        task_count=len(graded),
+        runs=config.runs,
+        repeat=config.runs,
+        max_turns=config.max_turns,
+        suite_sha256=suite_hash,
+        results_dir=str(results),
+        seed=config.seed,
+        timestamp=timestamp(started),
+        cli_version=cli_version(),
+        total_cost_usd=sum(r.result.cost_usd for r in records),
         **isolation_meta(run.isolation, config.allow_network),
-        "warnings": run.warnings,
-        "judgeCostUSD": round(run.judge_cost, 6),
-        "caseSettings": case_settings(run.tasks, config) or None,
+        warnings=run.warnings,
+        judge_cost_usd=round(run.judge_cost, 6),
+        case_settings=case_settings(run.tasks, config) or None,
         **agent_cli_meta(config.runner, [g.session.meta.get("cli_version") for g in graded], run.cli_version),
-        "plugin": plugin.summary(config.plugin_mcp) if (plugin := skill.plugin) else None,
-        "contaminated": [
-            {"task": g.plan.task.task_id, "mode": g.plan.mode, "run": g.plan.run, "reason": g.contaminated}
+        plugin=plugin.summary(config.plugin_mcp) if (plugin := skill.plugin) else None,
+        contaminated=[
+            Contamination(task=g.plan.task.task_id, mode=g.plan.mode, run=g.plan.run, reason=g.contaminated)
             for g in graded
             if g.contaminated
         ],
-    }
+    )
 
 
 def ablation_aggregate(run: AgenticRun, records: list[Record]) -> dict[str, Any] | None:
@@ -323,8 +335,8 @@ def build_skill_report(run: AgenticRun, graded: list[Graded], records: list[Reco
         agg,
         case_results,
         criteria=criteria_means(graded, run.arms),
-        deterministicPassRate={m: (sum(v) / len(v) if v else None) for m, v in passes.items()},
-        negativeControls=[r for r in case_results if r["type"] == "negative-control"],
+        deterministic_pass_rate={m: (sum(v) / len(v) if v else None) for m, v in passes.items()},
+        negative_controls=[r for r in case_results if r.type == "negative-control"],
         behavior=behavior_summary(graded, run.arms),
     )
     if sections is not None:

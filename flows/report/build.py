@@ -288,13 +288,13 @@ def build_report(
     """The sample-mode report. ``records`` and ``aggregate`` already carry the labels (blind runs)."""
     variants = [labels[v.name] for v in prepared.variants]
     parts: dict[str, Any] = {
-        "multipleComparisons": aggregate["multipleComparisons"],
+        "multiple_comparisons": aggregate["multipleComparisons"],
         "judge": aggregate.get("judge"),
         "pairwise": aggregate.get("pairwise"),
         "guide": GUIDE,
     }
     if prepared.options.blind:
-        parts["blindMapping"] = {label: name for name, label in labels.items()}
+        parts["blind_mapping"] = {label: name for name, label in labels.items()}
     return assemble(
         "sample",
         report_id,

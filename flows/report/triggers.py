@@ -19,7 +19,7 @@ from flows.report.build import (
     variant_entry,
 )
 from flows.report.gates import unmeasured
-from flows.report.schema import Report, RunEntry
+from flows.report.schema import CaseResult, Meta, Report, RunEntry, TriggerFigures
 from graders.triggers import SessionTriggers, TriggerStatus
 from tasks.schema import TRIGGER_SCALE, RunStats
 from tasks.stats.trigger_stats import VariantComparison, compare_variants, summarize, trial
@@ -45,7 +45,7 @@ def session_entry(run: int, out: dict[str, Any]) -> RunEntry:
     )
 
 
-def query_results(plan: TriggerPlan, outcomes: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def query_results(plan: TriggerPlan, outcomes: dict[str, dict[str, Any]]) -> list[CaseResult]:
     runs: dict[tuple[str, str], list[RunEntry]] = {}
     for s in plan.sessions:
         if s.key in outcomes:
@@ -58,18 +58,12 @@ def query_results(plan: TriggerPlan, outcomes: dict[str, dict[str, Any]]) -> lis
             if (q.id, v.label) in runs
         }
         results.append(
-            {
-                "sample_id": q.id,
-                "prompt": q.query,
-                "tags": list(q.tags),
-                "expect": q.expected,
-                "variants": entries,
-            }
+            CaseResult(sample_id=q.id, prompt=q.query, tags=list(q.tags), expect=q.expected, variants=entries)
         )
     return results
 
 
-def figures(plan: TriggerPlan, outcomes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def figures(plan: TriggerPlan, outcomes: dict[str, dict[str, Any]]) -> TriggerFigures:
     o = plan.options
     trials = [
         trial(
@@ -99,14 +93,14 @@ def figures(plan: TriggerPlan, outcomes: dict[str, dict[str, Any]]) -> dict[str,
             )
             for v in present[1:]
         ]
-    return {
-        "candidates": list(plan.candidates),
-        "queriesFile": plan.queries.path,
-        "queriesSha256": plan.queries.sha256,
-        "split": plan.split.record() if plan.split else None,
-        "summaries": summaries,
-        "comparisons": comparisons,
-    }
+    return TriggerFigures(
+        candidates=list(plan.candidates),
+        queries_file=plan.queries.path,
+        queries_sha256=plan.queries.sha256,
+        split=plan.split.record() if plan.split else None,
+        summaries=summaries,
+        comparisons=comparisons,
+    )
 
 
 def build_trigger_report(
@@ -117,30 +111,28 @@ def build_trigger_report(
     stats: RunStats,
 ) -> Report:
     o = plan.options
-    meta = {
-        "variants": [v.label for v in plan.variants],
-        "control": plan.variants[0].label,
-        "model": o.runner_model,
-        "executor": o.runner,
-        "judgeModel": None,
-        "sampleCount": len(plan.queries.queries),
-        "taskCount": len(plan.sessions),
-        "totalCostUSD": round(sum(out["costUSD"] for out in outcomes.values()), 6),
-        "timestamp": timestamp(started),
-        "cliVersion": cli_version(),
-        "seed": o.seed,
-        "repeat": o.runs,
-        "suite": o.suite,
-        "skillHashes": {v.label: v.sha256 for v in plan.variants},
-        "maxTurns": o.max_turns,
+    meta = Meta(
+        variants=[v.label for v in plan.variants],
+        control=plan.variants[0].label,
+        model=o.runner_model,
+        executor=o.runner,
+        judge_model=None,
+        sample_count=len(plan.queries.queries),
+        task_count=len(plan.sessions),
+        total_cost_usd=round(sum(out["costUSD"] for out in outcomes.values()), 6),
+        timestamp=timestamp(started),
+        cli_version=cli_version(),
+        seed=o.seed,
+        repeat=o.runs,
+        suite=o.suite,
+        skill_hashes={v.label: v.sha256 for v in plan.variants},
+        max_turns=o.max_turns,
         **isolation_meta(plan.isolation, o.allow_network),
         **agent_cli_meta(o.runner, [out.get("cliVersion") for out in outcomes.values()], plan.cli_version),
-        "plugin": "; ".join(
-            p.summary(o.plugin_mcp) for v in plan.variants for s in v.skills if (p := s.plugin)
-        )
+        plugin="; ".join(p.summary(o.plugin_mcp) for v in plan.variants for s in v.skills if (p := s.plugin))
         or None,
         **run_stats_meta(stats),
-    }
+    )
     return assemble(
         "trigger",
         report_id,
