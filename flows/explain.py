@@ -78,11 +78,11 @@ async def diagnose(
     return Diagnosis.model_validate(part | {"suggestions": True})
 
 
-def mark_judge(report: Report, gold: dict[str, Any] | None) -> None:
+def mark_judge(report: Report, gold: JudgeGold | None) -> None:
     """--judge-gold: the check goes into the report, and an unreliable judge into every verdict."""
     if gold is None:
         return
-    report.judge_gold = JudgeGold.model_validate(gold)
+    report.judge_gold = gold
     if not report.judge_gold.reliable:
         print(f"skillab: warning: {report.judge_gold.message}", file=sys.stderr)
         for comp in report.comparisons:
@@ -94,7 +94,7 @@ async def explain_sample_run(
     prepared: Prepared,
     runner: UnitRunner,
     labels: dict[str, str],
-    gold: dict[str, Any] | None,
+    gold: JudgeGold | None,
 ) -> None:
     """Every "why" part of a sample-mode report (``report`` and ``labels`` as the report names variants)."""
     mark_judge(report, gold)

@@ -3,8 +3,6 @@ decides whether the verdict may rest on the judge."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from flows.engine.judging import judge_name, run_judge_jobs
 from flows.engine.progress import Progress
 from flows.engine.runner import UnitRunner
@@ -13,7 +11,7 @@ from flows.inputs.plan import JudgeJob
 from flows.inputs.prepare import Prepared
 from graders.judge import Judgement, judge_layer, parse_reply, prompts_for
 from graders.schema import JudgeResult, JudgeStatus
-from tasks.stats.agreement import rater_agreement
+from tasks.stats.agreement import JudgeGold, rater_agreement
 
 
 async def judge_gold(prepared: Prepared, runner: UnitRunner, gold: Gold) -> list[JudgeResult]:
@@ -35,7 +33,7 @@ async def judge_gold(prepared: Prepared, runner: UnitRunner, gold: Gold) -> list
     return [judge_layer(item.sample, js)[0] for item, js in zip(gold.items, per_item, strict=True)]
 
 
-def gold_figures(gold: Gold, results: list[JudgeResult], min_alpha: float, seed: int) -> dict[str, Any]:
+def gold_figures(gold: Gold, results: list[JudgeResult], min_alpha: float, seed: int) -> JudgeGold:
     """The JudgeGold part of the report: the judge layer and each judge against the gold scores."""
     graded = [
         (item, r) for item, r in zip(gold.items, results, strict=True) if r.status == JudgeStatus.GRADED
@@ -49,33 +47,33 @@ def gold_figures(gold: Gold, results: list[JudgeResult], min_alpha: float, seed:
         for name in judges:
             pairs = [(item.id, float(item.score), (r.judges or {}).get(name)) for item, r in graded]
             per_judge[name] = rater_agreement([(i, h, j) for i, h, j in pairs if j is not None], seed=seed)
-    alpha = overall["krippendorffAlphaOrdinal"]
+    alpha = overall.krippendorff_alpha_ordinal
     reliable = alpha is not None and alpha >= min_alpha
     shown = "undefined" if alpha is None else f"{alpha:.3f}"
-    low, high = overall["alphaCI95"]
+    low, high = overall.alpha_ci95
     interval = f" (95% CI [{low:.2f}, {high:.2f}])" if low is not None and high is not None else ""
     message = (
-        f"judge vs gold ({gold.path.name}, {overall['n']} items): Krippendorff's alpha {shown}{interval}"
+        f"judge vs gold ({gold.path.name}, {overall.n} items): Krippendorff's alpha {shown}{interval}"
         + (
             f" >= {min_alpha:g}: reliable enough"
             if reliable
             else f" < {min_alpha:g}: the verdict rests on an unreliable judge"
         )
     )
-    return {
-        "file": str(gold.path),
-        "sha256": gold.sha256,
-        "items": len(gold.items),
-        "ungraded": len(gold.items) - len(graded),
-        "minAlpha": min_alpha,
-        "reliable": reliable,
-        "agreement": overall,
-        "perJudge": per_judge,
-        "message": message,
-    }
+    return JudgeGold(
+        file=str(gold.path),
+        sha256=gold.sha256,
+        items=len(gold.items),
+        ungraded=len(gold.items) - len(graded),
+        min_alpha=min_alpha,
+        reliable=reliable,
+        agreement=overall,
+        per_judge=per_judge,
+        message=message,
+    )
 
 
-async def check_gold(prepared: Prepared, runner: UnitRunner) -> dict[str, Any] | None:
+async def check_gold(prepared: Prepared, runner: UnitRunner) -> JudgeGold | None:
     """The gold check of --judge-gold (None without it), before the run's own calls."""
     if prepared.gold is None:
         return None

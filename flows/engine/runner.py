@@ -26,6 +26,7 @@ from flows.inputs.prepare import Prepared
 from tasks.context import current
 from tasks.execute import failed_result, with_policy
 from tasks.schema import CallPolicy, NotRun, NotRunReason, Record, RunStats, Unit
+from tasks.stats.agreement import JudgeGold
 from tasks.store.cache import ResultCache
 
 T = TypeVar("T")
@@ -260,4 +261,4 @@ class Executed:
     shard_runs: list[dict[str, Any]]
     planned: int  # units the run would make without --sequential
     sequences: dict[str, Any]  # --sequential: treatment -> its ConfidenceSequence
-    gold: dict[str, Any] | None  # --judge-gold: the check made before the run
+    gold: JudgeGold | None  # --judge-gold: the check made before the run

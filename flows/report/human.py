@@ -47,6 +47,5 @@ def human_agreement(report: Report) -> HumanAgreement | None:
         "four-criterion weighted total (0-100 mapped onto 1-5)" if report.mode == "agentic" else "judge layer"
     )
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    return HumanAgreement.model_validate(
-        rater_agreement(items, seed=report.meta.seed) | {"rated": rated, "judged": judged, "updatedAt": now}
-    )
+    figures = rater_agreement(items, seed=report.meta.seed)
+    return HumanAgreement(**dict(figures), rated=rated, judged=judged, updated_at=now)

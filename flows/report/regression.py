@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from flows.report.schema import Regression, Report
+from flows.report.schema import ArtifactChange, Paired, Regression, RegressionVariant, Report, Verdict
 from flows.report.store import read_reports
 from tasks.schema import VerdictLabel
 from tasks.stats import statistics as st
@@ -34,7 +34,7 @@ def case_scores(report: Report) -> dict[str, dict[str, float]]:
 
 def compare_variant(
     before: dict[str, float], after: dict[str, float], report: Report, seed: int
-) -> dict[str, Any]:
+) -> RegressionVariant:
     scale = report.scale
     shared = sorted(set(before) & set(after))
     diffs = [after[s] - before[s] for s in shared]
@@ -50,19 +50,19 @@ def compare_variant(
             max_error_rate=1.0,
         )
     )
-    return {
-        "cases": len(shared),
-        "casesAdded": len(set(after) - set(before)),
-        "casesRemoved": len(set(before) - set(after)),
-        "meanBefore": sum(before[s] for s in shared) / len(shared) if shared else None,
-        "meanAfter": sum(after[s] for s in shared) / len(shared) if shared else None,
-        "paired": paired,
-        "verdict": verdict,
-        "perCase": {s: d for s, d in zip(shared, diffs, strict=True) if d != 0},
-    }
+    return RegressionVariant(
+        cases=len(shared),
+        cases_added=len(set(after) - set(before)),
+        cases_removed=len(set(before) - set(after)),
+        mean_before=sum(before[s] for s in shared) / len(shared) if shared else None,
+        mean_after=sum(after[s] for s in shared) / len(shared) if shared else None,
+        paired=Paired.model_validate(paired),
+        verdict=Verdict.model_validate(verdict),
+        per_case={s: d for s, d in zip(shared, diffs, strict=True) if d != 0},
+    )
 
 
-def artifact_changes(previous: Report, current: Report) -> dict[str, dict[str, Any]]:
+def artifact_changes(previous: Report, current: Report) -> dict[str, ArtifactChange]:
     """Variants (by name) in both runs whose artifact's SHA-256 differs, with the sizes recorded."""
 
     def by_name(report: Report, field: dict[str, Any] | None) -> dict[str, Any]:
@@ -73,12 +73,12 @@ def artifact_changes(previous: Report, current: Report) -> dict[str, dict[str, A
     sizes_before = by_name(previous, previous.meta.skill_bytes)
     sizes_after = by_name(current, current.meta.skill_bytes)
     return {
-        name: {
-            "before": hashes_before[name],
-            "after": hashes_after[name],
-            "bytesBefore": sizes_before.get(name),
-            "bytesAfter": sizes_after.get(name),
-        }
+        name: ArtifactChange(
+            before=hashes_before[name],
+            after=hashes_after[name],
+            bytes_before=sizes_before.get(name),
+            bytes_after=sizes_after.get(name),
+        )
         for name in sorted(set(hashes_before) & set(hashes_after))
         if hashes_before[name] != hashes_after[name]
     }
@@ -90,16 +90,12 @@ def compare_runs(previous: Report, current: Report, *, seed: int) -> Regression:
         variant: compare_variant(before[variant], after[variant], current, seed)
         for variant in sorted(set(before) & set(after))
     }
-    return Regression.model_validate(
-        {
-            "previous": previous.id,
-            "previousTimestamp": previous.meta.timestamp,
-            "perVariant": per_variant,
-            "regressed": sorted(
-                v for v, r in per_variant.items() if r["verdict"]["label"] == VerdictLabel.WORSE
-            ),
-            "artifactChanges": artifact_changes(previous, current),
-        }
+    return Regression(
+        previous=previous.id,
+        previous_timestamp=previous.meta.timestamp,
+        per_variant=per_variant,
+        regressed=sorted(v for v, r in per_variant.items() if r.verdict.label == VerdictLabel.WORSE),
+        artifact_changes=artifact_changes(previous, current),
     )
 
 

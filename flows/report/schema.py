@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic.alias_generators import to_camel
 
 from tasks.schema import Arm, Scale, VerdictLabel
+from tasks.stats.agreement import JudgeAgreement, JudgeGold, RaterAgreement
+from tasks.stats.models import Figures, Model
 from tasks.stats.sequential import Sequential
 from tasks.stats.trigger_stats import TriggerSummary, VariantComparison
 
@@ -31,49 +32,6 @@ REPORT_VERSION = 2
 SCHEMA_FILE = Path(__file__).with_name("report.schema.json")
 
 Mode = Literal["sample", "agentic", "trigger"]
-
-
-#: The JSON names the alias generators cannot spell (an acronym, a symbol, a keyword of Python).
-SPELLED = {
-    "cost_usd": "costUSD",
-    "avg_cost_usd": "avgCostUSD",
-    "total_cost_usd": "totalCostUSD",
-    "judge_cost_usd": "judgeCostUSD",
-    "uncached_usd": "uncachedUSD",
-    "actual_usd": "actualUSD",
-    "saved_usd": "savedUSD",
-    "alpha_ci95": "alphaCI95",
-    "composite_ci95": "compositeCI95",
-    "pass_at_k": "pass@k",
-    "pass_hat_k": "pass^k",
-    "json_schema": "schema",
-    "negate": "not",
-}
-
-
-def json_name(name: str) -> str:
-    """A field's JSON name in the report: camelCase (the seed's report), but for ``SPELLED``."""
-    return SPELLED.get(name) or to_camel(name)
-
-
-class Model(BaseModel):
-    """Report parts: JSON names are the aliases, generated (``json_name``); unknown keys are refused so
-    the schema is complete.
-
-    The docstring under a field is its description in the JSON schema, added there by ``json_schema``
-    (pydantic's ``use_attribute_docstrings`` reads this file's source at import: 0.3-0.4 s of every
-    command, for a text only the schema file shows)."""
-
-    model_config = ConfigDict(
-        populate_by_name=True, extra="forbid", serialize_by_alias=True, alias_generator=json_name
-    )
-
-
-class Figures(Model):
-    """Report parts whose JSON names are their Python names (the statistics, as computed), but for the
-    spellings of ``SPELLED``."""
-
-    model_config = ConfigDict(alias_generator=lambda n: SPELLED.get(n, n))
 
 
 class SessionGradeStatus(StrEnum):
@@ -301,30 +259,6 @@ class Analysis(Model):
     """findings of the auto-analysis"""
     suggestions: list[str] = Field(default_factory=list)
     """what to change in the suite"""
-
-
-class JudgePair(Model):
-    """Agreement of two judges of an ensemble."""
-
-    judges: list[str]
-    """the two judges"""
-    mean_abs_diff: float | None
-    """mean absolute difference of their scores"""
-    pearson: float | None
-    """Pearson correlation of their scores"""
-    n: int
-    """outputs both scored"""
-
-
-class JudgeAgreement(Model):
-    """How far an ensemble's judges agree (ordinal Krippendorff's alpha over all of them)."""
-
-    judges: list[str]
-    """judges of the ensemble"""
-    pairs: list[JudgePair]
-    """agreement of each pair"""
-    krippendorff_alpha_ordinal: float | None
-    """ordinal Krippendorff's alpha over all judges"""
 
 
 class JudgeSummary(Model):
@@ -874,56 +808,12 @@ class TriggerFigures(Model):
 # ---------------------------------------------------------------- why did it score that way?
 
 
-class Disagreement(Model):
-    """One item a judge and a human (or the gold file) scored a star or more apart."""
-
-    item: str = Field(description="the item: 'sample_id · variant', or the gold item's id")
-    human: float = Field(description="the human (gold) score, 1-5")
-    judge: float = Field(description="the judge's score, 1-5")
-    diff: float = Field(description="judge minus human")
-
-
-class RaterAgreement(Model):
-    """A judge against human scores on the same items (judge scores rounded to whole stars)."""
-
-    n: int = Field(description="items scored by both")
-    krippendorff_alpha_ordinal: float | None = Field(
-        description="ordinal Krippendorff's alpha, human vs judge"
-    )
-    alpha_ci95: list[float | None] = Field(
-        description="seeded percentile bootstrap interval of alpha over items"
-    )
-    spearman: float | None = Field(description="Spearman's rho of the raw scores")
-    spearman_p: float | None = Field(description="its p-value")
-    mean_abs_diff: float | None = Field(description="mean absolute difference")
-    confusion: list[list[int]] = Field(description="rows: human 1-5 stars, columns: judge 1-5 stars")
-    disagreements: list[Disagreement] = Field(description="items a star or more apart, largest first")
-    seed: int = Field(description="seed of the bootstrap")
-    draws: int = Field(description="bootstrap draws")
-
-
 class HumanAgreement(RaterAgreement):
     """The run's judge against the report server's star ratings, recomputed on every rating."""
 
     rated: int = Field(description="case x variant items with a rating (the latest rating counts)")
     judged: str = Field(description="which judge score is compared with the rating")
     updated_at: str = Field(description="when it was computed, ISO 8601 UTC")
-
-
-class JudgeGold(Model):
-    """--judge-gold: the judge checked against human-scored outputs before the run."""
-
-    file: str = Field(description="the gold file")
-    sha256: str = Field(description="its SHA-256")
-    items: int = Field(description="gold items")
-    ungraded: int = Field(description="gold items the judge left UNGRADED (excluded)")
-    min_alpha: float = Field(description="--min-judge-alpha")
-    reliable: bool = Field(description="alpha reached min_alpha")
-    agreement: RaterAgreement = Field(description="the judge layer (as it scores the run) vs the gold")
-    per_judge: dict[str, RaterAgreement] = Field(
-        default_factory=dict, description="each judge of an ensemble vs the gold"
-    )
-    message: str = Field(description="the finding in one sentence")
 
 
 class PositionBias(Model):
@@ -1126,8 +1016,8 @@ def load_report(path: Path) -> Report:
 def json_schema() -> dict[str, Any]:
     """The report's JSON schema; a field described by the docstring under it gets that description."""
     schema = Report.model_json_schema(by_alias=True, mode="serialization")
-    docs = field_docstrings()
-    for model in [m for m in globals().values() if isinstance(m, type) and issubclass(m, Model)]:
+    docs = docstrings()
+    for model in report_models():
         part = schema if model is Report else schema["$defs"].get(model.__name__, {})
         for name, field in model.model_fields.items():
             text = field_docstring(model, name, docs)
@@ -1142,15 +1032,33 @@ def json_schema() -> dict[str, Any]:
     return schema
 
 
+def report_models() -> list[type[Model]]:
+    """Every report part: the subclasses of ``Model``, here and where their figures are computed."""
+    found: list[type[Model]] = []
+    todo = [Model]
+    while todo:
+        found += (children := todo.pop().__subclasses__())
+        todo += children
+    return found
+
+
+def docstrings() -> dict[str, dict[str, str]]:
+    """Per report part: field name -> the docstring under it, read from the part's own module."""
+    docs: dict[str, dict[str, str]] = {}
+    for source in sorted({inspect.getsourcefile(m) or "" for m in report_models()}):
+        docs |= field_docstrings(Path(source))
+    return docs
+
+
 def field_docstring(model: type[BaseModel], name: str, docs: dict[str, dict[str, str]]) -> str | None:
     """The docstring under the field ``name`` in ``model`` or the nearest base class that has one."""
     return next((text for base in model.__mro__ if (text := docs.get(base.__name__, {}).get(name))), None)
 
 
-def field_docstrings() -> dict[str, dict[str, str]]:
-    """Per class defined here: field name -> the string literal written under the field."""
+def field_docstrings(source: Path) -> dict[str, dict[str, str]]:
+    """Per class defined in ``source``: field name -> the string literal written under the field."""
     docs: dict[str, dict[str, str]] = {}
-    for node in ast.parse(Path(__file__).read_text(encoding="utf-8")).body:
+    for node in ast.parse(source.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.ClassDef):
             docs[node.name] = {
                 field.target.id: inspect.cleandoc(text.value.value)

@@ -9,11 +9,80 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
+from pydantic import Field
 
+from tasks.stats.models import Model
 from tasks.stats.statistics import pearson_r
+
+
+class Disagreement(Model):
+    """One item a judge and a human (or the gold file) scored a star or more apart."""
+
+    item: str = Field(description="the item: 'sample_id · variant', or the gold item's id")
+    human: float = Field(description="the human (gold) score, 1-5")
+    judge: float = Field(description="the judge's score, 1-5")
+    diff: float = Field(description="judge minus human")
+
+
+class RaterAgreement(Model):
+    """A judge against human scores on the same items (judge scores rounded to whole stars)."""
+
+    n: int = Field(description="items scored by both")
+    krippendorff_alpha_ordinal: float | None = Field(
+        description="ordinal Krippendorff's alpha, human vs judge"
+    )
+    alpha_ci95: list[float | None] = Field(
+        description="seeded percentile bootstrap interval of alpha over items"
+    )
+    spearman: float | None = Field(description="Spearman's rho of the raw scores")
+    spearman_p: float | None = Field(description="its p-value")
+    mean_abs_diff: float | None = Field(description="mean absolute difference")
+    confusion: list[list[int]] = Field(description="rows: human 1-5 stars, columns: judge 1-5 stars")
+    disagreements: list[Disagreement] = Field(description="items a star or more apart, largest first")
+    seed: int = Field(description="seed of the bootstrap")
+    draws: int = Field(description="bootstrap draws")
+
+
+class JudgePair(Model):
+    """Agreement of two judges of an ensemble."""
+
+    judges: list[str]
+    """the two judges"""
+    mean_abs_diff: float | None
+    """mean absolute difference of their scores"""
+    pearson: float | None
+    """Pearson correlation of their scores"""
+    n: int
+    """outputs both scored"""
+
+
+class JudgeAgreement(Model):
+    """How far an ensemble's judges agree (ordinal Krippendorff's alpha over all of them)."""
+
+    judges: list[str]
+    """judges of the ensemble"""
+    pairs: list[JudgePair]
+    """agreement of each pair"""
+    krippendorff_alpha_ordinal: float | None
+    """ordinal Krippendorff's alpha over all judges"""
+
+
+class JudgeGold(Model):
+    """--judge-gold: the judge checked against human-scored outputs before the run."""
+
+    file: str = Field(description="the gold file")
+    sha256: str = Field(description="its SHA-256")
+    items: int = Field(description="gold items")
+    ungraded: int = Field(description="gold items the judge left UNGRADED (excluded)")
+    min_alpha: float = Field(description="--min-judge-alpha")
+    reliable: bool = Field(description="alpha reached min_alpha")
+    agreement: RaterAgreement = Field(description="the judge layer (as it scores the run) vs the gold")
+    per_judge: dict[str, RaterAgreement] = Field(
+        default_factory=dict, description="each judge of an ensemble vs the gold"
+    )
+    message: str = Field(description="the finding in one sentence")
 
 
 def krippendorff_alpha_ordinal(units: Sequence[Sequence[float | None]]) -> float | None:
@@ -44,7 +113,7 @@ def krippendorff_alpha_ordinal(units: Sequence[Sequence[float | None]]) -> float
     return float(1 - observed / expected)
 
 
-def agreement(scores: dict[str, list[float | None]]) -> dict[str, Any]:
+def agreement(scores: dict[str, list[float | None]]) -> JudgeAgreement:
     """Per judge pair: MAD and Pearson on the outputs both scored; alpha over all judges."""
     judges = sorted(scores)
     pairs = []
@@ -55,15 +124,17 @@ def agreement(scores: dict[str, list[float | None]]) -> dict[str, Any]:
         if len(both) >= 3 and xs.std() > 0 and ys.std() > 0:
             r = pearson_r(xs, ys)
         pairs.append(
-            {
-                "judges": [a, b],
-                "n": len(both),
-                "meanAbsDiff": float(np.abs(xs - ys).mean()) if both else None,
-                "pearson": r if r is None or math.isfinite(r) else None,
-            }
+            JudgePair(
+                judges=[a, b],
+                n=len(both),
+                mean_abs_diff=float(np.abs(xs - ys).mean()) if both else None,
+                pearson=r if r is None or math.isfinite(r) else None,
+            )
         )
     units = [list(row) for row in zip(*(scores[j] for j in judges), strict=True)]
-    return {"judges": judges, "pairs": pairs, "krippendorffAlphaOrdinal": krippendorff_alpha_ordinal(units)}
+    return JudgeAgreement(
+        judges=judges, pairs=pairs, krippendorff_alpha_ordinal=krippendorff_alpha_ordinal(units)
+    )
 
 
 # ---------------------------------------------------------------- a judge against human scores
@@ -99,7 +170,7 @@ def _alpha_two_raters(human: np.ndarray, judge: np.ndarray) -> float | None:
 
 def rater_agreement(
     items: Sequence[tuple[str, float, float]], *, seed: int, draws: int = AGREEMENT_DRAWS
-) -> dict[str, Any]:
+) -> RaterAgreement:
     """A judge against human (or gold) scores on the same items, each ``(item, human, judge)``.
 
     Krippendorff's ordinal alpha on whole stars with a seeded percentile bootstrap over items,
@@ -130,17 +201,17 @@ def rater_agreement(
         ((item, h, j) for item, h, j in items if abs(j - h) >= 1),
         key=lambda t: (-abs(t[2] - t[1]), t[0]),
     )
-    return {
-        "n": n,
-        "krippendorffAlphaOrdinal": alpha,
-        "alphaCI95": [low, high],
-        "spearman": rho,
-        "spearmanP": p,
-        "meanAbsDiff": float(np.abs(raw_h - raw_j).mean()) if n else None,
-        "confusion": confusion.tolist(),
-        "disagreements": [
-            {"item": item, "human": h, "judge": j, "diff": j - h} for item, h, j in gaps[:DISAGREEMENTS_SHOWN]
+    return RaterAgreement(
+        n=n,
+        krippendorff_alpha_ordinal=alpha,
+        alpha_ci95=[low, high],
+        spearman=rho,
+        spearman_p=p,
+        mean_abs_diff=float(np.abs(raw_h - raw_j).mean()) if n else None,
+        confusion=confusion.tolist(),
+        disagreements=[
+            Disagreement(item=item, human=h, judge=j, diff=j - h) for item, h, j in gaps[:DISAGREEMENTS_SHOWN]
         ],
-        "seed": seed,
-        "draws": draws,
-    }
+        seed=seed,
+        draws=draws,
+    )

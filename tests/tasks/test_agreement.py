@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
+from pydantic import BaseModel
 from scipy import stats
 
 from tasks.stats.agreement import agreement, krippendorff_alpha_ordinal, rater_agreement, star
@@ -33,7 +36,7 @@ def test_alpha_matches_the_reference_package() -> None:
 
 
 def test_pairwise_mad_and_pearson() -> None:
-    out = agreement({"a": [1, 2, 3, 4], "b": [2, 2, 4, 5], "c": [5, 4, None, 1]})
+    out = as_json(agreement({"a": [1, 2, 3, 4], "b": [2, 2, 4, 5], "c": [5, 4, None, 1]}))
     ab = next(p for p in out["pairs"] if p["judges"] == ["a", "b"])
     assert ab["n"] == 4 and ab["meanAbsDiff"] == pytest.approx(0.75)
     assert ab["pearson"] == pytest.approx(np.corrcoef([1, 2, 3, 4], [2, 2, 4, 5])[0, 1])
@@ -60,14 +63,16 @@ def test_two_rater_alpha_is_the_general_alpha() -> None:
         judge = np.clip(human + rng.integers(-2, 3, 15), 1, 5)
         items = [(f"i{k}", float(h), float(j)) for k, (h, j) in enumerate(zip(human, judge, strict=True))]
         general = krippendorff_alpha_ordinal([[h, j] for _, h, j in items])
-        assert rater_agreement(items, seed=0, draws=10)["krippendorffAlphaOrdinal"] == pytest.approx(general)
+        assert as_json(rater_agreement(items, seed=0, draws=10))["krippendorffAlphaOrdinal"] == pytest.approx(
+            general
+        )
 
 
 def test_rater_agreement_figures_and_disagreements() -> None:
     human = [1, 2, 3, 4, 5, 1, 2, 3, 4, 5]
     judge = [1, 2, 5, 4, 5, 1, 2, 1, 4, 4.4]  # i2 +2, i7 -2, i9 -0.6 (rounds to 4: not a star apart)
     items = [(f"i{k}", float(h), float(j)) for k, (h, j) in enumerate(zip(human, judge, strict=True))]
-    out = rater_agreement(items, seed=3)
+    out = as_json(rater_agreement(items, seed=3))
     expected = krippendorff_alpha_ordinal([[h, star(j)] for h, j in zip(human, judge, strict=True)])
     assert out["krippendorffAlphaOrdinal"] == pytest.approx(expected)
     assert [d["item"] for d in out["disagreements"]] == ["i2", "i7"]
@@ -77,12 +82,17 @@ def test_rater_agreement_figures_and_disagreements() -> None:
     assert out["spearman"] == pytest.approx(stats.spearmanr(human, judge).statistic)
     low, high = out["alphaCI95"]
     assert low is not None and high is not None and low <= expected <= high <= 1
-    assert rater_agreement(items, seed=3) == out  # seeded
+    assert as_json(rater_agreement(items, seed=3)) == out  # seeded
 
 
 def test_rater_agreement_perfect_and_tiny() -> None:
-    perfect = rater_agreement([("a", 1, 1), ("b", 3, 3), ("c", 5, 5)], seed=0)
+    perfect = as_json(rater_agreement([("a", 1, 1), ("b", 3, 3), ("c", 5, 5)], seed=0))
     assert perfect["krippendorffAlphaOrdinal"] == 1.0 and perfect["disagreements"] == []
-    one = rater_agreement([("a", 2, 4)], seed=0)
+    one = as_json(rater_agreement([("a", 2, 4)], seed=0))
     assert one["krippendorffAlphaOrdinal"] is None and one["alphaCI95"] == [None, None]
     assert star(2.5) == 3 and star(0.2) == 1 and star(7) == 5
+
+
+def as_json(figures: BaseModel) -> dict[str, Any]:
+    """The figures as the report writes them."""
+    return figures.model_dump(mode="json", by_alias=True)
