@@ -11,7 +11,8 @@ from flows.inputs.plan import JudgeJob
 from flows.inputs.prepare import Prepared
 from graders.judge import Judgement, judge_layer, parse_reply, prompts_for
 from graders.schema import JudgeResult, JudgeStatus
-from tasks.stats.agreement import JudgeGold, rater_agreement
+from tasks.stats.agreement import rater_agreement
+from tasks.stats.figures import JudgeGold
 
 
 async def judge_gold(prepared: Prepared, runner: UnitRunner, gold: Gold) -> list[JudgeResult]:

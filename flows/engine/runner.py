@@ -26,7 +26,7 @@ from flows.inputs.prepare import Prepared
 from tasks.context import current
 from tasks.execute import failed_result, with_policy
 from tasks.schema import CallPolicy, NotRun, NotRunReason, Record, RunStats, Unit
-from tasks.stats.agreement import JudgeGold
+from tasks.stats.figures import JudgeGold
 from tasks.store.cache import ResultCache
 
 T = TypeVar("T")

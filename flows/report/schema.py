@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tasks.schema import Arm, Scale, VerdictLabel
-from tasks.stats.agreement import JudgeAgreement, JudgeGold, RaterAgreement
+from tasks.stats.figures import JudgeAgreement, JudgeGold, RaterAgreement
 from tasks.stats.models import Figures, Model
 from tasks.stats.sequential import Sequential
 from tasks.stats.trigger_stats import TriggerSummary, VariantComparison

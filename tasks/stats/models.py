@@ -1,6 +1,6 @@
 """The base of every report part: JSON names generated from the Python names, so a figure is defined
-once, as a model, where it is computed (here in tasks/stats, or in flows/report/schema.py), and the
-report's JSON keeps the names it always had."""
+once, as a model (tasks/stats/figures.py for what tasks/stats computes, flows/report/schema.py for the
+rest), and the report's JSON keeps the names it always had."""
 
 from __future__ import annotations
 
