@@ -74,7 +74,7 @@ async def diagnose(
         runner.progress = saved
     for group, (text, _, _) in zip(owners, outcomes, strict=True):
         if text is not None:
-            group["suggestion"], group["suggestionBy"] = text, judge_name(target)
+            group["suggestion"], group["suggestion_by"] = text, judge_name(target)
     return Diagnosis.model_validate(part | {"suggestions": True})
 
 

@@ -93,10 +93,6 @@ NOT_YET_MODELS = {
     "flows/report/agentic.py": 2,
     "flows/report/build.py": 2,
     "flows/report/suite.py": 2,
-    "flows/explain.py": 1,
-    "flows/report/ablation.py": 1,
-    "flows/report/bias.py": 1,
-    "flows/report/diagnosis.py": 1,
     "flows/report/store.py": 1,
     "flows/shard.py": 1,
 }

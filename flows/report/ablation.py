@@ -5,9 +5,7 @@ the effect this N could have detected: absence of evidence, never "useless"."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from flows.report.schema import Ablation, Comparison, Report
+from flows.report.schema import Ablation, Comparison, Report, SectionEffect
 from tasks.stats.statistics import ALPHA
 
 
@@ -23,7 +21,7 @@ def mean_input_tokens(report: Report, variant: str) -> float | None:
     return sum(tokens) / len(tokens) if tokens else None
 
 
-def section_effect(report: Report, comp: Comparison, heading: str, per: str = "call") -> dict[str, Any]:
+def section_effect(report: Report, comp: Comparison, heading: str, per: str = "call") -> SectionEffect:
     p, v = comp.paired, comp.verdict
     contribution = None if p.mean is None else -p.mean
     low = None if p.ci_high is None else -p.ci_high
@@ -48,18 +46,18 @@ def section_effect(report: Report, comp: Comparison, heading: str, per: str = "c
         verdict = f"no detectable effect at this N (smallest detectable effect {mde})"
     else:
         verdict = f"removing it {'lowers' if finding == 'helps' else 'raises'} the score: it {finding}"
-    return {
-        "section": heading,
-        "variant": comp.treatment,
-        "contribution": contribution,
-        "ci_low": low,
-        "ci_high": high,
-        "p_holm": p_holm,
-        "mde": detectable,
-        "inputTokens": tokens,
-        "finding": finding,
-        "line": f"section {heading!r}: {verdict}; contribution {shown}{interval}{holm}{cost}",
-    }
+    return SectionEffect(
+        section=heading,
+        variant=comp.treatment,
+        contribution=contribution,
+        ci_low=low,
+        ci_high=high,
+        p_holm=p_holm,
+        mde=detectable,
+        input_tokens=tokens,
+        finding=finding,
+        line=f"section {heading!r}: {verdict}; contribution {shown}{interval}{holm}{cost}",
+    )
 
 
 def ablation(

@@ -95,7 +95,7 @@ def judge_bias(report: Report) -> JudgeBias | None:
     parts = {
         "position": position_part(report),
         "length": length_part(report),
-        "selfPreference": self_preference_part(report),
+        "self_preference": self_preference_part(report),
     }
     found = {k: v for k, v in parts.items() if v is not None}
     if not found:

@@ -103,7 +103,7 @@ def diagnosis(report: Report) -> dict[str, Any]:
             {
                 "variant": name,
                 "cases": cases,
-                "failingCases": len({f.sample_id for f in failures}),
+                "failing_cases": len({f.sample_id for f in failures}),
                 "groups": group_failures(failures, cases),
             }
         )
