@@ -13,6 +13,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,6 +41,9 @@ def claim(root: Path) -> Path:
     return root
 
 
+RELEASE_TRIES = 10
+
+
 def new_root(length: int = 12) -> Path:
     """A fresh root for one run's sandboxes, at a random and neutral path (the working directory
     is part of an agent's system prompt, so it must not carry the skill's name)."""
@@ -47,7 +51,13 @@ def new_root(length: int = 12) -> Path:
 
 
 def release(root: Path) -> None:
-    shutil.rmtree(root, ignore_errors=True)
+    # A session's processes may still write into the root while they die (Claude Code writes its
+    # transcript as SIGTERM ends it): remove it again, briefly, until nothing comes back.
+    for _ in range(RELEASE_TRIES):
+        shutil.rmtree(root, ignore_errors=True)
+        if not root.exists():
+            break
+        time.sleep(0.2)
     (_owners() / root.name).unlink(missing_ok=True)
 
 
