@@ -180,7 +180,8 @@ def variant_entry(
     runs: list[RunEntry], stats: CaseStats | dict[str, Any], mean: float | None
 ) -> VariantResult:
     """A case's entry for one variant: the first run's fields, the case mean, and every run."""
-    fields = runs[0].model_dump(exclude_unset=True, by_alias=False, round_trip=True)
+    # the first run's fields as given (their values are validated already: no dump and re-parse)
+    fields = {name: getattr(runs[0], name) for name in runs[0].model_fields_set}
     if len(runs) > 1:
         fields |= {"composite_score": mean, "ok": all(r.ok for r in runs), "runs": runs}
     return VariantResult(**fields, case_stats=stats)
