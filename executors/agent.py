@@ -130,6 +130,10 @@ class AgentExecutor(Executor):
             )
         return None
 
+    def readable(self) -> tuple[Path, ...]:
+        """Host folders of the CLI's own (not of any run) its sessions read: bound read-only."""
+        return ()
+
     def base_env(self, request: AgentRequest) -> dict[str, str]:
         # Only what the CLI needs: the agent runs with permissions skipped and must find no
         # credential in its environment, its own provider's key included (the forwarder adds it).
@@ -187,7 +191,7 @@ class AgentExecutor(Executor):
             # CODEX_HOME and TMPDIR live in the fresh HOME today; bound anyway should that change.
             writable=writable,
             # bound read-only over the writable HOME: the session reads its add_dirs, cannot change them
-            readable=[*executable_paths(binary), Path(request.home) / ADD_DIRS],
+            readable=[*executable_paths(binary), *self.readable(), Path(request.home) / ADD_DIRS],
             search_path=env.get("PATH"),
             network=network,
             egress=route.socket,

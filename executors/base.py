@@ -16,7 +16,7 @@ from typing import Any, ClassVar, NamedTuple
 import httpx
 
 from executors.errors import PermanentError, TransientError, error_for_status
-from executors.pricing import CACHE_RATIOS, NO_DISCOUNT, PriceTable
+from executors.pricing import NO_DISCOUNT, CacheRatios, PriceTable
 from executors.sandbox import Isolation
 from executors.schema import RunRequest, RunResult, Usage
 
@@ -72,10 +72,12 @@ class Executor(ABC):
     agentic: ClassVar[bool] = False
     #: Who makes the models it serves, when its API says (the judge's self-preference check).
     vendor: ClassVar[str | None] = None
+    #: The provider's cache prices as ratios to its input price (a price file's missing cache prices).
+    cache_ratios: ClassVar[CacheRatios] = NO_DISCOUNT
 
     def __init__(self, settings: ExecutorSettings | None = None) -> None:
         self.settings = settings or ExecutorSettings()
-        ratios = CACHE_RATIOS.get(self.name, NO_DISCOUNT)
+        ratios = self.cache_ratios
         self.prices = (
             PriceTable.from_file(Path(self.settings.prices_file), ratios=ratios)
             if self.settings.prices_file

@@ -17,6 +17,7 @@ from executors.case_env import case_env
 from executors.contents import copy_file, copy_tree
 from executors.egress import ANTHROPIC, PLACEHOLDER_KEY
 from executors.plugin import read_plugin
+from executors.pricing import ANTHROPIC_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 from executors.versions import CLAUDE_BUILTIN_SKILLS
 
@@ -41,6 +42,7 @@ QUIET = {
 class ClaudeCodeExecutor(AgentExecutor):
     name = "claude"
     vendor = "anthropic"
+    cache_ratios = ANTHROPIC_RATIOS
     binary = "claude"
     default_model = "sonnet"
     provider = ANTHROPIC

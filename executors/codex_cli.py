@@ -14,6 +14,7 @@ from typing import Any
 
 from executors.agent import AgentExecutor, install_plugin_skills, install_skill
 from executors.egress import OPENAI, PLACEHOLDER_KEY
+from executors.pricing import OPENAI_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 
 CONFIG = """\
@@ -49,6 +50,7 @@ SKILL_FILE = re.compile(r"""(?:^|[\s'"=/])\.(?:agents|codex)/skills/([^/\s'"]+)/
 class CodexExecutor(AgentExecutor):
     name = "codex"
     vendor = "openai"
+    cache_ratios = OPENAI_RATIOS
     binary = "codex"
     default_model = "gpt-5.5"
     provider = OPENAI

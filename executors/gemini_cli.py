@@ -13,6 +13,7 @@ from typing import Any
 
 from executors.agent import AgentExecutor, install_plugin_skills, install_skill
 from executors.egress import GEMINI, PLACEHOLDER_KEY
+from executors.pricing import GEMINI_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 
 EXIT_TURN_LIMIT = 53
@@ -25,6 +26,7 @@ FORCE_SKILL = (
 class GeminiCliExecutor(AgentExecutor):
     name = "gemini-cli"
     vendor = "google"
+    cache_ratios = GEMINI_RATIOS
     binary = "gemini"
     default_model = "gemini-2.5-pro"
     provider = GEMINI

@@ -7,7 +7,7 @@ Each model has four prices: uncached input, output, cache write and cache read (
 ``executors.schema.Usage`` for what each token count means). The defaults are the providers' list
 prices. A user's file gives ``input`` and ``output`` and optionally ``cache_write`` / ``cache_read``;
 a missing cache price comes from the provider's published ratio to the input price
-(``CACHE_RATIOS``), so price files written before prompt caching still load and price caching right.
+(each executor's ``cache_ratios``), so price files written before prompt caching still load and price caching right.
 """
 
 from __future__ import annotations
@@ -50,16 +50,6 @@ NO_DISCOUNT = CacheRatios(1.0, 1.0)
 ANTHROPIC_RATIOS = CacheRatios(1.25, 0.10)
 OPENAI_RATIOS = CacheRatios(1.0, 0.50)
 GEMINI_RATIOS = CacheRatios(1.0, 0.25)
-
-#: Ratios by executor name: the agent CLIs talk to the same providers as the API executors.
-CACHE_RATIOS: dict[str, CacheRatios] = {
-    "anthropic": ANTHROPIC_RATIOS,
-    "claude": ANTHROPIC_RATIOS,
-    "openai": OPENAI_RATIOS,
-    "codex": OPENAI_RATIOS,
-    "gemini": GEMINI_RATIOS,
-    "gemini-cli": GEMINI_RATIOS,
-}
 
 
 def _anthropic(input_price: float, output_price: float) -> Price:

@@ -11,6 +11,7 @@ from executors.anthropic import AnthropicExecutor
 from executors.base import Executor, ExecutorSettings
 from executors.claude_code import ClaudeCodeExecutor
 from executors.codex_cli import CodexExecutor
+from executors.copilot_cli import CopilotCliExecutor
 from executors.errors import InputError
 from executors.gemini import GeminiExecutor
 from executors.gemini_cli import GeminiCliExecutor
@@ -26,6 +27,7 @@ EXECUTORS: dict[str, type[Executor]] = {
     "claude": ClaudeCodeExecutor,
     "codex": CodexExecutor,
     "gemini-cli": GeminiCliExecutor,
+    "copilot": CopilotCliExecutor,
 }
 
 #: The agent CLIs (``--runner``), in the registry's order.

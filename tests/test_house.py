@@ -82,6 +82,7 @@ FOREIGN_FORMATS = {
     "executors/gemini.py": "the Gemini API's request and response",
     "executors/gemini_cli.py": "Gemini CLI's stream events",
     "executors/claude_code.py": "Claude Code's result event",
+    "executors/copilot_cli.py": "Copilot CLI's event log",
 }
 JSON_SCHEMA_WORDS = {"maxLength", "minItems", "maxItems", "additionalProperties"}
 #: Report figures still computed as camelCase dicts (part 2 of the "one pipeline" issue): each file's

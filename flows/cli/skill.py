@@ -30,28 +30,78 @@ def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
     return config, find_skill(config.skill, cwd)
 
 
+def runners_of(config: Any) -> list[str]:
+    """The agent CLIs --runner names (several, comma-separated: a cross-agent run), each known."""
+    from executors.registry import agent_cli
+
+    runners = [r.strip() for r in str(config.runner).split(",") if r.strip()]
+    if not runners:
+        raise InputError("--runner: name an agent CLI")
+    if len(set(runners)) < len(runners):
+        raise InputError(f"--runner: {config.runner!r} names an agent twice")
+    for runner in runners:
+        agent_cli(runner)
+    if len(runners) > 1 and config.json_file:
+        raise InputError("--json: `claude plugin eval --json` describes one agent's run; name one --runner")
+    return runners
+
+
+def base_urls(value: str | None, runners: list[str]) -> dict[str, str | None]:
+    """Each agent's endpoint: one URL for all, or ``runner=URL`` pairs, comma-separated (agents speak
+    different protocols; an agent not named keeps its provider's own)."""
+    if not value or not any(value.startswith(f"{r}=") for r in runners):
+        return dict.fromkeys(runners, value)
+    out: dict[str, str | None] = dict.fromkeys(runners)
+    for item in value.split(","):
+        name, _, url = item.strip().partition("=")
+        if name not in runners or not url:
+            raise InputError(
+                f"--base-url: {item.strip()!r} is not runner=URL for one of {', '.join(runners)}"
+            )
+        out[name] = url
+    return out
+
+
 def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
     """The run's config, skill and tasks, every input checked (exit 2) before any session starts."""
-    from executors.registry import AGENT_CLIS, agent_cli, usable_executor
+    from executors.registry import usable_executor
     from executors.sandbox import checked_isolation
     from flows.inputs.ablation import plan_skill_ablations
-    from flows.inputs.skill_config import check_artifact, load_tasks, select_tasks, suite_warnings
+    from flows.inputs.skill_config import load_tasks, select_tasks, suite_warnings
 
     config, skill = skill_inputs(args)
-    version = check_artifact(skill, config.runner)  # exit 2: a plugin this CLI cannot load, a clashing name
+    runners = runners_of(config)
     if not config.tasks:
         raise InputError(
             "--tasks: name the task-set folder (a fixed suite; `skill generate-tasks` writes one)"
         )
     tasks, _ = load_tasks(Path(config.tasks))  # every malformed file reported before any session starts
     tasks = select_tasks(tasks, config)
-    if "plugin-eval" not in agent_cli(config.runner).features and any(t.plugin_case for t in tasks):
+    for runner in runners:
+        check_runner(runner, skill, tasks)
+    # said before the run (and kept in the report): such a case may not score as its author meant
+    for warning in suite_warnings(tasks, config, skill.name, skill.plugin is not None):
+        print(f"skillab: warning: {warning}", file=sys.stderr)
+    plan_skill_ablations(skill.path, config.ablate, config.ablate_sections)  # a SKILL.md without headings
+    checked_isolation(config.os_sandbox)  # exit 2 before any session when bubblewrap cannot run
+    # the judge too, before any session is paid for (its key, its package)
+    usable_executor(config.judge_executor, "--judge-executor", agentic=False)
+    return config, skill, tasks
+
+
+def check_runner(runner: str, skill: Any, tasks: list[Any]) -> None:
+    """Whether ``runner`` can run this artifact and these cases (exit 2 otherwise)."""
+    from executors.registry import AGENT_CLIS, agent_cli, usable_executor
+    from flows.inputs.skill_config import check_artifact
+
+    version = check_artifact(skill, runner)  # exit 2: a plugin this CLI cannot load, a clashing name
+    if "plugin-eval" not in agent_cli(runner).features and any(t.plugin_case for t in tasks):
         able = ", ".join(n for n in AGENT_CLIS if "plugin-eval" in agent_cli(n).features)
         raise InputError(
-            f"--runner: a plugin eval suite runs on {able} (its graders read that CLI's stream), not {config.runner}"
+            f"--runner: a plugin eval suite runs on {able} (its graders read that CLI's stream), not {runner}"
         )
     resumed = [t for t in tasks if t.plugin_case is not None and t.plugin_case.history_file]
-    if resumed and (problem := agent_cli(config.runner).feature_problem("resume-file", version)):
+    if resumed and (problem := agent_cli(runner).feature_problem("resume-file", version)):
         raise InputError(f"{resumed[0].case_dir}: {problem}")
     if resumed:
         print(
@@ -60,15 +110,7 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
             "into any arm, so these cases are left out of the comparison",
             file=sys.stderr,
         )
-    # said before the run (and kept in the report): such a case may not score as its author meant
-    for warning in suite_warnings(tasks, config, skill.name, skill.plugin is not None):
-        print(f"skillab: warning: {warning}", file=sys.stderr)
-    plan_skill_ablations(skill.path, config.ablate, config.ablate_sections)  # a SKILL.md without headings
-    usable_executor(config.runner, "--runner", agentic=True)
-    checked_isolation(config.os_sandbox)  # exit 2 before any session when bubblewrap cannot run
-    # the judge too, before any session is paid for (its key, its package)
-    usable_executor(config.judge_executor, "--judge-executor", agentic=False)
-    return config, skill, tasks
+    usable_executor(runner, "--runner", agentic=True)
 
 
 #: The Claude Code model aliases, priced as the models they name today.
@@ -120,6 +162,9 @@ def print_skill_plan(config: Any, skill: Any, tasks: list[Any]) -> None:
 
 def cmd_skill_run(args: argparse.Namespace, command: Command) -> int:
     config, skill, tasks = checked_run_inputs(args)
+    runners = runners_of(config)
+    if len(runners) > 1:
+        return matrix_run(config, skill, tasks, runners, command)
     if config.dry_run:
         print_skill_plan(config, skill, tasks)
         return EXIT_OK
@@ -146,11 +191,65 @@ def cmd_skill_run(args: argparse.Namespace, command: Command) -> int:
     return run_flow(command, load, ending)
 
 
+def matrix_run(config: Any, skill: Any, tasks: list[Any], runners: list[str], command: Command) -> int:
+    """--runner A,B,...: the suite on each agent, one report with the cross-agent matrix; the gates
+    hold for every agent."""
+    from executors.registry import agent_cli
+
+    models = {r: config.runner_model or agent_cli(r).default_model for r in runners}
+    urls = base_urls(config.base_url, runners)
+    if config.dry_run:
+        for runner in runners:
+            print_skill_plan(
+                config.model_copy(update={"runner": runner, "runner_model": models[runner]}), skill, tasks
+            )
+        return EXIT_OK
+
+    def load() -> FlowCall:
+        from flows.agent_matrix import agent_matrix
+
+        flow = agent_matrix.with_options(flow_run_name=f"skill {skill.name} · agents {','.join(runners)}")
+        tasks_dir = str(Path(config.tasks).resolve())
+        return lambda: flow(
+            config, runners, models, urls, skill.name, str(skill.path), tasks_dir, return_state=True
+        )
+
+    def ending(outcome: Any, state: Any) -> int:
+        if isinstance(outcome, BaseException):
+            raise outcome
+        if not isinstance(outcome, dict):
+            print(f"skillab skill: {state.message}", file=sys.stderr)
+            return EXIT_FAIL
+        return matrix_summarized(config, outcome)
+
+    return run_flow(command, load, ending)
+
+
+def matrix_summarized(config: Any, outcome: dict[str, str]) -> int:
+    """The matrix's lines, the report's path, then the gates, applied to each agent's own report."""
+    from flows.report.schema import AgentMatrix, load_report
+
+    root = Path(outcome["results_dir"])
+    report = load_report(Path(outcome["report_path"]))
+    matrix = report.matrix or AgentMatrix(reference="", agents=[], interactions=[])
+    for line in [*(a.line for a in matrix.agents), *(i.line for i in matrix.interactions)]:
+        print(line)
+    print(f"report: {root / 'report.md'}")
+    failures = []
+    for agent in matrix.agents:
+        written = sorted((root / agent.runner).glob("*/report.json"))
+        if not written:
+            failures.append(f"{agent.runner}: {agent.line}")
+            continue
+        failures += [f"{agent.runner}: {line}" for line in gate_lines(config, load_report(written[-1]))]
+    for line in failures:
+        print(f"skillab skill: FAIL {line}", file=sys.stderr)
+    return EXIT_FAIL if failures else EXIT_OK
+
+
 def summarized(config: Any, outcome: dict[str, str]) -> int:
     """The verdict and ablation lines, the report's path, then the CI gate's exit code."""
-    from flows.report.gates import gate_failures
     from flows.report.schema import load_report
-    from tasks.schema import Arm
 
     report = load_report(Path(outcome["report_path"]))
     for comp in report.comparisons:
@@ -159,6 +258,17 @@ def summarized(config: Any, outcome: dict[str, str]) -> int:
     for section in report.ablation.sections if report.ablation else []:
         print(section.line)
     print(f"report: {Path(outcome['results_dir']) / 'report.md'}")
+    failures = gate_lines(config, report)
+    for line in failures:
+        print(f"skillab skill: FAIL {line}", file=sys.stderr)
+    return EXIT_FAIL if failures else EXIT_OK
+
+
+def gate_lines(config: Any, report: Any) -> list[str]:
+    """What fails the CI gates (--threshold, --require, --case-threshold) in one agent's report."""
+    from flows.report.gates import gate_failures
+    from tasks.schema import Arm
+
     failures = gate_failures(
         report,
         threshold=config.threshold,
@@ -168,9 +278,7 @@ def summarized(config: Any, outcome: dict[str, str]) -> int:
     )
     if config.case_threshold is not None:
         failures += case_threshold_failures(report, config.case_threshold)
-    for line in failures:
-        print(f"skillab skill: FAIL {line}", file=sys.stderr)
-    return EXIT_FAIL if failures else EXIT_OK
+    return failures
 
 
 def case_threshold_failures(report: Any, threshold: float) -> list[str]:

@@ -16,7 +16,7 @@ from executors.contents import inspect_tree
 from executors.errors import InputError
 from executors.parsing import load_json, load_yaml
 from executors.plugin import MANIFEST, Plugin, looks_like_plugin, read_plugin, runner_problem
-from executors.registry import AGENT_CLIS, agent_cli
+from executors.registry import AGENT_CLI_CLASSES, AGENT_CLIS, EXECUTORS, agent_cli
 from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP
 from executors.versions import installed_version
 from flows.inputs.files import closest, dotted, parse_data, read_text, validation_lines
@@ -24,6 +24,19 @@ from flows.inputs.skill_creator import evals_file, load_evals
 from graders.agent_task import AgentTask, parse_task
 
 CONFIG_NAME = "config.yml"
+RUNNER_MODEL_HELP = "model of the agent (default: the runner's own: {})".format(
+    ", ".join(f"{cls.default_model} for {cls.name}" for cls in AGENT_CLI_CLASSES)
+)
+
+
+def runner_default_model(data: Any) -> Any:
+    """Options as given, ``runner_model`` filled with the runner's own default when unset (a model
+    name of one provider means nothing to another's CLI). An unknown runner is refused later, by
+    its flag."""
+    if isinstance(data, dict) and not data.get("runner_model"):
+        cls = EXECUTORS.get(str(data.get("runner") or "claude"))
+        return data | {"runner_model": cls.default_model if cls is not None else ""}
+    return data
 
 
 class SkillBenchConfig(BaseModel):
@@ -31,7 +44,7 @@ class SkillBenchConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    runner_model: str = Field("sonnet", description="model of the agent under test")
+    runner_model: str = Field("", description=RUNNER_MODEL_HELP)
     judge_model: str = Field("opus", description="model of the four-criterion judge")
     task_count: int = Field(
         5, ge=1, description="positive tasks generate-tasks writes (= sum of difficulties)"
@@ -51,7 +64,11 @@ class SkillBenchConfig(BaseModel):
     )
     # Beyond the seed:
     tasks: str | None = Field(None, description="the task-set folder (a fixed, reviewed suite)")
-    runner: str = Field("claude", description=f"agent CLI: {' | '.join(AGENT_CLIS)}")
+    runner: str = Field(
+        "claude",
+        description=f"agent CLI: {' | '.join(AGENT_CLIS)}; several, comma-separated, run the suite on each "
+        "and add the cross-agent matrix",
+    )
     base_url: str | None = Field(None, description="the runner's API endpoint (e.g. a local model server)")
     judge_executor: str = Field("anthropic", description="executor of the judge model")
     timeout: float = Field(600.0, gt=0, description="seconds per session; the process group is killed after")
@@ -122,6 +139,8 @@ class SkillBenchConfig(BaseModel):
         description="CI gate in `claude plugin eval`'s sense: exit 1 if any case's with-skill score (0..1) is "
         "below it",
     )
+
+    _runner_model = model_validator(mode="before")(runner_default_model)
 
     @model_validator(mode="after")
     def _task_count_matches(self) -> SkillBenchConfig:

@@ -11,13 +11,19 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from executors.errors import InputError
 from executors.registry import AGENT_CLIS
 from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP, Isolation, checked_isolation
 from flows.inputs.files import options_file, writable_folder
-from flows.inputs.skill_config import Skill, check_artifact, find_skill
+from flows.inputs.skill_config import (
+    RUNNER_MODEL_HELP,
+    Skill,
+    check_artifact,
+    find_skill,
+    runner_default_model,
+)
 from graders.queries import (
     Query,
     QuerySet,
@@ -38,6 +44,7 @@ class TriggerOptions(BaseModel):
     """The parameters of a trigger run; every one is also a flag."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    _runner_model = model_validator(mode="before")(runner_default_model)
 
     skill: tuple[str, ...] = Field(
         (),
@@ -51,7 +58,7 @@ class TriggerOptions(BaseModel):
     runs: int = Field(5, ge=1, description="sessions per query and variant")
     holdout: float = Field(0.0, ge=0, lt=1, description="share of queries held out (stratified, seeded)")
     runner: str = Field("claude", description=f"the agent CLI: {' | '.join(AGENT_CLIS)}")
-    runner_model: str = Field("sonnet", description="model of the agent")
+    runner_model: str = Field("", description=RUNNER_MODEL_HELP)
     base_url: str | None = Field(None, description="the runner's API endpoint (e.g. a local model server)")
     timeout: float = Field(
         300.0, gt=0, description="seconds per session: generous, a skill called on turn three counts"

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from flows.report.explain import explain_markdown
 from flows.report.logtext import md
+from flows.report.matrix import matrix_markdown
 from flows.report.schema import BehaviorSummary, CaseResult, Comparison, Report
 from graders.criteria import WEIGHTS
 from tasks.schema import Arm, VerdictLabel
@@ -278,6 +279,8 @@ def _recommendations(report: Report, comp: Comparison | None, hurts: list[CaseRe
 
 
 def report_markdown(report: Report) -> str:
+    if report.matrix is not None:
+        return matrix_markdown(report, report.matrix)
     comp = report.comparisons[0] if report.comparisons else None
     behavior = report.behavior or {}
     s_b, b_b = behavior.get(Arm.WITH_SKILL), behavior.get(Arm.BASELINE)

@@ -923,6 +923,44 @@ class Ablation(Model):
     sections: list[SectionEffect] = Field(description="one per section removed")
 
 
+class AgentLift(Model):
+    """One agent CLI of a cross-agent run: what the skill did for it, paired by task."""
+
+    runner: str = Field(description="the agent CLI (--runner)")
+    model: str = Field(description="the model its sessions asked for")
+    agent_cli_version: str | None = Field(
+        default=None, description="the CLI and version its sessions reported"
+    )
+    report: str | None = Field(description="id of this agent's own report (every session, check and grade)")
+    paired: Paired | None = Field(description="with-skill minus baseline per task; None when it did not run")
+    verdict: Verdict | None = Field(description="the with-skill vs baseline verdict on this agent")
+    invoked_rate: float | None = Field(
+        description="share of with-skill sessions that loaded the skill, as each CLI shows it (a skill "
+        "tool call; Codex: the $name that forces it); told to load it, an agent may still not"
+    )
+    sessions: int = Field(description="sessions of both arms")
+    errors: int = Field(description="sessions that failed (excluded from the scores)")
+    line: str = Field(description="the lift in one sentence, with its interval")
+
+
+class AgentInteraction(Model):
+    """Does the skill help one agent more than another? The difference of their lifts, task by task."""
+
+    runner: str = Field(description="the agent compared")
+    reference: str = Field(description="the agent it is compared with (the first --runner)")
+    paired: Paired = Field(description="per task: this agent's lift minus the reference's")
+    differs: bool = Field(description="the 95% interval of the difference excludes 0")
+    line: str = Field(description="the difference in one sentence, with its interval")
+
+
+class AgentMatrix(Model):
+    """--runner A,B,...: the same suite on each agent, with and without the skill."""
+
+    reference: str = Field(description="the first --runner: interactions are against it")
+    agents: list[AgentLift] = Field(description="one per --runner, in order")
+    interactions: list[AgentInteraction] = Field(description="each other agent against the reference")
+
+
 class Report(Model):
     """A benchmark run: what ran, the figures, every case's results, and the analysis."""
 
@@ -973,6 +1011,9 @@ class Report(Model):
     judge_bias: JudgeBias | None = Field(default=None, description="judge bias probes")
     diagnosis: Diagnosis | None = Field(default=None, description="failing cases grouped, with suggestions")
     ablation: Ablation | None = Field(default=None, description="--ablate: each section's contribution")
+    matrix: AgentMatrix | None = Field(
+        default=None, description="--runner A,B,...: the skill's lift per agent and between agents"
+    )
 
     def dump(self) -> dict[str, Any]:
         """The JSON-ready dict, keeping the file's layout (fields never set are left out)."""

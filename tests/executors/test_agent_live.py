@@ -145,3 +145,79 @@ def test_codex_api_error(tmp_path: Path) -> None:
             codex.session(request(tmp_path, "x", skill=False).model_copy(update={"cli": "codex"}))
         )
     assert not failed.ok and failed.status in {"api_error", "crashed"}
+
+
+def copilot_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Copilot CLI's model: loads the skill when its instructions say so, writes calc.py with the
+    ``create`` tool, then answers."""
+    done = sum(
+        1
+        for m in body["messages"]
+        if m["role"] == "user" and isinstance(m["content"], list)
+        for b in m["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    )
+    steps = (
+        [{"type": "tool_use", "name": "skill", "input": {"skill": "calc-skill"}}]
+        if "MUST first call the skill tool" in json.dumps(body)
+        else []
+    )
+    steps.append(
+        {
+            "type": "tool_use",
+            "name": "create",
+            "input": {"path": "calc.py", "file_text": "def add(a, b):\n    return a + b\n"},
+        }
+    )
+    return [steps[done]] if done < len(steps) else [{"type": "text", "text": "calc.py written."}]
+
+
+def copilot_request(tmp_path: Path, name: str, skill: bool, timeout: float = 60) -> AgentRequest:
+    return request(tmp_path, name, skill, timeout).model_copy(
+        update={"cli": "copilot", "model": "claude-sonnet-4-5"}
+    )
+
+
+def test_copilot_with_skill_and_baseline(tmp_path: Path) -> None:
+    from executors.copilot_cli import CopilotCliExecutor
+
+    if find_binary("copilot") is None:
+        pytest.fail("the copilot CLI is missing: scripts/install-agent-clis.sh installs it")
+    with FakeProvider() as server:
+        server.agent = copilot_agent
+        copilot = CopilotCliExecutor(ExecutorSettings(base_url=server.url))
+        with_skill = asyncio.run(copilot.session(copilot_request(tmp_path, "a", skill=True)))
+        baseline = asyncio.run(copilot.session(copilot_request(tmp_path, "b", skill=False)))
+        calls = [c for c in server.calls if c.path == "/v1/messages"]
+    assert with_skill.ok and with_skill.skill_invoked and with_skill.final_text == "calc.py written."
+    assert with_skill.isolation == "bubblewrap" and with_skill.meta["cli_version"]
+    assert [e.tool for e in with_skill.events if e.kind == "tool_use"] == ["skill", "create"]
+    assert with_skill.skills_listed and "calc-skill" in with_skill.skills_listed
+    assert (tmp_path / "a" / "sb" / "calc.py").read_text().startswith("def add")
+    assert (tmp_path / "a" / "sb" / ".agents" / "skills" / "calc-skill" / "SKILL.md").exists()
+    # the skill's body reached the model once the skill tool had loaded it, not before
+    assert "Be exact." not in json.dumps(calls[0].body) and "Be exact." in json.dumps(calls[1].body)
+    usage = with_skill.meta["usage"]
+    assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0
+    assert baseline.ok and not baseline.skill_invoked and baseline.final_text == "calc.py written."
+    assert baseline.skills_listed is not None and "calc-skill" not in baseline.skills_listed
+    assert not (tmp_path / "b" / "sb" / ".agents").exists()
+    assert (tmp_path / "b" / "sb" / "calc.py").exists()
+
+
+def test_copilot_api_error_and_timeout(tmp_path: Path) -> None:
+    from executors.copilot_cli import CopilotCliExecutor
+
+    # A 400 is not retried by the CLI (a 500 is, five times over some 16 s).
+    with FakeProvider(
+        fault_for=lambda call: Fault(status=400, body='{"type": "error", "error": {"message": "bad"}}')
+    ) as server:
+        copilot = CopilotCliExecutor(ExecutorSettings(base_url=server.url))
+        failed = asyncio.run(copilot.session(copilot_request(tmp_path, "e", skill=False)))
+    assert not failed.ok and failed.status == "api_error" and failed.meta["api_error_status"] == 400
+    assert failed.exit_code == 1 and "bad" in (failed.error or "")
+    with FakeProvider(fault_for=lambda call: Fault(delay=60)) as server:
+        copilot = CopilotCliExecutor(ExecutorSettings(base_url=server.url))
+        started = time.monotonic()
+        hung = asyncio.run(copilot.session(copilot_request(tmp_path, "t", skill=False, timeout=4)))
+    assert hung.status == "timeout" and time.monotonic() - started < 30

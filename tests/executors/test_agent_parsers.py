@@ -1,4 +1,4 @@
-"""The three CLIs' streams parsed into one event model, on real captured outputs."""
+"""The agent CLIs' streams parsed into one event model, on real captured outputs."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ import pytest
 from executors.agent import read_events
 from executors.claude_code import parse_claude
 from executors.codex_cli import parse_codex
+from executors.copilot_cli import parse_copilot
 from executors.gemini_cli import parse_gemini
+from executors.schema import AgentSession
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "agent-cli"
+COPILOT = Path(__file__).resolve().parents[1] / "fixtures" / "agent-cli" / "copilot-1.0.102"
 
 
 def events(name: str) -> list[dict]:
@@ -89,3 +92,40 @@ def test_gemini_stream_skill_and_errors() -> None:
     e = parse_gemini(events("gemerr.jsonl"))
     assert not e.ok and e.status == "api_error"
     assert [x.is_error for x in e.events if x.kind == "tool_result"] == [True]
+
+
+def copilot(scenario: str, skill: str | None = None) -> AgentSession:
+    """A captured Copilot CLI 1.0.102 session: its stdout stream and its own event log."""
+    return parse_copilot(
+        read_events(COPILOT / f"{scenario}.stdout.jsonl"),
+        skill,
+        read_events(COPILOT / f"{scenario}.events.jsonl"),
+    )
+
+
+def test_copilot_skill_call_then_work() -> None:
+    s = copilot("skill", "proj-github-skill")
+    assert s.ok and s.status == "success" and s.final_text == "Wrote PINEAPPLE to skill-proof.txt."
+    assert s.skill_invoked and s.meta["skills_invoked"] == ["proj-github-skill"]
+    assert [e.tool for e in s.events if e.kind == "tool_use"] == ["skill", "create", "bash"]
+    results = [e for e in s.events if e.kind == "tool_result"]
+    assert [r.tool for r in results] == ["skill", "create", "bash"] and not any(r.is_error for r in results)
+    assert "PINEAPPLE" in results[2].text
+    assert s.skills_listed is not None and {"proj-github-skill", "github-pr-media"} <= set(s.skills_listed)
+    assert s.meta["cli_version"] == "1.0.102" and s.meta["usage"]["input_tokens"] > 0
+    assert copilot("skill", "another-skill").skill_invoked is False
+
+
+def test_copilot_failures() -> None:
+    plain = copilot("noskill")
+    assert plain.ok and not plain.skill_invoked and plain.meta["skills_invoked"] == []
+    for scenario, status in (("err500", 500), ("err429", 429), ("err400", 400)):
+        failed = copilot(scenario)
+        assert not failed.ok and failed.status == "api_error", scenario
+        assert failed.meta["api_error_status"] == status and failed.error
+    # a tool the CLI refused, or a skill it could not find, fails the call, not the session
+    for scenario in ("perm-none", "badskill"):
+        s = copilot(scenario)
+        assert s.ok and [e.is_error for e in s.events if e.kind == "tool_result"] == [True], scenario
+    died = parse_copilot(read_events(COPILOT / "skill.stdout.jsonl")[:5])
+    assert not died.ok and died.status == "crashed"

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from executors.base import ExecutorSettings
 from executors.claude_code import ClaudeCodeExecutor
 from executors.codex_cli import CodexExecutor
+from executors.copilot_cli import CopilotCliExecutor
 from executors.gemini_cli import GeminiCliExecutor
 from executors.schema import AgentRequest, InstalledSkill
 from tests.executors.test_sandbox import ENDPOINT
@@ -75,6 +76,7 @@ def test_several_skills_install_under_their_names(tmp_path: Path) -> None:
         ("claude", ClaudeCodeExecutor(), ".claude/skills"),
         ("codex", CodexExecutor(), ".agents/skills"),
         ("gemini-cli", GeminiCliExecutor(), ".gemini/skills"),
+        ("copilot", CopilotCliExecutor(), ".agents/skills"),
     ):
         req = request(tmp_path, cli, force_skill=False, skills=extra)
         ex.prepare(req, ENDPOINT)
@@ -82,7 +84,7 @@ def test_several_skills_install_under_their_names(tmp_path: Path) -> None:
         assert names == ["csv-insights", "pdf-forms", "sql-tuning"], cli
 
 
-def test_codex_and_gemini_in_trigger_mode(tmp_path: Path) -> None:
+def test_codex_gemini_and_copilot_in_trigger_mode(tmp_path: Path) -> None:
     codex = CodexExecutor(ExecutorSettings(base_url="http://127.0.0.1:9/v1"))
     forced, _ = codex.prepare(request(tmp_path / "a", "codex"), ENDPOINT)
     assert forced[-1] == "$csv-insights Summarise data.csv"
@@ -103,6 +105,12 @@ def test_codex_and_gemini_in_trigger_mode(tmp_path: Path) -> None:
     assert (
         tmp_path / "f" / "gemini-cli" / "sb" / ".gemini" / "skills" / "csv-insights" / "SKILL.md"
     ).is_file()
+    copilot = CopilotCliExecutor()
+    copilot.prepare(request(tmp_path / "g", "copilot", system="Be brief."), ENDPOINT)
+    told = (tmp_path / "g" / "copilot" / "home" / ".copilot" / "copilot-instructions.md").read_text()
+    assert 'skill tool with skill="csv-insights"' in told and told.endswith("Be brief.")
+    copilot.prepare(request(tmp_path / "h", "copilot", force_skill=False), ENDPOINT)
+    assert not (tmp_path / "h" / "copilot" / "home" / ".copilot" / "copilot-instructions.md").exists()
 
 
 @pytest.mark.parametrize("name", ["", ".", "..", "a/b", "a\\b"])

@@ -1,0 +1,100 @@
+"""Cross-agent mode (``skill run --runner claude,codex,...``): on which agents does a skill help?
+
+The same suite runs on each agent CLI with and without the skill, one agentic run (the skill-bench
+flow, as a subflow) per agent, each with its own results tree and report; then one report merges
+them, its variants ``<runner>/<arm>``, with the matrix: each agent's lift with its interval and
+verdict, how often its sessions loaded the skill, and how each agent's lift differs from the first
+agent's, paired by task.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+from prefect.runtime import flow_run
+from prefect.states import Completed, Failed
+
+from flows.engine.runlog import flow_run_page, run_logger, tag_flow_run
+from flows.inputs.skill_config import SkillBenchConfig
+from flows.report.matrix import build_matrix, matrix_markdown, matrix_report
+from flows.report.schema import Report, load_report
+from flows.skill_bench import skill_bench
+from tasks.context import current
+from tasks.store.files import atomic_write_json, atomic_write_text
+
+
+def agent_config(
+    config: SkillBenchConfig, runner: str, model: str, base_url: str | None, root: Path
+) -> SkillBenchConfig:
+    """One agent's run: its CLI, model and endpoint, its own results tree below the matrix's."""
+    update = {
+        "runner": runner,
+        "runner_model": model,
+        "base_url": base_url,
+        "results_dir": str(root / runner),
+    }
+    return config.model_copy(update=update)
+
+
+@flow(name="agent-matrix", log_prints=False)
+async def agent_matrix(
+    config: SkillBenchConfig,
+    runners: list[str],
+    models: dict[str, str],
+    base_urls: dict[str, str | None],
+    skill_name: str,
+    skill_path: str,
+    tasks_dir: str,
+) -> Any:
+    await tag_flow_run("agentic", skill_name)
+    log = run_logger()
+    started = dt.datetime.now(dt.UTC)
+    report_id = f"{skill_name}-agents-{started.strftime('%Y%m%d-%H%M%S')}"
+    root = Path(config.results_dir) / report_id
+    reports: dict[str, Report] = {}
+    failures: dict[str, str] = {}
+    context = current()
+    for runner in runners:
+        log.info(f"agent {runner} ({models[runner]}): with and without {skill_name}")
+        context.outcome = None
+        state = await skill_bench(
+            agent_config(config, runner, models[runner], base_urls[runner], root),
+            skill_name,
+            skill_path,
+            tasks_dir,
+            return_state=True,
+        )
+        outcome = context.outcome_of(state)
+        written = sorted((root / runner).glob("*/report.json"))
+        if written:  # an agent with too few completed tasks still wrote its report
+            reports[runner] = load_report(written[-1])
+        if isinstance(outcome, BaseException) or not state.is_completed():
+            failures[runner] = str(outcome) if isinstance(outcome, BaseException) else str(state.message)
+    context.outcome = None
+    if not reports:
+        reason = "; ".join(f"{r}: {why}" for r, why in failures.items())
+        return Failed(message=f"no agent wrote a report: {reason}")
+    matrix = build_matrix(runners, models, reports, failures, config.seed)
+    report = matrix_report(
+        report_id,
+        runners,
+        models,
+        reports,
+        failures,
+        matrix,
+        results_dir=str(root),
+        flow_run=flow_run_page(flow_run.id),
+    )
+    report_path = root / "report.json"
+    atomic_write_json(report_path, report.dump())
+    atomic_write_text(root / "report.md", matrix_markdown(report, matrix))
+    if config.output_dir:
+        atomic_write_json(Path(config.output_dir) / f"{report.id}.json", report.dump())
+    for line in [*(a.line for a in matrix.agents), *(i.line for i in matrix.interactions)]:
+        log.info(line)
+    log.info(f"report: {root / 'report.md'} ({report_path})")
+    result = context.keep({"results_dir": str(root), "report_path": str(report_path), "id": report.id})
+    return Completed(message="; ".join(a.line for a in matrix.agents), data=result)

@@ -1,0 +1,248 @@
+"""The cross-agent report (``skill run --runner A,B,...``): each agent's own agentic run merged into
+one report whose variants are ``<runner>/<arm>``, with the matrix: the skill's lift on each agent
+(its own paired comparison and verdict) and, task by task, how each agent's lift differs from the
+first agent's (the interaction)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flows.report.schema import (
+    AgentInteraction,
+    AgentLift,
+    AgentMatrix,
+    CaseResult,
+    Comparison,
+    Meta,
+    Paired,
+    Report,
+)
+from tasks.schema import Arm, VerdictLabel
+from tasks.stats.statistics import ALPHA, paired
+
+#: What a verdict says of a skill on one agent, in words that claim no more than the label.
+EFFECT_WORDS = {
+    VerdictLabel.BETTER: "helps on",
+    VerdictLabel.WORSE: "hurts on",
+    VerdictLabel.EQUIVALENT: "makes no practical difference on",
+}
+
+
+def arm_name(runner: str, arm: str) -> str:
+    return f"{runner}/{arm}"
+
+
+def _prefixed(runner: str, values: dict[str, Any] | None) -> dict[str, Any]:
+    return {arm_name(runner, k): v for k, v in (values or {}).items()}
+
+
+def _figure(value: float | None) -> str:
+    return "?" if value is None else f"{value:+.1f}"
+
+
+def main_comparison(report: Report) -> Comparison | None:
+    """with-skill against baseline (an --ablate run has further comparisons)."""
+    return next(
+        (c for c in report.comparisons if c.treatment == Arm.WITH_SKILL and c.control == Arm.BASELINE),
+        None,
+    )
+
+
+def agent_lift(runner: str, model: str, report: Report | None, failure: str | None) -> AgentLift:
+    """One row of the matrix from the agent's own report (None: its run ended before one)."""
+    if report is None:
+        return AgentLift(
+            runner=runner,
+            model=model,
+            report=None,
+            paired=None,
+            verdict=None,
+            invoked_rate=None,
+            sessions=0,
+            errors=0,
+            line=f"{runner}: no report ({failure or 'the run failed'})",
+        )
+    comp = main_comparison(report)
+    behavior = (report.behavior or {}).get(Arm.WITH_SKILL)
+    rate = behavior.skill_invoked / behavior.sessions if behavior and behavior.sessions else None
+    if comp is None or comp.verdict.label == VerdictLabel.INSUFFICIENT_DATA:
+        line = f"{runner}: insufficient data ({comp.cases if comp else 0} task(s) completed in both arms)"
+    else:
+        p = comp.paired
+        label = comp.verdict.label
+        figures = f"{_figure(p.mean)} points {spread(p)} over {comp.cases} task(s)"
+        if label in EFFECT_WORDS:
+            line = f"{EFFECT_WORDS[label]} {runner}: {figures} ({label})"
+        else:  # no effect is claimed
+            line = f"{runner}: {label}, {figures}"
+    return AgentLift(
+        runner=runner,
+        model=report.meta.model,
+        agent_cli_version=report.meta.agent_cli_version,
+        report=report.id,
+        paired=comp.paired if comp else None,
+        verdict=comp.verdict if comp else None,
+        invoked_rate=rate,
+        sessions=sum(s.executions for a, s in report.summary.items() if a in (Arm.WITH_SKILL, Arm.BASELINE)),
+        errors=sum(s.error_count for a, s in report.summary.items() if a in (Arm.WITH_SKILL, Arm.BASELINE)),
+        line=line,
+    )
+
+
+def spread(p: Paired) -> str:
+    """The interval of a mean difference as words can state it: none when every difference is equal."""
+    if p.se:
+        return f"[{_figure(p.ci_low)}, {_figure(p.ci_high)}]"
+    test = "" if p.p_sign is None else f", exact sign test p={p.p_sign:.2g}"
+    return f"(every task the same difference: no interval{test})"
+
+
+def interaction(
+    runner: str, reference: str, a: Comparison, b: Comparison, seed: int
+) -> AgentInteraction | None:
+    """``runner``'s lift minus ``reference``'s, over the tasks both scored; None under two tasks."""
+    common = [t for t in b.per_case if t in a.per_case]
+    if len(common) < 2:
+        return None
+    figures = Paired(**paired([a.per_case[t] - b.per_case[t] for t in common], seed=seed))
+    low, high, mean = figures.ci_low, figures.ci_high, figures.mean or 0.0
+    if figures.se:  # the interval decides
+        differs = low is not None and high is not None and (low > 0 or high < 0)
+    else:  # every difference equal: the exact sign test decides, as it does for a verdict
+        differs = mean != 0 and figures.p_sign is not None and figures.p_sign < ALPHA
+    said = (
+        f"lift on {runner} minus lift on {reference}: {_figure(figures.mean)} points {spread(figures)} "
+        f"over {len(common)} tasks: "
+    )
+    if differs:
+        said += f"the skill helps {runner} {'more' if mean > 0 else 'less'} than {reference}"
+    else:
+        said += "no evidence that the skill helps them differently"
+    return AgentInteraction(runner=runner, reference=reference, paired=figures, differs=differs, line=said)
+
+
+def build_matrix(
+    runners: list[str],
+    models: dict[str, str],
+    reports: dict[str, Report],
+    failures: dict[str, str],
+    seed: int,
+) -> AgentMatrix:
+    reference = runners[0]
+    lifts = [agent_lift(r, models[r], reports.get(r), failures.get(r)) for r in runners]
+    base = main_comparison(reports[reference]) if reference in reports else None
+    pairs = []
+    for r in runners[1:]:
+        comp = main_comparison(reports[r]) if r in reports else None
+        if base is not None and comp is not None:
+            pairs.append(interaction(r, reference, comp, base, seed))
+    return AgentMatrix(reference=reference, agents=lifts, interactions=[p for p in pairs if p is not None])
+
+
+def merged_cases(reports: dict[str, Report], negative: bool) -> list[CaseResult]:
+    """Each task once, with every agent's arms as its variants, in the first report's order."""
+    merged: dict[str, CaseResult] = {}
+    for runner, report in reports.items():
+        for case in (report.negative_controls or []) if negative else report.results:
+            variants = _prefixed(runner, case.variants)
+            if case.sample_id in merged:
+                merged[case.sample_id].variants.update(variants)
+            else:
+                merged[case.sample_id] = case.model_copy(update={"variants": variants})
+    return list(merged.values())
+
+
+def matrix_report(
+    report_id: str,
+    runners: list[str],
+    models: dict[str, str],
+    reports: dict[str, Report],
+    failures: dict[str, str],
+    matrix: AgentMatrix,
+    *,
+    results_dir: str,
+    flow_run: str | None = None,
+) -> Report:
+    """The one report of a cross-agent run. Needs at least one agent's report (its meta is the base)."""
+    first = reports[next(r for r in runners if r in reports)]
+    variants = [arm_name(r, a) for r, rep in reports.items() for a in rep.meta.variants]
+    notices = [f"{r}: {why}" for r, why in failures.items()]
+    meta: Meta = first.meta.model_copy(
+        update={
+            "variants": variants,
+            "control": arm_name(runners[0], Arm.BASELINE),
+            "model": ", ".join(f"{r}:{models[r]}" for r in runners),
+            "executor": ",".join(runners),
+            "sample_count": max(r.meta.sample_count for r in reports.values()),
+            "task_count": sum(r.meta.task_count for r in reports.values()),
+            "total_cost_usd": sum(r.meta.total_cost_usd for r in reports.values()),
+            "judge_cost_usd": sum(r.meta.judge_cost_usd or 0.0 for r in reports.values()),
+            "agent_cli_version": "; ".join(v for r in reports.values() if (v := r.meta.agent_cli_version))
+            or None,
+            "contaminated": [c for r in reports.values() for c in r.meta.contaminated],
+            "warnings": list(dict.fromkeys(w for r in reports.values() for w in r.meta.warnings)),
+            "notices": [*first.meta.notices, *notices],
+            "results_dir": results_dir,
+            "prefect_flow_run": flow_run,
+        }
+    )
+    negatives = merged_cases(reports, negative=True)
+    return Report(
+        id=report_id,
+        mode="agentic",
+        meta=meta,
+        summary={k: v for r, rep in reports.items() for k, v in _prefixed(r, rep.summary).items()},
+        comparisons=[
+            c.model_copy(update={"control": arm_name(r, c.control), "treatment": arm_name(r, c.treatment)})
+            for r, rep in reports.items()
+            for c in rep.comparisons
+        ],
+        scale=first.scale,
+        results=merged_cases(reports, negative=False),
+        criteria={k: v for r, rep in reports.items() for k, v in _prefixed(r, rep.criteria).items()},
+        deterministic_pass_rate={
+            k: v for r, rep in reports.items() for k, v in _prefixed(r, rep.deterministic_pass_rate).items()
+        },
+        negative_controls=negatives or None,
+        behavior={k: v for r, rep in reports.items() for k, v in _prefixed(r, rep.behavior).items()},
+        matrix=matrix,
+    )
+
+
+def _cell(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def matrix_markdown(report: Report, matrix: AgentMatrix) -> str:
+    """report.md of a cross-agent run: the matrix first, each agent's own report.md for the rest."""
+    meta = report.meta
+    lines = [
+        f"# Cross-Agent Skill Report: {meta.skill}",
+        "",
+        f"The suite ran on {len(matrix.agents)} agents with and without the skill "
+        f"({meta.sample_count} tasks, {meta.runs or 1} run(s) per task and arm, judge {meta.judge_model}); "
+        "scores are 0-100, a lift is with-skill minus baseline per task.",
+        "",
+        "| Agent | Model | With skill | Baseline | Lift [95% CI] | Verdict | Skill loaded | Errors |",
+        "|-------|-------|-----------:|---------:|---------------|---------|-------------:|-------:|",
+    ]
+    for a in matrix.agents:
+        with_skill = report.summary.get(arm_name(a.runner, Arm.WITH_SKILL))
+        baseline = report.summary.get(arm_name(a.runner, Arm.BASELINE))
+        p = a.paired
+        lift = "—" if p is None else f"{_figure(p.mean)} {spread(p)}"
+        loaded = "—" if a.invoked_rate is None else f"{a.invoked_rate:.0%}"
+        lines.append(
+            f"| {a.runner} | {a.model} | {_cell(with_skill.avg_composite_score if with_skill else None)} "
+            f"| {_cell(baseline.avg_composite_score if baseline else None)} | {lift} "
+            f"| {a.verdict.label if a.verdict else '—'} | {loaded} | {a.errors}/{a.sessions} |"
+        )
+    lines += ["", "## What it means", "", *(f"- {a.line}" for a in matrix.agents)]
+    if matrix.interactions:
+        lines += ["", f"## Between agents (against {matrix.reference}, paired by task)", ""]
+        lines += [f"- {i.line}" for i in matrix.interactions]
+    lines += ["", "## Each agent's report", ""]
+    lines += [f"- {a.runner}: {a.report or 'none'} ({meta.results_dir}/{a.runner}/)" for a in matrix.agents]
+    if meta.notices:
+        lines += ["", "## Notices", "", *(f"- {n}" for n in meta.notices)]
+    return "\n".join([*lines, ""])

@@ -1,0 +1,178 @@
+"""The cross-agent matrix end to end: one suite on the real Claude Code, Copilot CLI and Codex binaries
+against one scripted server on 127.0.0.1, each agent with and without the skill.
+
+The scripted model gives each agent a known effect of the skill: on claude it fixes three of four
+tasks, on copilot it changes nothing, on codex it breaks three of four. The matrix must find those
+signs, say them in words the verdicts allow, and pair the agents' lifts by task."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from executors.agent import find_binary
+from flows.cli.main import main
+from flows.report.schema import load_report
+from tests.fakes.provider import FakeProvider
+from tests.flows.test_skill_bench import SKILL, judge, task_md
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+RULE = "Always return the exact arithmetic result."  # the skill's body: in a codex request once loaded
+GOOD, BAD = (
+    "printf 'def add(a, b):\\n    return a + b\\n' > calc.py",
+    "printf 'def add(a, b):\\n    return a - b\\n' > calc.py",
+)
+#: The task on which every arm of every agent writes the right file.
+EASY = "Write calc.py (the easy one)."
+
+
+def good_file(agent: str, with_skill: bool, text: str) -> bool:
+    """The scripted effect: claude gets it right only with the skill, copilot always, codex only
+    without it; on the easy task everyone does."""
+    if EASY in text:
+        return True
+    return {"claude": with_skill, "copilot": True, "codex": not with_skill}[agent]
+
+
+def done_results(body: dict[str, Any]) -> int:
+    return sum(
+        1
+        for m in body["messages"]
+        if m["role"] == "user" and isinstance(m["content"], list)
+        for b in m["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    )
+
+
+def anthropic_agents(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Claude Code and Copilot CLI both speak Anthropic's API here; their tool sets tell them apart."""
+    text = json.dumps(body)
+    tools = {t.get("name") for t in body.get("tools") or []}
+    copilot = "create" in tools
+    with_skill = ("MUST first call the skill tool" if copilot else "MUST first call the Skill tool") in text
+    prompt = next(m for m in body["messages"] if m["role"] == "user")
+    command = GOOD if good_file("copilot" if copilot else "claude", with_skill, json.dumps(prompt)) else BAD
+    skill = {"type": "tool_use", "name": "skill" if copilot else "Skill", "input": {"skill": "calc-skill"}}
+    shell = {
+        "type": "tool_use",
+        "name": "bash" if copilot else "Bash",
+        "input": {"command": command, "description": "write"},
+    }
+    steps = [skill, shell] if with_skill else [shell]
+    done = done_results(body)
+    return [steps[done]] if done < len(steps) else [{"type": "text", "text": "calc.py is written."}]
+
+
+def codex_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
+    text = json.dumps(body)
+    if any(isinstance(i, dict) and i.get("type") == "function_call_output" for i in body.get("input", [])):
+        return [
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]}
+        ]
+    command = GOOD if good_file("codex", RULE in text, text) else BAD
+    return [
+        {
+            "type": "function_call",
+            "name": "exec_command",
+            "call_id": "c1",
+            "arguments": json.dumps({"cmd": command}),
+        }
+    ]
+
+
+def test_a_matrix_finds_each_agents_scripted_effect(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for binary in ("claude", "copilot", "codex"):
+        if find_binary(binary) is None:
+            pytest.fail(f"the {binary} CLI is missing: scripts/install-agent-clis.sh installs it")
+    (tmp_path / ".claude" / "skills" / "calc-skill").mkdir(parents=True)
+    (tmp_path / ".claude" / "skills" / "calc-skill" / "SKILL.md").write_text(SKILL)
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    prompts = [
+        "Create calc.py with add(a, b).",
+        "Write calc.py defining add(a, b).",
+        "Make calc.py: add(a, b).",
+        EASY,
+    ]
+    for i, prompt in enumerate(prompts, 1):
+        (suite / f"task-0{i}-easy.md").write_text(task_md(f"task {i}", prompt))
+    monkeypatch.chdir(tmp_path)
+    with FakeProvider(judge, agent=anthropic_agents) as server:
+        server.responses_agent = codex_agent
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        urls = f"claude={server.url},copilot={server.url},codex={server.url}/v1"
+        args = [
+            "skill",
+            "run",
+            "--skill",
+            "calc-skill",
+            "--tasks",
+            "suite",
+            "--runner",
+            "claude,copilot,codex",
+        ]
+        args += [
+            "--base-url",
+            urls,
+            "--judge-model",
+            "claude-opus-4",
+            "--results-dir",
+            str(tmp_path / "results"),
+        ]
+        args += ["--output-dir", str(tmp_path / "reports"), "--timeout", "60", "--concurrency", "4"]
+        code = main([*args, "--require", "better"])
+    out, err = capsys.readouterr()
+    assert code == 1, out + err  # --require better holds for each agent
+    (root,) = (tmp_path / "results").glob("calc-skill-agents-*")
+    report = load_report(root / "report.json")
+    matrix = report.matrix
+    assert matrix is not None and matrix.reference == "claude"
+    lifts = {a.runner: a for a in matrix.agents}
+    assert [a.runner for a in matrix.agents] == ["claude", "copilot", "codex"]
+    assert lifts["claude"].paired and lifts["claude"].paired.mean == pytest.approx(37.5)
+    assert lifts["copilot"].paired and lifts["copilot"].paired.mean == 0
+    assert lifts["codex"].paired and lifts["codex"].paired.mean == pytest.approx(-37.5)
+    # four tasks settle no verdict: the line says so, and no word of an effect
+    assert lifts["copilot"].verdict and lifts["copilot"].verdict.label == "UNDERPOWERED"
+    assert lifts["copilot"].line == (
+        "copilot: UNDERPOWERED, +0.0 points (every task the same difference: no interval, exact sign "
+        "test p=1) over 4 task(s)"
+    )
+    for runner in ("claude", "copilot", "codex"):  # each told to load the skill did, and has its own report
+        assert lifts[runner].invoked_rate == 1.0 and lifts[runner].errors == 0, lifts[runner]
+        assert (tmp_path / "reports" / f"{lifts[runner].report}.json").exists()
+        assert report.summary[f"{runner}/with-skill"].executions == 4
+    assert lifts["claude"].line == "claude: UNDERPOWERED, +37.5 points [-2.3, +77.3] over 4 task(s)"
+    pairs = {i.runner: i for i in matrix.interactions}
+    assert pairs["copilot"].paired.mean == pytest.approx(-37.5) and pairs[
+        "codex"
+    ].paired.mean == pytest.approx(-75)
+    assert pairs["codex"].paired.n == 4 and pairs["codex"].line.startswith(
+        "lift on codex minus lift on claude: -75.0 points [-154.6, +4.6] over 4 tasks: no evidence"
+    )
+    # one report: every agent's arms are its variants, every task once with all six
+    assert set(report.meta.variants) == {f"{r}/{a}" for r in lifts for a in ("baseline", "with-skill")}
+    assert len(report.results) == 4 and all(len(c.variants) == 6 for c in report.results)
+    assert (tmp_path / "reports" / f"{report.id}.json").exists()
+    md = (root / "report.md").read_text()
+    assert md.startswith("# Cross-Agent Skill Report: calc-skill") and "| copilot | claude-sonnet-4-5 |" in md
+    assert "copilot: UNDERPOWERED, +0.0 points" in out and "lift on codex minus lift on claude" in out
+    for runner in ("claude", "copilot", "codex"):  # four tasks settle no BETTER: each agent's gate says so
+        assert f"skillab skill: FAIL {runner}: with-skill vs baseline: verdict UNDERPOWERED" in err
+    # the report server shows the matrix on the run's page, linking each agent's own report
+    from starlette.testclient import TestClient
+
+    from flows.report.server import create_app
+
+    client = TestClient(
+        create_app(tmp_path / "reports", host="testserver", port=8000), base_url="http://testserver:8000"
+    )
+    page = client.get(f"/run/{report.id}")
+    assert page.status_code == 200 and "Across agents" in page.text
+    assert f'href="/run/{lifts["codex"].report}"' in page.text
