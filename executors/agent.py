@@ -108,6 +108,8 @@ class AgentExecutor(Executor):
     workspace_dirs: ClassVar[tuple[str, ...]]
     #: Skills every session of the CLI lists of its own: never the user's artifact.
     builtin_skills: ClassVar[frozenset[str]] = frozenset()
+    #: The CLI reads the prompt on stdin (its argv form would alter it); argv otherwise.
+    prompt_on_stdin: ClassVar[bool] = False
     agentic = True
     stream_limit: int = STREAM_LIMIT
 
@@ -210,13 +212,18 @@ class AgentExecutor(Executor):
         with contextlib.ExitStack() as stack:
             out = stack.enter_context(open(raw, "wb"))
             err = stack.enter_context(open(raw.with_name("stderr.txt"), "wb"))
+            stdin: Any = asyncio.subprocess.DEVNULL
+            if self.prompt_on_stdin:
+                prompt = Path(request.home) / "skillab-prompt.txt"
+                prompt.write_text(request.prompt, encoding="utf-8")
+                stdin = stack.enter_context(open(prompt, "rb"))
             pipe = stack.enter_context(os.fdopen(read_fd, "rb", buffering=0))
             try:
                 proc = await asyncio.create_subprocess_exec(
                     *command,
                     cwd=request.sandbox,
                     env=env,
-                    stdin=asyncio.subprocess.DEVNULL,
+                    stdin=stdin,
                     stdout=write_fd,
                     stderr=err,
                     start_new_session=True,

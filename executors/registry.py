@@ -17,6 +17,7 @@ from executors.gemini import GeminiExecutor
 from executors.gemini_cli import GeminiCliExecutor
 from executors.local import LocalExecutor
 from executors.openai import OpenAIExecutor
+from executors.opencode import OpenCodeExecutor
 
 EXECUTORS: dict[str, type[Executor]] = {
     "openai": OpenAIExecutor,
@@ -28,6 +29,7 @@ EXECUTORS: dict[str, type[Executor]] = {
     "codex": CodexExecutor,
     "gemini-cli": GeminiCliExecutor,
     "copilot": CopilotCliExecutor,
+    "opencode": OpenCodeExecutor,
 }
 
 #: The agent CLIs (``--runner``), in the registry's order.

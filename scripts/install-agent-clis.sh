@@ -3,11 +3,11 @@
 # idempotently. skillab finds them there ($SKILLAB_AGENT_CLI_DIR, default ~/.cache/skillab/agent-clis).
 set -euo pipefail
 dir=${SKILLAB_AGENT_CLI_DIR:-$HOME/.cache/skillab/agent-clis}
-packages=("@anthropic-ai/claude-code@2.1.330" "@openai/codex@0.169.0" "@google/gemini-cli@0.61.0" "@github/copilot@1.0.102" "typescript@5")
+packages=("@anthropic-ai/claude-code@2.1.330" "@openai/codex@0.169.0" "@google/gemini-cli@0.61.0" "@github/copilot@1.0.102" "opencode-ai@1.18.33" "typescript@5")
 stamp="$dir/.skillab-$(printf '%s ' "${packages[@]}" | sha256sum | cut -c1-16)"
 [ -f "$stamp" ] && exit 0
 mkdir -p "$dir"
 echo "agent CLIs: installing ${packages[*]} into $dir" >&2
 npm install --no-audit --no-fund --loglevel=error --prefix "$dir" "${packages[@]}" >&2
-for bin in claude codex gemini copilot tsc; do [ -x "$dir/node_modules/.bin/$bin" ] || { echo "missing $bin" >&2; exit 1; }; done
+for bin in claude codex gemini copilot opencode tsc; do [ -x "$dir/node_modules/.bin/$bin" ] || { echo "missing $bin" >&2; exit 1; }; done
 touch "$stamp"

@@ -4,11 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev
-# Debian's chromium for the browser tests (Playwright drives it; it never downloads a browser), and
-# bubblewrap, the OS sandbox of agent sessions and task checks.
-if ! command -v chromium >/dev/null 2>&1 || ! command -v bwrap >/dev/null 2>&1; then
-  echo "test: installing Debian's chromium and bubblewrap" >&2
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium bubblewrap >/dev/null
+# Debian's chromium for the browser tests (Playwright drives it; it never downloads a browser),
+# bubblewrap, the OS sandbox of agent sessions and task checks, and ripgrep, which OpenCode's skill,
+# grep and glob tools run (without it OpenCode downloads one from GitHub).
+if ! command -v chromium >/dev/null 2>&1 || ! command -v bwrap >/dev/null 2>&1 || ! command -v rg >/dev/null 2>&1; then
+  echo "test: installing Debian's chromium, bubblewrap and ripgrep" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium bubblewrap ripgrep >/dev/null
 fi
 bash scripts/install-agent-clis.sh
 export PREFECT_SERVER_ANALYTICS_ENABLED=false

@@ -221,3 +221,71 @@ def test_copilot_api_error_and_timeout(tmp_path: Path) -> None:
         started = time.monotonic()
         hung = asyncio.run(copilot.session(copilot_request(tmp_path, "t", skill=False, timeout=4)))
     assert hung.status == "timeout" and time.monotonic() - started < 30
+
+
+def opencode_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """OpenCode's model (chat completions): loads the skill when its rules say so, writes calc.py
+    with the ``write`` tool, then answers."""
+    done = sum(1 for m in body["messages"] if m["role"] == "tool")
+    steps = (
+        [{"tool": "skill", "arguments": {"name": "calc-skill"}}]
+        if "MUST first call the skill tool" in json.dumps(body)
+        else []
+    )
+    steps.append(
+        {
+            "tool": "write",
+            "arguments": {"filePath": "calc.py", "content": "def add(a, b):\n    return a + b\n"},
+        }
+    )
+    return [steps[done]] if done < len(steps) else [{"text": "calc.py written."}]
+
+
+def opencode_request(tmp_path: Path, name: str, skill: bool, timeout: float = 90) -> AgentRequest:
+    return request(tmp_path, name, skill, timeout).model_copy(update={"cli": "opencode", "model": "gpt-4.1"})
+
+
+def test_opencode_with_skill_and_baseline(tmp_path: Path) -> None:
+    from executors.opencode import OpenCodeExecutor
+
+    if find_binary("opencode") is None:
+        pytest.fail("the opencode CLI is missing: scripts/install-agent-clis.sh installs it")
+    with FakeProvider() as server:
+        server.chat_agent = opencode_agent
+        opencode = OpenCodeExecutor(ExecutorSettings(base_url=f"{server.url}/v1"))
+        assert opencode.problem() is None  # ripgrep is on PATH
+        with_skill = asyncio.run(opencode.session(opencode_request(tmp_path, "a", skill=True)))
+        baseline = asyncio.run(opencode.session(opencode_request(tmp_path, "b", skill=False)))
+        first = next(c.body for c in server.calls if c.body.get("tools"))
+    assert with_skill.ok and with_skill.skill_invoked and with_skill.final_text == "calc.py written."
+    assert with_skill.isolation == "bubblewrap" and with_skill.meta["num_turns"] == 3
+    assert [e.tool for e in with_skill.events if e.kind == "tool_use"] == ["skill", "write"]
+    loaded = next(e for e in with_skill.events if e.kind == "tool_result" and e.tool == "skill")
+    assert "Be exact." in loaded.text and not loaded.is_error  # ripgrep listed the skill's folder
+    assert (tmp_path / "a" / "sb" / "calc.py").read_text().startswith("def add")
+    assert (tmp_path / "a" / "sb" / ".opencode" / "skills" / "calc-skill" / "SKILL.md").exists()
+    # the prompt arrives as written (on stdin: OpenCode quotes an argv word holding a space)
+    assert first["messages"][-1] == {"role": "user", "content": "Create calc.py with add(a, b)."}
+    assert "webfetch" not in {t["function"]["name"] for t in first["tools"]}
+    assert with_skill.meta["usage"]["input_tokens"] > 0
+    assert baseline.ok and not baseline.skill_invoked and baseline.final_text == "calc.py written."
+    assert not (tmp_path / "b" / "sb" / ".opencode" / "skills").exists()
+
+
+def test_opencode_api_error_and_timeout(tmp_path: Path) -> None:
+    from executors.opencode import OpenCodeExecutor
+
+    # A 400 is not retried by OpenCode (a 500 is, five times over about 80 s).
+    with FakeProvider(
+        fault_for=lambda call: Fault(status=400, body='{"error": {"message": "bad model"}}')
+    ) as server:
+        opencode = OpenCodeExecutor(ExecutorSettings(base_url=f"{server.url}/v1"))
+        failed = asyncio.run(opencode.session(opencode_request(tmp_path, "e", skill=False)))
+    assert not failed.ok and failed.status == "api_error" and failed.meta["api_error_status"] == 400
+    assert failed.exit_code == 1 and "bad model" in (failed.error or "")
+    with FakeProvider(fault_for=lambda call: Fault(delay=60)) as server:
+        opencode = OpenCodeExecutor(ExecutorSettings(base_url=f"{server.url}/v1"))
+        started = time.monotonic()
+        hung = asyncio.run(opencode.session(opencode_request(tmp_path, "t", skill=False, timeout=6)))
+    # a busy OpenCode ignores SIGTERM: the whole group is killed at the timeout
+    assert hung.status == "timeout" and time.monotonic() - started < 30

@@ -11,10 +11,12 @@ from executors.claude_code import parse_claude
 from executors.codex_cli import parse_codex
 from executors.copilot_cli import parse_copilot
 from executors.gemini_cli import parse_gemini
+from executors.opencode import parse_opencode
 from executors.schema import AgentSession
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "agent-cli"
 COPILOT = Path(__file__).resolve().parents[1] / "fixtures" / "agent-cli" / "copilot-1.0.102"
+OPENCODE = Path(__file__).resolve().parents[1] / "fixtures" / "agent-cli" / "opencode-1.18.33"
 
 
 def events(name: str) -> list[dict]:
@@ -129,3 +131,42 @@ def test_copilot_failures() -> None:
         assert s.ok and [e.is_error for e in s.events if e.kind == "tool_result"] == [True], scenario
     died = parse_copilot(read_events(COPILOT / "skill.stdout.jsonl")[:5])
     assert not died.ok and died.status == "crashed"
+
+
+def opencode(scenario: str, skill: str | None = None) -> AgentSession:
+    """A captured OpenCode 1.18.33 session (``run --format json``)."""
+    return parse_opencode(read_events(OPENCODE / f"{scenario}.jsonl"), skill)
+
+
+def test_opencode_skill_call_then_work() -> None:
+    s = opencode("skill", "greeting-style")
+    assert s.ok and s.final_text == "Done: wrote hello.txt using the greeting-style skill."
+    assert s.skill_invoked and s.meta["skills_invoked"] == ["greeting-style"] and s.meta["num_turns"] == 3
+    assert [e.tool for e in s.events if e.kind == "tool_use"] == ["skill", "bash"]
+    loaded = next(e for e in s.events if e.kind == "tool_result" and e.tool == "skill")
+    assert "<skill_content" in loaded.text and not loaded.is_error
+    assert s.meta["usage"] == {
+        "input_tokens": 3000,
+        "output_tokens": 60,
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+    }
+    assert opencode("skill", "another-skill").skill_invoked is False
+    assert not opencode("noskill").skill_invoked
+
+
+def test_opencode_failures() -> None:
+    for scenario, status in (("error500", 500), ("error429", 429), ("error400", 400)):
+        failed = opencode(scenario)
+        assert not failed.ok and failed.status == "api_error" and failed.meta["api_error_status"] == status
+    assert opencode("noserver").status == "api_error"  # nothing listening: no status, still the API's
+    # a rejected permission stops the loop at that tool call: no final answer, not a success
+    asked = opencode("permask")
+    assert not asked.ok and asked.status == "error" and "without a final answer" in (asked.error or "")
+    assert [e.is_error for e in asked.events if e.kind == "tool_result"][-1] is True
+    # an unknown tool is the CLI's "invalid" call; the session recovers
+    bad = opencode("badtool")
+    assert bad.ok and [e.tool for e in bad.events if e.kind == "tool_use"] == ["invalid"]
+    # killed mid-loop (the step limit only asks the model to stop): the last step called a tool
+    loop = opencode("stepsloop")
+    assert not loop.ok and loop.meta["num_turns"] > 10

@@ -44,7 +44,7 @@ def test_every_executor_declares_what_the_code_asks(name: str) -> None:
 
 
 def test_agent_clis_come_from_the_registry() -> None:
-    assert {"claude", "codex", "gemini-cli", "copilot"} <= set(AGENT_CLIS)
+    assert {"claude", "codex", "gemini-cli", "copilot", "opencode"} <= set(AGENT_CLIS)
     assert agent_cli("codex").binary == "codex"
     unknown = r"--runner: unknown executor 'gemini-clj' \(did you mean 'gemini-cli'\?\)"
     with pytest.raises(InputError, match=unknown):

@@ -15,6 +15,7 @@ from executors.claude_code import ClaudeCodeExecutor
 from executors.codex_cli import CodexExecutor
 from executors.copilot_cli import CopilotCliExecutor
 from executors.gemini_cli import GeminiCliExecutor
+from executors.opencode import OpenCodeExecutor
 from executors.schema import AgentRequest, InstalledSkill
 from tests.executors.test_sandbox import ENDPOINT
 from tests.fakes.provider import SkillScript, coin, session_id, skill_listing, user_query
@@ -77,6 +78,7 @@ def test_several_skills_install_under_their_names(tmp_path: Path) -> None:
         ("codex", CodexExecutor(), ".agents/skills"),
         ("gemini-cli", GeminiCliExecutor(), ".gemini/skills"),
         ("copilot", CopilotCliExecutor(), ".agents/skills"),
+        ("opencode", OpenCodeExecutor(), ".opencode/skills"),
     ):
         req = request(tmp_path, cli, force_skill=False, skills=extra)
         ex.prepare(req, ENDPOINT)
@@ -84,7 +86,7 @@ def test_several_skills_install_under_their_names(tmp_path: Path) -> None:
         assert names == ["csv-insights", "pdf-forms", "sql-tuning"], cli
 
 
-def test_codex_gemini_and_copilot_in_trigger_mode(tmp_path: Path) -> None:
+def test_codex_gemini_copilot_and_opencode_in_trigger_mode(tmp_path: Path) -> None:
     codex = CodexExecutor(ExecutorSettings(base_url="http://127.0.0.1:9/v1"))
     forced, _ = codex.prepare(request(tmp_path / "a", "codex"), ENDPOINT)
     assert forced[-1] == "$csv-insights Summarise data.csv"
@@ -111,6 +113,12 @@ def test_codex_gemini_and_copilot_in_trigger_mode(tmp_path: Path) -> None:
     assert 'skill tool with skill="csv-insights"' in told and told.endswith("Be brief.")
     copilot.prepare(request(tmp_path / "h", "copilot", force_skill=False), ENDPOINT)
     assert not (tmp_path / "h" / "copilot" / "home" / ".copilot" / "copilot-instructions.md").exists()
+    opencode = OpenCodeExecutor()
+    opencode.prepare(request(tmp_path / "i", "opencode"), ENDPOINT)
+    rules = tmp_path / "i" / "opencode" / "home" / ".config" / "opencode" / "AGENTS.md"
+    assert 'skill tool with name "csv-insights"' in rules.read_text()
+    opencode.prepare(request(tmp_path / "j", "opencode", force_skill=False), ENDPOINT)
+    assert not (tmp_path / "j" / "opencode" / "home" / ".config" / "opencode" / "AGENTS.md").exists()
 
 
 @pytest.mark.parametrize("name", ["", ".", "..", "a/b", "a\\b"])

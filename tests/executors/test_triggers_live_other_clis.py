@@ -1,11 +1,11 @@
-"""Trigger mode with the real ``codex``, ``gemini`` and ``copilot`` binaries against a scripted model on
-127.0.0.1.
+"""Trigger mode with the real ``codex``, ``gemini``, ``copilot`` and ``opencode`` binaries against a
+scripted model on 127.0.0.1.
 
 The skill is installed where each CLI discovers skills and not forced. The scripted model decides
 from what the CLI actually sent: it uses the skill only when the request lists the skill's
 description, so a session fires only if the CLI really listed the installed skill. Codex has no
 skill tool: a trigger is reading the skill's SKILL.md through a command. Gemini calls
-``activate_skill``, Copilot ``skill``. Prose naming the skill is never a trigger."""
+``activate_skill``, Copilot and OpenCode ``skill``. Prose naming the skill is never a trigger."""
 
 from __future__ import annotations
 
@@ -149,4 +149,29 @@ def test_copilot_skill_tool_is_a_trigger_naming_it_is_not(tmp_path: Path) -> Non
     found, none = detect(fire, [NAME]), detect(prose, [NAME])
     assert fire.ok and found.status == TriggerStatus.OK and found.fired == (NAME,), fire.events
     assert found.listed is not None and NAME in found.listed
+    assert prose.ok and NAME in prose.final_text and none.fired == () and none.status == TriggerStatus.OK
+
+
+def opencode_model(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Calls the skill tool when asked for a greeting file and the skill is listed; prose otherwise."""
+    text = json.dumps(body)
+    done = any(m["role"] == "tool" for m in body["messages"])
+    if not done and DESCRIPTION in text and FIRE in text:
+        return [{"tool": "skill", "arguments": {"name": NAME}}]
+    return [{"text": f"The {NAME} skill would." if PROSE in text else "Done."}]
+
+
+def test_opencode_skill_tool_is_a_trigger_naming_it_is_not(tmp_path: Path) -> None:
+    from executors.opencode import OpenCodeExecutor
+
+    needs("opencode")
+    with FakeProvider() as server:
+        server.chat_agent = opencode_model
+        opencode = OpenCodeExecutor(ExecutorSettings(base_url=f"{server.url}/v1"))
+        fire, prose = run_pair(opencode, tmp_path, "opencode", "gpt-4.1")
+        sent = json.dumps([c.body for c in server.calls])
+    assert (tmp_path / "fire" / "sb" / ".opencode" / "skills" / NAME / "SKILL.md").is_file()
+    assert DESCRIPTION in sent and "MUST first call the skill tool" not in sent
+    found, none = detect(fire, [NAME]), detect(prose, [NAME])
+    assert fire.ok and found.status == TriggerStatus.OK and found.fired == (NAME,), fire.events
     assert prose.ok and NAME in prose.final_text and none.fired == () and none.status == TriggerStatus.OK

@@ -116,6 +116,8 @@ class FakeProvider:
         self.claude_agent: Callable[[dict[str, Any], Mapping[str, str]], list[dict[str, Any]]] | None = None
         self.gemini_agent: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
         self.responses_agent: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
+        # Streaming chat completions (OpenCode): body -> items, {"text": ...} or {"tool": name, "arguments": {...}}
+        self.chat_agent: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
         self.calls: list[Call] = []
         self.lock = threading.RLock()  # re-entered while a batch retrieval processes items
         self.implicit_cache_min: int | None = None  # OpenAI/Gemini implicit caching: off
@@ -247,7 +249,44 @@ class FakeProvider:
         )
         if fault is not None:
             return fault
+        if body.get("stream"):
+            return self._chat_stream(body, system, str(prompt))
         return JSONResponse(self._completion(body, system, prompt))
+
+    def _chat_stream(self, body: dict[str, Any], system: str, prompt: str) -> Response:
+        """Chat completions as server-sent chunks, as OpenAI-compatible clients stream them: text
+        deltas, or tool calls whose arguments come in pieces, then the usage, then [DONE]."""
+        items = (
+            self.chat_agent(body)
+            if self.chat_agent
+            else [{"text": self.reply(system, prompt, body["model"])}]
+        )
+        cid = f"chatcmpl-{len(self.calls)}"
+
+        def chunk(delta: dict[str, Any] | None, finish: str | None = None, **extra: Any) -> str:
+            choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+            data = {"id": cid, "object": "chat.completion.chunk", "model": body["model"], "choices": choices}
+            return f"data: {json.dumps(data | extra)}\n\n"
+
+        parts = [chunk({"role": "assistant", "content": ""})]
+        calls = [i for i in items if "tool" in i]
+        for item in items:
+            if "text" in item:
+                parts.append(chunk({"content": item["text"]}))
+        for index, item in enumerate(calls):
+            arguments = json.dumps(item.get("arguments") or {})
+            call = {"index": index, "id": f"call_{len(self.calls)}_{index}", "type": "function"}
+            parts.append(
+                chunk({"tool_calls": [call | {"function": {"name": item["tool"], "arguments": ""}}]})
+            )
+            half = len(arguments) // 2
+            for piece in (arguments[:half], arguments[half:]):
+                parts.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
+        parts.append(chunk({}, "tool_calls" if calls else "stop"))
+        tokens = len(json.dumps(body)) // 4
+        usage = {"prompt_tokens": tokens, "completion_tokens": 12, "total_tokens": tokens + 12}
+        parts += [chunk(None, usage=usage), "data: [DONE]\n\n"]
+        return Response("".join(parts), media_type="text/event-stream")
 
     def _completion(self, body: dict[str, Any], system: str, prompt: str) -> dict[str, Any]:
         text = self.reply(system, prompt, body["model"])

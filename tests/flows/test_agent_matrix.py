@@ -1,9 +1,11 @@
-"""The cross-agent matrix end to end: one suite on the real Claude Code, Copilot CLI and Codex binaries
-against one scripted server on 127.0.0.1, each agent with and without the skill.
+"""The cross-agent matrix end to end: one suite on every agent CLI's real binary (Claude Code, Copilot
+CLI, Codex, Gemini CLI, OpenCode) against one scripted server on 127.0.0.1, each agent with and
+without the skill.
 
-The scripted model gives each agent a known effect of the skill: on claude it fixes three of four
-tasks, on copilot it changes nothing, on codex it breaks three of four. The matrix must find those
-signs, say them in words the verdicts allow, and pair the agents' lifts by task."""
+The scripted model gives each agent a known effect of the skill: on claude, gemini-cli and opencode
+it fixes three of four tasks, on copilot it changes nothing, on codex it breaks three of four. The
+matrix must find those signs, say them in words the verdicts allow, and pair the agents' lifts by
+task."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ GOOD, BAD = (
     "printf 'def add(a, b):\\n    return a + b\\n' > calc.py",
     "printf 'def add(a, b):\\n    return a - b\\n' > calc.py",
 )
+AGENTS = "claude,copilot,codex,gemini-cli,opencode"
 #: The task on which every arm of every agent writes the right file.
 EASY = "Write calc.py (the easy one)."
 
@@ -34,7 +37,7 @@ def good_file(agent: str, with_skill: bool, text: str) -> bool:
     without it; on the easy task everyone does."""
     if EASY in text:
         return True
-    return {"claude": with_skill, "copilot": True, "codex": not with_skill}[agent]
+    return {"copilot": True, "codex": not with_skill}.get(agent, with_skill)
 
 
 def done_results(body: dict[str, Any]) -> int:
@@ -83,10 +86,37 @@ def codex_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def gemini_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
+    text = json.dumps(body)
+    with_skill = "MUST first call the activate_skill" in text
+    done = sum(1 for c in body["contents"] for part in c.get("parts", []) if "functionResponse" in part)
+    content = "def add(a, b):\n    return a {} b\n".format(
+        "+" if good_file("gemini-cli", with_skill, text) else "-"
+    )
+    steps = (
+        [{"functionCall": {"name": "activate_skill", "args": {"name": "calc-skill"}}}] if with_skill else []
+    )
+    steps.append(
+        {"functionCall": {"name": "write_file", "args": {"file_path": "calc.py", "content": content}}}
+    )
+    return [steps[done]] if done < len(steps) else [{"text": "calc.py is written."}]
+
+
+def opencode_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
+    text = json.dumps(body)
+    with_skill = "MUST first call the skill tool" in text
+    prompt = next(m for m in body["messages"] if m["role"] == "user")
+    command = GOOD if good_file("opencode", with_skill, json.dumps(prompt)) else BAD
+    steps = [{"tool": "skill", "arguments": {"name": "calc-skill"}}] if with_skill else []
+    steps.append({"tool": "bash", "arguments": {"command": command, "description": "write"}})
+    done = sum(1 for m in body["messages"] if m["role"] == "tool")
+    return [steps[done]] if done < len(steps) else [{"text": "calc.py is written."}]
+
+
 def test_a_matrix_finds_each_agents_scripted_effect(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for binary in ("claude", "copilot", "codex"):
+    for binary in ("claude", "copilot", "codex", "gemini", "opencode"):
         if find_binary(binary) is None:
             pytest.fail(f"the {binary} CLI is missing: scripts/install-agent-clis.sh installs it")
     (tmp_path / ".claude" / "skills" / "calc-skill").mkdir(parents=True)
@@ -104,9 +134,12 @@ def test_a_matrix_finds_each_agents_scripted_effect(
     monkeypatch.chdir(tmp_path)
     with FakeProvider(judge, agent=anthropic_agents) as server:
         server.responses_agent = codex_agent
+        server.gemini_agent = gemini_agent
+        server.chat_agent = opencode_agent
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-        urls = f"claude={server.url},copilot={server.url},codex={server.url}/v1"
+        urls = f"claude={server.url},copilot={server.url},codex={server.url}/v1,gemini-cli={server.url}"
+        urls += f",opencode={server.url}/v1"
         args = [
             "skill",
             "run",
@@ -115,7 +148,7 @@ def test_a_matrix_finds_each_agents_scripted_effect(
             "--tasks",
             "suite",
             "--runner",
-            "claude,copilot,codex",
+            AGENTS,
         ]
         args += [
             "--base-url",
@@ -125,7 +158,7 @@ def test_a_matrix_finds_each_agents_scripted_effect(
             "--results-dir",
             str(tmp_path / "results"),
         ]
-        args += ["--output-dir", str(tmp_path / "reports"), "--timeout", "60", "--concurrency", "4"]
+        args += ["--output-dir", str(tmp_path / "reports"), "--timeout", "90", "--concurrency", "8"]
         code = main([*args, "--require", "better"])
     out, err = capsys.readouterr()
     assert code == 1, out + err  # --require better holds for each agent
@@ -134,7 +167,7 @@ def test_a_matrix_finds_each_agents_scripted_effect(
     matrix = report.matrix
     assert matrix is not None and matrix.reference == "claude"
     lifts = {a.runner: a for a in matrix.agents}
-    assert [a.runner for a in matrix.agents] == ["claude", "copilot", "codex"]
+    assert [a.runner for a in matrix.agents] == AGENTS.split(",")
     assert lifts["claude"].paired and lifts["claude"].paired.mean == pytest.approx(37.5)
     assert lifts["copilot"].paired and lifts["copilot"].paired.mean == 0
     assert lifts["codex"].paired and lifts["codex"].paired.mean == pytest.approx(-37.5)
@@ -144,7 +177,7 @@ def test_a_matrix_finds_each_agents_scripted_effect(
         "copilot: UNDERPOWERED, +0.0 points (every task the same difference: no interval, exact sign "
         "test p=1) over 4 task(s)"
     )
-    for runner in ("claude", "copilot", "codex"):  # each told to load the skill did, and has its own report
+    for runner in AGENTS.split(","):  # each told to load the skill did, and has its own report
         assert lifts[runner].invoked_rate == 1.0 and lifts[runner].errors == 0, lifts[runner]
         assert (tmp_path / "reports" / f"{lifts[runner].report}.json").exists()
         assert report.summary[f"{runner}/with-skill"].executions == 4
@@ -153,17 +186,20 @@ def test_a_matrix_finds_each_agents_scripted_effect(
     assert pairs["copilot"].paired.mean == pytest.approx(-37.5) and pairs[
         "codex"
     ].paired.mean == pytest.approx(-75)
+    for runner in ("gemini-cli", "opencode"):  # the same effect as on claude, task by task
+        assert lifts[runner].paired and lifts[runner].paired.mean == pytest.approx(37.5)
+        assert pairs[runner].paired.mean == 0 and not pairs[runner].differs
     assert pairs["codex"].paired.n == 4 and pairs["codex"].line.startswith(
         "lift on codex minus lift on claude: -75.0 points [-154.6, +4.6] over 4 tasks: no evidence"
     )
-    # one report: every agent's arms are its variants, every task once with all six
+    # one report: every agent's arms are its variants, every task once with all ten
     assert set(report.meta.variants) == {f"{r}/{a}" for r in lifts for a in ("baseline", "with-skill")}
-    assert len(report.results) == 4 and all(len(c.variants) == 6 for c in report.results)
+    assert len(report.results) == 4 and all(len(c.variants) == 10 for c in report.results)
     assert (tmp_path / "reports" / f"{report.id}.json").exists()
     md = (root / "report.md").read_text()
     assert md.startswith("# Cross-Agent Skill Report: calc-skill") and "| copilot | claude-sonnet-4-5 |" in md
     assert "copilot: UNDERPOWERED, +0.0 points" in out and "lift on codex minus lift on claude" in out
-    for runner in ("claude", "copilot", "codex"):  # four tasks settle no BETTER: each agent's gate says so
+    for runner in AGENTS.split(","):  # four tasks settle no BETTER: each agent's gate says so
         assert f"skillab skill: FAIL {runner}: with-skill vs baseline: verdict UNDERPOWERED" in err
     # the report server shows the matrix on the run's page, linking each agent's own report
     from starlette.testclient import TestClient
