@@ -125,7 +125,9 @@ async def run_sessions(
     ``skill_dirs``: an ablated arm -> its copy of the skill (the with-skill arm has the skill's own)."""
     dirs = {str(Arm.WITH_SKILL): skill.path, **(skill_dirs or {})}
     progress = Progress(len(plans), "sessions", log=log)
-    runner = SessionRunner(config.concurrency, config.max_calls, config.budget_usd, config.base_url)
+    runner = SessionRunner(
+        config.concurrency, config.max_calls, config.budget_usd, {config.runner: config.base_url}
+    )
     plugin = skill.plugin  # a whole plugin: loaded by the CLI's own mechanism, in the with-arm only
     cli = agent_cli(config.runner)
     if plugin is not None and log is not None:

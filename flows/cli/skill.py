@@ -31,35 +31,13 @@ def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def runners_of(config: Any) -> list[str]:
-    """The agent CLIs --runner names (several, comma-separated: a cross-agent run), each known."""
-    from executors.registry import agent_cli
+    """The agent CLIs --runner names (several: a cross-agent run)."""
+    from flows.inputs.skill_config import agent_list
 
-    runners = [r.strip() for r in str(config.runner).split(",") if r.strip()]
-    if not runners:
-        raise InputError("--runner: name an agent CLI")
-    if len(set(runners)) < len(runners):
-        raise InputError(f"--runner: {config.runner!r} names an agent twice")
-    for runner in runners:
-        agent_cli(runner)
+    runners = agent_list(config.runner)
     if len(runners) > 1 and config.json_file:
         raise InputError("--json: `claude plugin eval --json` describes one agent's run; name one --runner")
     return runners
-
-
-def base_urls(value: str | None, runners: list[str]) -> dict[str, str | None]:
-    """Each agent's endpoint: one URL for all, or ``runner=URL`` pairs, comma-separated (agents speak
-    different protocols; an agent not named keeps its provider's own)."""
-    if not value or not any(value.startswith(f"{r}=") for r in runners):
-        return dict.fromkeys(runners, value)
-    out: dict[str, str | None] = dict.fromkeys(runners)
-    for item in value.split(","):
-        name, _, url = item.strip().partition("=")
-        if name not in runners or not url:
-            raise InputError(
-                f"--base-url: {item.strip()!r} is not runner=URL for one of {', '.join(runners)}"
-            )
-        out[name] = url
-    return out
 
 
 def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
@@ -195,9 +173,10 @@ def matrix_run(config: Any, skill: Any, tasks: list[Any], runners: list[str], co
     """--runner A,B,...: the suite on each agent, one report with the cross-agent matrix; the gates
     hold for every agent."""
     from executors.registry import agent_cli
+    from flows.inputs.skill_config import endpoints
 
     models = {r: config.runner_model or agent_cli(r).default_model for r in runners}
-    urls = base_urls(config.base_url, runners)
+    urls = endpoints(config.base_url, runners)
     if config.dry_run:
         for runner in runners:
             print_skill_plan(

@@ -45,14 +45,23 @@ def trigger_options(args: argparse.Namespace) -> TriggerOptions:
 
 def session_cost(plan: TriggerPlan) -> tuple[int, int, float | None]:
     """(input tokens, output tokens, USD or None when the model's price is unknown), all sessions."""
-    o = plan.options
-    sessions = len(plan.sessions)
-    request_tokens = agent_cli(o.runner).request_tokens
-    tokens_in = sessions * request_tokens * REQUESTS_PER_SESSION
-    tokens_out = sessions * OUTPUT_TOKENS_PER_SESSION
-    price = PriceTable().lookup(ALIASES.get(o.runner_model, o.runner_model))
-    cost = None if price is None else (tokens_in * price[0] + tokens_out * price[1]) / 1e6
+    tokens_in = tokens_out = 0
+    cost: float | None = 0.0
+    for s in plan.sessions:
+        session_in = agent_cli(s.variant.runner).request_tokens * REQUESTS_PER_SESSION
+        tokens_in, tokens_out = tokens_in + session_in, tokens_out + OUTPUT_TOKENS_PER_SESSION
+        price = PriceTable().lookup(ALIASES.get(s.variant.model, s.variant.model))
+        cost = (
+            None
+            if price is None or cost is None
+            else cost + (session_in * price[0] + OUTPUT_TOKENS_PER_SESSION * price[1]) / 1e6
+        )
     return tokens_in, tokens_out, cost
+
+
+def agents(plan: TriggerPlan) -> str:
+    """The agents and models a plan runs, as the plan line and the flow run's name show them."""
+    return ", ".join(dict.fromkeys(f"{v.runner} ({v.model})" for v in plan.variants))
 
 
 def print_trigger_plan(plan: TriggerPlan) -> None:
@@ -61,7 +70,7 @@ def print_trigger_plan(plan: TriggerPlan) -> None:
     variants = ", ".join(f"{v.label} ({', '.join(s.name for s in v.skills)})" for v in plan.variants)
     print(
         f"plan: {len(plan.queries.queries)} queries x {len(plan.variants)} variant(s) x {o.runs} run(s) "
-        f"= {len(plan.sessions)} sessions of {o.runner} ({o.runner_model}), {o.concurrency} at once"
+        f"= {len(plan.sessions)} sessions of {agents(plan)}, {o.concurrency} at once"
     )
     print(f"variants: {variants}; candidates: {', '.join(plan.candidates)}")
     print(f"queries: {plan.queries.path} sha256 {plan.queries.sha256[:12]}")
@@ -70,7 +79,7 @@ def print_trigger_plan(plan: TriggerPlan) -> None:
     shown = "unknown price" if cost is None else f"${cost:.2f}"
     print(
         f"estimated tokens: ~{tokens_in:,} in, ~{tokens_out:,} out; estimated cost (upper bound, no prompt "
-        f"caching): {shown} ({REQUESTS_PER_SESSION} requests a session of ~{agent_cli(o.runner).request_tokens:,} tokens)"
+        f"caching): {shown} ({REQUESTS_PER_SESSION} requests a session of each agent's system prompt and tools)"
     )
 
 
@@ -81,7 +90,8 @@ def cmd_triggers_run(args: argparse.Namespace, command: Command) -> int:
     options = trigger_options(args)
     cwd = Path.cwd()
     plan = prepare_triggers(options, cwd)
-    usable_executor(options.runner, "--runner", agentic=True)
+    for runner in dict.fromkeys(v.runner for v in plan.variants):
+        usable_executor(runner, "--runner", agentic=True)
     if options.dry_run:
         print_trigger_plan(plan)
         return EXIT_OK
@@ -89,7 +99,7 @@ def cmd_triggers_run(args: argparse.Namespace, command: Command) -> int:
     def load() -> FlowCall:
         from flows.trigger_bench import trigger_bench
 
-        name = f"triggers {', '.join(plan.candidates)} · {options.runner}:{options.runner_model}"
+        name = f"triggers {', '.join(plan.candidates)} · {agents(plan)}"
         flow = trigger_bench.with_options(flow_run_name=name)
         return lambda: flow(options, str(cwd), not args.quiet, return_state=True)
 

@@ -8,7 +8,7 @@ trigger detection), and its cache of finished sessions."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from executors.schema import AgentRequest, AgentSession
@@ -36,7 +36,7 @@ class SessionRunner:
     concurrency: int
     max_calls: int | None
     budget_usd: float | None
-    base_url: str | None
+    base_urls: Mapping[str, str | None]  # each agent CLI's endpoint (None: its provider's)
     started: int = 0
     spent: float = 0.0
     slots: asyncio.Semaphore = field(init=False)
@@ -64,6 +64,6 @@ class SessionRunner:
                 return AgentSession(ok=False, status="error", error=error)
             if (refused := self.refusal()) is not None:
                 return Refused(refused)
-            session = await run_agent_session(request, self.base_url, label)
+            session = await run_agent_session(request, self.base_urls.get(request.cli), label)
             self.spent += session_cost(session)
             return session

@@ -58,14 +58,15 @@ class TriggerRunner:
 
     def __post_init__(self) -> None:
         o = self.plan.options
-        self.sessions = SessionRunner(o.concurrency, o.max_calls, o.budget_usd, o.base_url)
+        urls = {v.runner: v.base_url for v in self.plan.variants}
+        self.sessions = SessionRunner(o.concurrency, o.max_calls, o.budget_usd, urls)
 
     def request(self, s: TriggerSession, root: Path) -> AgentRequest:
         o = self.plan.options
         sandbox = root / s.key[:16]
         return AgentRequest(
-            cli=o.runner,
-            model=o.runner_model,
+            cli=s.variant.runner,
+            model=s.variant.model,
             prompt=s.query.query,
             sandbox=str(sandbox / "work"),
             home=str(sandbox / "home"),

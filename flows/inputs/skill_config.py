@@ -29,6 +29,34 @@ RUNNER_MODEL_HELP = "model of the agent (default: the runner's own: {})".format(
 )
 
 
+def agent_list(runner: str) -> list[str]:
+    """The agent CLIs --runner names: one, or several comma-separated (a cross-agent run), each known."""
+    runners = [r.strip() for r in runner.split(",") if r.strip()]
+    if not runners:
+        raise InputError("--runner: name an agent CLI")
+    if len(set(runners)) < len(runners):
+        raise InputError(f"--runner: {runner!r} names an agent twice")
+    for name in runners:
+        agent_cli(name)
+    return runners
+
+
+def endpoints(value: str | None, runners: list[str]) -> dict[str, str | None]:
+    """Each agent's --base-url: one URL for all, or ``runner=URL`` pairs, comma-separated (agents
+    speak different protocols; an agent not named keeps its provider's own endpoint)."""
+    if not value or not any(value.startswith(f"{r}=") for r in runners):
+        return dict.fromkeys(runners, value)
+    out: dict[str, str | None] = dict.fromkeys(runners)
+    for item in value.split(","):
+        name, _, url = item.strip().partition("=")
+        if name not in runners or not url:
+            raise InputError(
+                f"--base-url: {item.strip()!r} is not runner=URL for one of {', '.join(runners)}"
+            )
+        out[name] = url
+    return out
+
+
 def runner_default_model(data: Any) -> Any:
     """Options as given, ``runner_model`` filled with the runner's own default when unset (a model
     name of one provider means nothing to another's CLI). An unknown runner is refused later, by

@@ -8,19 +8,21 @@ optional holdout split, and the sessions: one per query x variant x run.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from executors.errors import InputError
-from executors.registry import AGENT_CLIS
+from executors.registry import AGENT_CLIS, agent_cli
 from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP, Isolation, checked_isolation
 from flows.inputs.files import options_file, writable_folder
 from flows.inputs.skill_config import (
     RUNNER_MODEL_HELP,
     Skill,
+    agent_list,
     check_artifact,
+    endpoints,
     find_skill,
     runner_default_model,
 )
@@ -57,7 +59,11 @@ class TriggerOptions(BaseModel):
     )
     runs: int = Field(5, ge=1, description="sessions per query and variant")
     holdout: float = Field(0.0, ge=0, lt=1, description="share of queries held out (stratified, seeded)")
-    runner: str = Field("claude", description=f"the agent CLI: {' | '.join(AGENT_CLIS)}")
+    runner: str = Field(
+        "claude",
+        description=f"the agent CLI: {' | '.join(AGENT_CLIS)}; several, comma-separated, run every "
+        "variant on each (each agent a variant, compared with the first by query)",
+    )
     runner_model: str = Field("", description=RUNNER_MODEL_HELP)
     base_url: str | None = Field(None, description="the runner's API endpoint (e.g. a local model server)")
     timeout: float = Field(
@@ -110,10 +116,14 @@ def load_trigger_config(path: Path, suite: str | None = None) -> TriggerOptions:
 
 @dataclass(frozen=True)
 class TriggerVariant:
-    """What one arm installs: the skills, each under the name the CLI lists it by."""
+    """What one arm installs: the skills, each under the name the CLI lists it by, and the agent
+    that runs it (several --runner: each skill variant on each agent)."""
 
     label: str
     skills: tuple[Skill, ...]
+    runner: str = "claude"
+    model: str = ""
+    base_url: str | None = None
 
     @property
     def sha256(self) -> str:
@@ -147,7 +157,9 @@ class TriggerPlan:
     split: Split | None
     sessions: tuple[TriggerSession, ...]
     isolation: Isolation
-    cli_version: str | None = None  # the agent CLI's --version before the run (None: not told)
+    cli_versions: dict[str, str | None] = field(
+        default_factory=dict
+    )  # each agent CLI's --version before the run
 
 
 def candidate_names(skill: Skill) -> tuple[str, ...]:
@@ -203,9 +215,9 @@ def session_key(options: TriggerOptions, query: Query, variant: TriggerVariant, 
     return cache_key(
         "trigger",
         {
-            "runner": options.runner,
-            "model": options.runner_model,
-            "endpoint": options.base_url,
+            "runner": variant.runner,
+            "model": variant.model,
+            "endpoint": variant.base_url,
             "query": query.query,
             "skills": variant.sha256,
             "max_turns": options.max_turns,
@@ -222,14 +234,26 @@ def prepare_triggers(options: TriggerOptions, cwd: Path) -> TriggerPlan:
     if not options.queries:
         raise InputError("--queries: name the queries file (`skill triggers generate` drafts one)")
     queries = load_queries(cwd / options.queries)
-    variants, candidates = variants_of(options, cwd)
+    runners = agent_list(options.runner)
+    urls = endpoints(options.base_url, runners)
+    artifacts, candidates = variants_of(options, cwd)
+    variants = tuple(
+        replace(
+            v,
+            label=agent_label(v.label, runner, len(artifacts), len(runners)),
+            runner=runner,
+            model=options.runner_model or agent_cli(runner).default_model,
+            base_url=urls[runner],
+        )
+        for runner in runners
+        for v in artifacts
+    )
     queries = resolve_under_test(queries, candidates, str(cwd / options.queries))
     problems = [p for v in variants for s in v.skills for p in artifact_problems(s)]
     if problems:
         raise InputError(problems)
-    versions = [
-        check_artifact(s, options.runner) for s in {s.path: s for v in variants for s in v.skills}.values()
-    ]
+    skills = {s.path: s for v in artifacts for s in v.skills}.values()
+    versions = {r: next((v for s in skills if (v := check_artifact(s, r))), None) for r in runners}
     check_expectations(queries.queries, candidates, str(cwd / options.queries))
     writable_folder(cwd / options.results_dir, "--results-dir")
     chosen = split(queries.queries, options.holdout, options.seed) if options.holdout else None
@@ -240,5 +264,12 @@ def prepare_triggers(options: TriggerOptions, cwd: Path) -> TriggerPlan:
         for v in variants
     )
     isolation = checked_isolation(options.os_sandbox)
-    version = next((v for v in versions if v), None)
-    return TriggerPlan(options, queries, variants, candidates, chosen, sessions, isolation, version)
+    return TriggerPlan(options, queries, variants, candidates, chosen, sessions, isolation, versions)
+
+
+def agent_label(label: str, runner: str, artifacts: int, runners: int) -> str:
+    """A variant's label: the artifact's alone on one agent; the agent's alone for one artifact on
+    several; both otherwise."""
+    if runners == 1:
+        return label
+    return runner if artifacts == 1 else f"{label}@{runner}"

@@ -103,6 +103,16 @@ def figures(plan: TriggerPlan, outcomes: dict[str, dict[str, Any]]) -> TriggerFi
     )
 
 
+def trigger_cli_meta(plan: TriggerPlan, outcomes: dict[str, dict[str, Any]]) -> dict[str, str | None]:
+    """Each agent CLI and its version: as its sessions reported it, else its --version before the run."""
+    parts = []
+    for runner, probed in plan.cli_versions.items():
+        keys = {s.key for s in plan.sessions if s.variant.runner == runner}
+        reported = [out.get("cliVersion") for key, out in outcomes.items() if key in keys]
+        parts += [v for v in agent_cli_meta(runner, reported, probed).values() if v]
+    return {"agent_cli_version": "; ".join(parts) or None}
+
+
 def build_trigger_report(
     plan: TriggerPlan,
     report_id: str,
@@ -114,7 +124,7 @@ def build_trigger_report(
     meta = Meta(
         variants=[v.label for v in plan.variants],
         control=plan.variants[0].label,
-        model=o.runner_model,
+        model=", ".join(dict.fromkeys(v.model for v in plan.variants)),
         executor=o.runner,
         judge_model=None,
         sample_count=len(plan.queries.queries),
@@ -128,7 +138,7 @@ def build_trigger_report(
         skill_hashes={v.label: v.sha256 for v in plan.variants},
         max_turns=o.max_turns,
         **isolation_meta(plan.isolation, o.allow_network),
-        **agent_cli_meta(o.runner, [out.get("cliVersion") for out in outcomes.values()], plan.cli_version),
+        **trigger_cli_meta(plan, outcomes),
         plugin="; ".join(p.summary(o.plugin_mcp) for v in plan.variants for s in v.skills if (p := s.plugin))
         or None,
         **run_stats_meta(stats),

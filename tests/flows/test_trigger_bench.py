@@ -125,6 +125,49 @@ def test_description_ab_finds_the_better_description(
     assert "v2 vs v1 [all] recall:" in out
 
 
+def test_several_agents_each_a_variant_compared_by_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--runner claude,gemini-cli,opencode: the same queries on each agent, the scripted firing of
+    each found, and each agent compared with the first, query by query."""
+    root = project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."})
+    monkeypatch.chdir(root)
+    asks = {QUERIES[k][0] for k in ("q1", "q2")}
+
+    def gemini(body: dict[str, Any]) -> list[dict[str, Any]]:  # fires on the direct ask only
+        done = any("functionResponse" in part for c in body["contents"] for part in c.get("parts", []))
+        if not done and QUERIES["q1"][0] in json.dumps(body["contents"]):
+            return [{"functionCall": {"name": "activate_skill", "args": {"name": NAME}}}]
+        return [{"text": "Done."}]
+
+    with FakeProvider() as server:
+        SkillScript(NAME, p_by_query={q: 1.0 for q in asks}, p=0.0).install(server)  # claude: every ask
+        server.gemini_agent = gemini
+        server.chat_agent = lambda body: [{"text": "Answered without a skill."}]  # opencode: never
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        skill = str(root / "skills" / "v1" / NAME)
+        urls = f"claude={server.url},gemini-cli={server.url},opencode={server.url}/v1"
+        args = ["--skill", skill, "--runner", "claude,gemini-cli,opencode", "--base-url", urls, "--runs", "1"]
+        assert run(root, server, *args, "--dry-run") == 0
+        plan = capsys.readouterr().out
+        assert "= 12 sessions of claude (sonnet), gemini-cli (gemini-2.5-pro), opencode (gpt-4.1)" in plan
+        assert run(root, server, *args) == 0
+    out = capsys.readouterr().out
+    report = json.loads(next((root / "results").glob("*.json")).read_text())
+    assert report["meta"]["variants"] == ["claude", "gemini-cli", "opencode"]
+    assert report["meta"]["agentCliVersion"].startswith("claude 2.1.")
+    assert (
+        "gemini-cli 0." in report["meta"]["agentCliVersion"]
+        and "opencode 1." in report["meta"]["agentCliVersion"]
+    )
+    recall = {s["variant"]: s["per_skill"][0]["recall"]["value"] for s in report["triggers"]["summaries"]}
+    assert recall == {"claude": 1.0, "gemini-cli": 0.5, "opencode": 0.0}
+    compared = {c["treatment"]: c["parts"]["all"]["recall"] for c in report["triggers"]["comparisons"]}
+    assert {c["control"] for c in report["triggers"]["comparisons"]} == {"claude"}
+    assert compared["gemini-cli"]["difference"] == -0.5 and compared["opencode"]["difference"] == -1.0
+    assert "opencode vs claude [all] recall:" in out and f"{NAME}: recall 50%" in out
+
+
 def test_generate_drafts_a_reviewable_queries_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
