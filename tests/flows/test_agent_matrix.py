@@ -187,7 +187,8 @@ def test_a_matrix_finds_each_agents_scripted_effect(
         "codex"
     ].paired.mean == pytest.approx(-75)
     for runner in ("gemini-cli", "opencode"):  # the same effect as on claude, task by task
-        assert lifts[runner].paired and lifts[runner].paired.mean == pytest.approx(37.5)
+        lift = lifts[runner].paired
+        assert lift is not None and lift.mean == pytest.approx(37.5)
         assert pairs[runner].paired.mean == 0 and not pairs[runner].differs
     assert pairs["codex"].paired.n == 4 and pairs["codex"].line.startswith(
         "lift on codex minus lift on claude: -75.0 points [-154.6, +4.6] over 4 tasks: no evidence"
