@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
+import re
 import shutil
 import time
 from abc import abstractmethod
@@ -62,6 +64,18 @@ def find_binary(name: str) -> str | None:
         return env
     local = Path(os.environ.get(CLI_DIR_ENV) or DEFAULT_CLI_DIR) / "node_modules" / ".bin" / name
     return str(local) if local.exists() else shutil.which(name)
+
+
+@functools.cache
+def _skill_file(homes: tuple[str, ...]) -> re.Pattern[str]:
+    folders = "|".join(re.escape(h) for h in homes)
+    return re.compile(rf"""(?:^|[\s'"=/])(?:{folders})/([^/\s'"]+)/SKILL\.md""")
+
+
+def skill_file_reads(text: str, *homes: str) -> list[str]:
+    """The skills whose SKILL.md ``text`` (a path, a shell command) names in one of the folders
+    ``homes`` (".agents/skills"): reading it is loading that skill, for a CLI that can."""
+    return list(dict.fromkeys(_skill_file(homes).findall(text)))
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:

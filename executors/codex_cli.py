@@ -8,11 +8,10 @@ enforced by it, and the timeout bounds the session instead.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
-from executors.agent import AgentExecutor, install_plugin_skills, install_skill
+from executors.agent import AgentExecutor, install_plugin_skills, install_skill, skill_file_reads
 from executors.egress import OPENAI, PLACEHOLDER_KEY
 from executors.pricing import OPENAI_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
@@ -44,9 +43,6 @@ stream_max_retries = 0
 """
 
 
-SKILL_FILE = re.compile(r"""(?:^|[\s'"=/])\.(?:agents|codex)/skills/([^/\s'"]+)/SKILL\.md""")
-
-
 class CodexExecutor(AgentExecutor):
     name = "codex"
     vendor = "openai"
@@ -67,7 +63,9 @@ class CodexExecutor(AgentExecutor):
         trigger benchmark must not put ``$name`` in a prompt: that forces the skill)."""
         if event.tool != "shell":
             return []
-        return list(dict.fromkeys(SKILL_FILE.findall(str((event.input or {}).get("command") or ""))))
+        return skill_file_reads(
+            str((event.input or {}).get("command") or ""), ".agents/skills", ".codex/skills"
+        )
 
     def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
         codex_home = Path(request.home) / ".codex"

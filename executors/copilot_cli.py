@@ -28,6 +28,7 @@ from executors.agent import (
     install_plugin_skills,
     install_skill,
     read_events,
+    skill_file_reads,
 )
 from executors.contents import copy_tree
 from executors.egress import ANTHROPIC, PLACEHOLDER_KEY
@@ -45,6 +46,8 @@ QUIET = {
     "COPILOT_PROVIDER_TYPE": "anthropic",
     "USE_TGREP": "false",
 }
+#: The project folders Copilot CLI 1.0.102 discovers skills in.
+SKILL_FOLDERS = (".agents/skills", ".github/skills", ".claude/skills")
 #: Skills every Copilot CLI session lists of its own (1.0.102).
 BUILTIN_SKILLS = frozenset({"customize-cloud-agent", "github-pr-media"})
 UNPACK_TIMEOUT_S = 300
@@ -72,9 +75,15 @@ class CopilotCliExecutor(AgentExecutor):
 
     @classmethod
     def invoked_skills(cls, event: AgentEvent) -> list[str]:
-        """A ``skill`` call names the skill in ``skill``."""
-        value = (event.input or {}).get("skill") if event.tool == "skill" else None
-        return [value.strip().lstrip("/")] if isinstance(value, str) and value.strip() else []
+        """A ``skill`` call names the skill in ``skill``; ``view`` of a project skill's SKILL.md (its
+        listing gives the location) or a ``bash`` command reading one loads it too."""
+        data = event.input or {}
+        if event.tool == "skill":
+            value = data.get("skill")
+            return [value.strip().lstrip("/")] if isinstance(value, str) and value.strip() else []
+        if event.tool in ("view", "bash"):
+            return skill_file_reads(str(data.get("path") or data.get("command") or ""), *SKILL_FOLDERS)
+        return []
 
     def readable(self) -> tuple[Path, ...]:
         return (unpacked_cache(),)

@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from executors.agent import AgentExecutor, install_plugin_skills, install_skill
+from executors.agent import AgentExecutor, install_plugin_skills, install_skill, skill_file_reads
 from executors.egress import OPENAI, PLACEHOLDER_KEY
 from executors.pricing import OPENAI_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
@@ -54,9 +54,17 @@ class OpenCodeExecutor(AgentExecutor):
 
     @classmethod
     def invoked_skills(cls, event: AgentEvent) -> list[str]:
-        """A ``skill`` call names the skill in ``name``."""
-        value = (event.input or {}).get("name") if event.tool == "skill" else None
-        return [value.strip().lstrip("/")] if isinstance(value, str) and value.strip() else []
+        """A ``skill`` call names the skill in ``name``; ``read`` of a skill's SKILL.md (its listing
+        gives the location) or a ``bash`` command reading one loads it too."""
+        data = event.input or {}
+        if event.tool == "skill":
+            value = data.get("name")
+            return [value.strip().lstrip("/")] if isinstance(value, str) and value.strip() else []
+        if event.tool in ("read", "bash"):
+            return skill_file_reads(
+                str(data.get("filePath") or data.get("command") or ""), ".opencode/skills"
+            )
+        return []
 
     def problem(self) -> str | None:
         if shutil.which("rg") is None:

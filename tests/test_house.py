@@ -83,6 +83,7 @@ FOREIGN_FORMATS = {
     "executors/gemini_cli.py": "Gemini CLI's stream events",
     "executors/claude_code.py": "Claude Code's result event",
     "executors/copilot_cli.py": "Copilot CLI's event log",
+    "executors/opencode.py": "OpenCode's config file",
 }
 JSON_SCHEMA_WORDS = {"maxLength", "minItems", "maxItems", "additionalProperties"}
 #: Report figures still computed as camelCase dicts (part 2 of the "one pipeline" issue): each file's

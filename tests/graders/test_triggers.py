@@ -169,6 +169,26 @@ def test_gemini_activate_skill_and_a_claude_read_is_not_one() -> None:
     assert detect(claude_read).fired == ()  # on Claude only the Skill tool counts
 
 
+@pytest.mark.parametrize(
+    ("tool", "data", "fired"),
+    [
+        ("skill", {"skill": "demo"}, ("demo",)),  # Copilot CLI
+        ("skill", {"name": "demo"}, ("demo",)),  # OpenCode
+        ("view", {"path": "/tmp/x/sb/.agents/skills/demo/SKILL.md"}, ("demo",)),
+        ("view", {"path": "/tmp/x/sb/.github/skills/demo/SKILL.md"}, ("demo",)),
+        ("bash", {"command": "cat .agents/skills/demo/SKILL.md", "description": "read"}, ("demo",)),
+        ("read", {"filePath": "/tmp/x/sb/.opencode/skills/demo/SKILL.md"}, ("demo",)),
+        ("view", {"path": "/tmp/x/sb/notes/demo/SKILL.md"}, ()),
+        ("view", {"path": "/tmp/x/sb/.agents/skills/demo/reference.md"}, ()),
+        ("Read", {"file_path": "/tmp/x/sb/.opencode/skills/demo/SKILL.md"}, ()),  # Claude: only Skill
+    ],
+)
+def test_copilot_and_opencode_skill_tool_and_skill_file_reads(
+    tool: str, data: dict[str, Any], fired: tuple[str, ...]
+) -> None:
+    assert detect(session(*call(tool, "c1", **data), listed=None), ["demo"]).fired == fired
+
+
 @pytest.mark.parametrize("status", ["api_error", "timeout", "crashed", "max_turns", "flood", "error"])
 def test_a_failed_session_is_an_error_even_if_it_fired(status: str) -> None:
     fired = detect(session(*call("Skill", "t", skill="demo-skill"), status=status), ["demo-skill"])
