@@ -45,18 +45,20 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
     from executors.registry import usable_executor
     from executors.sandbox import checked_isolation
     from flows.inputs.ablation import plan_skill_ablations
-    from flows.inputs.skill_config import load_tasks, select_tasks, suite_warnings
+    from flows.inputs.skill_config import check_artifact, load_tasks, select_tasks, suite_warnings
 
     config, skill = skill_inputs(args)
     runners = runners_of(config)
+    # exit 2 before the tasks are read: a plugin a CLI cannot load, a clashing name, a hostile folder
+    versions = {runner: check_artifact(skill, runner) for runner in runners}
     if not config.tasks:
         raise InputError(
             "--tasks: name the task-set folder (a fixed suite; `skill generate-tasks` writes one)"
         )
     tasks, _ = load_tasks(Path(config.tasks))  # every malformed file reported before any session starts
     tasks = select_tasks(tasks, config)
-    for runner in runners:
-        check_runner(runner, skill, tasks)
+    for runner, version in versions.items():
+        check_runner(runner, version, tasks)
     # said before the run (and kept in the report): such a case may not score as its author meant
     for warning in suite_warnings(tasks, config, skill.name, skill.plugin is not None):
         print(f"skillab: warning: {warning}", file=sys.stderr)
@@ -67,12 +69,10 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
     return config, skill, tasks
 
 
-def check_runner(runner: str, skill: Any, tasks: list[Any]) -> None:
-    """Whether ``runner`` can run this artifact and these cases (exit 2 otherwise)."""
+def check_runner(runner: str, version: str | None, tasks: list[Any]) -> None:
+    """Whether ``runner`` (``version`` installed) can run these cases (exit 2 otherwise)."""
     from executors.registry import AGENT_CLIS, agent_cli, usable_executor
-    from flows.inputs.skill_config import check_artifact
 
-    version = check_artifact(skill, runner)  # exit 2: a plugin this CLI cannot load, a clashing name
     if "plugin-eval" not in agent_cli(runner).features and any(t.plugin_case for t in tasks):
         able = ", ".join(n for n in AGENT_CLIS if "plugin-eval" in agent_cli(n).features)
         raise InputError(
