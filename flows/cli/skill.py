@@ -31,12 +31,13 @@ def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def runners_of(config: Any) -> list[str]:
-    """The agent CLIs --runner names (several: a cross-agent run)."""
-    from flows.inputs.skill_config import agent_list
+    """The agent CLIs --runner names (several: a cross-agent run), their --base-url checked."""
+    from flows.inputs.skill_config import agent_list, endpoints
 
     runners = agent_list(config.runner)
     if len(runners) > 1 and config.json_file:
         raise InputError("--json: `claude plugin eval --json` describes one agent's run; name one --runner")
+    endpoints(config.base_url, runners)
     return runners
 
 
@@ -45,10 +46,18 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
     from executors.registry import usable_executor
     from executors.sandbox import checked_isolation
     from flows.inputs.ablation import plan_skill_ablations
-    from flows.inputs.skill_config import check_artifact, load_tasks, select_tasks, suite_warnings
+    from flows.inputs.skill_config import (
+        check_artifact,
+        endpoints,
+        load_tasks,
+        select_tasks,
+        suite_warnings,
+    )
 
     config, skill = skill_inputs(args)
     runners = runners_of(config)
+    if len(runners) == 1:  # `--base-url claude=URL` for the one agent
+        config = config.model_copy(update={"base_url": endpoints(config.base_url, runners)[runners[0]]})
     # exit 2 before the tasks are read: a plugin a CLI cannot load, a clashing name, a hostile folder
     versions = {runner: check_artifact(skill, runner) for runner in runners}
     if not config.tasks:
