@@ -122,6 +122,8 @@ class AgentExecutor(Executor):
     workspace_dirs: ClassVar[tuple[str, ...]]
     #: Skills every session of the CLI lists of its own: never the user's artifact.
     builtin_skills: ClassVar[frozenset[str]] = frozenset()
+    #: False when the CLI has no hard turn limit (``max_turns`` is advice or ignored; the timeout bounds it).
+    turn_limit: ClassVar[bool] = True
     #: The CLI reads the prompt on stdin (its argv form would alter it); argv otherwise.
     prompt_on_stdin: ClassVar[bool] = False
     agentic = True

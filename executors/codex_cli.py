@@ -53,6 +53,7 @@ class CodexExecutor(AgentExecutor):
     skills_home = (".agents", "skills")
     workspace_dirs = (".agents", ".codex")
     request_tokens = 12_000
+    turn_limit = False
     env_prefixes = ("CODEX_",)
 
     @classmethod

@@ -72,6 +72,7 @@ class CopilotCliExecutor(AgentExecutor):
     workspace_dirs = (".agents",)
     builtin_skills = BUILTIN_SKILLS
     request_tokens = 13_000  # a ~23 KB system prompt and ~27 KB of tool definitions
+    turn_limit = False
 
     @classmethod
     def invoked_skills(cls, event: AgentEvent) -> list[str]:

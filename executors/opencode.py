@@ -50,6 +50,7 @@ class OpenCodeExecutor(AgentExecutor):
     workspace_dirs = (".opencode",)
     builtin_skills = BUILTIN_SKILLS
     request_tokens = 5_000  # a ~10 KB system prompt and ten tool definitions
+    turn_limit = False
     prompt_on_stdin = True
 
     @classmethod

@@ -54,9 +54,11 @@ def executor_class(name: str, flag: str, agentic: bool | None = None) -> type[Ex
     """The executor class a flag names, or an InputError naming the flag: an unknown name (with the
     closest one), or the wrong kind (``agentic``: an agent CLI or a model API)."""
     if name not in EXECUTORS:
-        match = difflib.get_close_matches(name, list(EXECUTORS), n=1)
+        # an agent CLI flag offers the agent CLIs only
+        names = list(AGENT_CLIS) if agentic else list(EXECUTORS)
+        match = difflib.get_close_matches(name.lower(), names, n=1)
         hint = f" (did you mean {match[0]!r}?)" if match else ""
-        raise InputError(f"{flag}: unknown executor {name!r}{hint}; choose from {', '.join(EXECUTORS)}")
+        raise InputError(f"{flag}: unknown executor {name!r}{hint}; choose from {', '.join(names)}")
     if agentic is not None and EXECUTORS[name].agentic != agentic:
         kinds = AGENT_CLIS if agentic else tuple(n for n, cls in EXECUTORS.items() if not cls.agentic)
         kind = "an agent CLI" if agentic else "a model API"

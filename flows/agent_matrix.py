@@ -18,6 +18,7 @@ from prefect.runtime import flow_run
 from prefect.states import Completed, Failed
 
 from flows.engine.runlog import flow_run_page, run_logger, tag_flow_run
+from flows.engine.session_runner import NOT_RUN
 from flows.inputs.skill_config import SkillBenchConfig
 from flows.report.matrix import build_matrix, matrix_markdown, matrix_report
 from flows.report.schema import Report, load_report
@@ -27,16 +28,37 @@ from tasks.store.files import atomic_write_json, atomic_write_text
 
 
 def agent_config(
-    config: SkillBenchConfig, runner: str, model: str, base_url: str | None, root: Path
-) -> SkillBenchConfig:
-    """One agent's run: its CLI, model and endpoint, its own results tree below the matrix's."""
+    config: SkillBenchConfig,
+    runner: str,
+    model: str,
+    base_url: str | None,
+    root: Path,
+    used: tuple[int, float],
+) -> SkillBenchConfig | str:
+    """One agent's run: its CLI, model and endpoint, its own results tree below the matrix's, and
+    what --max-calls and --budget-usd leave after the agents before it (``used``: their sessions and
+    spend); why it cannot start when they leave nothing."""
+    calls = None if config.max_calls is None else config.max_calls - used[0]
+    budget = None if config.budget_usd is None else config.budget_usd - used[1]
+    if calls is not None and calls < 1:
+        return f"{NOT_RUN}--max-calls {config.max_calls} reached by the agents before it"
+    if budget is not None and budget <= 0:
+        return f"{NOT_RUN}--budget-usd {config.budget_usd:g} reached by the agents before it"
     update = {
         "runner": runner,
         "runner_model": model,
         "base_url": base_url,
         "results_dir": str(root / runner),
     }
-    return config.model_copy(update=update)
+    return config.model_copy(update=update | {"max_calls": calls, "budget_usd": budget})
+
+
+def sessions_run(report: Report) -> tuple[int, float]:
+    """(sessions started, their cost) of one agent's report: what counts against the caps."""
+    cases = [*report.results, *(report.negative_controls or [])]
+    entries = [run for case in cases for v in case.variants.values() for run in (v.runs or [v])]
+    started = sum(1 for e in entries if not (e.error or "").startswith(NOT_RUN))
+    return started, sum(s.total_cost_usd for s in report.summary.values())
 
 
 @flow(name="agent-matrix", log_prints=False)
@@ -57,20 +79,22 @@ async def agent_matrix(
     reports: dict[str, Report] = {}
     failures: dict[str, str] = {}
     context = current()
+    used = (0, 0.0)  # the caps hold for all the agents together, in --runner order
     for runner in runners:
+        agent = agent_config(config, runner, models[runner], base_urls[runner], root, used)
+        if isinstance(agent, str):
+            failures[runner] = agent
+            log.info(f"agent {runner}: {agent}")
+            continue
         log.info(f"agent {runner} ({models[runner]}): with and without {skill_name}")
         context.outcome = None
-        state = await skill_bench(
-            agent_config(config, runner, models[runner], base_urls[runner], root),
-            skill_name,
-            skill_path,
-            tasks_dir,
-            return_state=True,
-        )
+        state = await skill_bench(agent, skill_name, skill_path, tasks_dir, return_state=True)
         outcome = context.outcome_of(state)
         written = sorted((root / runner).glob("*/report.json"))
         if written:  # an agent with too few completed tasks still wrote its report
             reports[runner] = load_report(written[-1])
+            ran, spent = sessions_run(reports[runner])
+            used = (used[0] + ran, used[1] + spent)
         if isinstance(outcome, BaseException) or not state.is_completed():
             failures[runner] = str(outcome) if isinstance(outcome, BaseException) else str(state.message)
     context.outcome = None

@@ -31,13 +31,14 @@ def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def runners_of(config: Any) -> list[str]:
-    """The agent CLIs --runner names (several: a cross-agent run), their --base-url checked."""
-    from flows.inputs.skill_config import agent_list, endpoints
+    """The agent CLIs --runner names (several: a cross-agent run), their endpoints and models checked."""
+    from flows.inputs.skill_config import agent_list, agent_models, endpoints
 
     runners = agent_list(config.runner)
     if len(runners) > 1 and config.json_file:
         raise InputError("--json: `claude plugin eval --json` describes one agent's run; name one --runner")
     endpoints(config.base_url, runners)
+    agent_models(config.runner_model, runners)
     return runners
 
 
@@ -47,6 +48,7 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
     from executors.sandbox import checked_isolation
     from flows.inputs.ablation import plan_skill_ablations
     from flows.inputs.skill_config import (
+        agent_models,
         check_artifact,
         endpoints,
         load_tasks,
@@ -56,8 +58,10 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
 
     config, skill = skill_inputs(args)
     runners = runners_of(config)
-    if len(runners) == 1:  # `--base-url claude=URL` for the one agent
-        config = config.model_copy(update={"base_url": endpoints(config.base_url, runners)[runners[0]]})
+    if len(runners) == 1:  # " codex", `--base-url codex=URL`: the one agent's own values
+        (runner,) = runners
+        update = {"runner": runner, "runner_model": agent_models(config.runner_model, runners)[runner]}
+        config = config.model_copy(update=update | {"base_url": endpoints(config.base_url, runners)[runner]})
     # exit 2 before the tasks are read: a plugin a CLI cannot load, a clashing name, a hostile folder
     versions = {runner: check_artifact(skill, runner) for runner in runners}
     if not config.tasks:
@@ -111,6 +115,7 @@ def print_skill_plan(config: Any, skill: Any, tasks: list[Any]) -> None:
     """--dry-run: the sessions each case runs, on which model, with how many turns, and an upper
     bound of tokens and dollars (every session using every turn), judge calls aside."""
     from executors.pricing import PriceTable
+    from executors.registry import agent_cli
     from flows.inputs.sessions import runs_of, single_arm
 
     case_runs = "runs" not in config.model_fields_set
@@ -141,10 +146,15 @@ def print_skill_plan(config: Any, skill: Any, tasks: list[Any]) -> None:
     caps += [f"--budget-usd {config.budget_usd:g}"] if config.budget_usd else []
     print(
         f"  = {total_sessions} sessions; at most ${total_cost:.2f}"
-        + (f" (no price for {', '.join(sorted(unpriced))})" if unpriced else "")
+        + (f" for the priced models (no price for {', '.join(sorted(unpriced))})" if unpriced else "")
         + " if every session used every turn; the judge's calls come on top"
         + (f"; capped by {' and '.join(caps)}" if caps else "")
     )
+    if not agent_cli(config.runner).turn_limit:
+        print(
+            f"  {config.runner} has no hard turn limit: the bound assumes --max-turns {config.max_turns}; "
+            f"--timeout {config.timeout:g}s bounds each session"
+        )
 
 
 def cmd_skill_run(args: argparse.Namespace, command: Command) -> int:
@@ -181,16 +191,17 @@ def cmd_skill_run(args: argparse.Namespace, command: Command) -> int:
 def matrix_run(config: Any, skill: Any, tasks: list[Any], runners: list[str], command: Command) -> int:
     """--runner A,B,...: the suite on each agent, one report with the cross-agent matrix; the gates
     hold for every agent."""
-    from executors.registry import agent_cli
-    from flows.inputs.skill_config import endpoints
+    from flows.inputs.skill_config import agent_models, endpoints
 
-    models = {r: config.runner_model or agent_cli(r).default_model for r in runners}
+    models = agent_models(config.runner_model, runners)
     urls = endpoints(config.base_url, runners)
     if config.dry_run:
         for runner in runners:
             print_skill_plan(
                 config.model_copy(update={"runner": runner, "runner_model": models[runner]}), skill, tasks
             )
+        if config.max_calls or config.budget_usd:
+            print("--max-calls and --budget-usd hold for all the agents together, in --runner order")
         return EXIT_OK
 
     def load() -> FlowCall:

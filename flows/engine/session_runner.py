@@ -20,6 +20,10 @@ from tasks.agent import run_agent_session
 Setup = Callable[[AgentRequest], Awaitable[tuple[AgentRequest, str | None]]]
 
 
+#: How a session the budget refused begins its error (a report tells it apart from one that ran).
+NOT_RUN = "not run: "
+
+
 @dataclass(frozen=True)
 class Refused:
     """A session the budget refused: never started, never paid for."""
@@ -50,7 +54,8 @@ class SessionRunner:
             self.started += 1
             return None
         capped = self.max_calls is not None and self.started >= self.max_calls
-        return f"not run: {f'--max-calls {self.max_calls}' if capped else f'--budget-usd {self.budget_usd:g}'} reached"
+        cap = f"--max-calls {self.max_calls}" if capped else f"--budget-usd {self.budget_usd:g}"
+        return f"{NOT_RUN}{cap} reached"
 
     async def session(
         self, label: str, request: AgentRequest, setup: Setup | None = None

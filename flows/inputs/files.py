@@ -5,6 +5,7 @@ field, and locations checked writable before any call. Parsing itself is ``grade
 from __future__ import annotations
 
 import os
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -110,3 +111,14 @@ def options_file(
     except ValidationError as exc:
         raise InputError(validation_lines(exc, located(str(path)), fields)) from None
     return out
+
+
+def check_endpoint(url: str, source: str) -> None:
+    """An http(s) URL with a host and a valid port, before any call (else every call fails)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        raise InputError(f"{source}: {url!r} is not a URL ({exc})") from None
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise InputError(f"{source}: {url!r} is not an http(s) URL with a host")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from executors.registry import EXECUTORS, usable_executor
 from executors.sandbox import checked_isolation
 from flows.inputs import omk
 from flows.inputs.ablation import plan_variants
-from flows.inputs.files import skillab_home, writable_file, writable_folder
+from flows.inputs.files import check_endpoint, skillab_home, writable_file, writable_folder
 from flows.inputs.gold import Gold, load_gold
 from flows.inputs.options import BenchOptions
 from flows.inputs.plan import Target, execution_units
@@ -90,17 +89,6 @@ class Prepared:
         )
 
 
-def check_endpoint(url: str, source: str) -> None:
-    """An http(s) URL with a host and a valid port, before any call (else every call fails)."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError on a bad port
-    except ValueError as exc:
-        raise InputError(f"{source}: {url!r} is not a URL ({exc})") from None
-    if parts.scheme not in {"http", "https"} or not parts.hostname:
-        raise InputError(f"{source}: {url!r} is not an http(s) URL with a host")
-
-
 def make_target(
     executor: str, model: str | None, options: BenchOptions, flag: str, base_url: str | None
 ) -> Target:
@@ -122,6 +110,8 @@ def make_target(
     endpoint = ex.base_url if isinstance(ex, HttpExecutor) else "in-process"
     if isinstance(ex, HttpExecutor):
         check_endpoint(endpoint, "--base-url" if base_url else ex.env_base_url)
+    elif base_url:  # an agent CLI's endpoint, reached through the forwarder
+        check_endpoint(base_url, "--base-url")
     return Target(ex, model, endpoint)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -19,13 +20,25 @@ from executors.plugin import MANIFEST, Plugin, looks_like_plugin, read_plugin, r
 from executors.registry import AGENT_CLI_CLASSES, AGENT_CLIS, EXECUTORS, agent_cli
 from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP
 from executors.versions import installed_version
-from flows.inputs.files import closest, dotted, parse_data, read_text, validation_lines
+from flows.inputs.files import (
+    check_endpoint,
+    closest,
+    dotted,
+    parse_data,
+    read_text,
+    validation_lines,
+)
 from flows.inputs.skill_creator import evals_file, load_evals
 from graders.agent_task import AgentTask, parse_task
 
 CONFIG_NAME = "config.yml"
-RUNNER_MODEL_HELP = "model of the agent (default: the runner's own: {})".format(
-    ", ".join(f"{cls.default_model} for {cls.name}" for cls in AGENT_CLI_CLASSES)
+RUNNER_MODEL_HELP = (
+    "model of the agent; with several runners one for all or runner=MODEL pairs (default: the "
+    "runner's own: {})".format(", ".join(f"{cls.default_model} for {cls.name}" for cls in AGENT_CLI_CLASSES))
+)
+BASE_URL_HELP = (
+    "the runner's API endpoint (e.g. a local model server); with several runners one for all or "
+    "runner=URL pairs (default: each provider's)"
 )
 
 
@@ -34,27 +47,51 @@ def agent_list(runner: str) -> list[str]:
     runners = [r.strip() for r in runner.split(",") if r.strip()]
     if not runners:
         raise InputError("--runner: name an agent CLI")
-    if len(set(runners)) < len(runners):
-        raise InputError(f"--runner: {runner!r} names an agent twice")
+    twice = [r for r in dict.fromkeys(runners) if runners.count(r) > 1]
+    if twice:
+        raise InputError(f"--runner: {twice[0]} is named twice")
     for name in runners:
         agent_cli(name)
     return runners
 
 
-def endpoints(value: str | None, runners: list[str]) -> dict[str, str | None]:
-    """Each agent's --base-url: one URL for all, or ``runner=URL`` pairs, comma-separated (agents
-    speak different protocols; an agent not named keeps its provider's own endpoint)."""
-    if not value or not any(value.startswith(f"{r}=") for r in runners):
+PAIR = re.compile(r"^\s*([\w.-]+)\s*=(.*)$")
+
+
+def per_agent(value: str | None, runners: list[str], flag: str) -> dict[str, str | None]:
+    """A flag's value for each agent: one value for all, or ``runner=value`` pairs, comma-separated
+    (agents speak different protocols and name models differently); an agent a pair list does not
+    name gets None, its own default."""
+    items = (value or "").split(",")
+    if value is None or not any(PAIR.match(i) for i in items):
         return dict.fromkeys(runners, value)
     out: dict[str, str | None] = dict.fromkeys(runners)
-    for item in value.split(","):
-        name, _, url = item.strip().partition("=")
-        if name not in runners or not url:
-            raise InputError(
-                f"--base-url: {item.strip()!r} is not runner=URL for one of {', '.join(runners)}"
-            )
-        out[name] = url
+    for item in items:
+        match = PAIR.match(item)
+        name, given = (match[1], match[2].strip()) if match else ("", "")
+        if name not in runners or not given:
+            raise InputError(f"{flag}: {item.strip()!r} is not runner=value for one of {', '.join(runners)}")
+        if out[name] is not None:
+            raise InputError(f"{flag}: {name} is given twice")
+        out[name] = given
     return out
+
+
+def endpoints(value: str | None, runners: list[str]) -> dict[str, str | None]:
+    """Each agent's --base-url (None: its provider's own), each an http(s) URL."""
+    urls = per_agent(value, runners, "--base-url")
+    for url in urls.values():
+        if url is not None:
+            check_endpoint(url, "--base-url")
+    return urls
+
+
+def agent_models(value: str, runners: list[str]) -> dict[str, str]:
+    """Each agent's --runner-model: as given (for all, or per agent), else the runner's own default."""
+    if value and not value.strip():
+        raise InputError(f"--runner-model: {value!r} is not a model name")
+    given = per_agent(value or None, runners, "--runner-model")
+    return {r: given[r] or agent_cli(r).default_model for r in runners}
 
 
 def runner_default_model(data: Any) -> Any:
@@ -97,7 +134,7 @@ class SkillBenchConfig(BaseModel):
         description=f"agent CLI: {' | '.join(AGENT_CLIS)}; several, comma-separated, run the suite on each "
         "and add the cross-agent matrix",
     )
-    base_url: str | None = Field(None, description="the runner's API endpoint (e.g. a local model server)")
+    base_url: str | None = Field(None, description=BASE_URL_HELP)
     judge_executor: str = Field("anthropic", description="executor of the judge model")
     timeout: float = Field(600.0, gt=0, description="seconds per session; the process group is killed after")
     concurrency: int = Field(2, ge=1, description="sessions at once")

@@ -14,13 +14,15 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from executors.errors import InputError
-from executors.registry import AGENT_CLIS, agent_cli
+from executors.registry import AGENT_CLIS
 from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP, Isolation, checked_isolation
 from flows.inputs.files import options_file, writable_folder
 from flows.inputs.skill_config import (
+    BASE_URL_HELP,
     RUNNER_MODEL_HELP,
     Skill,
     agent_list,
+    agent_models,
     check_artifact,
     endpoints,
     find_skill,
@@ -65,7 +67,7 @@ class TriggerOptions(BaseModel):
         "variant on each (each agent a variant, compared with the first by query)",
     )
     runner_model: str = Field("", description=RUNNER_MODEL_HELP)
-    base_url: str | None = Field(None, description="the runner's API endpoint (e.g. a local model server)")
+    base_url: str | None = Field(None, description=BASE_URL_HELP)
     timeout: float = Field(
         300.0, gt=0, description="seconds per session: generous, a skill called on turn three counts"
     )
@@ -236,13 +238,14 @@ def prepare_triggers(options: TriggerOptions, cwd: Path) -> TriggerPlan:
     queries = load_queries(cwd / options.queries)
     runners = agent_list(options.runner)
     urls = endpoints(options.base_url, runners)
+    models = agent_models(options.runner_model, runners)
     artifacts, candidates = variants_of(options, cwd)
     variants = tuple(
         replace(
             v,
             label=agent_label(v.label, runner, len(artifacts), len(runners)),
             runner=runner,
-            model=options.runner_model or agent_cli(runner).default_model,
+            model=models[runner],
             base_url=urls[runner],
         )
         for runner in runners

@@ -213,3 +213,57 @@ def test_a_matrix_finds_each_agents_scripted_effect(
     page = client.get(f"/run/{report.id}")
     assert page.status_code == 200 and "Across agents" in page.text
     assert f'href="/run/{lifts["codex"].report}"' in page.text
+
+
+def test_plans_name_each_agents_own_model_and_the_shared_caps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / ".claude" / "skills" / "calc-skill").mkdir(parents=True)
+    (tmp_path / ".claude" / "skills" / "calc-skill" / "SKILL.md").write_text(SKILL)
+    (tmp_path / "suite").mkdir()
+    (tmp_path / "suite" / "task-01-easy.md").write_text(task_md("task 1", "Create calc.py."))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    plan = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--dry-run"]
+    # one agent named with a stray space and comma is that agent, with its own model
+    assert main([*plan, "--runner", " codex,", "--base-url", "codex=http://127.0.0.1:9/v1"]) == 0
+    out = capsys.readouterr().out
+    assert "on codex (1 case)" in out and "gpt-5.5" in out
+    assert "codex has no hard turn limit: the bound assumes --max-turns 10" in out
+    assert main([*plan, "--runner", "claude,opencode", "--max-calls", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "on claude (1 case)" in out and "on opencode (1 case)" in out and " gpt-4.1 " in out
+    assert "--max-calls and --budget-usd hold for all the agents together, in --runner order" in out
+    assert (
+        main([*plan, "--runner", "claude,codex", "--base-url", "http://127.0.0.1:9,codex=http://x/v1"]) == 2
+    )
+    assert "--base-url: 'http://127.0.0.1:9' is not runner=value" in capsys.readouterr().err
+
+
+def test_the_caps_hold_for_all_agents_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / ".claude" / "skills" / "calc-skill").mkdir(parents=True)
+    (tmp_path / ".claude" / "skills" / "calc-skill" / "SKILL.md").write_text(SKILL)
+    (tmp_path / "suite").mkdir()
+    for i in (1, 2):
+        (tmp_path / "suite" / f"task-0{i}-easy.md").write_text(task_md(f"task {i}", f"Create calc.py ({i})."))
+    monkeypatch.chdir(tmp_path)
+    with FakeProvider(judge) as server:
+        server.gemini_agent = gemini_agent
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--runner", "gemini-cli,codex"]
+        args += ["--base-url", f"gemini-cli={server.url},codex={server.url}/v1", "--max-calls", "4"]
+        args += ["--judge-model", "claude-opus-4", "--results-dir", str(tmp_path / "results")]
+        main([*args, "--timeout", "60", "--concurrency", "4"])
+        codex_calls = [c for c in server.calls if c.path == "/v1/responses"]
+    out = capsys.readouterr().out
+    (root,) = (tmp_path / "results").glob("calc-skill-agents-*")
+    matrix = load_report(root / "report.json").matrix
+    assert matrix is not None
+    gemini, codex = matrix.agents
+    assert gemini.sessions == 4 and gemini.errors == 0  # its four sessions used the whole cap
+    assert codex.report is None and not codex_calls  # none left for codex: not started at all
+    assert codex.line == "codex: no report (not run: --max-calls 4 reached by the agents before it)"
+    assert codex.line in out
