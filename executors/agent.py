@@ -376,6 +376,23 @@ def install_skill(request: AgentRequest, *where: str) -> bool:
     return True
 
 
+def install_and_instruct(
+    request: AgentRequest, where: tuple[str, str], force: str, instructions: Path
+) -> None:
+    """The skills installed where the CLI discovers them (a plugin's as single skills), and the CLI's
+    instructions file written: the order to load the skill under test (``force``, with ``{name}``;
+    never in trigger mode) and sample mode's system text; no file when there is neither."""
+    parts = []
+    install_plugin_skills(request, *where)
+    if install_skill(request, *where) and request.force_skill:
+        parts.append(force.format(name=request.skill_name))
+    if request.system:
+        parts.append(request.system)
+    if parts:
+        instructions.parent.mkdir(parents=True, exist_ok=True)
+        instructions.write_text("\n\n".join(parts), encoding="utf-8")
+
+
 def plugin_copy(request: AgentRequest) -> Path | None:
     """The session's copy of the plugin under test (in its fresh HOME, outside the working
     directory), MCP servers stripped unless the request opts in; None without a plugin."""

@@ -25,8 +25,7 @@ from executors.agent import (
     ADD_DIRS,
     AgentExecutor,
     find_binary,
-    install_plugin_skills,
-    install_skill,
+    install_and_instruct,
     read_events,
     skill_file_reads,
 )
@@ -90,16 +89,8 @@ class CopilotCliExecutor(AgentExecutor):
         return (unpacked_cache(),)
 
     def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
-        config = Path(request.home) / ".copilot"
-        config.mkdir(parents=True, exist_ok=True)
-        instructions = []
-        install_plugin_skills(request, *self.skills_home)
-        if install_skill(request, *self.skills_home) and request.force_skill:
-            instructions.append(FORCE_SKILL.format(name=request.skill_name))
-        if request.system:
-            instructions.append(request.system)
-        if instructions:
-            (config / "copilot-instructions.md").write_text("\n\n".join(instructions), encoding="utf-8")
+        instructions = Path(request.home) / ".copilot" / "copilot-instructions.md"
+        install_and_instruct(request, self.skills_home, FORCE_SKILL, instructions)
         argv = [
             "-p",
             request.prompt,

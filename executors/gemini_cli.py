@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from executors.agent import AgentExecutor, install_plugin_skills, install_skill
+from executors.agent import AgentExecutor, install_and_instruct
 from executors.egress import GEMINI, PLACEHOLDER_KEY
 from executors.pricing import GEMINI_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
@@ -52,14 +52,7 @@ class GeminiCliExecutor(AgentExecutor):
             "model": {"maxSessionTurns": request.max_turns},
         }
         (settings_dir / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
-        context = []
-        install_plugin_skills(request, *self.skills_home)
-        if install_skill(request, *self.skills_home) and request.force_skill:
-            context.append(FORCE_SKILL.format(name=request.skill_name))
-        if request.system:
-            context.append(request.system)
-        if context:
-            (Path(request.sandbox) / "GEMINI.md").write_text("\n\n".join(context), encoding="utf-8")
+        install_and_instruct(request, self.skills_home, FORCE_SKILL, Path(request.sandbox) / "GEMINI.md")
         env = self.base_env(request) | {
             "GEMINI_CLI_TRUST_WORKSPACE": "true",
             "GEMINI_CLI_NO_RELAUNCH": "true",

@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from executors.agent import AgentExecutor, install_plugin_skills, install_skill, skill_file_reads
+from executors.agent import AgentExecutor, install_and_instruct, skill_file_reads
 from executors.egress import OPENAI, PLACEHOLDER_KEY
 from executors.pricing import OPENAI_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
@@ -102,14 +102,7 @@ class OpenCodeExecutor(AgentExecutor):
             "agent": {"build": {"steps": request.max_turns}},
         }
         (config_dir / "opencode.json").write_text(json.dumps(config), encoding="utf-8")
-        rules = []
-        install_plugin_skills(request, *self.skills_home)
-        if install_skill(request, *self.skills_home) and request.force_skill:
-            rules.append(FORCE_SKILL.format(name=request.skill_name))
-        if request.system:
-            rules.append(request.system)
-        if rules:
-            (config_dir / "AGENTS.md").write_text("\n\n".join(rules), encoding="utf-8")
+        install_and_instruct(request, self.skills_home, FORCE_SKILL, config_dir / "AGENTS.md")
         env = self.base_env(request) | QUIET
         # --title: no extra request for a session title
         return ["run", "--format", "json", "--title", "skillab"], env
