@@ -16,6 +16,11 @@ from tests.flows.helpers import make_project, subprocess_env
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
+def default_signals() -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(
     ("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
 )
@@ -47,6 +52,9 @@ def test_a_signal_ends_the_run_and_keeps_finished_calls(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            # as a terminal starts it: a signal disposition the test process inherited or was left
+            # with (an ignored SIGINT survives exec) is not the command's
+            preexec_fn=default_signals,
         )
         deadline = time.monotonic() + 120
         while len(served) < 6 and proc.poll() is None and time.monotonic() < deadline:
@@ -57,7 +65,8 @@ def test_a_signal_ends_the_run_and_keeps_finished_calls(
             _, err = proc.communicate(timeout=60)  # a hang fails here, not a timing
         except subprocess.TimeoutExpired:
             proc.kill()
-            pytest.fail(f"{sig.name} did not end the run")
+            _, err = proc.communicate()
+            pytest.fail(f"{sig.name} did not end the run; its stderr ends:\n{err[-3000:]}")
     assert proc.returncode == code, err[-2000:]
     assert f"skillab: {word}; finished calls are cached" in err
     assert len(list((tmp_path / "c").rglob("*.json"))) == 4  # the four answered calls
