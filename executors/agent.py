@@ -78,6 +78,11 @@ def skill_file_reads(text: str, *homes: str) -> list[str]:
     return list(dict.fromkeys(_skill_file(homes).findall(text)))
 
 
+def json_object(value: Any) -> dict[str, Any]:
+    """``value`` when a stream gave a JSON object there, else an empty one (a field missing or odd)."""
+    return value if isinstance(value, dict) else {}
+
+
 def read_events(path: Path) -> list[dict[str, Any]]:
     """JSON lines of a stream; lines that are not JSON objects (warnings, banners) are skipped."""
     out = []

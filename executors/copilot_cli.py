@@ -26,6 +26,7 @@ from executors.agent import (
     AgentExecutor,
     find_binary,
     install_and_instruct,
+    json_object,
     read_events,
     skill_file_reads,
 )
@@ -156,10 +157,6 @@ def unpacked_cache() -> Path:
     return cache
 
 
-def _object(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def parse_copilot(
     events: list[dict[str, Any]], skill_name: str | None = None, state: Sequence[dict[str, Any]] = ()
 ) -> AgentSession:
@@ -175,7 +172,7 @@ def parse_copilot(
     called: list[str] = []
     invoked = False
     for e in events:
-        kind, data = e.get("type"), _object(e.get("data"))
+        kind, data = e.get("type"), json_object(e.get("data"))
         if kind == "session.skills_loaded":
             skills = [s for s in data.get("skills") or [] if isinstance(s, dict) and s.get("enabled", True)]
             listed = tuple(str(s.get("name")) for s in skills)
@@ -187,7 +184,7 @@ def parse_copilot(
             meta["model"] = data.get("model") or meta.get("model")
         elif kind == "tool.execution_start":
             name = str(data.get("toolName") or "")
-            args = _object(data.get("arguments"))
+            args = json_object(data.get("arguments"))
             tools[str(data.get("toolCallId"))] = name
             event = AgentEvent(kind="tool_use", tool=name, tool_id=data.get("toolCallId"), input=args)
             for skill in CopilotCliExecutor.invoked_skills(event):
@@ -229,7 +226,7 @@ def parse_copilot(
             meta=meta,
             error="no result event (the process died)",
         )
-    usage = _object(result.get("usage"))
+    usage = json_object(result.get("usage"))
     meta |= {"session_id": result.get("sessionId"), "duration_ms": usage.get("sessionDurationMs")}
     ok = result.get("exitCode") == 0 and not errors
     status = "success" if ok else ("api_error" if meta.get("api_error_status") else "error")
@@ -253,8 +250,8 @@ def state_meta(state: Sequence[dict[str, Any]]) -> dict[str, Any]:
     meta: dict[str, Any] = {}
     usage = dict.fromkeys(USAGE_KEYS.values(), 0)
     for e in state:
-        data = _object(e.get("data"))
-        record = _object(data.get("usage"))
+        data = json_object(e.get("data"))
+        record = json_object(data.get("usage"))
         if e.get("type") == "session.start":
             meta["cli_version"] = data.get("copilotVersion")
         elif e.get("type") == "session.usage_record":

@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from executors.agent import AgentExecutor, install_and_instruct, skill_file_reads
+from executors.agent import AgentExecutor, install_and_instruct, json_object, skill_file_reads
 from executors.egress import OPENAI, PLACEHOLDER_KEY
 from executors.pricing import OPENAI_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
@@ -111,10 +111,6 @@ class OpenCodeExecutor(AgentExecutor):
         return parse_opencode(events, request.skill_name)
 
 
-def _object(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def parse_opencode(events: list[dict[str, Any]], skill_name: str | None = None) -> AgentSession:
     """The session from the ``--format json`` stream: steps (one per model call), the text and tool
     parts each finished, the token counts of each step, and errors. It has no closing event: a
@@ -135,7 +131,7 @@ def parse_opencode(events: list[dict[str, Any]], skill_name: str | None = None) 
     invoked = False
     steps = 0
     for e in events:
-        kind, part = e.get("type"), _object(e.get("part"))
+        kind, part = e.get("type"), json_object(e.get("part"))
         meta.setdefault("session_id", e.get("sessionID"))
         if kind == "step_start":
             steps += 1
@@ -144,9 +140,11 @@ def parse_opencode(events: list[dict[str, Any]], skill_name: str | None = None) 
             step_text.append(str(part["text"]))
             out.append(AgentEvent(kind="text", text=str(part["text"])))
         elif kind == "tool_use":
-            state = _object(part.get("state"))
+            state = json_object(part.get("state"))
             name, call_id = str(part.get("tool") or ""), part.get("callID")
-            use = AgentEvent(kind="tool_use", tool=name, tool_id=call_id, input=_object(state.get("input")))
+            use = AgentEvent(
+                kind="tool_use", tool=name, tool_id=call_id, input=json_object(state.get("input"))
+            )
             for skill in OpenCodeExecutor.invoked_skills(use):
                 called.append(skill)
                 invoked = invoked or skill_name is None or skill == skill_name
@@ -158,8 +156,8 @@ def parse_opencode(events: list[dict[str, Any]], skill_name: str | None = None) 
             ]
         elif kind == "step_finish":
             reason = str(part.get("reason") or "")
-            tokens = _object(part.get("tokens"))
-            cache = _object(tokens.get("cache"))
+            tokens = json_object(part.get("tokens"))
+            cache = json_object(tokens.get("cache"))
             usage["input_tokens"] += int(tokens.get("input") or 0)  # without cache reads, as Anthropic's
             usage["output_tokens"] += int(tokens.get("output") or 0) + int(tokens.get("reasoning") or 0)
             usage["cache_read_input_tokens"] += int(cache.get("read") or 0)
@@ -167,8 +165,8 @@ def parse_opencode(events: list[dict[str, Any]], skill_name: str | None = None) 
             if reason == "stop":
                 final = "".join(step_text)
         elif kind == "error":
-            error = _object(e.get("error"))
-            data = _object(error.get("data"))
+            error = json_object(e.get("error"))
+            data = json_object(error.get("data"))
             errors.append(f"{error.get('name') or 'error'}: {data.get('message') or error}")
             meta["api_error_status"] = data.get("statusCode")
             out.append(AgentEvent(kind="error", text=errors[-1], is_error=True))

@@ -20,7 +20,7 @@ from prefect.states import Completed, Failed
 from flows.engine.runlog import flow_run_page, run_logger, tag_flow_run
 from flows.engine.session_runner import NOT_RUN
 from flows.inputs.skill_config import SkillBenchConfig
-from flows.report.matrix import build_matrix, matrix_markdown, matrix_report
+from flows.report.matrix import agent_report, build_matrix, matrix_markdown, matrix_report
 from flows.report.schema import Report, load_report
 from flows.skill_bench import skill_bench
 from tasks.context import current
@@ -90,9 +90,9 @@ async def agent_matrix(
         context.outcome = None
         state = await skill_bench(agent, skill_name, skill_path, tasks_dir, return_state=True)
         outcome = context.outcome_of(state)
-        written = sorted((root / runner).glob("*/report.json"))
-        if written:  # an agent with too few completed tasks still wrote its report
-            reports[runner] = load_report(written[-1])
+        written = agent_report(root, runner)
+        if written is not None:  # an agent with too few completed tasks still wrote its report
+            reports[runner] = load_report(written)
             ran, spent = sessions_run(reports[runner])
             used = (used[0] + ran, used[1] + spent)
         if isinstance(outcome, BaseException) or not state.is_completed():

@@ -226,6 +226,7 @@ def matrix_run(config: Any, skill: Any, tasks: list[Any], runners: list[str], co
 
 def matrix_summarized(config: Any, outcome: dict[str, str]) -> int:
     """The matrix's lines, the report's path, then the gates, applied to each agent's own report."""
+    from flows.report.matrix import agent_report
     from flows.report.schema import AgentMatrix, load_report
 
     root = Path(outcome["results_dir"])
@@ -236,11 +237,11 @@ def matrix_summarized(config: Any, outcome: dict[str, str]) -> int:
     print(f"report: {root / 'report.md'}")
     failures = []
     for agent in matrix.agents:
-        written = sorted((root / agent.runner).glob("*/report.json"))
-        if not written:
+        written = agent_report(root, agent.runner)
+        if written is None:
             failures.append(f"{agent.runner}: {agent.line}")
             continue
-        failures += [f"{agent.runner}: {line}" for line in gate_lines(config, load_report(written[-1]))]
+        failures += [f"{agent.runner}: {line}" for line in gate_lines(config, load_report(written))]
     for line in failures:
         print(f"skillab skill: FAIL {line}", file=sys.stderr)
     return EXIT_FAIL if failures else EXIT_OK

@@ -5,6 +5,7 @@ first agent's (the interaction)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from flows.report.schema import (
@@ -26,6 +27,12 @@ EFFECT_WORDS = {
     VerdictLabel.WORSE: "hurts on",
     VerdictLabel.EQUIVALENT: "makes no practical difference on",
 }
+
+
+def agent_report(root: Path, runner: str) -> Path | None:
+    """The report an agent's own run wrote below the matrix's results tree (None: it wrote none)."""
+    written = sorted((root / runner).glob("*/report.json"))
+    return written[-1] if written else None
 
 
 def arm_name(runner: str, arm: str) -> str:
@@ -63,6 +70,7 @@ def agent_lift(runner: str, model: str, report: Report | None, failure: str | No
             line=f"{runner}: no report ({failure or 'the run failed'})",
         )
     comp = main_comparison(report)
+    arms = [s for a, s in report.summary.items() if a in (Arm.WITH_SKILL, Arm.BASELINE)]
     behavior = (report.behavior or {}).get(Arm.WITH_SKILL)
     rate = behavior.skill_invoked / behavior.sessions if behavior and behavior.sessions else None
     if comp is None or comp.verdict.label == VerdictLabel.INSUFFICIENT_DATA:
@@ -83,8 +91,8 @@ def agent_lift(runner: str, model: str, report: Report | None, failure: str | No
         paired=comp.paired if comp else None,
         verdict=comp.verdict if comp else None,
         invoked_rate=rate,
-        sessions=sum(s.executions for a, s in report.summary.items() if a in (Arm.WITH_SKILL, Arm.BASELINE)),
-        errors=sum(s.error_count for a, s in report.summary.items() if a in (Arm.WITH_SKILL, Arm.BASELINE)),
+        sessions=sum(s.executions for s in arms),
+        errors=sum(s.error_count for s in arms),
         line=line,
     )
 
