@@ -115,13 +115,13 @@ def verdict_class(d: np.ndarray, margin: float, min_effect: float, seed: int) ->
             comparison=comparison,
             margin=margin,
             min_effect=min_effect,
-            p_value=comparison["p_ttest"],
+            p_value=comparison.p_ttest,
             points_per_unit=SAMPLE_SCALE.points_per_unit,
             error_rates=(0.0, 0.0),
             max_error_rate=0.1,
         )
     )
-    label = str(v["label"])
+    label = str(v.label)
     return label if label in ("BETTER", "WORSE", "EQUIVALENT") else NONE
 
 

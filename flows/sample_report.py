@@ -36,7 +36,8 @@ from flows.report.regression import regression_against_previous
 from flows.report.schema import Report
 from flows.report.server import export_html
 from tasks.aggregate import aggregate_results
-from tasks.schema import SAMPLE_SCALE
+from tasks.schema import SAMPLE_SCALE, VerdictLabel
+from tasks.stats.figures import Aggregate
 from tasks.stats.sequential import ConfidenceSequence
 from tasks.stats.sequential import record as seq_record
 from tasks.store.files import atomic_write_text
@@ -86,8 +87,8 @@ async def assemble(prepared: Prepared, executed: Executed) -> tuple[Report, dict
     if executed.sequences:
         settle_by_sequence(aggregate, executed.sequences, labels, prepared, executed.planned, len(records))
     if opts.pairwise and prepared.judges and len(names) > 1:
-        aggregate["pairwise"] = [
-            {**p, "control": labels[p["control"]], "treatment": labels[p["treatment"]]}
+        aggregate.pairwise = [
+            p.model_copy(update={"control": labels[p.control], "treatment": labels[p.treatment]})
             for p in await pairwise(prepared, runner, records)
         ]
     report = build_report(
@@ -104,7 +105,7 @@ async def assemble(prepared: Prepared, executed: Executed) -> tuple[Report, dict
 
 
 def settle_by_sequence(
-    aggregate: dict[str, Any],
+    aggregate: Aggregate,
     sequences: dict[str, ConfidenceSequence],
     labels: dict[str, str],
     prepared: Prepared,
@@ -115,8 +116,8 @@ def settle_by_sequence(
     recomputed after every wave would inflate false verdicts), else the fixed-N test on every case."""
     opts = prepared.options
     by_label = {labels[t]: cs for t, cs in sequences.items()}
-    for comp in aggregate.get("comparisons", []):
-        cs = by_label.get(comp["treatment"])
+    for comp in aggregate.comparisons:
+        cs = by_label.get(comp.treatment)
         if cs is None:
             continue
         final = "fixed-N paired interval on every case (the cases ran out first)"
@@ -128,20 +129,20 @@ def settle_by_sequence(
             calls=(used, planned),
             final_look=final,
         )
-        comp["sequential"] = rec
-        verdict = comp["verdict"]
+        comp.sequential = rec
+        verdict = comp.verdict
         if rec.decision is None:
-            verdict["procedure"] = final
+            verdict.procedure = final
             continue
-        verdict |= {
-            "label": rec.decision,
-            "procedure": f"{rec.procedure} ({rec.reference})",
-            "reason": f"the {1 - rec.alpha:.0%} confidence sequence [{rec.lower:+.2f}, {rec.upper:+.2f}] "
-            f"settles it against the margin ±{opts.practical_margin:g} after {rec.cases_used} cases in {rec.waves} "
-            f"wave(s); {used} of {planned} executions made",
-        }
+        verdict.label = VerdictLabel(rec.decision)
+        verdict.procedure = f"{rec.procedure} ({rec.reference})"
+        verdict.reason = (
+            f"the {1 - rec.alpha:.0%} confidence sequence [{rec.lower:+.2f}, {rec.upper:+.2f}] settles it "
+            f"against the margin ±{opts.practical_margin:g} after {rec.cases_used} cases in {rec.waves} "
+            f"wave(s); {used} of {planned} executions made"
+        )
         if rec.decision not in ("BETTER", "WORSE"):
-            verdict |= {"band": None, "band_note": "band shown only beside BETTER or WORSE"}
+            verdict.band, verdict.band_note = None, "band shown only beside BETTER or WORSE"
 
 
 def write_outputs(report: Report, prepared: Prepared) -> Path:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from graders.schema import Sample
 from tasks.schema import Record, Scale
 from tasks.stats.aggregate import aggregate
+from tasks.stats.figures import Aggregate
 
 
 @task(
@@ -25,7 +24,7 @@ async def aggregate_results(
     margin: float | None,
     min_effect: float | None,
     max_error_rate: float,
-) -> dict[str, Any]:
+) -> Aggregate:
     """Async for the flow's Prefect client: a sync task in an async flow opens a client of its own
     (an SSL context and a connection pool, 0.1-0.2 s on these machines, at the end of every run)."""
     return aggregate(

@@ -9,6 +9,7 @@ from pydantic import Field
 from executors.base import ExecutorSettings
 from executors.schema import Frozen, RunRequest, RunResult
 from graders.schema import Grade
+from tasks.stats.models import Figures
 
 
 class UnitKind(StrEnum):
@@ -152,3 +153,16 @@ class RunStats(Frozen):
         default=0, description="calls that put a shared prefix in the provider's cache"
     )
     batched_calls: int = Field(default=0, description="calls answered through a provider's batch API")
+
+
+class TranscriptStep(Figures):
+    """One step of an agent session, as the report shows it."""
+
+    kind: str
+    """init, text, tool_use, tool_result, error or result"""
+    tool: str | None
+    """the tool, for tool steps"""
+    text: str
+    """the text or the tool input, shortened"""
+    is_error: bool
+    """the step reported an error"""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from executors.schema import RunResult
 from flows.engine.runner import UnitRunner
@@ -26,6 +26,7 @@ from graders.judge import (
 from graders.schema import AssertionResult, Grade, JudgeResult, Sample
 from graders.scoring import make_grade
 from tasks.schema import CallPolicy, Record, Unit
+from tasks.stats.figures import PairwiseSummary
 
 P = TypeVar("P")
 PolicyFor = Callable[[Target], CallPolicy]
@@ -92,7 +93,7 @@ async def judge_outputs(
     return out
 
 
-async def pairwise(prepared: Prepared, runner: UnitRunner, records: list[Record]) -> list[dict[str, Any]]:
+async def pairwise(prepared: Prepared, runner: UnitRunner, records: list[Record]) -> list[PairwiseSummary]:
     """--pairwise: each judge compares control and treatment outputs of a case, in both orders."""
     from tasks.stats.aggregate import pairwise_summary  # pandas, scipy: imported when a run gets this far
     from tasks.stats.judge_bias import position_flips
@@ -141,10 +142,9 @@ async def pairwise(prepared: Prepared, runner: UnitRunner, records: list[Record]
                 case_score.get(sample_id, 0) + {"treatment": 1, "control": -1, "tie": 0}[outcome]
             )
         pairs, flips = position_flips([(v.get("t-first"), v.get("c-first")) for v in votes.values()])
-        comparisons.append(
-            pairwise_summary(prepared.control, treatment, case_score, unresolved)
-            | {"pairs": pairs, "flips": flips}
-        )
+        summary = pairwise_summary(prepared.control, treatment, case_score, unresolved)
+        summary.pairs, summary.flips = pairs, flips
+        comparisons.append(summary)
     return comparisons
 
 

@@ -7,44 +7,44 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from executors.schema import AgentRequest, AgentSession, InstalledSkill
 from executors.workspace import session_root, sweep
 from flows.engine.progress import Progress
 from flows.engine.session_runner import Refused, SessionRunner
-from flows.inputs.triggers import TriggerPlan, TriggerSession
+from flows.inputs.triggers import TriggerOutcome, TriggerPlan, TriggerSession
 from graders.triggers import SessionTriggers, TriggerStatus, detect
+from tasks.schema import TranscriptStep
 from tasks.store.cache import ResultCache
 
 TRANSCRIPT_CHARS = 400
 
 
-def outcome_of(session: AgentSession, triggers: SessionTriggers) -> dict[str, Any]:
+def outcome_of(session: AgentSession, triggers: SessionTriggers) -> TriggerOutcome:
     """What the report keeps of a session (and the cache stores)."""
-    return {
-        "status": str(triggers.status),
-        "triggers": triggers.model_dump(mode="json"),
-        "fired": list(triggers.fired),
-        "firstTurns": triggers.first_turns(),
-        "sessionStatus": str(session.status),
-        "ok": session.ok,
-        "error": session.error,
-        "output": session.final_text,
-        "durationMs": session.duration_ms,
-        "costUSD": float(session.meta.get("total_cost_usd") or 0.0),
-        "listed": list(session.skills_listed) if session.skills_listed is not None else None,
-        "cliVersion": session.meta.get("cli_version"),
-        "transcript": [
-            {
-                "kind": e.kind,
-                "tool": e.tool,
-                "text": (e.text or str(e.input or ""))[:TRANSCRIPT_CHARS],
-                "is_error": e.is_error,
-            }
+    return TriggerOutcome(
+        status=triggers.status,
+        triggers=triggers,
+        fired=list(triggers.fired),
+        first_turns=triggers.first_turns(),
+        session_status=str(session.status),
+        ok=session.ok,
+        error=session.error,
+        output=session.final_text,
+        duration_ms=session.duration_ms,
+        cost_usd=float(session.meta.get("total_cost_usd") or 0.0),
+        listed=list(session.skills_listed) if session.skills_listed is not None else None,
+        cli_version=session.meta.get("cli_version"),
+        transcript=[
+            TranscriptStep(
+                kind=e.kind,
+                tool=e.tool,
+                text=(e.text or str(e.input or ""))[:TRANSCRIPT_CHARS],
+                is_error=e.is_error,
+            )
             for e in session.events
         ],
-    }
+    )
 
 
 @dataclass
@@ -83,26 +83,28 @@ class TriggerRunner:
             allow_network=self.plan.options.allow_network,
         )
 
-    async def one(self, s: TriggerSession, root: Path) -> dict[str, Any] | None:
+    async def one(self, s: TriggerSession, root: Path) -> TriggerOutcome | None:
         hit = self.cache.get(s.key) if self.cache else None
         if hit is not None:
             self.cache_hits += 1
-            self.progress.advance(ok=hit.get("status") == TriggerStatus.OK, cached=True)
-            return {**hit, "cached": True}
+            cached = TriggerOutcome.model_validate(hit)
+            cached.cached = True
+            self.progress.advance(ok=cached.status == TriggerStatus.OK, cached=True)
+            return cached
         session = await self.sessions.session(s.label, self.request(s, root))
         if isinstance(session, Refused):
             self.not_run.append(s)
             return None
         out = outcome_of(session, detect(session, self.plan.candidates))
-        if self.cache is not None and out["status"] != TriggerStatus.ERROR:
+        if self.cache is not None and out.status != TriggerStatus.ERROR:
             try:
-                self.cache.put(s.key, out)
+                self.cache.put(s.key, out.cache_value())
             except OSError as exc:  # the session is kept all the same
-                out["cacheError"] = str(exc)
-        self.progress.advance(ok=out["status"] == TriggerStatus.OK, cost=out["costUSD"])
+                out.cache_error = str(exc)
+        self.progress.advance(ok=out.status == TriggerStatus.OK, cost=out.cost_usd)
         return out
 
-    async def run(self) -> dict[str, dict[str, Any]]:
+    async def run(self) -> dict[str, TriggerOutcome]:
         """key -> outcome of every session that ran or was cached."""
         sweep()  # what a run killed with -9 left behind
         with session_root() as root:

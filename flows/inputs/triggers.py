@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -37,8 +38,9 @@ from graders.queries import (
     resolve_under_test,
     split,
 )
-from graders.triggers import install_problem
-from tasks.schema import TRIGGER_SCALE
+from graders.triggers import SessionTriggers, TriggerStatus, install_problem
+from tasks.schema import TRIGGER_SCALE, TranscriptStep
+from tasks.stats.models import Model
 from tasks.store.cache import cache_key
 
 DEFAULT_VARIANT = "default"
@@ -276,3 +278,42 @@ def agent_label(label: str, runner: str, artifacts: int, runners: int) -> str:
     if runners == 1:
         return label
     return runner if artifacts == 1 else f"{label}@{runner}"
+
+
+class TriggerOutcome(Model):
+    """One trigger-mode session as the result cache stores it and the report keeps it."""
+
+    status: TriggerStatus
+    """ok (the session counts), or why it does not"""
+    triggers: SessionTriggers
+    """what fired, and the listing the session saw"""
+    fired: list[str]
+    """the skills that fired, in order"""
+    first_turns: dict[str, int]
+    """skill -> the turn it first fired in"""
+    session_status: str
+    """how the agent session ended"""
+    ok: bool
+    """the session succeeded"""
+    error: str | None
+    """why it did not"""
+    output: str
+    """the agent's final text"""
+    duration_ms: float
+    """wall time of the session"""
+    cost_usd: float
+    """what the CLI reported the session cost"""
+    listed: list[str] | None
+    """the skills the CLI listed to the model, where it says"""
+    cli_version: str | None
+    """the agent CLI's version as the session reported it"""
+    transcript: list[TranscriptStep]
+    """the session's steps, each shortened"""
+    cached: bool = False
+    """taken from the result cache, not run"""
+    cache_error: str | None = None
+    """why the session could not be cached (it is in the report all the same)"""
+
+    def cache_value(self) -> dict[str, Any]:
+        """What the cache stores: the session, not how this run came by it."""
+        return self.model_dump(mode="json", exclude={"cached", "cache_error"})

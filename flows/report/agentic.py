@@ -29,20 +29,18 @@ from flows.report.build import (
 from flows.report.schema import (
     BehaviorSummary,
     CaseResult,
-    Comparison,
     Contamination,
     Meta,
     Report,
     RunEntry,
     SessionGrade,
-    TranscriptStep,
     VariantResult,
-    VariantSummary,
 )
 from graders.agent_task import AgentTask
 from graders.criteria import WEIGHTS
-from tasks.schema import AGENTIC_SCALE, Arm, Record
+from tasks.schema import AGENTIC_SCALE, Arm, Record, TranscriptStep
 from tasks.stats.aggregate import aggregate
+from tasks.stats.figures import Aggregate, CaseStats
 
 #: The order arms appear in the report: the control first.
 REPORT_ARMS = [Arm.BASELINE, Arm.WITH_SKILL]
@@ -104,7 +102,11 @@ def session_entry(g: Graded) -> RunEntry:
 
 
 def task_results(
-    tasks: list[AgentTask], graded: list[Graded], case_stats: dict[str, Any], arms: list[str], skill: str
+    tasks: list[AgentTask],
+    graded: list[Graded],
+    case_stats: dict[str, dict[str, CaseStats]],
+    arms: list[str],
+    skill: str,
 ) -> list[CaseResult]:
     """Each task with its arms' results; ``expect`` the artifact's name where the task expects it
     to be used, "none" where it expects it not to be, absent where the task does not say."""
@@ -264,7 +266,7 @@ def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -
     )
 
 
-def ablation_aggregate(run: AgenticRun, records: list[Record]) -> dict[str, Any] | None:
+def ablation_aggregate(run: AgenticRun, records: list[Record]) -> Aggregate | None:
     """--ablate: the ablated arms against the full skill (the control), Holm-adjusted over the
     sections only, apart from the with-skill vs baseline comparison."""
     arms = [str(Arm.WITH_SKILL), *run.ablated]
@@ -282,26 +284,23 @@ def ablation_aggregate(run: AgenticRun, records: list[Record]) -> dict[str, Any]
     )
 
 
-def add_ablation(run: AgenticRun, agg: dict[str, Any], report: Report) -> None:
+def add_ablation(run: AgenticRun, agg: Aggregate, report: Report) -> None:
     """The ablated arms' figures join the summary; their comparisons go into the section ablation
     only (the gates and the headline verdict stay with-skill vs baseline)."""
     for arm in run.ablated:
-        report.summary[arm] = VariantSummary.model_validate(agg["summary"][arm])
+        report.summary[arm] = agg.summary[arm]
     view = report.model_copy(
-        update={
-            "comparisons": [Comparison.model_validate(c) for c in agg["comparisons"]],
-            "multiple_comparisons": agg["multipleComparisons"],
-        }
+        update={"comparisons": agg.comparisons, "multiple_comparisons": agg.multiple_comparisons}
     )
     skill_md = str(run.skill.path / "SKILL.md")
     report.ablation = ablation(view, skill_md, Arm.WITH_SKILL, run.ablated, per="session")
 
 
-def case_stats(*aggs: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+def case_stats(*aggs: Aggregate | None) -> dict[str, dict[str, CaseStats]]:
     """Per task and arm, from every aggregate (the first one's figures win where they overlap)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, CaseStats]] = {}
     for agg in reversed([a for a in aggs if a]):
-        for task, arms in agg["caseStats"].items():
+        for task, arms in agg.case_stats.items():
             out.setdefault(task, {}).update(arms)
     return out
 

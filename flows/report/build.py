@@ -31,7 +31,6 @@ from flows.report.schema import (
     AssertionDetail,
     AssertionSummary,
     CaseResult,
-    CaseStats,
     Meta,
     Mode,
     NotRunUnit,
@@ -42,6 +41,7 @@ from flows.report.schema import (
 )
 from graders.schema import JudgeStatus
 from tasks.schema import Record, RunStats, Scale
+from tasks.stats.figures import Aggregate, Analysis, CaseStats
 from tasks.store.files import atomic_write_text
 
 #: Plain-language notes for readers who are not statisticians; written into every report.
@@ -109,26 +109,25 @@ def assemble(
     report_id: str,
     meta: Meta | dict[str, Any],
     scale: Scale,
-    aggregate: dict[str, Any] | None,
+    aggregate: Aggregate | None,
     results: list[CaseResult] | list[dict[str, Any]],
     **parts: Any,
 ) -> Report:
-    """Every mode's report is made here: the figures of ``aggregate`` plus the mode's own parts,
-    validated into the typed model (a missing or misnamed field fails here, not in a reader)."""
-    agg = aggregate or {}
-    data: dict[str, Any] = {
-        "version": REPORT_VERSION,
-        "id": report_id,
-        "mode": mode,
-        "meta": meta,
-        "summary": agg.get("summary", {}),
-        "comparisons": agg.get("comparisons", []),
-        "scale": scale.model_dump(),
-        "results": results,
-        "analysis": agg.get("analysis", {"insights": [], "suggestions": []}),
+    """Every mode's report is made here: the figures of ``aggregate`` plus the mode's own parts
+    (by their Python names), validated into the typed model (a missing or misnamed field fails here,
+    not in a reader)."""
+    return Report(
+        version=REPORT_VERSION,
+        id=report_id,
+        mode=mode,
+        meta=meta,
+        summary=aggregate.summary if aggregate else {},
+        comparisons=aggregate.comparisons if aggregate else [],
+        scale=Scale.model_validate(scale.model_dump()),  # every field written, defaults included
+        results=results,
+        analysis=aggregate.analysis if aggregate else Analysis(),
         **parts,
-    }
-    return Report.model_validate(data)
+    )
 
 
 # ---------------------------------------------------------------- sample mode
@@ -188,7 +187,10 @@ def variant_entry(
 
 
 def sample_results(
-    prepared: Prepared, records: list[Record], variants: list[str], case_stats: dict[str, Any]
+    prepared: Prepared,
+    records: list[Record],
+    variants: list[str],
+    case_stats: dict[str, dict[str, CaseStats]],
 ) -> list[CaseResult]:
     by_case: dict[str, dict[str, list[Record]]] = {}
     for rec in sorted(records, key=lambda r: r.run):
@@ -199,8 +201,10 @@ def sample_results(
         for name in variants:
             recs = by_case.get(sample.sample_id, {}).get(name, [])
             if recs:
-                stats = case_stats.get(sample.sample_id, {}).get(name, {})
-                entries[name] = variant_entry([run_entry(r) for r in recs], stats, stats.get("avg"))
+                stats = case_stats.get(sample.sample_id, {}).get(name)
+                entries[name] = variant_entry(
+                    [run_entry(r) for r in recs], stats or {}, stats.avg if stats else None
+                )
         results.append(
             CaseResult(
                 sample_id=sample.sample_id,
@@ -280,7 +284,7 @@ def build_report(
     prepared: Prepared,
     report_id: str,
     records: list[Record],
-    aggregate: dict[str, Any],
+    aggregate: Aggregate,
     stats: RunStats,
     started_at: dt.datetime,
     duration_s: float,
@@ -289,9 +293,9 @@ def build_report(
     """The sample-mode report. ``records`` and ``aggregate`` already carry the labels (blind runs)."""
     variants = [labels[v.name] for v in prepared.variants]
     parts: dict[str, Any] = {
-        "multiple_comparisons": aggregate["multipleComparisons"],
-        "judge": aggregate.get("judge"),
-        "pairwise": aggregate.get("pairwise"),
+        "multiple_comparisons": aggregate.multiple_comparisons,
+        "judge": aggregate.judge,
+        "pairwise": aggregate.pairwise,
         "guide": GUIDE,
     }
     if prepared.options.blind:
@@ -300,9 +304,9 @@ def build_report(
         "sample",
         report_id,
         sample_meta(prepared, records, stats, started_at, duration_s, labels),
-        Scale.model_validate(aggregate["scale"]),
+        aggregate.scale,
         aggregate,
-        sample_results(prepared, records, variants, aggregate["caseStats"]),
+        sample_results(prepared, records, variants, aggregate.case_stats),
         **parts,
     )
 

@@ -7,9 +7,10 @@ from collections.abc import Callable
 from flows.report.explain import explain_markdown
 from flows.report.logtext import md
 from flows.report.matrix import matrix_markdown
-from flows.report.schema import BehaviorSummary, CaseResult, Comparison, Report
+from flows.report.schema import BehaviorSummary, CaseResult, Report
 from graders.criteria import WEIGHTS
 from tasks.schema import Arm, VerdictLabel
+from tasks.stats.figures import Comparison
 
 EMOJI = {"USE": "✅", "LIKELY USE": "👍", "NEUTRAL": "➖", "LIKELY DON'T USE": "⚠️", "DON'T USE": "❌"}
 BEHAVIOR_ROWS = (

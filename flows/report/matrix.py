@@ -8,17 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from flows.report.schema import (
-    AgentInteraction,
-    AgentLift,
-    AgentMatrix,
-    CaseResult,
-    Comparison,
-    Meta,
-    Paired,
-    Report,
-)
+from flows.report.schema import AgentInteraction, AgentLift, AgentMatrix, CaseResult, Meta, Report
 from tasks.schema import Arm, VerdictLabel
+from tasks.stats.figures import Comparison, Paired
 from tasks.stats.statistics import ALPHA, paired
 
 #: What a verdict says of a skill on one agent, in words that claim no more than the label.
@@ -112,7 +104,7 @@ def interaction(
     common = [t for t in b.per_case if t in a.per_case]
     if len(common) < 2:
         return None
-    figures = Paired(**paired([a.per_case[t] - b.per_case[t] for t in common], seed=seed))
+    figures = paired([a.per_case[t] - b.per_case[t] for t in common], seed=seed)
     low, high, mean = figures.ci_low, figures.ci_high, figures.mean or 0.0
     if figures.se:  # the interval decides
         differs = low is not None and high is not None and (low > 0 or high < 0)

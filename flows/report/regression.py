@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from flows.report.schema import ArtifactChange, Paired, Regression, RegressionVariant, Report, Verdict
+from flows.report.schema import ArtifactChange, Regression, RegressionVariant, Report
 from flows.report.store import read_reports
 from tasks.schema import VerdictLabel
 from tasks.stats import statistics as st
@@ -44,7 +44,7 @@ def compare_variant(
             comparison=paired,
             margin=scale.margin,
             min_effect=scale.min_effect,
-            p_value=paired["p_ttest"],
+            p_value=paired.p_ttest,
             points_per_unit=100.0 / (scale.maximum - scale.minimum),
             error_rates=(0.0, 0.0),
             max_error_rate=1.0,
@@ -56,8 +56,8 @@ def compare_variant(
         cases_removed=len(set(before) - set(after)),
         mean_before=sum(before[s] for s in shared) / len(shared) if shared else None,
         mean_after=sum(after[s] for s in shared) / len(shared) if shared else None,
-        paired=Paired.model_validate(paired),
-        verdict=Verdict.model_validate(verdict),
+        paired=paired,
+        verdict=verdict,
         per_case={s: d for s, d in zip(shared, diffs, strict=True) if d != 0},
     )
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import datetime as dt
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
 
-from flows.inputs.triggers import TriggerPlan
+from flows.inputs.triggers import TriggerOutcome, TriggerPlan
 from flows.report.build import (
     agent_cli_meta,
     assemble,
@@ -20,32 +19,32 @@ from flows.report.build import (
 )
 from flows.report.gates import unmeasured
 from flows.report.schema import CaseResult, Meta, Report, RunEntry, TriggerFigures
-from graders.triggers import SessionTriggers, TriggerStatus
+from graders.triggers import TriggerStatus
 from tasks.schema import TRIGGER_SCALE, RunStats
 from tasks.stats.trigger_stats import VariantComparison, compare_variants, summarize, trial
 from tasks.store.files import atomic_write_text
 
 
-def session_entry(run: int, out: dict[str, Any]) -> RunEntry:
-    """One session's entry; ``out`` is the session's outcome as the trigger runner caches it."""
+def session_entry(run: int, out: TriggerOutcome) -> RunEntry:
+    """One session's entry."""
     return RunEntry(
         run=run,
-        ok=out["status"] == TriggerStatus.OK,
+        ok=out.status == TriggerStatus.OK,
         composite_score=None,
-        status=out["status"],
-        output=out["output"],
-        error=out["error"],
-        duration_ms=out["durationMs"],
-        cost_usd=out["costUSD"],
-        fired=out["fired"],
-        first_turns=out["firstTurns"],
-        listed=out["listed"],
-        transcript=out["transcript"],
-        cached=bool(out.get("cached")),
+        status=str(out.status),
+        output=out.output,
+        error=out.error,
+        duration_ms=out.duration_ms,
+        cost_usd=out.cost_usd,
+        fired=out.fired,
+        first_turns=out.first_turns,
+        listed=out.listed,
+        transcript=out.transcript,
+        cached=out.cached,
     )
 
 
-def query_results(plan: TriggerPlan, outcomes: dict[str, dict[str, Any]]) -> list[CaseResult]:
+def query_results(plan: TriggerPlan, outcomes: dict[str, TriggerOutcome]) -> list[CaseResult]:
     runs: dict[tuple[str, str], list[RunEntry]] = {}
     for s in plan.sessions:
         if s.key in outcomes:
@@ -63,12 +62,12 @@ def query_results(plan: TriggerPlan, outcomes: dict[str, dict[str, Any]]) -> lis
     return results
 
 
-def figures(plan: TriggerPlan, outcomes: dict[str, dict[str, Any]]) -> TriggerFigures:
+def figures(plan: TriggerPlan, outcomes: dict[str, TriggerOutcome]) -> TriggerFigures:
     o = plan.options
     trials = [
         trial(
             s.query,
-            SessionTriggers.model_validate(outcomes[s.key]["triggers"]),
+            outcomes[s.key].triggers,
             variant=s.variant.label,
             part=s.part,
         )
@@ -103,12 +102,12 @@ def figures(plan: TriggerPlan, outcomes: dict[str, dict[str, Any]]) -> TriggerFi
     )
 
 
-def trigger_cli_meta(plan: TriggerPlan, outcomes: dict[str, dict[str, Any]]) -> dict[str, str | None]:
+def trigger_cli_meta(plan: TriggerPlan, outcomes: dict[str, TriggerOutcome]) -> dict[str, str | None]:
     """Each agent CLI and its version: as its sessions reported it, else its --version before the run."""
     parts = []
     for runner, probed in plan.cli_versions.items():
         keys = {s.key for s in plan.sessions if s.variant.runner == runner}
-        reported = [out.get("cliVersion") for key, out in outcomes.items() if key in keys]
+        reported = [out.cli_version for key, out in outcomes.items() if key in keys]
         parts += [v for v in agent_cli_meta(runner, reported, probed).values() if v]
     return {"agent_cli_version": "; ".join(parts) or None}
 
@@ -116,7 +115,7 @@ def trigger_cli_meta(plan: TriggerPlan, outcomes: dict[str, dict[str, Any]]) -> 
 def build_trigger_report(
     plan: TriggerPlan,
     report_id: str,
-    outcomes: dict[str, dict[str, Any]],
+    outcomes: dict[str, TriggerOutcome],
     started: dt.datetime,
     stats: RunStats,
 ) -> Report:
@@ -129,7 +128,7 @@ def build_trigger_report(
         judge_model=None,
         sample_count=len(plan.queries.queries),
         task_count=len(plan.sessions),
-        total_cost_usd=round(sum(out["costUSD"] for out in outcomes.values()), 6),
+        total_cost_usd=round(sum(out.cost_usd for out in outcomes.values()), 6),
         timestamp=timestamp(started),
         cli_version=cli_version(),
         seed=o.seed,

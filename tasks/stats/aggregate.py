@@ -1,6 +1,6 @@
 """Aggregation: per-variant summaries, per-case statistics, paired comparisons, verdicts, insights.
 
-``aggregate`` is pure (a DataFrame in, a dict out) so every figure is testable without Prefect;
+``aggregate`` is pure (records in, the ``Aggregate`` model of tasks/stats/figures.py out) so every figure is testable without Prefect;
 ``tasks.aggregate.aggregate_results`` is the thin task around it.
 """
 
@@ -16,6 +16,19 @@ from graders.schema import JudgeStatus, Sample
 from tasks.schema import Record, Scale, VerdictLabel
 from tasks.stats import statistics as st
 from tasks.stats.agreement import agreement
+from tasks.stats.figures import (
+    Aggregate,
+    Analysis,
+    CaseStats,
+    Comparison,
+    Insight,
+    JudgeSummary,
+    Paired,
+    PairwiseSummary,
+    RepeatStats,
+    VariantSummary,
+    Verdict,
+)
 
 #: Verdicts that leave the question open: the report suggests how many cases would settle it.
 UNDECIDED = {VerdictLabel.UNDERPOWERED, VerdictLabel.INCONCLUSIVE, VerdictLabel.INSUFFICIENT_DATA}
@@ -97,7 +110,13 @@ def _round(value: Any, digits: int = 6) -> Any:
     return value
 
 
-def variant_summary(df: pd.DataFrame, variant: str, scale: Scale) -> dict[str, Any]:
+def rounded(figures: Aggregate, digits: int = 6) -> Aggregate:
+    """``figures`` with every float to ``digits`` significant digits; a field never set stays unset
+    (the report leaves it out)."""
+    return Aggregate.model_validate(_round(figures.model_dump(exclude_unset=True), digits))
+
+
+def variant_summary(df: pd.DataFrame, variant: str, scale: Scale) -> VariantSummary:
     v = df[df["variant"] == variant]
     ok = v[v["ok"]]
     case_means = v.groupby("sample_id")["score"].mean().dropna()
@@ -105,43 +124,42 @@ def variant_summary(df: pd.DataFrame, variant: str, scale: Scale) -> dict[str, A
     runs = int(v["run"].nunique())
     per_case = v.groupby("sample_id").agg(n=("score", "count"), c=("passed", "sum"))
     counts = [(int(n), int(c)) for n, c in zip(per_case["n"], per_case["c"], strict=True) if n > 0]
-    out: dict[str, Any] = {
+    pass_at_k, pass_hat_k = st.pass_curves(counts)
+    out = VariantSummary(
         # The seed's fields.
-        "totalSamples": int(v["sample_id"].nunique()),
-        "successCount": int(v["ok"].sum()),
-        "errorCount": int((~v["ok"]).sum()),
-        "avgCompositeScore": _mean(v["score"]),
-        "avgAssertionScore": _mean(ok["assertion_score"]),
-        "avgLlmScore": _mean(ok["llm_score"]),
-        "avgDurationMs": _mean(ok["duration_ms"]),
-        "avgTotalTokens": _mean(ok["total_tokens"]),
-        "totalCostUSD": float(v["cost_usd"].sum()),
+        total_samples=int(v["sample_id"].nunique()),
+        success_count=int(v["ok"].sum()),
+        error_count=int((~v["ok"]).sum()),
+        avg_composite_score=_mean(v["score"]),
+        avg_assertion_score=_mean(ok["assertion_score"]),
+        avg_llm_score=_mean(ok["llm_score"]),
+        avg_duration_ms=_mean(ok["duration_ms"]),
+        avg_total_tokens=_mean(ok["total_tokens"]),
+        total_cost_usd=float(v["cost_usd"].sum()),
         # Beyond the seed.
-        "runs": runs,
-        "executions": len(v),
-        "ungradedCount": int(v["ungraded"].sum()),
-        "unscoredCount": int(v["unscored"].sum()),
-        "errorRate": float((~v["ok"]).mean()) if len(v) else 0.0,
-        "ungradedRate": float(v["ungraded"].mean()) if len(v) else 0.0,
-        "errorsByKind": {str(k): int(n) for k, n in v.loc[~v["ok"], "error_kind"].value_counts().items()},
-        "compositeStd": ci.sd,
-        "compositeCI95": [ci.low, ci.high],
-        "passRate": float(v.loc[v["score"].notna(), "passed"].mean()) if v["score"].notna().any() else None,
-        **st.pass_curves(counts),
-    }
-    if runs > 1:
+        runs=runs,
+        executions=len(v),
+        ungraded_count=int(v["ungraded"].sum()),
+        unscored_count=int(v["unscored"].sum()),
+        error_rate=float((~v["ok"]).mean()) if len(v) else 0.0,
+        ungraded_rate=float(v["ungraded"].mean()) if len(v) else 0.0,
+        errors_by_kind={str(k): int(n) for k, n in v.loc[~v["ok"], "error_kind"].value_counts().items()},
+        composite_std=ci.sd,
+        composite_ci95=[ci.low, ci.high],
+        pass_rate=float(v.loc[v["score"].notna(), "passed"].mean()) if v["score"].notna().any() else None,
+        pass_at_k=pass_at_k,
+        pass_hat_k=pass_hat_k,
+    )
+    if runs > 1:  # set only here: a single run's summary has no repeat field at all
         run_means = v.groupby("run")["score"].mean().dropna()
         rci = st.t_interval(run_means.tolist(), bounds=(scale.minimum, scale.maximum))
-        out["repeat"] = {
-            "runMeans": [float(x) for x in run_means],
-            "mean": rci.mean,
-            "std": rci.sd,
-            "ci95": [rci.low, rci.high],
-        }
+        out.repeat = RepeatStats(
+            run_means=[float(x) for x in run_means], mean=rci.mean, std=rci.sd, ci95=[rci.low, rci.high]
+        )
     return out
 
 
-def case_stats(df: pd.DataFrame, scale: Scale) -> dict[str, dict[str, dict[str, Any]]]:
+def case_stats(df: pd.DataFrame, scale: Scale) -> dict[str, dict[str, CaseStats]]:
     """Per case and variant, over runs: avg, best, worst, std_dev, pass@k and pass^k (k = runs)."""
     # Whole-column group reductions: a Python loop over 1,000 groups took a third of a second.
     keys = [df["sample_id"], df["variant"]]
@@ -157,24 +175,27 @@ def case_stats(df: pd.DataFrame, scale: Scale) -> dict[str, dict[str, dict[str, 
             "passes": hits,
         }
     )
-    out: dict[str, dict[str, dict[str, Any]]] = {}
+    out: dict[str, dict[str, CaseStats]] = {}
     for (sample_id, variant), avg, best, worst, std, n, passes in table.itertuples(name=None):
         n, passes = int(n), int(passes)
-        out.setdefault(str(sample_id), {})[str(variant)] = {
-            "avg": float(avg) if n else None,
-            "best": float(best) if n else None,
-            "worst": float(worst) if n else None,
-            "std_dev": float(std) if n > 1 else (0.0 if n == 1 else None),
-            "runs": n,
-            "passes": passes,
-            "pass@k": passes > 0 if n else None,
-            "pass^k": passes == n if n else None,
-        }
+        out.setdefault(str(sample_id), {})[str(variant)] = CaseStats(
+            avg=float(avg) if n else None,
+            best=float(best) if n else None,
+            worst=float(worst) if n else None,
+            std_dev=float(std) if n > 1 else (0.0 if n == 1 else None),
+            runs=n,
+            passes=passes,
+            pass_at_k=passes > 0 if n else None,
+            pass_hat_k=passes == n if n else None,
+        )
     return out
 
 
-def compare(df: pd.DataFrame, control: str, treatment: str, scale: Scale, seed: int) -> dict[str, Any]:
-    """Paired analysis over cases present (with a score) in both variants; run-level Welch with repeats."""
+def case_differences(
+    df: pd.DataFrame, control: str, treatment: str, seed: int
+) -> tuple[Paired, dict[str, float], int]:
+    """The paired statistics over cases present (with a score) in both variants, the per-case
+    differences (treatment minus control), and how many cases were dropped for missing in either."""
     per_case = df.groupby(["sample_id", "variant"])["score"].mean().unstack("variant")
     # an arm whose every run was excluded has no column: compare it as empty (insufficient data)
     per_case = per_case.reindex(columns=list(dict.fromkeys([*per_case.columns, control, treatment])))
@@ -183,36 +204,47 @@ def compare(df: pd.DataFrame, control: str, treatment: str, scale: Scale, seed: 
     clusters = [clusters_map.get(s) for s in both.index]
     use_clusters = all(c is not None for c in clusters) and len(set(clusters)) > 1
     diffs = (both[treatment] - both[control]).tolist()
-    out: dict[str, Any] = {
-        "control": control,
-        "treatment": treatment,
-        "cases": len(both),
-        "casesDropped": int(len(per_case) - len(both)),
-        "paired": st.paired(diffs, seed=seed, clusters=[str(c) for c in clusters] if use_clusters else None),
-        "perCase": {str(s): float(d) for s, d in zip(both.index, diffs, strict=True)},
-    }
-    runs = int(df["run"].nunique())
-    if runs <= 1:  # 0: nothing ran (a budget, a pending batch): McNemar on no pairs
+    paired = st.paired(diffs, seed=seed, clusters=[str(c) for c in clusters] if use_clusters else None)
+    differences = {str(s): float(d) for s, d in zip(both.index, diffs, strict=True)}
+    return paired, differences, int(len(per_case) - len(both))
+
+
+def compare(
+    df: pd.DataFrame,
+    control: str,
+    treatment: str,
+    differences: tuple[Paired, dict[str, float], int],
+    verdict: Verdict,
+) -> Comparison:
+    """One treatment against the control: the paired analysis (``case_differences``), and McNemar on
+    single runs or Welch over run means with repeats."""
+    paired, per_case, dropped = differences
+    out = Comparison(
+        control=control,
+        treatment=treatment,
+        cases=len(per_case),
+        cases_dropped=dropped,
+        paired=paired,
+        per_case=per_case,
+        verdict=verdict,
+    )
+    if int(df["run"].nunique()) <= 1:  # 0: nothing ran (a budget, a pending batch): McNemar on no pairs
         passed = df.groupby(["sample_id", "variant"])["passed"].first().unstack("variant")
-        scored = passed.reindex(index=both.index, columns=[control, treatment])
-        out["mcnemar"] = st.mcnemar_exact(
+        scored = passed.reindex(index=list(per_case), columns=[control, treatment])
+        out.mcnemar = st.mcnemar_exact(
             scored[control].astype(bool).tolist(), scored[treatment].astype(bool).tolist()
         )
     else:
         run_means = df.groupby(["variant", "run"])["score"].mean()
-        out["welchRuns"] = st.welch(
+        out.welch_runs = st.welch(
             run_means.loc[control].dropna().tolist(), run_means.loc[treatment].dropna().tolist()
         )
     return out
 
 
-def _insight(kind: str, severity: str, items: list[str], message: str, **extra: str) -> dict[str, Any]:
-    return {"type": kind, "severity": severity, "items": items, "message": message, **extra}
-
-
 def assertion_insights(
     samples: list[Sample], variants: list[str], details: dict[tuple[str, str, int], list[bool]]
-) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+) -> tuple[list[Insight], list[str], list[str]]:
     """Assertions that pass everywhere, fail everywhere, or never tell variants apart."""
     by_assertion: dict[tuple[str, int], dict[str, list[bool]]] = {}
     for (sample_id, variant, _run), passes in details.items():
@@ -235,35 +267,35 @@ def assertion_insights(
     found = []
     if all_pass:
         found.append(
-            _insight(
-                "all_pass_assertions",
-                "info",
-                all_pass,
-                f"{len(all_pass)} assertion(s) pass in every variant and run: too loose to tell variants apart",
+            Insight(
+                type="all_pass_assertions",
+                severity="info",
+                items=all_pass,
+                message=f"{len(all_pass)} assertion(s) pass in every variant and run: too loose to tell variants apart",
             )
         )
     if all_fail:
         found.append(
-            _insight(
-                "all_fail_assertions",
-                "warning",
-                all_fail,
-                f"{len(all_fail)} assertion(s) fail in every variant and run: too strict, or broken",
+            Insight(
+                type="all_fail_assertions",
+                severity="warning",
+                items=all_fail,
+                message=f"{len(all_fail)} assertion(s) fail in every variant and run: too strict, or broken",
             )
         )
     if low_disc:
         found.append(
-            _insight(
-                "low_discrimination",
-                "info",
-                low_disc,
-                f"{len(low_disc)} assertion(s) give the same results in every variant",
+            Insight(
+                type="low_discrimination",
+                severity="info",
+                items=low_disc,
+                message=f"{len(low_disc)} assertion(s) give the same results in every variant",
             )
         )
     return found, all_pass, all_fail
 
 
-def case_insights(df: pd.DataFrame, variants: list[str], scale: Scale) -> list[dict[str, Any]]:
+def case_insights(df: pd.DataFrame, variants: list[str], scale: Scale) -> list[Insight]:
     """Cases where the variants barely differ, and cases that cost far more than the others."""
     found = []
     per_case = df.groupby(["sample_id", "variant"])["score"].mean().unstack("variant")
@@ -274,11 +306,11 @@ def case_insights(df: pd.DataFrame, variants: list[str], scale: Scale) -> list[d
         uniform = [str(s) for s, d in spread.items() if pd.notna(d) and d < width]
         if uniform:
             found.append(
-                _insight(
-                    "uniform_scores",
-                    "info",
-                    uniform,
-                    f"{len(uniform)}/{len(per_case)} samples show score difference < {width:g} between variants",
+                Insight(
+                    type="uniform_scores",
+                    severity="info",
+                    items=uniform,
+                    message=f"{len(uniform)}/{len(per_case)} samples show score difference < {width:g} between variants",
                 )
             )
     case_cost = df.groupby("sample_id")["cost_usd"].mean()
@@ -287,17 +319,17 @@ def case_insights(df: pd.DataFrame, variants: list[str], scale: Scale) -> list[d
         high = [str(s) for s, c in case_cost.items() if c > 3 * median]
         if high:
             found.append(
-                _insight(
-                    "high_cost",
-                    "info",
-                    high,
-                    f"{len(high)} sample(s) cost over 3x the median sample (${median:.5f})",
+                Insight(
+                    type="high_cost",
+                    severity="info",
+                    items=high,
+                    message=f"{len(high)} sample(s) cost over 3x the median sample (${median:.5f})",
                 )
             )
     return found
 
 
-def failure_insights(df: pd.DataFrame, variants: list[str], max_error_rate: float) -> list[dict[str, Any]]:
+def failure_insights(df: pd.DataFrame, variants: list[str], max_error_rate: float) -> list[Insight]:
     """Per variant: the runs that errored, that the judge left UNGRADED, and that no criterion scored."""
     found = []
     for variant in variants:
@@ -307,11 +339,11 @@ def failure_insights(df: pd.DataFrame, variants: list[str], max_error_rate: floa
         unscored = sorted(set(v.loc[v["unscored"].astype(bool), "sample_id"].astype(str)))
         if unscored:
             found.append(
-                _insight(
-                    "unscored_cases",
-                    "warning",
-                    unscored,
-                    f"{variant}: {len(unscored)} case(s) have no criterion in this run (no assertion, and no "
+                Insight(
+                    type="unscored_cases",
+                    severity="warning",
+                    items=unscored,
+                    message=f"{variant}: {len(unscored)} case(s) have no criterion in this run (no assertion, and no "
                     "judge or --no-judge): the original tool's composite 0 is kept in the results but "
                     "excluded from every statistic and verdict",
                     variant=variant,
@@ -327,30 +359,32 @@ def failure_insights(df: pd.DataFrame, variants: list[str], max_error_rate: floa
                 items = sorted(set(v.loc[mask, "sample_id"].astype(str)))
                 severity = "warning" if rate > max_error_rate else "info"
                 message = f"{variant}: {count}/{len(v)} runs {label} ({rate:.0%})"
-                found.append(_insight(kind, severity, items, message, variant=variant))
+                found.append(
+                    Insight(type=kind, severity=severity, items=items, message=message, variant=variant)
+                )
     return found
 
 
-def insights(
+def analysis(
     df: pd.DataFrame,
     samples: list[Sample],
     variants: list[str],
     scale: Scale,
     details: dict[tuple[str, str, int], list[bool]],
-    comparisons: list[dict[str, Any]],
+    comparisons: list[Comparison],
     max_error_rate: float,
-) -> tuple[list[dict[str, Any]], list[str]]:
+) -> Analysis:
     """The auto-analysis of STATISTICS.md, each insight naming the samples or assertions concerned."""
     found, all_pass, all_fail = assertion_insights(samples, variants, details)
     found += case_insights(df, variants, scale) + failure_insights(df, variants, max_error_rate)
     suggestions: list[str] = []
     for comp in comparisons:
-        verdict = comp.get("verdict", {})
-        if verdict.get("label") in UNDECIDED and verdict.get("cases_needed"):
+        verdict = comp.verdict
+        if verdict.label in UNDECIDED and verdict.cases_needed:
             suggestions.append(
-                f"{comp['treatment']} vs {comp['control']}: about {verdict['cases_needed']} cases are needed for "
-                f"a BETTER verdict at a difference of {verdict['min_effect']:g} with the margin "
-                f"{verdict['margin']:g} (you have {comp['cases']}); add cases (more cases help more than "
+                f"{comp.treatment} vs {comp.control}: about {verdict.cases_needed} cases are needed for "
+                f"a BETTER verdict at a difference of {verdict.min_effect:g} with the margin "
+                f"{verdict.margin:g} (you have {comp.cases}); add cases (more cases help more than "
                 "more repeats)."
             )
     if all_fail:
@@ -359,7 +393,7 @@ def insights(
         suggestions.append(
             "Tighten or replace the assertions that pass everywhere: " + ", ".join(all_pass[:5])
         )
-    return found, suggestions
+    return Analysis(insights=found, suggestions=suggestions)
 
 
 def aggregate(
@@ -373,68 +407,64 @@ def aggregate(
     margin: float | None = None,
     min_effect: float | None = None,
     max_error_rate: float = 0.1,
-) -> dict[str, Any]:
+) -> Aggregate:
     df = frame(records, scale)
     margin = scale.margin if margin is None else margin
     min_effect = scale.min_effect if min_effect is None else min_effect
     summary = {v: variant_summary(df, v, scale) for v in variants}
-    comparisons = [compare(df, control, t, scale, seed) for t in variants if t != control]
-    adjusted = st.holm([c["paired"]["p_ttest"] for c in comparisons])
-    for comp, p_adj in zip(comparisons, adjusted, strict=True):
-        comp["paired"]["p_holm"] = p_adj if len(comparisons) > 1 else comp["paired"]["p_ttest"]
-        rates = tuple(
-            summary[v]["errorRate"] + summary[v]["ungradedRate"] for v in (comp["control"], comp["treatment"])
-        )
-        comp["verdict"] = st.verdict(
+    differences = {t: case_differences(df, control, t, seed) for t in variants if t != control}
+    adjusted = st.holm([paired.p_ttest for paired, _, _ in differences.values()])
+    comparisons = []
+    for (treatment, found), p_adj in zip(differences.items(), adjusted, strict=True):
+        paired = found[0]
+        paired.p_holm = p_adj if len(differences) > 1 else paired.p_ttest
+        rates = [summary[v].error_rate + summary[v].ungraded_rate for v in (control, treatment)]
+        verdict = st.verdict(
             st.VerdictInputs(
-                comparison=comp["paired"],
+                comparison=paired,
                 margin=margin,
                 min_effect=min_effect,
-                p_value=comp["paired"]["p_holm"],
+                p_value=paired.p_holm,
                 points_per_unit=scale.points_per_unit,
                 error_rates=(rates[0], rates[1]),
                 max_error_rate=max_error_rate,
             )
         )
+        comparisons.append(compare(df, control, treatment, found, verdict))
     details: dict[tuple[str, str, int], list[bool]] = {}
     for r in records:
         if r.result.ok and r.grade is not None:
             details[(r.sample_id, r.variant, r.run)] = [a.passed for a in r.grade.assertions]
-    found, suggestions = insights(df, samples, variants, scale, details, comparisons, max_error_rate)
-    return _round(
-        {
-            "scale": scale.model_dump(),
-            "summary": summary,
-            "caseStats": case_stats(df, scale),
-            "comparisons": comparisons,
-            "multipleComparisons": "holm" if len(comparisons) > 1 else None,
-            "judge": judge_summary(records, variants),
-            "analysis": {"insights": found, "suggestions": suggestions},
-        },
-        6,
+    return rounded(
+        Aggregate(
+            scale=scale,
+            summary=summary,
+            case_stats=case_stats(df, scale),
+            comparisons=comparisons,
+            multiple_comparisons="holm" if len(comparisons) > 1 else None,
+            judge=judge_summary(records, variants),
+            analysis=analysis(df, samples, variants, scale, details, comparisons, max_error_rate),
+        )
     )
 
 
 def pairwise_summary(
     control: str, treatment: str, case_score: dict[str, int], unresolved: int
-) -> dict[str, Any]:
+) -> PairwiseSummary:
     """Win / tie / loss over cases (the case is the unit) with an exact sign test on wins vs losses."""
-    wins = sum(1 for v in case_score.values() if v > 0)
-    losses = sum(1 for v in case_score.values() if v < 0)
-    ties = sum(1 for v in case_score.values() if v == 0)
-    return {
-        "control": control,
-        "treatment": treatment,
-        "wins": wins,
-        "ties": ties,
-        "losses": losses,
-        "unresolved": unresolved,
-        "p_sign": st.sign_test([float(v) for v in case_score.values()]),
-        "perCase": dict(sorted(case_score.items())),
-    }
+    return PairwiseSummary(
+        control=control,
+        treatment=treatment,
+        wins=sum(1 for v in case_score.values() if v > 0),
+        ties=sum(1 for v in case_score.values() if v == 0),
+        losses=sum(1 for v in case_score.values() if v < 0),
+        unresolved=unresolved,
+        p_sign=st.sign_test([float(v) for v in case_score.values()]),
+        per_case=dict(sorted(case_score.items())),
+    )
 
 
-def judge_summary(records: list[Record], variants: list[str]) -> dict[str, Any] | None:
+def judge_summary(records: list[Record], variants: list[str]) -> JudgeSummary | None:
     """Each judge's mean per variant and, for an ensemble, the judges' agreement."""
     graded = [(r, r.grade.judge.judges) for r in records if r.grade is not None and r.grade.judge.judges]
     if not graded:
@@ -447,7 +477,7 @@ def judge_summary(records: list[Record], variants: list[str]) -> dict[str, Any] 
             vals = [scores.get(judge) for r, scores in graded if r.variant == variant]
             present = [v for v in vals if v is not None]
             per_judge[judge][variant] = float(np.mean(present)) if present else None
-    out: dict[str, Any] = {"judges": judges, "meanByVariant": per_judge}
-    if len(judges) > 1:
-        out["agreement"] = agreement({j: [scores.get(j) for _, scores in graded] for j in judges})
+    out = JudgeSummary(judges=judges, mean_by_variant=per_judge)
+    if len(judges) > 1:  # set only for an ensemble
+        out.agreement = agreement({j: [scores.get(j) for _, scores in graded] for j in judges})
     return out

@@ -62,9 +62,9 @@ def self_preference(diffs: Sequence[float], seed: int) -> dict[str, Any]:
     """Same-vendor minus other-vendor judge score per case: mean, 95% t-interval and paired p."""
     p = st.paired(list(diffs), seed=seed)
     return {
-        "n": p["n"],
-        "mean_diff": p["mean"],
-        "ci_low": p["ci_low"],
-        "ci_high": p["ci_high"],
-        "p": p["p_ttest"],
+        "n": p.n,
+        "mean_diff": p.mean,
+        "ci_low": p.ci_low,
+        "ci_high": p.ci_high,
+        "p": p.p_ttest,
     }

@@ -44,10 +44,9 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
 
 from tasks.schema import Scale
+from tasks.stats.figures import Sequential
 
 Decision = Literal["BETTER", "WORSE", "EQUIVALENT"]
 
@@ -285,36 +284,6 @@ def decide_paths(lower: np.ndarray, upper: np.ndarray, margin: float) -> np.ndar
 
 
 # ---------------------------------------------------------------- what the report records
-
-
-class Sequential(BaseModel):
-    """An anytime-valid confidence sequence on the paired case differences, updated after every wave."""
-
-    # The report's part as it is computed: JSON names are camelCase (the report's layout).
-    model_config = ConfigDict(
-        populate_by_name=True, extra="forbid", serialize_by_alias=True, alias_generator=to_camel
-    )
-
-    procedure: str = Field(description="the method")
-    reference: str = Field(description="where it is described")
-    alpha: float = Field(description="error rate, valid at every look")
-    margin: float = Field(description="practical margin the sequence was held against")
-    bounds: tuple[float, float] = Field(description="range of a paired difference on the scale")
-    bets: str = Field(description="the betting strategy")
-    wave_size: int = Field(description="cases per wave")
-    waves: int = Field(description="waves run")
-    cases_used: int = Field(description="cases fed to the sequence")
-    cases_available: int | None = Field(description="cases in the samples file")
-    stopped_early: bool = Field(description="decided before the cases ran out")
-    decision: str | None = Field(
-        description="BETTER, WORSE or EQUIVALENT, or None when the cases ran out first"
-    )
-    lower: float = Field(description="the sequence's lower end at the stop")
-    upper: float = Field(description="its upper end")
-    final_look: str | None = Field(description="what decided when the cases ran out")
-    assumption: str = Field(description="what the guarantee assumes")
-    calls_used: int = Field(description="executions made, all variants")
-    calls_fixed_n: int = Field(description="executions the fixed-N run would make")
 
 
 def record(

@@ -9,12 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from tasks.schema import VerdictLabel
 from tasks.stats.distributions import Floats, fair_coin_p, t_ppf, t_two_sided_p, welch_t, wilcoxon_p
+from tasks.stats.figures import McNemar, Paired, Verdict, Welch
 
 ALPHA = 0.05
 POWER = 0.8
@@ -61,21 +61,16 @@ def t_interval(
     return Interval(mean, sd, low, high, n)
 
 
-def welch(a: Floats, b: Floats) -> dict[str, Any]:
+def welch(a: Floats, b: Floats) -> Welch:
     """Welch's t-test (unequal variances), as the seed asks: significant at p < 0.05."""
     if len(a) < 2 or len(b) < 2:
-        return {"t": None, "p": None, "significant": False, "note": "needs at least 2 values per side"}
+        return Welch(t=None, p=None, significant=False, note="needs at least 2 values per side")
     if np.var(a) == 0 and np.var(b) == 0:
         # scipy answers p = 0 (or NaN) here; with no spread on either side the test is undefined
-        return {
-            "t": None,
-            "p": None,
-            "significant": False,
-            "note": "undefined: both groups have zero variance",
-        }
+        return Welch(t=None, p=None, significant=False, note="undefined: both groups have zero variance")
     t, p_value = welch_t(b, a)
     p = _finite(p_value)
-    return {"t": _finite(t), "p": p, "significant": p is not None and p < ALPHA}
+    return Welch(t=_finite(t), p=p, significant=p is not None and p < ALPHA)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -90,24 +85,22 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return math.comb(c, k) / math.comb(n, k)
 
 
-def pass_curves(counts: Sequence[tuple[int, int]]) -> dict[str, dict[int, float]]:
-    """pass@k and pass^k averaged over cases, for every k up to the smallest n of runs."""
-    if not counts:
-        return {"pass@k": {}, "pass^k": {}}
-    kmax = min(n for n, _ in counts)
-    return {
-        "pass@k": {k: float(np.mean([pass_at_k(n, c, k) for n, c in counts])) for k in range(1, kmax + 1)},
-        "pass^k": {k: float(np.mean([pass_hat_k(n, c, k) for n, c in counts])) for k in range(1, kmax + 1)},
-    }
+def pass_curves(counts: Sequence[tuple[int, int]]) -> tuple[dict[int, float], dict[int, float]]:
+    """(pass@k, pass^k) averaged over cases, for every k up to the smallest n of runs."""
+    ks = range(1, min((n for n, _ in counts), default=0) + 1)
+    return (
+        {k: float(np.mean([pass_at_k(n, c, k) for n, c in counts])) for k in ks},
+        {k: float(np.mean([pass_hat_k(n, c, k) for n, c in counts])) for k in ks},
+    )
 
 
-def mcnemar_exact(a_pass: Sequence[bool], b_pass: Sequence[bool]) -> dict[str, Any]:
+def mcnemar_exact(a_pass: Sequence[bool], b_pass: Sequence[bool]) -> McNemar:
     """Exact McNemar test on the discordant pairs of paired pass/fail outcomes."""
     b_only = sum(1 for x, y in zip(a_pass, b_pass, strict=True) if y and not x)
     a_only = sum(1 for x, y in zip(a_pass, b_pass, strict=True) if x and not y)
     n = a_only + b_only
     p = fair_coin_p(b_only, n)
-    return {"b_only": b_only, "a_only": a_only, "p": p, "significant": p < ALPHA}
+    return McNemar(b_only=b_only, a_only=a_only, p=p, significant=p < ALPHA)
 
 
 def sign_test(diffs: Floats) -> float:
@@ -185,61 +178,62 @@ def cases_needed(sd: float, effect: float, limit: int = 100_000) -> int | None:
     return None
 
 
-def paired(diffs: Floats, *, seed: int, clusters: Sequence[str] | None = None) -> dict[str, Any]:
+def paired(diffs: Floats, *, seed: int, clusters: Sequence[str] | None = None) -> Paired:
     """The primary comparison: statistics of per-case differences d_i = mean(B) - mean(A)."""
     d = np.asarray(diffs, dtype=float)
     n = len(d)
-    out: dict[str, Any] = {
-        "n": n,
-        "improved": int((d > TIE_TOLERANCE).sum()),
-        "regressed": int((d < -TIE_TOLERANCE).sum()),
-        "unchanged": int((np.abs(d) <= TIE_TOLERANCE).sum()),
-        "mean": float(d.mean()) if n else None,
-        "sd": None,
-        "se": None,
-        "ci_low": None,
-        "ci_high": None,
-        "df": None,
-        "bootstrap_low": None,
-        "bootstrap_high": None,
-        "t": None,
-        "p_ttest": None,
-        "p_wilcoxon": None,
-        "p_sign": sign_test(d) if n else None,
-        "d_z": None,
-        "se_method": "classical",
-        "clusters": None,
-    }
-    if n < 2:
-        return out
-    sd = float(d.std(ddof=1))
-    out["sd"] = sd
+    unchanged = int((np.abs(d) <= TIE_TOLERANCE).sum())
+    mean = float(d.mean()) if n else None
+    # Below two cases there is no spread: only the counts, the mean and the sign test.
+    sd: float | None = None
+    se: float | None = None
+    df: float | None = None
+    low: float | None = None
+    high: float | None = None
+    t: float | None = None
+    p_ttest: float | None = None
+    p_wilcoxon: float | None = None
+    d_z: float | None = None
+    boot: tuple[float | None, float | None] = (None, None)
     groups = list(clusters) if clusters is not None else []
-    use_clusters = 2 <= len(set(groups)) < n
-    if use_clusters:
-        se, g = cluster_se(d, groups)
-        df = g - 1
-        out["se_method"], out["clusters"] = "cluster-robust (CR1)", g
-    else:
-        se, df = sd / math.sqrt(n), n - 1
-    out["se"], out["df"] = se, df
-    mean = float(d.mean())
-    if se > 0:
-        half = t_ppf(1 - ALPHA / 2, df) * se
-        out["ci_low"], out["ci_high"] = mean - half, mean + half
-        out["t"] = mean / se
-        out["p_ttest"] = t_two_sided_p(mean / se, df)
-        out["d_z"] = mean / sd
-    else:
-        out["ci_low"] = out["ci_high"] = mean
-    if out["unchanged"] < n:
-        out["p_wilcoxon"] = _finite(wilcoxon_p(d))
-    else:
-        out["p_wilcoxon"] = 1.0
-    out["bootstrap_low"], out["bootstrap_high"] = bootstrap_interval(
-        d, seed, groups if use_clusters else None
+    use_clusters = n >= 2 and 2 <= len(set(groups)) < n
+    g: int | None = None
+    if mean is not None and n >= 2:
+        sd = float(d.std(ddof=1))
+        if use_clusters:
+            se, g = cluster_se(d, groups)
+            df = float(g - 1)
+        else:
+            se, df = sd / math.sqrt(n), float(n - 1)
+        low = high = mean
+        if se > 0:
+            half = t_ppf(1 - ALPHA / 2, df) * se
+            low, high = mean - half, mean + half
+            t, d_z = mean / se, mean / sd
+            p_ttest = t_two_sided_p(t, df)
+        p_wilcoxon = _finite(wilcoxon_p(d)) if unchanged < n else 1.0
+        boot = bootstrap_interval(d, seed, groups if use_clusters else None)
+    return Paired(
+        n=n,
+        improved=int((d > TIE_TOLERANCE).sum()),
+        regressed=int((d < -TIE_TOLERANCE).sum()),
+        unchanged=unchanged,
+        mean=mean,
+        sd=sd,
+        se=se,
+        ci_low=low,
+        ci_high=high,
+        df=df,
+        bootstrap_low=boot[0],
+        bootstrap_high=boot[1],
+        t=t,
+        p_ttest=p_ttest,
+        p_wilcoxon=p_wilcoxon,
+        p_sign=sign_test(d) if n else None,
+        d_z=d_z,
+        se_method="cluster-robust (CR1)" if use_clusters else "classical",
+        clusters=g,
     )
-    return out
 
 
 def band(delta_points: float) -> str:
@@ -257,7 +251,7 @@ def band(delta_points: float) -> str:
 
 @dataclass(frozen=True)
 class VerdictInputs:
-    comparison: dict[str, Any]
+    comparison: Paired
     margin: float
     min_effect: float
     p_value: float | None  # the (Holm-adjusted) p of this comparison
@@ -304,26 +298,27 @@ def _words(v: VerdictInputs, mean: float, low: float | None, high: float | None)
     return _Words(-mean, None if high is None else -high, None if low is None else -low, v.margin, False)
 
 
-def _error_capped(v: VerdictInputs, clearly_worse: bool, ci_text: str) -> dict[str, Any]:
+#: A verdict's label and the sentence that gives its reason.
+Labelled = tuple[VerdictLabel, str]
+
+
+def _error_capped(v: VerdictInputs, clearly_worse: bool, ci_text: str) -> Labelled:
     """Too many failures in one variant: no improvement can be claimed; a clear loss still shows."""
     worst = max(v.error_rates)
     if clearly_worse:
-        return {"label": VerdictLabel.WORSE, "reason": f"worse even counting failures: {ci_text}."}
-    return {
-        "label": VerdictLabel.INCONCLUSIVE,
-        "reason": (
-            f"{worst:.0%} of runs errored or were ungraded in one variant (limit "
-            f"{v.max_error_rate:.0%}); no improvement can be claimed ({ci_text})."
-        ),
-    }
+        return VerdictLabel.WORSE, f"worse even counting failures: {ci_text}."
+    return VerdictLabel.INCONCLUSIVE, (
+        f"{worst:.0%} of runs errored or were ungraded in one variant (limit "
+        f"{v.max_error_rate:.0%}); no improvement can be claimed ({ci_text})."
+    )
 
 
-def _mde(c: dict[str, Any], sd: float, n: int) -> float | None:
+def _mde(c: Paired, sd: float, n: int) -> float | None:
     """The smallest true difference the paired test finds with 80% power at alpha 0.05 (from the
     cluster-robust SE when used)."""
-    if c["se_method"] != "classical" and c["se"]:
-        return t_quantiles(c["df"]) * c["se"] if c["df"] and c["df"] > 0 else None
-    return minimum_detectable_effect(sd, n) if c["df"] else None
+    if c.se_method != "classical" and c.se:
+        return t_quantiles(int(c.df)) * c.se if c.df and c.df > 0 else None
+    return minimum_detectable_effect(sd, n) if c.df else None
 
 
 def better_power(
@@ -345,7 +340,7 @@ def cases_for_better(sd: float, effect: float, margin: float) -> int | None:
     return None if needed is None else max(needed, MIN_SETTLED_CASES)
 
 
-def _degenerate(v: VerdictInputs, n: int, w: _Words, p_sign: float | None) -> dict[str, Any]:
+def _degenerate(v: VerdictInputs, n: int, w: _Words, p_sign: float | None) -> Labelled:
     """Every difference equal: there is no interval, the exact sign test decides."""
     p_text = "no test" if p_sign is None else f"exact sign test p={p_sign:.3g}"
     every = f"all {n} differences equal {w.mean:+.3g} (no spread, so no interval; {p_text})"
@@ -353,121 +348,117 @@ def _degenerate(v: VerdictInputs, n: int, w: _Words, p_sign: float | None) -> di
     above = w.mean > w.margin if w.up else w.mean < -w.margin
     below = w.mean < -w.margin if w.up else w.mean > w.margin
     if significant and above:
-        return {"label": VerdictLabel.BETTER, "reason": f"{every}, {w.better_side()}."}
+        return VerdictLabel.BETTER, f"{every}, {w.better_side()}."
     if significant and below:
-        return {"label": VerdictLabel.WORSE, "reason": f"{every}, {w.worse_side()}."}
+        return VerdictLabel.WORSE, f"{every}, {w.worse_side()}."
     if abs(w.mean) <= w.margin:
-        return {"label": VerdictLabel.EQUIVALENT, "reason": f"{every}, within ±{w.margin:g}."}
-    return {"label": VerdictLabel.INCONCLUSIVE, "reason": f"{every}."}
+        return VerdictLabel.EQUIVALENT, f"{every}, within ±{w.margin:g}."
+    return VerdictLabel.INCONCLUSIVE, f"{every}."
 
 
-def _verdict(v: VerdictInputs) -> dict[str, Any]:
+def _label(v: VerdictInputs, power: tuple[float | None, int | None]) -> Labelled:
+    """The label and its reason; ``power``: (the smallest effect that reads BETTER, the cases a
+    BETTER verdict needs)."""
     c = v.comparison
-    n, mean = c["n"], c["mean"]
-    sd = c["sd"] or 0.0
-    out: dict[str, Any] = {
-        "margin": v.margin,
-        "min_effect": v.min_effect,
-        "mde": None,
-        "cases_needed": None,
-        "band": band(mean * v.points_per_unit) if mean is not None else None,
-        "delta_points": mean * v.points_per_unit if mean is not None else None,
-    }
+    n, mean, sd = c.n, c.mean, c.sd or 0.0
     if n < 2 or mean is None:
-        return out | {
-            "label": VerdictLabel.INSUFFICIENT_DATA,
-            "reason": f"{n} paired case(s): at least 2 cases with results in both variants are needed.",
-        }
-    mde = _mde(c, sd, n)
-    out["mde"], out["cases_needed"] = better_power(mde, sd, v.margin, v.min_effect)
+        return (
+            VerdictLabel.INSUFFICIENT_DATA,
+            f"{n} paired case(s): at least 2 cases with results in both variants are needed.",
+        )
     degenerate = sd <= TIE_TOLERANCE * max(1.0, abs(mean))  # equal differences, up to rounding
-    p = c["p_sign"] if degenerate else v.p_value
+    p = c.p_sign if degenerate else v.p_value
     significant = p is not None and p < ALPHA
-    low, high = c["ci_low"], c["ci_high"]
+    low, high = c.ci_low, c.ci_high
     w = _words(v, mean, low, high)
     ci_text = w.ci()
     if max(v.error_rates) > v.max_error_rate:
-        return out | _error_capped(v, significant and high < -v.margin, ci_text)
+        return _error_capped(v, significant and high is not None and high < -v.margin, ci_text)
     if n < MIN_SETTLED_CASES:
-        return out | {
-            "label": VerdictLabel.UNDERPOWERED,
-            "reason": (
-                f"{n} paired cases: fewer than {MIN_SETTLED_CASES} settle no verdict (the exact sign test "
-                f"cannot reach p < 0.05 below {MIN_SETTLED_CASES}) ({ci_text})."
-            ),
-        }
-    if degenerate:
-        return out | _degenerate(v, n, w, p)
-    return out | _interval_verdict(v, out, w, p, low, high)
+        return VerdictLabel.UNDERPOWERED, (
+            f"{n} paired cases: fewer than {MIN_SETTLED_CASES} settle no verdict (the exact sign test "
+            f"cannot reach p < 0.05 below {MIN_SETTLED_CASES}) ({ci_text})."
+        )
+    if degenerate or low is None or high is None:
+        return _degenerate(v, n, w, p)
+    return _interval_verdict(v, power, w, p, low, high)
 
 
 def _interval_verdict(
-    v: VerdictInputs, out: dict[str, Any], w: _Words, p: float | None, low: float, high: float
-) -> dict[str, Any]:
+    v: VerdictInputs,
+    power: tuple[float | None, int | None],
+    w: _Words,
+    p: float | None,
+    low: float,
+    high: float,
+) -> Labelled:
     """The verdict of data with a spread, from the t-interval and its p."""
-    mean = v.comparison["mean"]
+    mean = v.comparison.mean or 0.0
     significant = p is not None and p < ALPHA
     ci_text = w.ci()
     p_text = "p unknown" if p is None else f"p={p:.3g}"
     if low > v.margin and significant:
-        return {
-            "label": VerdictLabel.BETTER,
-            "reason": f"the whole interval lies {w.better_side()} ({p_text}): {ci_text}.",
-        }
+        return VerdictLabel.BETTER, f"the whole interval lies {w.better_side()} ({p_text}): {ci_text}."
     if high < -v.margin and significant:
-        return {
-            "label": VerdictLabel.WORSE,
-            "reason": f"the whole interval lies {w.worse_side()} ({p_text}): {ci_text}.",
-        }
+        return VerdictLabel.WORSE, f"the whole interval lies {w.worse_side()} ({p_text}): {ci_text}."
     if low >= -v.margin and high <= v.margin:
-        return {
-            "label": VerdictLabel.EQUIVALENT,
-            "reason": f"the whole interval lies within ±{v.margin:g} ({p_text}): {ci_text}.",
-        }
+        return VerdictLabel.EQUIVALENT, f"the whole interval lies within ±{v.margin:g} ({p_text}): {ci_text}."
     if significant:  # the interval excludes 0 but reaches into the margin
         better = mean > 0  # the statistics are on the improvement
         shown_up = better == v.higher_is_better  # the interval as shown lies above 0
         side = "better" if better else "worse"
         edge = f"below the margin +{v.margin:g}" if shown_up else f"above the margin -{v.margin:g}"
-        return {
-            "label": VerdictLabel.INCONCLUSIVE,
-            "reason": f"{side} than the control ({p_text}) but the interval reaches {edge}: {ci_text}.",
-        }
-    smallest = out["mde"]
+        return (
+            VerdictLabel.INCONCLUSIVE,
+            f"{side} than the control ({p_text}) but the interval reaches {edge}: {ci_text}.",
+        )
+    smallest, needed = power
     if smallest is not None and smallest > v.min_effect:
-        needed = out["cases_needed"]
         more = (
             f"about {needed} cases would be needed for a BETTER verdict at {v.min_effect:g}"
             if needed
             else f"no number of cases reads BETTER at {v.min_effect:g} with a margin of {v.margin:g}"
         )
-        return {
-            "label": VerdictLabel.UNDERPOWERED,
-            "reason": (
-                f"not significant ({p_text}) and the smallest effect that could read BETTER here is "
-                f"{smallest:.3g} > {v.min_effect:g}; {more} ({ci_text})."
-            ),
-        }
-    return {
-        "label": VerdictLabel.INCONCLUSIVE,
-        "reason": f"not significant ({p_text}) and the interval crosses the margin ±{v.margin:g}: {ci_text}.",
-    }
+        return VerdictLabel.UNDERPOWERED, (
+            f"not significant ({p_text}) and the smallest effect that could read BETTER here is "
+            f"{smallest:.3g} > {v.min_effect:g}; {more} ({ci_text})."
+        )
+    return (
+        VerdictLabel.INCONCLUSIVE,
+        f"not significant ({p_text}) and the interval crosses the margin ±{v.margin:g}: {ci_text}.",
+    )
 
 
 #: The seed's band read as advice only where the interval settles the question.
 SETTLED = {VerdictLabel.BETTER, VerdictLabel.WORSE}
 
 
-def verdict(v: VerdictInputs) -> dict[str, Any]:
+def verdict(v: VerdictInputs) -> Verdict:
     """BETTER / WORSE / EQUIVALENT / INCONCLUSIVE / UNDERPOWERED / INSUFFICIENT DATA, with a reason.
 
     The seed's band (USE .. DON'T USE, from the mean delta alone) is shown only beside BETTER or
     WORSE: elsewhere the delta may be noise (on A/A runs most bands read USE or DON'T USE), so it is
     withheld and ``band_note`` says why."""
-    out = _verdict(v)
-    if out["label"] not in SETTLED and out["band"] is not None:
-        out["band_note"] = f"no band: the verdict is {out['label']}, so the mean delta alone is no advice"
-        out["band"] = None
-    else:
-        out["band_note"] = None
-    return out
+    c = v.comparison
+    power: tuple[float | None, int | None] = (None, None)
+    if c.n >= 2 and c.mean is not None:
+        sd = c.sd or 0.0
+        power = better_power(_mde(c, sd, c.n), sd, v.margin, v.min_effect)
+    label, reason = _label(v, power)
+    delta = c.mean * v.points_per_unit if c.mean is not None else None
+    shown = delta is not None and label in SETTLED
+    return Verdict(
+        label=label,
+        reason=reason,
+        margin=v.margin,
+        min_effect=v.min_effect,
+        mde=power[0],
+        cases_needed=power[1],
+        band=band(delta) if shown and delta is not None else None,
+        delta_points=delta,
+        band_note=(
+            f"no band: the verdict is {label}, so the mean delta alone is no advice"
+            if delta is not None and not shown
+            else None
+        ),
+    )

@@ -30,6 +30,7 @@ from executors.schema import Frozen
 from graders.queries import NONE, Query
 from graders.triggers import SessionTriggers, TriggerStatus
 from tasks.schema import TRIGGER_SCALE
+from tasks.stats.figures import Paired, Verdict
 from tasks.stats.statistics import BOOTSTRAP_DRAWS, VerdictInputs, paired, verdict
 
 Z95 = NormalDist().inv_cdf(0.975)
@@ -361,8 +362,8 @@ class MetricComparison(Frozen):
     control: float | None
     treatment: float | None
     difference: float | None
-    comparison: dict[str, Any]  # tasks.stats.statistics.paired on the improvement
-    verdict: dict[str, Any]  # tasks.stats.statistics.verdict: label, reason, band, ...
+    comparison: Paired  # on the improvement
+    verdict: Verdict
 
 
 class PartComparison(Frozen):
@@ -429,7 +430,7 @@ def _compare_metric(
             comparison=comparison,
             margin=margin,
             min_effect=min_effect,
-            p_value=comparison["p_ttest"],
+            p_value=comparison.p_ttest,
             points_per_unit=100.0,
             error_rates=error_rates,
             max_error_rate=max_error_rate,
@@ -444,7 +445,7 @@ def _compare_metric(
         treatment=float(np.mean([b[q] for q in common])) if common else None,
         difference=float(diffs.mean()) if common else None,
         comparison=comparison,
-        verdict={k: str(v) if k == "label" else v for k, v in judged.items()},
+        verdict=judged,
     )
 
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as hs
 from scipy import stats
 
 from tasks.stats import statistics as st
+from tasks.stats.figures import Verdict
 
 
 def test_t_interval_matches_scipy() -> None:
@@ -35,8 +36,8 @@ def test_welch_matches_scipy() -> None:
     a, b = [3.0, 3.5, 4.0, 3.2], [4.1, 4.6, 4.4]
     res = stats.ttest_ind(b, a, equal_var=False)
     w = st.welch(a, b)
-    assert w["t"] == pytest.approx(res.statistic) and w["p"] == pytest.approx(res.pvalue)
-    assert st.welch([1.0], [2.0, 3.0])["p"] is None
+    assert w.t == pytest.approx(res.statistic) and w.p == pytest.approx(res.pvalue)
+    assert st.welch([1.0], [2.0, 3.0]).p is None
 
 
 def test_pass_at_k_hand_worked() -> None:
@@ -46,9 +47,9 @@ def test_pass_at_k_hand_worked() -> None:
     assert st.pass_hat_k(5, 2, 2) == pytest.approx(0.1)
     assert st.pass_at_k(3, 0, 3) == 0.0 and st.pass_at_k(3, 1, 3) == 1.0  # k = n: the seed's yes/no form
     assert st.pass_hat_k(3, 3, 3) == 1.0 and st.pass_hat_k(3, 2, 3) == 0.0
-    curves = st.pass_curves([(3, 1), (3, 3)])
-    assert curves["pass@k"][1] == pytest.approx((1 / 3 + 1) / 2)
-    assert curves["pass^k"][3] == pytest.approx(0.5)
+    pass_at, pass_hat = st.pass_curves([(3, 1), (3, 3)])
+    assert pass_at[1] == pytest.approx((1 / 3 + 1) / 2)
+    assert pass_hat[3] == pytest.approx(0.5)
 
 
 def test_paired_matches_scipy() -> None:
@@ -56,34 +57,34 @@ def test_paired_matches_scipy() -> None:
     d = rng.normal(0.4, 1, 20)
     p = st.paired(d, seed=3)
     ref = stats.ttest_1samp(d, 0)
-    assert p["p_ttest"] == pytest.approx(ref.pvalue)
-    assert p["t"] == pytest.approx(ref.statistic)
-    assert p["p_wilcoxon"] == pytest.approx(stats.wilcoxon(d).pvalue)
-    assert p["d_z"] == pytest.approx(d.mean() / d.std(ddof=1))
+    assert p.p_ttest == pytest.approx(ref.pvalue)
+    assert p.t == pytest.approx(ref.statistic)
+    assert p.p_wilcoxon == pytest.approx(stats.wilcoxon(d).pvalue)
+    assert p.d_z == pytest.approx(d.mean() / d.std(ddof=1))
     low, high = stats.t.interval(0.95, 19, loc=d.mean(), scale=stats.sem(d))
-    assert (p["ci_low"], p["ci_high"]) == pytest.approx((low, high))
-    assert p["bootstrap_low"] < d.mean() < p["bootstrap_high"]
-    assert st.paired(d, seed=3)["bootstrap_low"] == p["bootstrap_low"]  # seeded: reproducible
+    assert (p.ci_low, p.ci_high) == pytest.approx((low, high))
+    assert p.bootstrap_low < d.mean() < p.bootstrap_high
+    assert st.paired(d, seed=3).bootstrap_low == p.bootstrap_low  # seeded: reproducible
 
 
 def test_paired_ties_and_counts() -> None:
     p = st.paired([1.0, 0.0, -0.5, 0.0, 2.0], seed=0)
-    assert (p["improved"], p["regressed"], p["unchanged"]) == (2, 1, 2)
+    assert (p.improved, p.regressed, p.unchanged) == (2, 1, 2)
 
 
 def test_paired_all_equal_differences() -> None:
     p = st.paired([0.5, 0.5, 0.5], seed=0)
-    assert p["sd"] == 0 and p["p_ttest"] is None and p["ci_low"] == p["ci_high"] == 0.5
-    assert p["p_sign"] == pytest.approx(0.25)
+    assert p.sd == 0 and p.p_ttest is None and p.ci_low == p.ci_high == 0.5
+    assert p.p_sign == pytest.approx(0.25)
     zero = st.paired([0.0, 0.0], seed=0)
-    assert zero["p_wilcoxon"] == 1.0
+    assert zero.p_wilcoxon == 1.0
 
 
 def test_paired_n1_n2() -> None:
     one = st.paired([1.0], seed=0)
-    assert one["n"] == 1 and one["mean"] == 1.0 and one["ci_low"] is None
+    assert one.n == 1 and one.mean == 1.0 and one.ci_low is None
     two = st.paired([1.0, 2.0], seed=0)
-    assert two["ci_low"] == pytest.approx(1.5 - 12.7062 * 0.5, abs=1e-3)
+    assert two.ci_low == pytest.approx(1.5 - 12.7062 * 0.5, abs=1e-3)
 
 
 def test_cluster_robust_se_hand_worked() -> None:
@@ -92,16 +93,16 @@ def test_cluster_robust_se_hand_worked() -> None:
     se, g = st.cluster_se(d, ["a", "a", "b", "b"])
     assert (se, g) == (pytest.approx(1.0), 2)
     p = st.paired(d, seed=0, clusters=["a", "a", "b", "b"])
-    assert p["se_method"].startswith("cluster") and p["df"] == 1
+    assert p.se_method.startswith("cluster") and p.df == 1
 
 
 def test_mcnemar_exact() -> None:
     a = [True, False, False, False, True, False]
     b = [True, True, True, True, False, True]
     m = st.mcnemar_exact(a, b)
-    assert (m["b_only"], m["a_only"]) == (4, 1)
-    assert m["p"] == pytest.approx(stats.binomtest(4, 5, 0.5).pvalue)
-    assert st.mcnemar_exact([True], [True])["p"] == 1.0
+    assert (m.b_only, m.a_only) == (4, 1)
+    assert m.p == pytest.approx(stats.binomtest(4, 5, 0.5).pvalue)
+    assert st.mcnemar_exact([True], [True]).p == 1.0
 
 
 def test_holm_hand_worked() -> None:
@@ -125,21 +126,21 @@ def test_power_figures() -> None:
     )
 
 
-def verdict(diffs: list[float], margin: float = 0.1, rates=(0.0, 0.0)) -> dict:
+def verdict(diffs: list[float], margin: float = 0.1, rates=(0.0, 0.0)) -> Verdict:
     c = st.paired(diffs, seed=0)
-    return st.verdict(st.VerdictInputs(c, margin, 0.3, c["p_ttest"], 25.0, rates, 0.1))
+    return st.verdict(st.VerdictInputs(c, margin, 0.3, c.p_ttest, 25.0, rates, 0.1))
 
 
 def test_verdicts() -> None:
-    assert verdict([1.0])["label"] == "INSUFFICIENT DATA"
-    assert verdict([1.0, 1.2, 0.9, 1.1, 1.3, 0.8, 1.0, 1.2])["label"] == "BETTER"
-    assert verdict([-1.0, -1.2, -0.9, -1.1, -1.3, -0.8, -1.0, -1.2])["label"] == "WORSE"
+    assert verdict([1.0]).label == "INSUFFICIENT DATA"
+    assert verdict([1.0, 1.2, 0.9, 1.1, 1.3, 0.8, 1.0, 1.2]).label == "BETTER"
+    assert verdict([-1.0, -1.2, -0.9, -1.1, -1.3, -0.8, -1.0, -1.2]).label == "WORSE"
     eq = verdict([0.01, -0.02, 0.0, 0.02, -0.01, 0.01, 0.0, -0.01, 0.02, -0.02])
-    assert eq["label"] == "EQUIVALENT"
-    assert verdict([1.5, -1.0, 0.5])["label"] == "UNDERPOWERED"
-    assert verdict([0.5, 0.5, 0.5])["label"] == "UNDERPOWERED"  # all equal, too few for any test
+    assert eq.label == "EQUIVALENT"
+    assert verdict([1.5, -1.0, 0.5]).label == "UNDERPOWERED"
+    assert verdict([0.5, 0.5, 0.5]).label == "UNDERPOWERED"  # all equal, too few for any test
     capped = verdict([1.0, 1.2, 0.9, 1.1, 1.3, 0.8, 1.0, 1.2], rates=(0.0, 0.25))
-    assert capped["label"] == "INCONCLUSIVE" and "errored or were ungraded" in capped["reason"]
+    assert capped.label == "INCONCLUSIVE" and "errored or were ungraded" in capped.reason
 
 
 def test_bands() -> None:
@@ -161,12 +162,13 @@ def test_bands() -> None:
 def test_relabelling_flips_signs_and_keeps_p(pairs: list[tuple[float, float]]) -> None:
     d = [b - a for a, b in pairs]
     fwd, back = st.paired(d, seed=1), st.paired([-x for x in d], seed=1)
-    assert back["mean"] == pytest.approx(-fwd["mean"], abs=1e-9)
-    assert (back["improved"], back["regressed"]) == (fwd["regressed"], fwd["improved"])
+    assert back.mean is not None and fwd.mean is not None
+    assert back.mean == pytest.approx(-fwd.mean, abs=1e-9)
+    assert (back.improved, back.regressed) == (fwd.regressed, fwd.improved)
     for key in ("p_ttest", "p_wilcoxon", "p_sign"):
-        if fwd[key] is None:
-            assert back[key] is None
+        if getattr(fwd, key) is None:
+            assert getattr(back, key) is None
         else:
-            assert back[key] == pytest.approx(fwd[key], rel=1e-6, abs=1e-9)
-    if fwd["ci_low"] is not None:
-        assert back["ci_low"] == pytest.approx(-fwd["ci_high"], abs=1e-9)
+            assert getattr(back, key) == pytest.approx(getattr(fwd, key), rel=1e-6, abs=1e-9)
+    if fwd.ci_low is not None and fwd.ci_high is not None:
+        assert back.ci_low == pytest.approx(-fwd.ci_high, abs=1e-9)

@@ -152,20 +152,20 @@ def test_ab_better_recall_and_fewer_false_fires() -> None:
     for part in ("all", "train", "holdout"):
         rec, ff = result.parts[part].recall, result.parts[part].false_fire
         assert rec.control == pytest.approx(0.2) and rec.treatment == pytest.approx(0.8)
-        assert rec.difference == pytest.approx(0.6) and rec.verdict["label"] == "BETTER"
+        assert rec.difference == pytest.approx(0.6) and rec.verdict.label == "BETTER"
         assert ff.difference == pytest.approx(-0.6) and not ff.higher_is_better
     whole = result.parts["all"]
-    assert whole.recall.queries == 20 and whole.recall.verdict["label"] == "BETTER"
-    assert whole.false_fire.verdict["label"] == "BETTER"  # fewer false fires is the improvement
-    assert whole.false_fire.comparison["mean"] == pytest.approx(0.6)
+    assert whole.recall.queries == 20 and whole.recall.verdict.label == "BETTER"
+    assert whole.false_fire.verdict.label == "BETTER"  # fewer false fires is the improvement
+    assert whole.false_fire.comparison.mean == pytest.approx(0.6)
     assert not result.overfit and result.warnings == ()
     assert result.error_rates == (0.0, 0.0)
 
 
 def test_ab_equivalent_when_nothing_changes() -> None:
     result = compare_variants(ab({"train": (3, 3), "holdout": (3, 3)}, (1, 1)), ["a"], "A", "B", skill="a")
-    assert result.parts["all"].recall.verdict["label"] == "EQUIVALENT"
-    assert result.parts["all"].false_fire.verdict["label"] == "EQUIVALENT"
+    assert result.parts["all"].recall.verdict.label == "EQUIVALENT"
+    assert result.parts["all"].false_fire.verdict.label == "EQUIVALENT"
 
 
 def test_ab_overfit_when_the_gain_stays_on_train() -> None:
@@ -182,7 +182,7 @@ def test_ab_errors_are_counted_not_averaged() -> None:
     assert rec.treatment == pytest.approx(0.8)
     # Per part: 10 should-fire queries x (5 counted + 5 errors) and 10 should-not x 5: 100 of 300 erred.
     assert result.error_rates == (0.0, pytest.approx(1 / 3))
-    assert rec.verdict["label"] == "INCONCLUSIVE" and "errored" in rec.verdict["reason"]
+    assert rec.verdict.label == "INCONCLUSIVE" and "errored" in rec.verdict.reason
 
 
 def test_ab_without_split_and_unknown_variant() -> None:
