@@ -137,9 +137,7 @@ def print_trigger_summary(report: Any) -> None:
         for part, figures in comp.parts.items():
             for metric in (figures.recall, figures.false_fire):
                 v = metric.verdict
-                print(
-                    f"{comp.treatment} vs {comp.control} [{part}] {metric.metric}: {v.label} — {v.reason}"
-                )
+                print(f"{comp.treatment} vs {comp.control} [{part}] {metric.metric}: {v.label} — {v.reason}")
         for warning in comp.warnings:
             print(f"  warning: {warning}")
 
