@@ -31,7 +31,7 @@ from graders.judge import Judgement
 from graders.schema import Grade, Sample
 from tasks.context import current
 from tasks.grade import grade_outputs
-from tasks.schema import SAMPLE_SCALE, Record, Unit
+from tasks.schema import SAMPLE_SCALE, Record, ShardRun, Unit
 
 #: What a run imports after its calls (flows/engine/prefetch.py), in the order it needs them.
 AFTER_CALLS = ("flows.sample_report", "flows.report.console", "flows.report.gates")
@@ -143,7 +143,7 @@ async def run_units(
     opts = prepared.options
     started, started_at = time.time(), dt.datetime.now(dt.UTC)
     units = prepared.units()
-    shard_runs: list[dict[str, Any]] = []
+    shard_runs: list[ShardRun] = []
     if opts.shards > 1:
         from flows.shard import dispatch_shards
 

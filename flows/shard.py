@@ -25,7 +25,7 @@ from flows.engine.runlog import run_logger
 from flows.engine.runner import RunnerConfig, UnitRunner
 from flows.inputs.options import SHARD_FLOW, BenchOptions
 from flows.inputs.prepare import Prepared, prepare
-from tasks.schema import Unit
+from tasks.schema import ShardRun, Unit
 
 
 def shard_of(sample_id: str, shards: int) -> int:
@@ -68,7 +68,7 @@ async def require_deployment(name: str) -> None:
             ) from None
 
 
-async def dispatch_shards(prepared: Prepared, cwd: Path) -> list[dict[str, Any]]:
+async def dispatch_shards(prepared: Prepared, cwd: Path) -> list[ShardRun]:
     """One flow run per shard on the work pool's workers; waits for all of them."""
     o = prepared.options
     await require_deployment(o.shard_deployment)
@@ -91,6 +91,6 @@ async def dispatch_shards(prepared: Prepared, cwd: Path) -> list[dict[str, Any]]
         )
     )
     return [
-        {"shard": i, "flowRun": str(r.id), "state": r.state.name if r.state else None}
+        ShardRun(shard=i, flow_run=str(r.id), state=r.state.name if r.state else None)
         for i, r in enumerate(runs)
     ]

@@ -9,7 +9,7 @@ from pydantic import Field
 from executors.base import ExecutorSettings
 from executors.schema import Frozen, RunRequest, RunResult
 from graders.schema import Grade
-from tasks.stats.models import Figures
+from tasks.stats.models import Figures, Model
 
 
 class UnitKind(StrEnum):
@@ -166,3 +166,14 @@ class TranscriptStep(Figures):
     """the text or the tool input, shortened"""
     is_error: bool
     """the step reported an error"""
+
+
+class ShardRun(Model):
+    """One shard of a sharded sample run: the flow run a work pool's worker ran it in."""
+
+    shard: int
+    """the shard's index"""
+    flow_run: str
+    """its flow run's id"""
+    state: str | None
+    """how that flow run ended"""

@@ -25,7 +25,8 @@ def cmd_report(args: argparse.Namespace, command: Command) -> int:
         from tasks.store.files import atomic_write_text
 
         store = ReportStore(reports)
-        run_id = args.run or max(store.runs(), key=lambda r: r["timestamp"], default={}).get("id")
+        newest = max(store.runs(), key=lambda r: r.timestamp, default=None)
+        run_id = args.run or (newest.id if newest else None)
         if not run_id:
             raise InputError(f"{reports}: no reports to export")
         try:

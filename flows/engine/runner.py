@@ -25,7 +25,7 @@ from flows.engine.runlog import quiet_call_failures
 from flows.inputs.prepare import Prepared
 from tasks.context import current
 from tasks.execute import failed_result, with_policy
-from tasks.schema import CallPolicy, NotRun, NotRunReason, Record, RunStats, Unit
+from tasks.schema import CallPolicy, NotRun, NotRunReason, Record, RunStats, ShardRun, Unit
 from tasks.stats.figures import JudgeGold
 from tasks.store.cache import ResultCache
 
@@ -258,7 +258,7 @@ class Executed:
     runner: UnitRunner
     started: float
     started_at: dt.datetime
-    shard_runs: list[dict[str, Any]]
+    shard_runs: list[ShardRun]
     planned: int  # units the run would make without --sequential
     sequences: dict[str, Any]  # --sequential: treatment -> its ConfidenceSequence
     gold: JudgeGold | None  # --judge-gold: the check made before the run

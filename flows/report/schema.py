@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tasks.schema import Arm, Scale, TranscriptStep
+from tasks.schema import Arm, Scale, ShardRun, TranscriptStep
 from tasks.stats.figures import (
     Analysis,
     CaseStats,
@@ -470,7 +470,7 @@ class Meta(Model):
     """wall time of the run"""
     notices: list[str] = Field(default_factory=list)
     """what the user was told before the run"""
-    shards: list[dict[str, Any]] | None = None
+    shards: list[ShardRun] | None = None
     """the shard flow runs, when sharded"""
     # agentic mode
     skill: str | None = None

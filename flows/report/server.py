@@ -216,24 +216,24 @@ class ReportApp:
 
     async def index(self, request: Request) -> Response:
         runs = self.store.runs()
-        suites = Counter(str(r["suite"]) for r in runs if r.get("suite"))
+        suites = Counter(r.suite for r in runs if r.suite)
         q = request.query_params.get("q", "").strip().lower()
         label = request.query_params.get("verdict", "")
         if q:
             runs = [
                 r
                 for r in runs
-                if q in " ".join(str(v) for v in (r["model"], r["suite"], *r["variants"], r["id"])).lower()
+                if q in " ".join(str(v) for v in (r.model, r.suite, *r.variants, r.id)).lower()
             ]
         if label:
-            runs = [r for r in runs if label in r["labels"]]
+            runs = [r for r in runs if label in r.labels]
         sort = request.query_params.get("sort", "date")
         key = SORTS.get(sort, "timestamp")
         descending = request.query_params.get("order", "desc") != "asc"
         runs.sort(
             key=lambda r: (
-                r.get(key) is None,
-                r.get(key) or 0 if key in {"cost", "samples"} else str(r.get(key) or ""),
+                getattr(r, key) is None,
+                getattr(r, key) or 0 if key in {"cost", "samples"} else str(getattr(r, key) or ""),
             ),
             reverse=descending,
         )

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from flows.report.human import human_agreement
 from flows.report.schema import Feedback, Report, load_report
-from flows.report.suite import trend_entry
+from flows.report.suite import RunRow, trend_entry
 from tasks.store.files import atomic_write_json
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
@@ -35,27 +35,27 @@ class BadRequest(Exception):
     pass
 
 
-def run_summary(report: Report) -> dict[str, Any]:
+def run_summary(report: Report) -> RunRow:
     """One row of the runs list."""
     meta = report.meta
-    return {
-        "id": report.id,
-        "timestamp": meta.timestamp,
-        "mode": report.mode,
-        "variants": meta.variants,
-        "model": meta.model,
-        "executor": meta.executor,
-        "suite": meta.suite,
-        "samples": meta.sample_count,
-        "cost": meta.total_cost_usd + (meta.judge_cost_usd or 0.0),
-        "verdicts": [f"{c.treatment} vs {c.control}: {c.verdict.label}" for c in report.comparisons],
-        "labels": [str(c.verdict.label) for c in report.comparisons],
-        "blind": meta.blind or bool(report.blind_mapping),
-        "errors": sum(s.error_count for s in report.summary.values()),
-        "executions": sum(s.executions for s in report.summary.values()),
-        "flowRun": meta.prefect_flow_run,
-        "trend": trend_entry(report) if meta.suite else None,
-    }
+    return RunRow(
+        id=report.id,
+        timestamp=meta.timestamp,
+        mode=report.mode,
+        variants=meta.variants,
+        model=meta.model,
+        executor=meta.executor,
+        suite=meta.suite,
+        samples=meta.sample_count,
+        cost=meta.total_cost_usd + (meta.judge_cost_usd or 0.0),
+        verdicts=[f"{c.treatment} vs {c.control}: {c.verdict.label}" for c in report.comparisons],
+        labels=[str(c.verdict.label) for c in report.comparisons],
+        blind=meta.blind or bool(report.blind_mapping),
+        errors=sum(s.error_count for s in report.summary.values()),
+        executions=sum(s.executions for s in report.summary.values()),
+        flow_run=meta.prefect_flow_run,
+        trend=trend_entry(report) if meta.suite else None,
+    )
 
 
 def warn_unreadable(path: Path, reason: str) -> None:
@@ -78,7 +78,7 @@ class ReportStore:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._lock = threading.Lock()
-        self._summaries: dict[Path, tuple[float, dict[str, Any]]] = {}
+        self._summaries: dict[Path, tuple[float, RunRow]] = {}
         self._warned: set[tuple[Path, float]] = set()
 
     def path(self, run_id: str) -> Path:
@@ -95,7 +95,7 @@ class ReportStore:
         except (ValueError, ValidationError) as exc:
             raise NotFound(run_id) from exc
 
-    def runs(self) -> list[dict[str, Any]]:
+    def runs(self) -> list[RunRow]:
         """Summaries of every readable report, cached by modification time; others warned once."""
         out = []
         for path in sorted(self.root.glob("*.json")):

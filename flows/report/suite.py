@@ -9,6 +9,7 @@ variants' names, as ``history --suite`` does: a trend needs the same name from r
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from markupsafe import Markup
@@ -17,76 +18,164 @@ from flows.report import charts
 from flows.report.logtext import artifact_change_text, change_figures
 from flows.report.schema import Report
 from tasks.schema import VerdictLabel
+from tasks.stats.models import Model
 
 MARKS = {str(VerdictLabel.WORSE): "worse", str(VerdictLabel.BETTER): "better"}
 
 
-def trend_entry(report: Report) -> dict[str, Any]:
+class TrendVariant(Model):
+    """One variant in one run of a suite, under its name."""
+
+    mean: float | None
+    """mean score"""
+    low: float | None
+    """lower end of its 95% interval"""
+    high: float | None
+    """upper end"""
+    errors: int
+    """executions that errored"""
+    executions: int
+    """executions in all"""
+    error_rate: float
+    """errored share"""
+    cost: float
+    """what its executions cost"""
+    change: str | None
+    """the verdict against the suite's previous run"""
+    delta: float | None
+    """its mean change"""
+    reason: str | None
+    """the verdict's reason"""
+    figures: str | None
+    """the change in figures"""
+    artifact: str | None
+    """how the artifact changed since the previous run"""
+
+
+class Trend(Model):
+    """What the suite page needs of one run."""
+
+    variants: dict[str, TrendVariant]
+    """variant name -> its figures"""
+    previous: str | None
+    """the suite's run before this one"""
+    regressed: list[str]
+    """variants significantly worse than in that run"""
+    scale: tuple[float, float, str]
+    """the scale's minimum, maximum and name"""
+
+
+def trend_entry(report: Report) -> Trend:
     """Per variant: mean, interval, errors, cost, and the verdict against the suite's previous run."""
     regression = report.regression
-    variants: dict[str, dict[str, Any]] = {}
+    variants: dict[str, TrendVariant] = {}
     for label, s in report.summary.items():
         name = report.variant_name(label)
         change = regression.per_variant.get(name) if regression else None
         ci = s.composite_ci95 if len(s.composite_ci95) == 2 else [None, None]
-        variants[name] = {
-            "mean": s.avg_composite_score,
-            "low": ci[0],
-            "high": ci[1],
-            "errors": s.error_count,
-            "executions": s.executions,
-            "errorRate": s.error_rate,
-            "cost": s.total_cost_usd,
-            "change": str(change.verdict.label) if change else None,
-            "delta": change.paired.mean if change else None,
-            "reason": change.verdict.reason if change else None,
-            "figures": change_figures(change) if change else None,
-            "artifact": artifact_change_text(a)
-            if regression and (a := regression.artifact_changes.get(name))
-            else None,
-        }
-    return {
-        "variants": variants,
-        "previous": regression.previous if regression else None,
-        "regressed": list(regression.regressed) if regression else [],
-        "scale": [report.scale.minimum, report.scale.maximum, report.scale.name],
-    }
+        artifact = regression.artifact_changes.get(name) if regression else None
+        variants[name] = TrendVariant(
+            mean=s.avg_composite_score,
+            low=ci[0],
+            high=ci[1],
+            errors=s.error_count,
+            executions=s.executions,
+            error_rate=s.error_rate,
+            cost=s.total_cost_usd,
+            change=str(change.verdict.label) if change else None,
+            delta=change.paired.mean if change else None,
+            reason=change.verdict.reason if change else None,
+            figures=change_figures(change) if change else None,
+            artifact=artifact_change_text(artifact) if artifact else None,
+        )
+    return Trend(
+        variants=variants,
+        previous=regression.previous if regression else None,
+        regressed=list(regression.regressed) if regression else [],
+        scale=(report.scale.minimum, report.scale.maximum, report.scale.name),
+    )
 
 
-def suite_runs(runs: Sequence[dict[str, Any]], suite: str) -> list[dict[str, Any]]:
+class RunRow(Model):
+    """One run in the runs list (the server's index and a suite's page)."""
+
+    id: str
+    """the report's id"""
+    timestamp: str
+    """when the run started"""
+    mode: str
+    """sample, agentic or trigger"""
+    variants: list[str]
+    """its variants (labels in a blind run)"""
+    model: str
+    """the model"""
+    executor: str
+    """the executor or agent CLI"""
+    suite: str | None
+    """the suite it belongs to"""
+    samples: int
+    """cases"""
+    cost: float
+    """calls and judge, USD"""
+    verdicts: list[str]
+    """each comparison's verdict, in words"""
+    labels: list[str]
+    """each comparison's verdict label"""
+    blind: bool
+    """a blind run"""
+    errors: int
+    """executions that errored"""
+    executions: int
+    """executions in all"""
+    flow_run: str | None
+    """the run's page in the Prefect UI"""
+    trend: Trend | None
+    """for a suite's run: what its page needs"""
+
+
+def suite_runs(runs: Sequence[RunRow], suite: str) -> list[SuiteRow]:
     """The runs list's rows of one suite, oldest first."""
-    return sorted((r for r in runs if r.get("suite") == suite), key=lambda r: r["timestamp"])
+    rows = [SuiteRow(r, r.trend) for r in runs if r.suite == suite and r.trend is not None]
+    return sorted(rows, key=lambda r: r.run.timestamp)
 
 
-def run_label(row: dict[str, Any]) -> str:
+@dataclass(frozen=True)
+class SuiteRow:
+    """A suite's run: its row, with the trend a suite's run always has."""
+
+    run: RunRow
+    trend: Trend
+
+
+def run_label(row: SuiteRow) -> str:
     """A short x-axis label: month-day hour:minute."""
-    return str(row["timestamp"])[5:16].replace("T", " ")
+    return row.run.timestamp[5:16].replace("T", " ")
 
 
-def variant_names(rows: Sequence[dict[str, Any]]) -> list[str]:
+def variant_names(rows: Sequence[SuiteRow]) -> list[str]:
     names: list[str] = []
     for r in rows:
-        names += [n for n in r["trend"]["variants"] if n not in names]
+        names += [n for n in r.trend.variants if n not in names]
     return names
 
 
-def score_point(row: dict[str, Any], name: str) -> charts.TrendPoint:
-    v = row["trend"]["variants"].get(name)
-    if v is None or v["mean"] is None:
+def score_point(row: SuiteRow, name: str) -> charts.TrendPoint:
+    v = row.trend.variants.get(name)
+    if v is None or v.mean is None:
         return charts.TrendPoint(None)
-    tip = f"{run_label(row)} ({row['id']}): mean {v['mean']:.2f}"
-    if v["low"] is not None and v["high"] is not None:
-        tip += f", 95% interval {v['low']:.2f} to {v['high']:.2f}"
-    if v["change"]:
-        delta = "" if v["delta"] is None else f" ({v['delta']:+.2f})"
-        tip += f"; against the run before: {v['change']}{delta}"
-    return charts.TrendPoint(v["mean"], v["low"], v["high"], MARKS.get(v["change"] or "", ""), tip)
+    tip = f"{run_label(row)} ({row.run.id}): mean {v.mean:.2f}"
+    if v.low is not None and v.high is not None:
+        tip += f", 95% interval {v.low:.2f} to {v.high:.2f}"
+    if v.change:
+        delta = "" if v.delta is None else f" ({v.delta:+.2f})"
+        tip += f"; against the run before: {v.change}{delta}"
+    return charts.TrendPoint(v.mean, v.low, v.high, MARKS.get(v.change or "", ""), tip)
 
 
-def score_chart(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> Markup:
-    scales = [r["trend"]["scale"] for r in rows]
+def score_chart(rows: Sequence[SuiteRow], names: Sequence[str]) -> Markup:
+    scales = [r.trend.scale for r in rows]
     lo, hi = min(s[0] for s in scales), max(s[1] for s in scales)
-    regressions = sum(bool(r["trend"]["regressed"]) for r in rows)
+    regressions = sum(bool(r.trend.regressed) for r in rows)
     subtitle = (
         f"{regressions} run{'s' if regressions != 1 else ''} with a regression"
         if regressions
@@ -103,9 +192,9 @@ def score_chart(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> Markup:
     )
 
 
-def cost_chart(rows: Sequence[dict[str, Any]]) -> Markup:
+def cost_chart(rows: Sequence[SuiteRow]) -> Markup:
     title = "What does each run cost?"
-    costs = [float(r["cost"]) for r in rows]
+    costs = [r.run.cost for r in rows]
     if max(costs) == 0:
         return charts.note(title, "Every run cost $0 (a free, local or unpriced model).")
     _, top = charts.nice_range(0, max(costs))
@@ -120,18 +209,16 @@ def cost_chart(rows: Sequence[dict[str, Any]]) -> Markup:
     )
 
 
-def error_chart(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> Markup:
+def error_chart(rows: Sequence[SuiteRow], names: Sequence[str]) -> Markup:
     series: dict[str, list[charts.TrendPoint]] = {}
     worst = 0.0
     for n in names:
         series[n] = []
         for r in rows:
-            v = r["trend"]["variants"].get(n)
-            rate = None if v is None else float(v["errorRate"])
+            v = r.trend.variants.get(n)
+            rate = None if v is None else v.error_rate
             worst = max(worst, rate or 0.0)
-            tip = (
-                "" if v is None else f"{run_label(r)}: {v['errors']} of {v['executions']} executions errored"
-            )
+            tip = "" if v is None else f"{run_label(r)}: {v.errors} of {v.executions} executions errored"
             series[n].append(charts.TrendPoint(rate, tip=tip))
     _, top = charts.nice_range(0, max(worst, 0.05))
     return charts.trend(
@@ -145,15 +232,15 @@ def error_chart(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> Markup:
     )
 
 
-def suite_view(runs: Sequence[dict[str, Any]], suite: str) -> dict[str, Any]:
+def suite_view(runs: Sequence[RunRow], suite: str) -> dict[str, Any]:
     """The suite page's context: its runs (newest first in the table), variant names and charts."""
     rows = suite_runs(runs, suite)
     names = variant_names(rows)
     return {
         "suite": suite,
-        "rows": list(reversed(rows)),
+        "rows": [r.run for r in reversed(rows)],
         "names": names,
-        "models": sorted({str(r["model"]) for r in rows}),
+        "models": sorted({r.run.model for r in rows}),
         "charts": {
             "score": score_chart(rows, names),
             "cost": cost_chart(rows),

@@ -145,10 +145,11 @@ def suite_dir(tmp_path: Path) -> Path:
 def test_suite_view(suite_dir: Path) -> None:
     view = suite_view(ReportStore(suite_dir).runs(), "caps")
     rows = view["rows"]
-    assert [r["timestamp"][:10] for r in rows] == ["2026-11-04", "2026-11-03", "2026-11-02", "2026-11-01"]
+    assert [r.timestamp[:10] for r in rows] == ["2026-11-04", "2026-11-03", "2026-11-02", "2026-11-01"]
     assert view["names"] == ["v1", "v2"] and view["models"] == ["gpt-4o-mini"]
-    assert rows[1]["trend"]["regressed"] == ["v2"] and rows[1]["trend"]["variants"]["v2"]["change"] == "WORSE"
-    assert rows[0]["trend"]["variants"]["v2"]["change"] == "BETTER" and rows[3]["trend"]["previous"] is None
+    trends = [r.trend for r in rows]
+    assert all(trends) and trends[1].regressed == ["v2"] and trends[1].variants["v2"].change == "WORSE"
+    assert trends[0].variants["v2"].change == "BETTER" and trends[3].previous is None
     score = view["charts"]["score"]
     assert score.count('class="regression-ring"') == 1 and "1 run with a regression" in score
     assert "Every run cost $0" in view["charts"]["cost"]
@@ -158,4 +159,4 @@ def test_suite_view(suite_dir: Path) -> None:
 
 def test_trend_entry_resolves_blind_labels(tmp_path: Path) -> None:
     report = make_report(tmp_path, {"v1": [3, 4], "v2": [4, 5]}, suite="s", blind=True)
-    assert set(trend_entry(report)["variants"]) == {"v1", "v2"}
+    assert set(trend_entry(report).variants) == {"v1", "v2"}
