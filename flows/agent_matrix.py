@@ -18,7 +18,6 @@ from prefect.runtime import flow_run
 from prefect.states import Completed, Failed
 
 from flows.engine.runlog import flow_run_page, run_logger, tag_flow_run
-from flows.engine.session_runner import NOT_RUN
 from flows.inputs.skill_config import SkillBenchConfig
 from flows.report.matrix import agent_report, build_matrix, matrix_markdown, matrix_report
 from flows.report.schema import Report, load_report
@@ -41,9 +40,9 @@ def agent_config(
     calls = None if config.max_calls is None else config.max_calls - used[0]
     budget = None if config.budget_usd is None else config.budget_usd - used[1]
     if calls is not None and calls < 1:
-        return f"{NOT_RUN}--max-calls {config.max_calls} reached by the agents before it"
+        return f"not run: --max-calls {config.max_calls} reached by the agents before it"
     if budget is not None and budget <= 0:
-        return f"{NOT_RUN}--budget-usd {config.budget_usd:g} reached by the agents before it"
+        return f"not run: --budget-usd {config.budget_usd:g} reached by the agents before it"
     update = {
         "runner": runner,
         "runner_model": model,
@@ -55,10 +54,7 @@ def agent_config(
 
 def sessions_run(report: Report) -> tuple[int, float]:
     """(sessions started, their cost) of one agent's report: what counts against the caps."""
-    cases = [*report.results, *(report.negative_controls or [])]
-    entries = [run for case in cases for v in case.variants.values() for run in (v.runs or [v])]
-    started = sum(1 for e in entries if not (e.error or "").startswith(NOT_RUN))
-    return started, sum(s.total_cost_usd for s in report.summary.values())
+    return report.meta.calls or 0, sum(s.total_cost_usd for s in report.summary.values())
 
 
 @flow(name="agent-matrix", log_prints=False)

@@ -79,7 +79,7 @@ from graders.plugin_eval import PluginCase, RunEvidence
 from graders.schema import Grade
 from tasks.agent import check_sandbox
 from tasks.context import current
-from tasks.schema import Arm, CallPolicy, Record
+from tasks.schema import Arm, CallPolicy, Record, RunStats
 from tasks.store.files import atomic_write_json, atomic_write_text
 
 
@@ -120,26 +120,32 @@ async def run_sessions(
     isolation: Isolation,
     log: LogTarget | None = None,
     skill_dirs: dict[str, Path] | None = None,
-) -> list[tuple[AgentSession, str | None]]:
-    """Every session (every arm, every run) under the concurrency cap, with its contamination.
-    ``skill_dirs``: an ablated arm -> its copy of the skill (the with-skill arm has the skill's own)."""
+) -> tuple[list[Session], list[tuple[AgentSession, str | None]], RunStats]:
+    """Every session (every arm, every run) under the concurrency cap, with its contamination: the
+    plans that ran, their outcomes, and what the runner counted (a session --max-calls or
+    --budget-usd kept from starting is not run, not a failure). ``skill_dirs``: an ablated arm -> its
+    copy of the skill (the with-skill arm has the skill's own)."""
     dirs = {str(Arm.WITH_SKILL): skill.path, **(skill_dirs or {})}
     progress = Progress(len(plans), "sessions", log=log)
     runner = SessionRunner(
         config.concurrency, config.max_calls, config.budget_usd, {config.runner: config.base_url}
     )
+    refused: set[str] = set()  # why the budget kept sessions from starting
     plugin = skill.plugin  # a whole plugin: loaded by the CLI's own mechanism, in the with-arm only
     cli = agent_cli(config.runner)
     if plugin is not None and log is not None:
         log.info(plugin.summary(config.plugin_mcp) + "; loaded in the with-skill arm only, nothing forced")
 
-    async def one(s: Session) -> tuple[AgentSession, str | None]:
+    async def one(s: Session) -> tuple[AgentSession, str | None] | None:
         request = session_request(config, skill, s, dirs, isolation)
         stage_inputs(s.task, s.sandbox)  # a skill-creator eval's input files, before the agent starts
-        ran = await runner.session(s.label, request, lambda r: plugin_setup(s, r, isolation, skill.name))
-        session = (
-            AgentSession(ok=False, status="error", error=ran.reason) if isinstance(ran, Refused) else ran
+        unit = (s.task.task_id, s.mode, s.run)
+        session = await runner.session(
+            unit, s.label, request, lambda r: plugin_setup(s, r, isolation, skill.name)
         )
+        if isinstance(session, Refused):
+            refused.add(session.reason)
+            return None
         raw = read_events(s.outputs / "raw_stream.jsonl")
         init = init_event(raw)
         contaminated = contamination(session, s.kind, skill.name, init, skill.description, plugin, cli=cli)
@@ -154,9 +160,13 @@ async def run_sessions(
         return session, contaminated
 
     try:
-        return await asyncio.gather(*(one(s) for s in plans))
+        outcomes = await asyncio.gather(*(one(s) for s in plans))
     finally:
         progress.close()
+    ran = [(s, o) for s, o in zip(plans, outcomes, strict=True) if o is not None]
+    if refused and log is not None:
+        log.warning(f"not run: {len(runner.not_run)} session(s): {'; '.join(sorted(refused))}")
+    return [s for s, _ in ran], [o for _, o in ran], runner.stats()
 
 
 def check_sessions(plans: list[Session], isolation: Isolation) -> list[dict[str, Any]]:
@@ -421,7 +431,7 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
     try:
         log = run_logger()
         log.info(f"{plan_line(config, skill, plans, isolation)}; results in {results}")
-        outcomes = await run_sessions(config, skill, plans, isolation, log, skill_dirs)
+        plans, outcomes, stats = await run_sessions(config, skill, plans, isolation, log, skill_dirs)
         checks = check_sessions(plans, isolation)
         try:
             grades, judge_cost = await judge_sessions(config, plans, outcomes, checks)
@@ -431,7 +441,7 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
         records = [session_record(g, config) for g in graded if not g.contaminated]
         ablated = {a.arm: a.heading for a in ablations}
         suite = (tasks, suite_hash, results, started)
-        run = AgenticRun(config, skill, *suite, isolation, ablated, version, warnings, judge_cost)
+        run = AgenticRun(config, skill, *suite, isolation, ablated, version, warnings, judge_cost, stats)
         report = build_skill_report(run, graded, records)
         report.diagnosis = await diagnose_skill_run(
             report, config, skill, {a.arm: a.skill_md for a in ablations}

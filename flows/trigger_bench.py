@@ -17,7 +17,6 @@ from flows.inputs.triggers import TriggerOptions, prepare_triggers
 from flows.report.build import new_report_id, publish
 from flows.report.triggers import build_trigger_report, write_trigger_junit
 from tasks.context import current
-from tasks.schema import NotRun, RunStats, UnitKind
 from tasks.store.cache import ResultCache
 
 
@@ -35,11 +34,7 @@ async def trigger_bench(
         outcomes = await runner.run()
     finally:
         progress.close()
-    not_run = tuple(
-        NotRun(sample_id=s.query.id, variant=s.variant.label, run=s.run, kind=UnitKind.SESSION)
-        for s in runner.not_run
-    )
-    stats = RunStats(calls=runner.sessions.started, cache_hits=runner.cache_hits, not_run=not_run)
+    stats = runner.sessions.stats()
     report_id = new_report_id(started, ["triggers", *(v.label for v in plan.variants)])
     report = build_trigger_report(plan, report_id, outcomes, started, stats)
     path = publish(report, Path(cwd) / options.results_dir)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from executors.base import ExecutorSettings
 from executors.schema import Frozen, RunRequest, RunResult
@@ -130,14 +130,21 @@ class NotRunReason(StrEnum):
     BATCH = "batch pending"  # in a provider batch that has not ended (--no-batch-wait): re-run to collect
 
 
-class NotRun(Frozen):
+class NotRun(Figures):
     """A unit this run did not complete: a budget kept it from running, or its batch is pending."""
 
+    model_config = ConfigDict(frozen=True)
+
     sample_id: str
+    """the case"""
     variant: str
+    """the variant"""
     run: int
+    """the run"""
     kind: UnitKind
+    """execute, judge or session"""
     reason: NotRunReason = NotRunReason.BUDGET
+    """budget (--max-calls, --budget-usd reached) or batch pending (re-run to collect it)"""
 
 
 class RunStats(Frozen):

@@ -249,6 +249,7 @@ def matrix_summarized(config: Any, outcome: dict[str, str]) -> int:
 
 def summarized(config: Any, outcome: dict[str, str]) -> int:
     """The verdict and ablation lines, the report's path, then the CI gate's exit code."""
+    from flows.report.console import economy_lines
     from flows.report.schema import load_report
 
     report = load_report(Path(outcome["report_path"]))
@@ -257,6 +258,8 @@ def summarized(config: Any, outcome: dict[str, str]) -> int:
         print(f"with-skill vs baseline: {v.headline()} — {v.reason}")
     for section in report.ablation.sections if report.ablation else []:
         print(section.line)
+    for line in economy_lines(report):  # what the run left undone (sessions the budget kept back)
+        print(line)
     print(f"report: {Path(outcome['results_dir']) / 'report.md'}")
     failures = gate_lines(config, report)
     for line in failures:

@@ -2,8 +2,10 @@
 concurrency, within --max-calls and --budget-usd (the rule of flows/engine/economy.py, the one model
 calls follow), each session a Prefect task (tasks/agent.py), its cost counted as it ends.
 
-A mode keeps what is its own: what a session is asked (the request), what it learns from one (grading,
-trigger detection), and its cache of finished sessions."""
+The runner counts what every mode's report records of its sessions (``RunStats``: sessions started,
+cache hits, the sessions the budget kept from running); a mode keeps what is its own: what a session
+is asked (the request), what it learns from one (grading, trigger detection), and its cache of
+finished sessions."""
 
 from __future__ import annotations
 
@@ -14,14 +16,11 @@ from dataclasses import dataclass, field
 from executors.schema import AgentRequest, AgentSession
 from flows.engine.economy import over_budget
 from tasks.agent import run_agent_session
+from tasks.schema import NotRun, NotRunReason, RunStats, UnitKind
 
 #: Runs in the session's slot before it starts (a plugin eval case's scaffold): the request to run,
 #: or an error that stands for the session.
 Setup = Callable[[AgentRequest], Awaitable[tuple[AgentRequest, str | None]]]
-
-
-#: How a session the budget refused begins its error (a report tells it apart from one that ran).
-NOT_RUN = "not run: "
 
 
 @dataclass(frozen=True)
@@ -43,6 +42,8 @@ class SessionRunner:
     base_urls: Mapping[str, str | None]  # each agent CLI's endpoint (None: its provider's)
     started: int = 0
     spent: float = 0.0
+    cache_hits: int = 0  # a mode with a session cache counts what it took from it
+    not_run: list[NotRun] = field(default_factory=list)
     slots: asyncio.Semaphore = field(init=False)
 
     def __post_init__(self) -> None:
@@ -55,12 +56,13 @@ class SessionRunner:
             return None
         capped = self.max_calls is not None and self.started >= self.max_calls
         cap = f"--max-calls {self.max_calls}" if capped else f"--budget-usd {self.budget_usd:g}"
-        return f"{NOT_RUN}{cap} reached"
+        return f"{cap} reached"
 
     async def session(
-        self, label: str, request: AgentRequest, setup: Setup | None = None
+        self, unit: tuple[str, str, int], label: str, request: AgentRequest, setup: Setup | None = None
     ) -> AgentSession | Refused:
-        """One session in its slot: set up, checked against the budget, run, its cost added."""
+        """One session in its slot: set up, checked against the budget, run, its cost added.
+        ``unit``: (case, variant, run), recorded as not run when the budget refuses the session."""
         async with self.slots:
             error = None
             if setup is not None:
@@ -68,7 +70,20 @@ class SessionRunner:
             if error is not None:
                 return AgentSession(ok=False, status="error", error=error)
             if (refused := self.refusal()) is not None:
+                case, variant, run = unit
+                kept = NotRun(
+                    sample_id=case,
+                    variant=variant,
+                    run=run,
+                    kind=UnitKind.SESSION,
+                    reason=NotRunReason.BUDGET,
+                )
+                self.not_run.append(kept)
                 return Refused(refused)
             session = await run_agent_session(request, self.base_urls.get(request.cli), label)
             self.spent += session_cost(session)
             return session
+
+    def stats(self) -> RunStats:
+        """What the runner did, for the report's meta."""
+        return RunStats(calls=self.started, cache_hits=self.cache_hits, not_run=tuple(self.not_run))

@@ -52,8 +52,6 @@ class TriggerRunner:
     plan: TriggerPlan
     cache: ResultCache | None
     progress: Progress
-    cache_hits: int = 0
-    not_run: list[TriggerSession] = field(default_factory=list)
     sessions: SessionRunner = field(init=False)
 
     def __post_init__(self) -> None:
@@ -86,14 +84,15 @@ class TriggerRunner:
     async def one(self, s: TriggerSession, root: Path) -> TriggerOutcome | None:
         hit = self.cache.get(s.key) if self.cache else None
         if hit is not None:
-            self.cache_hits += 1
+            self.sessions.cache_hits += 1
             cached = TriggerOutcome.model_validate(hit)
             cached.cached = True
             self.progress.advance(ok=cached.status == TriggerStatus.OK, cached=True)
             return cached
-        session = await self.sessions.session(s.label, self.request(s, root))
+        session = await self.sessions.session(
+            (s.query.id, s.variant.label, s.run), s.label, self.request(s, root)
+        )
         if isinstance(session, Refused):
-            self.not_run.append(s)
             return None
         out = outcome_of(session, detect(session, self.plan.candidates))
         if self.cache is not None and out.status != TriggerStatus.ERROR:

@@ -23,6 +23,7 @@ from flows.report.build import (
     assemble,
     cli_version,
     isolation_meta,
+    run_stats_meta,
     timestamp,
     variant_entry,
 )
@@ -38,7 +39,7 @@ from flows.report.schema import (
 )
 from graders.agent_task import AgentTask
 from graders.criteria import WEIGHTS
-from tasks.schema import AGENTIC_SCALE, Arm, Record, TranscriptStep
+from tasks.schema import AGENTIC_SCALE, Arm, Record, RunStats, TranscriptStep
 from tasks.stats.aggregate import aggregate
 from tasks.stats.figures import Aggregate, CaseStats
 
@@ -216,6 +217,7 @@ class AgenticRun:
     cli_version: str | None = None  # the agent CLI's --version before the run (None: not told)
     warnings: list[str] = field(default_factory=list)  # what the report must say about the suite
     judge_cost: float = 0.0  # what the judge's calls cost, USD
+    stats: RunStats = field(default_factory=RunStats)  # sessions started, and those the budget kept back
 
     @property
     def arms(self) -> list[str]:
@@ -258,6 +260,7 @@ def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -
         case_settings=case_settings(run.tasks, config) or None,
         **agent_cli_meta(config.runner, [g.session.meta.get("cli_version") for g in graded], run.cli_version),
         plugin=plugin.summary(config.plugin_mcp) if (plugin := skill.plugin) else None,
+        **run_stats_meta(run.stats),
         contaminated=[
             Contamination(task=g.plan.task.task_id, mode=g.plan.mode, run=g.plan.run, reason=g.contaminated)
             for g in graded

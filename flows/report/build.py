@@ -33,7 +33,6 @@ from flows.report.schema import (
     CaseResult,
     Meta,
     Mode,
-    NotRunUnit,
     PromptCaching,
     Report,
     RunEntry,
@@ -267,7 +266,7 @@ def run_stats_meta(stats: RunStats) -> dict[str, Any]:
         "cache_hits": stats.cache_hits,
         "warm_up_calls": stats.warm_up_calls,
         "batched_calls": stats.batched_calls,
-        "not_run": [NotRunUnit.model_validate(u.model_dump(mode="json")) for u in stats.not_run],
+        "not_run": list(stats.not_run),
     }
 
 

@@ -121,8 +121,14 @@ def economy_lines(report: Report) -> list[str]:
             f"batch: {pending} call(s) still in a batch; re-run to collect them (nothing is resubmitted)"
         )
     if len(meta.not_run) > pending:
+        units = "call(s)" if report.mode == "sample" else "session(s)"
+        # agentic mode keeps no session cache: its re-run starts the suite afresh
+        again = (
+            "re-run with a larger budget to run the suite in full"
+            if report.mode == "agentic"
+            else f"re-run with a larger budget to complete them (finished {units.removesuffix('(s)')}s are cached)"
+        )
         lines.append(
-            f"not run: {len(meta.not_run) - pending} call(s): --max-calls or --budget-usd was reached; "
-            "re-run with a larger budget to complete them (finished calls are cached)"
+            f"not run: {len(meta.not_run) - pending} {units}: --max-calls or --budget-usd was reached; {again}"
         )
     return lines

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tasks.schema import Arm, Scale, ShardRun, TranscriptStep
+from tasks.schema import Arm, NotRun, Scale, ShardRun, TranscriptStep
 from tasks.stats.figures import (
     Analysis,
     CaseStats,
@@ -362,21 +362,6 @@ class CaseResult(Figures):
 # ---------------------------------------------------------------- the report
 
 
-class NotRunUnit(Figures):
-    """A unit a budget kept from running."""
-
-    sample_id: str
-    """the case"""
-    variant: str
-    """the variant"""
-    run: int
-    """the run"""
-    kind: str
-    """execute, judge or session"""
-    reason: str = "budget"
-    """budget (--max-calls, --budget-usd reached) or batch pending (re-run to collect it)"""
-
-
 class PromptCaching(Model):
     """What prompt caching saved over the run's successful executions, priced from one table."""
 
@@ -465,7 +450,7 @@ class Meta(Model):
     """calls answered through a provider's batch API (--batch)"""
     prompt_caching: PromptCaching | None = None
     """what prompt caching saved (None when no call read or wrote the cache)"""
-    not_run: list[NotRunUnit] = Field(default_factory=list, description="units a budget stopped")
+    not_run: list[NotRun] = Field(default_factory=list, description="units a budget stopped")
     duration_s: float | None = None
     """wall time of the run"""
     notices: list[str] = Field(default_factory=list)

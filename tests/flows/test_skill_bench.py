@@ -312,3 +312,37 @@ def test_skill_run_gate_fails_below_the_threshold(
         assert main([*common, "--threshold", "95"]) == 1
         assert "with-skill: average score 90.00 < threshold 95" in capsys.readouterr().err
         assert main([*common, "--threshold", "85"]) == 0
+
+
+def test_sessions_the_budget_kept_back_are_not_run_not_failures(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--max-calls below the plan: the sessions past the cap never start; the report lists them as
+    not run (as sample and trigger mode do), no arm counts them as errors, and the console says so."""
+    for path in (project / "suite").glob("task-0[34]*"):
+        path.unlink()
+    for i in (3, 4):
+        (project / "suite" / f"task-0{i}-easy.md").write_text(task_md(f"add {i}", f"Create calc.py ({i})."))
+    monkeypatch.chdir(project)
+    with FakeProvider(judge, agent=agent) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", server.url]
+        args += ["--judge-model", "claude-opus-4", "--results-dir", str(project / "results")]
+        code = main([*args, "--timeout", "30", "--concurrency", "4", "--max-calls", "7"])
+    out = capsys.readouterr().out
+    assert code == 0
+    (results,) = (project / "results").glob("calc-skill-*")
+    report = json.loads((results / "report.json").read_text())
+    meta = report["meta"]
+    assert meta["calls"] == 7 and len(meta["notRun"]) == 1
+    (kept,) = meta["notRun"]
+    assert (
+        kept["kind"] == "session"
+        and kept["reason"] == "budget"
+        and kept["variant"] in {"baseline", "with-skill"}
+    )
+    summary = report["summary"]
+    assert summary["baseline"]["errorCount"] == summary["with-skill"]["errorCount"] == 0
+    assert summary["baseline"]["executions"] + summary["with-skill"]["executions"] == 7
+    assert "not run: 1 session(s): --max-calls or --budget-usd was reached" in out
