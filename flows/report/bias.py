@@ -4,9 +4,7 @@ beside one of another vendor)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from flows.report.schema import JudgeBias, Report, RunEntry
+from flows.report.schema import JudgeBias, LengthBias, PositionBias, Report, RunEntry, SelfPreference
 from graders.judge import vendor_of
 from tasks.stats.judge_bias import ALPHA, length_bias, self_preference
 
@@ -23,7 +21,7 @@ def runs(report: Report) -> list[tuple[str, RunEntry]]:
     ]
 
 
-def position_part(report: Report) -> dict[str, Any] | None:
+def position_part(report: Report) -> PositionBias | None:
     if not report.pairwise:
         return None
     pairs = sum(p.pairs for p in report.pairwise)
@@ -36,10 +34,10 @@ def position_part(report: Report) -> dict[str, Any] | None:
             f"position bias: the same position won in both orders in {flips} of {pairs} pairs ({share:.0%})"
             + (": the pairwise results lean on the order shown" if share > FLIP_WARNING else "")
         )
-    return {"pairs": pairs, "flips": flips, "share": share, "line": line}
+    return PositionBias(pairs=pairs, flips=flips, share=share, line=line)
 
 
-def length_part(report: Report) -> dict[str, Any] | None:
+def length_part(report: Report) -> LengthBias | None:
     rows = [
         (run.llm_score, float(len(run.output)), run.assertions.score if run.assertions else None)
         for _, run in runs(report)
@@ -49,21 +47,21 @@ def length_part(report: Report) -> dict[str, Any] | None:
         return None
     held = [a for _, _, a in rows]
     fig = length_bias([j for j, _, _ in rows], [n for _, n, _ in rows], None if None in held else held)  # type: ignore[arg-type]
-    r, p = fig["partial_r"], fig["p"]
+    r, p = fig.partial_r, fig.p
     detected = r is not None and p is not None and r > 0 and p < ALPHA
     if r is None:
-        line = f"length bias: none measurable (the judge score does not vary apart from the {fig['controlled_for']})"
+        line = f"length bias: none measurable (the judge score does not vary apart from the {fig.controlled_for})"
     else:
         line = (
-            f"length bias: partial r = {r:+.2f} between judge score and output length, {fig['controlled_for']} "
-            f"held fixed (p = {p:.2g}, n = {fig['n']}; {fig['points_per_1000_chars']:+.2f} points per 1,000 "
+            f"length bias: partial r = {r:+.2f} between judge score and output length, {fig.controlled_for} "
+            f"held fixed (p = {p:.2g}, n = {fig.n}; {fig.points_per_1000_chars or 0:+.2f} points per 1,000 "
             "characters)"
             + (": the judge favours longer answers" if detected else ": no length bias detected")
         )
-    return fig | {"detected": detected, "line": line}
+    return LengthBias(**dict(fig), detected=detected, line=line)
 
 
-def self_preference_part(report: Report) -> dict[str, Any] | None:
+def self_preference_part(report: Report) -> SelfPreference | None:
     meta = report.meta
     vendor = vendor_of(meta.executor, meta.model)
     judges = sorted(report.judge.judges) if report.judge else []
@@ -79,25 +77,29 @@ def self_preference_part(report: Report) -> dict[str, Any] | None:
         if s and o:
             per_case.setdefault(sample_id, []).append(sum(s) / len(s) - sum(o) / len(o))
     fig = self_preference([sum(d) / len(d) for d in per_case.values()], meta.seed)
-    mean, low, high = fig["mean_diff"], fig["ci_low"], fig["ci_high"]
+    mean, low, high = fig.mean_diff, fig.ci_low, fig.ci_high
     shown = "no case scored by both" if mean is None else f"{mean:+.2f}"
     interval = f" [95% CI {low:+.2f}, {high:+.2f}]" if low is not None and high is not None else ""
     line = (
         f"self-preference: {', '.join(same)} ({vendor}, the model's vendor) minus {', '.join(other)}: "
-        f"{shown}{interval} per case over {fig['n']} cases"
-        + (f" (p = {fig['p']:.2g})" if fig["p"] is not None else "")
+        f"{shown}{interval} per case over {fig.n} cases"
+        + (f" (p = {fig.p:.2g})" if fig.p is not None else "")
     )
-    return fig | {"vendor": vendor, "same_vendor": same, "other_vendor": other, "line": line}
+    return SelfPreference(**dict(fig), vendor=vendor, same_vendor=same, other_vendor=other, line=line)
 
 
 def judge_bias(report: Report) -> JudgeBias | None:
     """Every probe that can be measured on this run (None when none can)."""
-    parts = {
-        "position": position_part(report),
-        "length": length_part(report),
-        "self_preference": self_preference_part(report),
-    }
-    found = {k: v for k, v in parts.items() if v is not None}
+    position, length, preference = position_part(report), length_part(report), self_preference_part(report)
+    found = [p for p in (position, length, preference) if p is not None]
     if not found:
         return None
-    return JudgeBias.model_validate(found | {"lines": [v["line"] for v in found.values()]})
+    out = JudgeBias(lines=[p.line for p in found])
+    # each probe set only where it was measured: the report leaves the others out
+    if position is not None:
+        out.position = position
+    if length is not None:
+        out.length = length
+    if preference is not None:
+        out.self_preference = preference
+    return out

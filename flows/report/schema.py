@@ -29,8 +29,10 @@ from tasks.stats.figures import (
     Comparison,
     JudgeGold,
     JudgeSummary,
+    LengthFigures,
     Paired,
     PairwiseSummary,
+    PreferenceFigures,
     RaterAgreement,
     VariantSummary,
     Verdict,
@@ -558,31 +560,19 @@ class PositionBias(Model):
     line: str = Field(description="the finding in one line, with its figure")
 
 
-class LengthBias(Figures):
+class LengthBias(LengthFigures):
     """The judge score's partial correlation with output length, holding the assertion score fixed."""
 
-    n: int = Field(description="judged outputs used")
-    partial_r: float | None = Field(description="partial correlation (Pearson on residuals)")
-    p: float | None = Field(description="two-sided p-value (t on n - 3 df, n - 2 with nothing held fixed)")
-    points_per_1000_chars: float | None = Field(
-        description="judge points per 1,000 characters, the assertion score held fixed"
-    )
-    controlled_for: str = Field(description="what was held fixed")
     detected: bool = Field(description="positive and p < 0.05")
     line: str = Field(description="the finding in one line, with its figure")
 
 
-class SelfPreference(Figures):
+class SelfPreference(PreferenceFigures):
     """A judge of the model's own vendor against judges of other vendors, on the same outputs."""
 
     vendor: str = Field(description="the model's vendor")
     same_vendor: list[str] = Field(description="judges of that vendor")
     other_vendor: list[str] = Field(description="judges of other vendors")
-    n: int = Field(description="cases scored by both kinds")
-    mean_diff: float | None = Field(description="same-vendor minus other-vendor score, mean over cases")
-    ci_low: float | None = Field(description="lower end of its 95% t-interval")
-    ci_high: float | None = Field(description="upper end of its 95% t-interval")
-    p: float | None = Field(description="paired t-test p-value")
     line: str = Field(description="the finding in one line, with its figure")
 
 

@@ -81,6 +81,28 @@ class JudgeGold(Model):
     message: str = Field(description="the finding in one sentence")
 
 
+class LengthFigures(Figures):
+    """The judge score's partial correlation with output length, holding the assertion score fixed."""
+
+    n: int = Field(description="judged outputs used")
+    partial_r: float | None = Field(description="partial correlation (Pearson on residuals)")
+    p: float | None = Field(description="two-sided p-value (t on n - 3 df, n - 2 with nothing held fixed)")
+    points_per_1000_chars: float | None = Field(
+        description="judge points per 1,000 characters, the assertion score held fixed"
+    )
+    controlled_for: str = Field(description="what was held fixed")
+
+
+class PreferenceFigures(Figures):
+    """Same-vendor minus other-vendor judge score per case, over the cases both kinds scored."""
+
+    n: int = Field(description="cases scored by both kinds")
+    mean_diff: float | None = Field(description="same-vendor minus other-vendor score, mean over cases")
+    ci_low: float | None = Field(description="lower end of its 95% t-interval")
+    ci_high: float | None = Field(description="upper end of its 95% t-interval")
+    p: float | None = Field(description="paired t-test p-value")
+
+
 # ---------------------------------------------------------------- comparisons
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from tasks.stats import statistics as st
 from tasks.stats.distributions import t_two_sided_p
+from tasks.stats.figures import LengthFigures, PreferenceFigures
 
 ALPHA = 0.05
 RESIDUAL_FLOOR = 1e-9
@@ -33,7 +33,7 @@ def _residuals(y: np.ndarray, z: np.ndarray | None) -> np.ndarray:
 
 def length_bias(
     judge: Sequence[float], length: Sequence[float], held: Sequence[float] | None
-) -> dict[str, Any]:
+) -> LengthFigures:
     """The judge score's partial correlation with output length, ``held`` (the assertion score)
     fixed: Pearson on the residuals of both after regressing each on ``held``, with a t-test on n - 3
     degrees of freedom; with nothing to hold (no assertion score, or it never varies) the plain
@@ -43,28 +43,26 @@ def length_bias(
     if z is not None and np.ptp(z) == 0:
         z = None
     n = len(y)
-    out: dict[str, Any] = {"n": n, "partial_r": None, "p": None, "points_per_1000_chars": None}
-    out["controlled_for"] = "assertion score" if z is not None else "nothing (no assertion score varies)"
+    held_fixed = "assertion score" if z is not None else "nothing (no assertion score varies)"
     df = n - (3 if z is not None else 2)
     ry, rx = (_residuals(y, z), _residuals(x, z)) if n else (y, x)
     # residuals of an exact fit are rounding noise (1e-16), not variation to correlate
     if df < 1 or rx.std() < RESIDUAL_FLOOR or ry.std() < RESIDUAL_FLOOR:
-        return out
+        return LengthFigures(
+            n=n, partial_r=None, p=None, points_per_1000_chars=None, controlled_for=held_fixed
+        )
     r = st.pearson_r(ry, rx)
     t = r * math.sqrt(df / max(1e-300, 1 - r * r))
-    out["partial_r"] = r
-    out["p"] = t_two_sided_p(t, df)
-    out["points_per_1000_chars"] = float((rx @ ry) / (rx @ rx) * 1000)
-    return out
+    return LengthFigures(
+        n=n,
+        partial_r=r,
+        p=t_two_sided_p(t, df),
+        points_per_1000_chars=float((rx @ ry) / (rx @ rx) * 1000),
+        controlled_for=held_fixed,
+    )
 
 
-def self_preference(diffs: Sequence[float], seed: int) -> dict[str, Any]:
+def self_preference(diffs: Sequence[float], seed: int) -> PreferenceFigures:
     """Same-vendor minus other-vendor judge score per case: mean, 95% t-interval and paired p."""
     p = st.paired(list(diffs), seed=seed)
-    return {
-        "n": p.n,
-        "mean_diff": p.mean,
-        "ci_low": p.ci_low,
-        "ci_high": p.ci_high,
-        "p": p.p_ttest,
-    }
+    return PreferenceFigures(n=p.n, mean_diff=p.mean, ci_low=p.ci_low, ci_high=p.ci_high, p=p.p_ttest)
