@@ -122,6 +122,12 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
+def skill_run(project: Path, url: str) -> list[str]:
+    """`skill run` of the project's suite against the scripted server, the judge on it too."""
+    args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", url]
+    return [*args, "--judge-model", "claude-opus-4", "--results-dir", str(project / "results")]
+
+
 def test_skill_run_end_to_end(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -278,8 +284,7 @@ def test_every_baseline_failed_still_writes_the_report(
     with FakeProvider(judge, agent=agent, fault_for=baseline_fails) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-        args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", server.url]
-        args += ["--judge-model", "claude-opus-4", "--results-dir", str(project / "results")]
+        args = skill_run(project, server.url)
         code = main([*args, "--timeout", "20", "--concurrency", "4", "--require", "better"])
     err = capsys.readouterr().err
     assert code == 1 and "skillab skill: insufficient data: 0 task(s) completed in both arms" in err
@@ -306,8 +311,7 @@ def test_skill_run_gate_fails_below_the_threshold(
     with FakeProvider(judge, agent=agent) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-        common = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", server.url]
-        common += ["--judge-model", "claude-opus-4", "--results-dir", str(project / "results")]
+        common = skill_run(project, server.url)
         common += ["--timeout", "20", "--concurrency", "4"]
         assert main([*common, "--threshold", "95"]) == 1
         assert "with-skill: average score 90.00 < threshold 95" in capsys.readouterr().err
@@ -327,8 +331,7 @@ def test_sessions_the_budget_kept_back_are_not_run_not_failures(
     with FakeProvider(judge, agent=agent) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-        args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", server.url]
-        args += ["--judge-model", "claude-opus-4", "--results-dir", str(project / "results")]
+        args = skill_run(project, server.url)
         code = main([*args, "--timeout", "30", "--concurrency", "4", "--max-calls", "7"])
     out = capsys.readouterr().out
     assert code == 0
