@@ -3,7 +3,7 @@
 # idempotently. skillab finds them there ($SKILLAB_AGENT_CLI_DIR, default ~/.cache/skillab/agent-clis).
 set -euo pipefail
 dir=${SKILLAB_AGENT_CLI_DIR:-$HOME/.cache/skillab/agent-clis}
-packages=("@anthropic-ai/claude-code@2.1.330" "@openai/codex@0.169.0" "@google/gemini-cli@0.61.0" "@github/copilot@1.0.102" "opencode-ai@1.18.33" "typescript@5")
+packages=("@anthropic-ai/claude-code@2.1.332" "@openai/codex@0.171.0" "@google/gemini-cli@0.61.0" "@github/copilot@1.0.102" "opencode-ai@1.18.33" "typescript@5")
 stamp="$dir/.skillab-$(printf '%s ' "${packages[@]}" | sha256sum | cut -c1-16)"
 [ -f "$stamp" ] && exit 0
 mkdir -p "$dir"

@@ -443,7 +443,9 @@ class Meta(Model):
     """the samples file"""
     samples_sha256: str | None = None
     """its SHA-256"""
-    calls: int | None = Field(default=None, description="model calls made (cache hits excluded)")
+    calls: int | None = Field(
+        default=None, description="model calls made, or agent sessions started (cache hits excluded)"
+    )
     cache_hits: int | None = None
     """units taken from the cache"""
     warm_up_calls: int | None = None
