@@ -111,9 +111,10 @@ ALIASES = {"sonnet": "claude-sonnet-4", "opus": "claude-opus-4", "haiku": "claud
 TURN_INPUT, TURN_GROWTH, TURN_OUTPUT = 30_000, 4_000, 4_000
 
 
-def print_skill_plan(config: Any, skill: Any, tasks: list[Any]) -> None:
+def print_skill_plan(config: Any, skill: Any, tasks: list[Any]) -> tuple[int, float, set[str]]:
     """--dry-run: the sessions each case runs, on which model, with how many turns, and an upper
-    bound of tokens and dollars (every session using every turn), judge calls aside."""
+    bound of tokens and dollars (every session using every turn), judge calls aside. Returns the
+    sessions, that bound, and the models with no price."""
     from executors.pricing import PriceTable
     from executors.registry import agent_cli
     from flows.inputs.sessions import runs_of, single_arm
@@ -155,6 +156,7 @@ def print_skill_plan(config: Any, skill: Any, tasks: list[Any]) -> None:
             f"  {config.runner} has no hard turn limit: the bound assumes --max-turns {config.max_turns}; "
             f"--timeout {config.timeout:g}s bounds each session"
         )
+    return total_sessions, total_cost, unpriced
 
 
 def cmd_skill_run(args: argparse.Namespace, command: Command) -> int:
@@ -196,10 +198,16 @@ def matrix_run(config: Any, skill: Any, tasks: list[Any], runners: list[str], co
     models = agent_models(config.runner_model, runners)
     urls = endpoints(config.base_url, runners)
     if config.dry_run:
+        sessions, cost, unpriced = 0, 0.0, set[str]()
         for runner in runners:
-            print_skill_plan(
-                config.model_copy(update={"runner": runner, "runner_model": models[runner]}), skill, tasks
-            )
+            one = config.model_copy(update={"runner": runner, "runner_model": models[runner]})
+            n, dollars, missing = print_skill_plan(one, skill, tasks)
+            sessions, cost, unpriced = sessions + n, cost + dollars, unpriced | missing
+        print(
+            f"all {len(runners)} agents: {sessions} sessions; at most ${cost:.2f}"
+            + (f" for the priced models (no price for {', '.join(sorted(unpriced))})" if unpriced else "")
+            + "; the judge's calls come on top"
+        )
         if config.max_calls or config.budget_usd:
             print("--max-calls and --budget-usd hold for all the agents together, in --runner order")
         return EXIT_OK

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from executors.registry import AGENT_CLIS, EXECUTORS
 from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP
 from tasks.schema import SAMPLE_SCALE
 
@@ -37,7 +38,11 @@ class BenchOptions(BaseModel):
         description="an oh-my-knowledge eval.yaml: its samples, variants and options (--config eval.yaml "
         "sets it)",
     )
-    executor: str | None = Field(None, description="openai | anthropic | gemini | local (default: local)")
+    executor: str | None = Field(
+        None,
+        description=f"{' | '.join(n for n in EXECUTORS if n not in AGENT_CLIS)}, or an agent CLI answering "
+        f"each case in its sandbox: {' | '.join(AGENT_CLIS)} (default: local)",
+    )
     model: str | None = Field(None, description="model under test (default: the executor's default)")
     base_url: str | None = Field(None, description="override the provider endpoint")
     temperature: float | None = Field(None, ge=0, le=2, description="sampling temperature, passed through")

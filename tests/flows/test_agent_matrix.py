@@ -233,6 +233,7 @@ def test_plans_name_each_agents_own_model_and_the_shared_caps(
     assert main([*plan, "--runner", "claude,opencode", "--max-calls", "3"]) == 0
     out = capsys.readouterr().out
     assert "on claude (1 case)" in out and "on opencode (1 case)" in out and " gpt-4.1 " in out
+    assert "all 2 agents: 4 sessions; at most $" in out  # the grand total of the two plans
     assert "--max-calls and --budget-usd hold for all the agents together, in --runner order" in out
     assert (
         main([*plan, "--runner", "claude,codex", "--base-url", "http://127.0.0.1:9,codex=http://x/v1"]) == 2
