@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import datetime as dt
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
 
-from flows.inputs.triggers import TriggerOutcome, TriggerPlan
+from flows.inputs.triggers import TriggerOutcome, TriggerPlan, TriggerVariant
 from flows.report.build import (
     agent_cli_meta,
     assemble,
@@ -21,7 +22,7 @@ from flows.report.gates import unmeasured
 from flows.report.schema import CaseResult, Meta, Report, RunEntry, TriggerFigures
 from graders.triggers import TriggerStatus
 from tasks.schema import TRIGGER_SCALE, RunStats
-from tasks.stats.trigger_stats import VariantComparison, compare_variants, summarize, trial
+from tasks.stats.trigger_stats import compare_variants, summarize, trial
 from tasks.store.files import atomic_write_text
 
 
@@ -62,6 +63,19 @@ def query_results(plan: TriggerPlan, outcomes: dict[str, TriggerOutcome]) -> lis
     return results
 
 
+def comparison_pairs(variants: Sequence[TriggerVariant]) -> list[tuple[str, str]]:
+    """(control, treatment) labels, each pair differing in one thing only: on each agent, every skill
+    variant against that agent's first; across agents, each agent's first variant against the first
+    agent's (with one agent or one skill variant, every variant against the first)."""
+    first_of: dict[str, TriggerVariant] = {}
+    for v in variants:
+        first_of.setdefault(v.runner, v)
+    within = [(first_of[v.runner].label, v.label) for v in variants if v is not first_of[v.runner]]
+    leads = list(first_of.values())
+    across = [(leads[0].label, v.label) for v in leads[1:]]
+    return within + across
+
+
 def figures(plan: TriggerPlan, outcomes: dict[str, TriggerOutcome]) -> TriggerFigures:
     o = plan.options
     trials = [
@@ -74,24 +88,22 @@ def figures(plan: TriggerPlan, outcomes: dict[str, TriggerOutcome]) -> TriggerFi
         for s in plan.sessions
         if s.key in outcomes
     ]
-    labels = [v.label for v in plan.variants]
-    present = [v for v in labels if any(t.variant == v for t in trials)]
-    summaries = [summarize(trials, plan.candidates, variant=v, seed=o.seed) for v in present]
-    comparisons: list[VariantComparison] = []
-    if len(present) > 1:
-        comparisons = [
-            compare_variants(
-                trials,
-                plan.candidates,
-                present[0],
-                v,
-                margin=o.margin,
-                min_effect=o.min_effect,
-                max_error_rate=o.max_error_rate,
-                seed=o.seed,
-            )
-            for v in present[1:]
-        ]
+    ran = {t.variant for t in trials}
+    present = [v for v in plan.variants if v.label in ran]
+    summaries = [summarize(trials, plan.candidates, variant=v.label, seed=o.seed) for v in present]
+    comparisons = [
+        compare_variants(
+            trials,
+            plan.candidates,
+            control,
+            treatment,
+            margin=o.margin,
+            min_effect=o.min_effect,
+            max_error_rate=o.max_error_rate,
+            seed=o.seed,
+        )
+        for control, treatment in comparison_pairs(present)
+    ]
     return TriggerFigures(
         candidates=list(plan.candidates),
         queries_file=plan.queries.path,
