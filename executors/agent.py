@@ -56,6 +56,10 @@ NESTED = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")
 STREAM_LIMIT = 64 * 1024 * 1024  # a session writing more than this is killed (a flood, not an answer)
 EXIT_GRACE_S = 5.0  # after the CLI exits, how long its leftover children may keep its output open
 ADD_DIRS = "skillab-add-dirs"  # in the session's HOME: copies of the folders it may only read
+#: Sample mode: the turns an agent CLI may take to answer one prompt.
+SAMPLE_TURNS = 3
+#: --dry-run's upper bound per turn: what each earlier turn adds to the next request, and a long answer.
+TURN_GROWTH_TOKENS, TURN_OUTPUT_TOKENS = 4_000, 4_000
 
 
 def find_binary(name: str) -> str | None:
@@ -123,6 +127,8 @@ class AgentExecutor(Executor):
     features: ClassVar[dict[str, tuple[str, str]]] = {}
     #: Input tokens of one model request of the CLI (its system prompt and tools): --dry-run's estimate.
     request_tokens: ClassVar[int]
+    #: The CLI's short model names and the models they name today (priced as those).
+    model_aliases: ClassVar[dict[str, str]] = {}
     #: The CLI's own folders in a workspace (settings, installed skills): not the agent's work.
     workspace_dirs: ClassVar[tuple[str, ...]]
     #: Skills every session of the CLI lists of its own: never the user's artifact.
@@ -133,6 +139,18 @@ class AgentExecutor(Executor):
     prompt_on_stdin: ClassVar[bool] = False
     agentic = True
     stream_limit: int = STREAM_LIMIT
+
+    @classmethod
+    def priced_as(cls, model: str) -> str:
+        """The model whose price a model name of the CLI is looked up under."""
+        return cls.model_aliases.get(model, model)
+
+    @classmethod
+    def session_tokens(cls, turns: int, prompt_tokens: int = 0) -> tuple[int, int]:
+        """(input, output) tokens of one session that uses every turn: an upper bound for --dry-run
+        (each request carries the CLI's system prompt and tools, the prompt, and every earlier turn)."""
+        tokens_in = sum(cls.request_tokens + prompt_tokens + TURN_GROWTH_TOKENS * k for k in range(turns))
+        return tokens_in, turns * TURN_OUTPUT_TOKENS
 
     @classmethod
     def invoked_skills(cls, event: AgentEvent) -> list[str]:
@@ -339,7 +357,7 @@ class AgentExecutor(Executor):
                     sandbox=f"{tmp}/sandbox",
                     home=f"{tmp}/home",
                     system=request.system,
-                    max_turns=3,
+                    max_turns=SAMPLE_TURNS,
                     timeout_s=self.settings.timeout_s,
                     raw_stream=f"{tmp}/out/raw_stream.jsonl",
                     isolation=self.settings.isolation,

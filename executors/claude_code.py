@@ -49,7 +49,12 @@ class ClaudeCodeExecutor(AgentExecutor):
     skills_home = (".claude", "skills")
     workspace_dirs = (".claude",)
     builtin_skills = CLAUDE_BUILTIN_SKILLS
-    request_tokens = 30_000
+    request_tokens = 30_000  # measured at 115 KB a request
+    model_aliases: ClassVar[dict[str, str]] = {
+        "sonnet": "claude-sonnet-4",
+        "opus": "claude-opus-4",
+        "haiku": "claude-haiku-4",
+    }
     loads_plugins = True
     # plugin-dir: 2.1.197 (the oldest release run here) loads a plugin folder with --plugin-dir and
     # lists its parts in the init event. plugin-eval: ``claude plugin eval`` (absent from 2.1.197).

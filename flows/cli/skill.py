@@ -104,13 +104,6 @@ def check_runner(runner: str, version: str | None, tasks: list[Any]) -> None:
     usable_executor(runner, "--runner", agentic=True)
 
 
-#: The Claude Code model aliases, priced as the models they name today.
-ALIASES = {"sonnet": "claude-sonnet-4", "opus": "claude-opus-4", "haiku": "claude-haiku-4"}
-#: An upper bound of one turn's tokens: the CLI's system prompt and tools (~30k for Claude Code,
-#: measured at 115 KB a request) plus what earlier turns added, and a long answer.
-TURN_INPUT, TURN_GROWTH, TURN_OUTPUT = 30_000, 4_000, 4_000
-
-
 def print_skill_plan(config: Any, skill: Any, tasks: list[Any]) -> tuple[int, float, set[str]]:
     """--dry-run: the sessions each case runs, on which model, with how many turns, and an upper
     bound of tokens and dollars (every session using every turn), judge calls aside. Returns the
@@ -131,9 +124,9 @@ def print_skill_plan(config: Any, skill: Any, tasks: list[Any]) -> tuple[int, fl
         model = (case.model if case is not None and case.model else None) or config.runner_model
         turns = case.max_turns if case is not None else config.max_turns
         sessions = runs_of(t, config.runs, case_runs) * (1 if single_arm(t) else 2)
-        tokens_in = sessions * sum(TURN_INPUT + TURN_GROWTH * k for k in range(turns))
-        tokens_out = sessions * turns * TURN_OUTPUT
-        price = table.lookup(ALIASES.get(model, model))
+        one_in, one_out = agent_cli(config.runner).session_tokens(turns)
+        tokens_in, tokens_out = sessions * one_in, sessions * one_out
+        price = table.lookup(agent_cli(config.runner).priced_as(model))
         cost = None if price is None else (tokens_in * price[0] + tokens_out * price[1]) / 1e6
         if cost is None:
             unpriced.add(model)

@@ -29,7 +29,6 @@ from graders.queries import dump_queries, parse_queries
 #: upper-bound estimate for --dry-run.
 REQUESTS_PER_SESSION = 2
 OUTPUT_TOKENS_PER_SESSION = 400
-ALIASES = {"sonnet": "claude-sonnet-4", "opus": "claude-opus-4", "haiku": "claude-haiku-4"}
 
 
 def trigger_options(args: argparse.Namespace) -> TriggerOptions:
@@ -50,7 +49,7 @@ def session_cost(plan: TriggerPlan) -> tuple[int, int, float | None]:
     for s in plan.sessions:
         session_in = agent_cli(s.variant.runner).request_tokens * REQUESTS_PER_SESSION
         tokens_in, tokens_out = tokens_in + session_in, tokens_out + OUTPUT_TOKENS_PER_SESSION
-        price = PriceTable().lookup(ALIASES.get(s.variant.model, s.variant.model))
+        price = PriceTable().lookup(agent_cli(s.variant.runner).priced_as(s.variant.model))
         cost = (
             None
             if price is None or cost is None

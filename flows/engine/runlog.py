@@ -12,10 +12,11 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from executors.agent import SAMPLE_TURNS, AgentExecutor
 from executors.errors import ExecutorError
 from executors.redaction import redact
 from flows.engine.progress import LogTarget
-from flows.inputs.plan import estimate_tokens
+from flows.inputs.plan import estimate_tokens, prompt_tokens
 from flows.inputs.prepare import Prepared
 from graders.judge import prompts_for
 
@@ -139,7 +140,12 @@ def estimate(prepared: Prepared) -> Estimate:
     o = prepared.options
     units = prepared.units()
     tokens_in, tokens_out = estimate_tokens(units, o.max_tokens)
-    price = prepared.target.executor.prices.lookup(prepared.target.model)
+    executor, model = prepared.target.executor, prepared.target.model
+    if isinstance(executor, AgentExecutor):  # each case is a session of up to SAMPLE_TURNS requests
+        per_session = [executor.session_tokens(SAMPLE_TURNS, prompt_tokens(u)) for u in units]
+        tokens_in, tokens_out = sum(i for i, _ in per_session), sum(o for _, o in per_session)
+        model = executor.priced_as(model)
+    price = executor.prices.lookup(model)
     cost = (
         "unknown price" if price is None else f"${(tokens_in * price[0] + tokens_out * price[1]) / 1e6:.4f}"
     )

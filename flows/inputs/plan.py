@@ -123,7 +123,11 @@ def judge_unit(job: JudgeJob, attempt: int) -> Unit:
     )
 
 
+def prompt_tokens(unit: Unit) -> int:
+    """A unit's prompt and system text in tokens, estimated as characters / 4."""
+    return (len(unit.request.prompt) + len(unit.request.system or "")) // CHARS_PER_TOKEN
+
+
 def estimate_tokens(units: list[Unit], max_tokens: int | None) -> tuple[int, int]:
     """(input, output) token estimates for a dry run: characters / 4, and the output cap (or 256)."""
-    tokens_in = sum((len(u.request.prompt) + len(u.request.system or "")) // CHARS_PER_TOKEN for u in units)
-    return tokens_in, len(units) * (max_tokens or 256)
+    return sum(prompt_tokens(u) for u in units), len(units) * (max_tokens or 256)

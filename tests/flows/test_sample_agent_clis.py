@@ -39,3 +39,18 @@ def test_samples_answered_by_an_agent_cli(
     assert v1.error_count == v2.error_count == 0
     assert v2.avg_assertion_score == 5.0 and v1.avg_assertion_score == 3.0
     assert sorted(case.variants["v2"].output for case in report.results) == ["Paris", "Tokyo"]
+
+
+def test_a_dry_run_bounds_each_case_as_a_whole_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A case answered by an agent CLI is a session of up to three requests, each carrying the CLI's
+    system prompt and tools: the bound counts them, and prices Claude Code's alias as its model."""
+    project = make_project(tmp_path / "p", n=2)
+    monkeypatch.chdir(project)
+    assert main(["run", "--executor", "claude", "--no-judge", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("estimated tokens:"))
+    tokens_in = int(line.split("~")[1].split(" ")[0].replace(",", ""))
+    assert tokens_in >= 2 * 2 * 3 * 30_000  # 2 cases x 2 variants, 3 requests of >= 30k tokens each
+    assert "unknown price" not in line  # "sonnet" is priced as claude-sonnet-4
