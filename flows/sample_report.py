@@ -40,6 +40,7 @@ from tasks.schema import SAMPLE_SCALE, VerdictLabel
 from tasks.stats.figures import Aggregate
 from tasks.stats.sequential import ConfidenceSequence
 from tasks.stats.sequential import record as seq_record
+from tasks.stats.statistics import band
 from tasks.store.files import atomic_write_text
 
 
@@ -141,7 +142,10 @@ def settle_by_sequence(
             f"against the margin ±{opts.practical_margin:g} after {rec.cases_used} cases in {rec.waves} "
             f"wave(s); {used} of {planned} executions made"
         )
-        if rec.decision not in ("BETTER", "WORSE"):
+        if rec.decision in ("BETTER", "WORSE"):
+            delta = verdict.delta_points
+            verdict.band, verdict.band_note = (band(delta) if delta is not None else None), None
+        else:
             verdict.band, verdict.band_note = None, "band shown only beside BETTER or WORSE"
 
 

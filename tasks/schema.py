@@ -15,7 +15,7 @@ from tasks.stats.models import Figures, Model
 class UnitKind(StrEnum):
     EXECUTE = "execute"  # the model under test answers a case
     JUDGE = "judge"  # a judge scores an answer
-    SESSION = "session"  # an agent session (trigger mode)
+    SESSION = "session"  # an agent session (agentic and trigger mode)
 
 
 class Arm(StrEnum):
@@ -148,7 +148,8 @@ class NotRun(Figures):
 
 
 class RunStats(Frozen):
-    """What a unit runner did, frozen for the report: calls made, cache hits, spend, units not run."""
+    """What a run's runner did (model calls or agent sessions), frozen for the report: calls made or
+    sessions started, cache hits, spend, units not run."""
 
     calls: int = 0
     cache_hits: int = 0

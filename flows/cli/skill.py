@@ -227,6 +227,7 @@ def matrix_run(config: Any, skill: Any, tasks: list[Any], runners: list[str], co
 
 def matrix_summarized(config: Any, outcome: dict[str, str]) -> int:
     """The matrix's lines, the report's path, then the gates, applied to each agent's own report."""
+    from flows.report.console import economy_lines
     from flows.report.matrix import agent_report
     from flows.report.schema import AgentMatrix, load_report
 
@@ -234,6 +235,8 @@ def matrix_summarized(config: Any, outcome: dict[str, str]) -> int:
     report = load_report(Path(outcome["report_path"]))
     matrix = report.matrix or AgentMatrix(reference="", agents=[], interactions=[])
     for line in [*(a.line for a in matrix.agents), *(i.line for i in matrix.interactions)]:
+        print(line)
+    for line in economy_lines(report):  # sessions the shared caps kept back, every agent's
         print(line)
     print(f"report: {root / 'report.md'}")
     failures = []

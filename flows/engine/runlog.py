@@ -143,7 +143,7 @@ def estimate(prepared: Prepared) -> Estimate:
     executor, model = prepared.target.executor, prepared.target.model
     if isinstance(executor, AgentExecutor):  # each case is a session of up to SAMPLE_TURNS requests
         per_session = [executor.session_tokens(SAMPLE_TURNS, prompt_tokens(u)) for u in units]
-        tokens_in, tokens_out = sum(i for i, _ in per_session), sum(o for _, o in per_session)
+        tokens_in, tokens_out = sum(i for i, _ in per_session), sum(out for _, out in per_session)
         model = executor.priced_as(model)
     price = executor.prices.lookup(model)
     cost = (

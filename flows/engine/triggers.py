@@ -8,6 +8,8 @@ import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from executors.schema import AgentRequest, AgentSession, InstalledSkill
 from executors.workspace import session_root, sweep
 from flows.engine.progress import Progress
@@ -81,12 +83,22 @@ class TriggerRunner:
             allow_network=self.plan.options.allow_network,
         )
 
-    async def one(self, s: TriggerSession, root: Path) -> TriggerOutcome | None:
+    def cached(self, s: TriggerSession) -> TriggerOutcome | None:
+        """The session's outcome from the cache; an entry of another shape (an older version's) is a
+        miss: the session runs again and its entry is rewritten."""
         hit = self.cache.get(s.key) if self.cache else None
-        if hit is not None:
+        try:
+            out = None if hit is None else TriggerOutcome.model_validate(hit)
+        except ValidationError:
+            return None
+        if out is not None:
+            out.cached = True
+        return out
+
+    async def one(self, s: TriggerSession, root: Path) -> TriggerOutcome | None:
+        cached = self.cached(s)
+        if cached is not None:
             self.sessions.cache_hits += 1
-            cached = TriggerOutcome.model_validate(hit)
-            cached.cached = True
             self.progress.advance(ok=cached.status == TriggerStatus.OK, cached=True)
             return cached
         session = await self.sessions.session(

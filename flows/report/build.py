@@ -106,10 +106,10 @@ def relabel(records: list[Record], labels: dict[str, str]) -> list[Record]:
 def assemble(
     mode: Mode,
     report_id: str,
-    meta: Meta | dict[str, Any],
+    meta: Meta,
     scale: Scale,
     aggregate: Aggregate | None,
-    results: list[CaseResult] | list[dict[str, Any]],
+    results: list[CaseResult],
     **parts: Any,
 ) -> Report:
     """Every mode's report is made here: the figures of ``aggregate`` plus the mode's own parts
@@ -124,7 +124,7 @@ def assemble(
         comparisons=aggregate.comparisons if aggregate else [],
         scale=Scale.model_validate(scale.model_dump()),  # every field written, defaults included
         results=results,
-        analysis=aggregate.analysis if aggregate else Analysis(),
+        analysis=aggregate.analysis if aggregate else Analysis(insights=[], suggestions=[]),
         **parts,
     )
 

@@ -180,6 +180,12 @@ def matrix_report(
             "agent_cli_version": "; ".join(v for r in reports.values() if (v := r.meta.agent_cli_version))
             or None,
             "contaminated": [c for r in reports.values() for c in r.meta.contaminated],
+            "calls": sum(r.meta.calls or 0 for r in reports.values()),
+            "not_run": [
+                u.model_copy(update={"variant": arm_name(r, u.variant)})
+                for r, rep in reports.items()
+                for u in rep.meta.not_run
+            ],
             "warnings": list(dict.fromkeys(w for r in reports.values() for w in r.meta.warnings)),
             "notices": [*first.meta.notices, *notices],
             "results_dir": results_dir,

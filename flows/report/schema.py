@@ -1,10 +1,10 @@
 """The report: one typed model for every mode (sample, agentic, trigger), version 2.
 
 Files keep the layout of the original tool (camelCase keys, ``meta``/``summary``/``results``/
-``analysis``): Python names are snake_case and each field's JSON name is its alias. Figures computed
-by ``tasks.stats.aggregate`` arrive as dicts and are validated into these models by the builders in
-``flows.report.build``; every reader (console, markdown, JUnit, regression, store, server, templates)
-works on the models. ``load_report`` migrates files of earlier versions.
+``analysis``): Python names are snake_case and each field's JSON name is its alias. The figures
+computed in ``tasks/stats`` are models defined there (``tasks/stats/figures.py``), and the builders
+in ``flows.report.build`` put them and each mode's parts together by keyword; every reader (console,
+markdown, JUnit, regression, store, server, templates) works on the models. ``load_report`` migrates files of earlier versions.
 
 ``python -m flows.report.schema`` writes ``flows/report/report.schema.json``; a test checks that the
 file in the repository is current and that every report the tests write validates against it.

@@ -435,17 +435,21 @@ def aggregate(
     for r in records:
         if r.result.ok and r.grade is not None:
             details[(r.sample_id, r.variant, r.run)] = [a.passed for a in r.grade.assertions]
-    return rounded(
+    judge = judge_summary(records, variants)
+    out = rounded(
         Aggregate(
             scale=scale,
             summary=summary,
             case_stats=case_stats(df, scale),
             comparisons=comparisons,
             multiple_comparisons="holm" if len(comparisons) > 1 else None,
-            judge=judge_summary(records, variants),
+            judge=judge,
             analysis=analysis(df, samples, variants, scale, details, comparisons, max_error_rate),
         )
     )
+    if out.judge is not None and judge is not None and judge.agreement is not None:
+        out.judge.agreement = judge.agreement  # the judges' agreement as computed, unrounded
+    return out
 
 
 def pairwise_summary(
