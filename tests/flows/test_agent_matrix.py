@@ -261,10 +261,12 @@ def test_the_caps_hold_for_all_agents_together(
         codex_calls = [c for c in server.calls if c.path == "/v1/responses"]
     out = capsys.readouterr().out
     (root,) = (tmp_path / "results").glob("calc-skill-agents-*")
-    matrix = load_report(root / "report.json").matrix
+    merged = load_report(root / "report.json")
+    matrix = merged.matrix
     assert matrix is not None
     gemini, codex = matrix.agents
     assert gemini.sessions == 4 and gemini.errors == 0  # its four sessions used the whole cap
+    assert merged.meta.calls == 4 and not merged.meta.not_run  # every agent's sessions, counted once
     assert codex.report is None and not codex_calls  # none left for codex: not started at all
     assert codex.line == "codex: no report (not run: --max-calls 4 reached by the agents before it)"
     assert codex.line in out
