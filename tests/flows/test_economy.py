@@ -194,6 +194,8 @@ def test_sequential_stops_when_the_answer_is_known(
     assert seq["casesUsed"] % 5 == 0 and seq["casesUsed"] < 60 and seq["waves"] == seq["casesUsed"] // 5
     assert calls == seq["callsUsed"] == 2 * seq["casesUsed"] and seq["callsFixedN"] == 120
     assert "executions made" in verdict["reason"]
+    # the settled label shows its band; no note left saying the band is withheld
+    assert verdict["band"] in {"USE", "LIKELY USE"} and verdict.get("band_note") is None
 
 
 def test_sequential_without_a_difference_runs_out_and_takes_the_final_look(
