@@ -152,6 +152,37 @@ def merged_cases(reports: dict[str, Report], negative: bool) -> list[CaseResult]
     return list(merged.values())
 
 
+def merged_meta(
+    runners: list[str], models: dict[str, str], reports: dict[str, Report], failures: dict[str, str]
+) -> Meta:
+    """The first agent's meta with every agent's arms, models, counts and costs, and why an agent
+    wrote no report."""
+    first = reports[next(r for r in runners if r in reports)]
+    metas = [r.meta for r in reports.values()]
+    return first.meta.model_copy(
+        update={
+            "variants": [arm_name(r, a) for r, rep in reports.items() for a in rep.meta.variants],
+            "control": arm_name(runners[0], Arm.BASELINE),
+            "model": ", ".join(f"{r}:{models[r]}" for r in runners),
+            "executor": ",".join(runners),
+            "sample_count": max(m.sample_count for m in metas),
+            "task_count": sum(m.task_count for m in metas),
+            "total_cost_usd": sum(m.total_cost_usd for m in metas),
+            "judge_cost_usd": sum(m.judge_cost_usd or 0.0 for m in metas),
+            "agent_cli_version": "; ".join(v for m in metas if (v := m.agent_cli_version)) or None,
+            "contaminated": [c for m in metas for c in m.contaminated],
+            "calls": sum(m.calls or 0 for m in metas),
+            "not_run": [
+                u.model_copy(update={"variant": arm_name(r, u.variant)})
+                for r, rep in reports.items()
+                for u in rep.meta.not_run
+            ],
+            "warnings": list(dict.fromkeys(w for m in metas for w in m.warnings)),
+            "notices": [*first.meta.notices, *(f"{r}: {why}" for r, why in failures.items())],
+        }
+    )
+
+
 def matrix_report(
     report_id: str,
     runners: list[str],
@@ -165,32 +196,8 @@ def matrix_report(
 ) -> Report:
     """The one report of a cross-agent run. Needs at least one agent's report (its meta is the base)."""
     first = reports[next(r for r in runners if r in reports)]
-    variants = [arm_name(r, a) for r, rep in reports.items() for a in rep.meta.variants]
-    notices = [f"{r}: {why}" for r, why in failures.items()]
-    meta: Meta = first.meta.model_copy(
-        update={
-            "variants": variants,
-            "control": arm_name(runners[0], Arm.BASELINE),
-            "model": ", ".join(f"{r}:{models[r]}" for r in runners),
-            "executor": ",".join(runners),
-            "sample_count": max(r.meta.sample_count for r in reports.values()),
-            "task_count": sum(r.meta.task_count for r in reports.values()),
-            "total_cost_usd": sum(r.meta.total_cost_usd for r in reports.values()),
-            "judge_cost_usd": sum(r.meta.judge_cost_usd or 0.0 for r in reports.values()),
-            "agent_cli_version": "; ".join(v for r in reports.values() if (v := r.meta.agent_cli_version))
-            or None,
-            "contaminated": [c for r in reports.values() for c in r.meta.contaminated],
-            "calls": sum(r.meta.calls or 0 for r in reports.values()),
-            "not_run": [
-                u.model_copy(update={"variant": arm_name(r, u.variant)})
-                for r, rep in reports.items()
-                for u in rep.meta.not_run
-            ],
-            "warnings": list(dict.fromkeys(w for r in reports.values() for w in r.meta.warnings)),
-            "notices": [*first.meta.notices, *notices],
-            "results_dir": results_dir,
-            "prefect_flow_run": flow_run,
-        }
+    meta = merged_meta(runners, models, reports, failures).model_copy(
+        update={"results_dir": results_dir, "prefect_flow_run": flow_run}
     )
     negatives = merged_cases(reports, negative=True)
     return Report(
