@@ -36,8 +36,7 @@ from flows.engine.plugin_eval import (
 )
 from flows.engine.progress import LogTarget, Progress
 from flows.engine.runlog import run_logger, tag_flow_run
-from flows.engine.runner import RunnerConfig, UnitRunner
-from flows.engine.session_runner import Refused, SessionRunner, session_cost
+from flows.engine.runner import Refused, RunnerConfig, UnitRunner, session_cost
 from flows.engine.sessions import contamination, init_event, write_outputs
 from flows.explain import diagnose_skill_run
 from flows.inputs.ablation import SkillAblation, plan_skill_ablations, write_ablated_skills
@@ -127,9 +126,8 @@ async def run_sessions(
     copy of the skill (the with-skill arm has the skill's own)."""
     dirs = {str(Arm.WITH_SKILL): skill.path, **(skill_dirs or {})}
     progress = Progress(len(plans), "sessions", log=log)
-    runner = SessionRunner(
-        config.concurrency, config.max_calls, config.budget_usd, {config.runner: config.base_url}
-    )
+    run_config = RunnerConfig(config.concurrency, max_calls=config.max_calls, budget_usd=config.budget_usd)
+    runner = UnitRunner(run_config, progress)
     refused: set[str] = set()  # why the budget kept sessions from starting
     plugin = skill.plugin  # a whole plugin: loaded by the CLI's own mechanism, in the with-arm only
     cli = agent_cli(config.runner)
@@ -141,7 +139,7 @@ async def run_sessions(
         stage_inputs(s.task, s.sandbox)  # a skill-creator eval's input files, before the agent starts
         unit = (s.task.task_id, s.mode, s.run)
         session = await runner.session(
-            unit, s.label, request, lambda r: plugin_setup(s, r, isolation, skill.name)
+            unit, s.label, request, config.base_url, lambda r: plugin_setup(s, r, isolation, skill.name)
         )
         if isinstance(session, Refused):
             refused.add(session.reason)

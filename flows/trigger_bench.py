@@ -11,13 +11,13 @@ from prefect import flow
 
 from flows.engine.progress import Progress
 from flows.engine.runlog import tag_flow_run
+from flows.engine.runner import RunnerConfig, UnitRunner
 from flows.engine.triggers import TriggerRunner
 from flows.inputs.files import skillab_home
 from flows.inputs.triggers import TriggerOptions, prepare_triggers
 from flows.report.build import new_report_id, publish
 from flows.report.triggers import build_trigger_report, write_trigger_junit
 from tasks.context import current
-from tasks.store.cache import ResultCache
 
 
 @flow(name="skill-triggers", log_prints=False)
@@ -29,12 +29,18 @@ async def trigger_bench(
     started = dt.datetime.now(dt.UTC)
     cache_dir = Path(options.cache_dir) if options.cache_dir else skillab_home() / "cache"
     progress = Progress(len(plan.sessions), "sessions", enabled=show_progress)
-    runner = TriggerRunner(plan, ResultCache(cache_dir) if options.cache else None, progress)
+    config = RunnerConfig(
+        options.concurrency,
+        cache_dir if options.cache else None,
+        max_calls=options.max_calls,
+        budget_usd=options.budget_usd,
+    )
+    runner = UnitRunner(config, progress)
     try:
-        outcomes = await runner.run()
+        outcomes = await TriggerRunner(plan, runner).run()
     finally:
         progress.close()
-    stats = runner.sessions.stats()
+    stats = runner.stats()
     report_id = new_report_id(started, ["triggers", *(v.label for v in plan.variants)])
     report = build_trigger_report(plan, report_id, outcomes, started, stats)
     path = publish(report, Path(cwd) / options.results_dir)

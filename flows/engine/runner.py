@@ -1,7 +1,11 @@
-"""The unit runner: Prefect tasks under a concurrency cap, cached units skipped, budgets honoured.
+"""The unit runner: every unit of every mode (a model call, a judge call, an agent session) runs
+here, as a Prefect task under the run's concurrency cap, within --max-calls and --budget-usd, cached
+units skipped, its progress shown and its retries counted; what it did is read back as a frozen
+``RunStats`` (calls or sessions started, cache hits, spend, the units a budget kept from running).
 
-The runner knows nothing of samples, reports or modes. Sample mode, agentic judging and shards all
-drive it with a ``RunnerConfig``; what it did is read back as a frozen ``RunStats``.
+The runner knows nothing of samples, reports or modes: sample mode, shards, the judge and both
+session modes (agentic, trigger) drive it with a ``RunnerConfig``. A session mode keeps what is its
+own: what a session is asked, what it learns from one, and (trigger mode) what its cache keeps.
 """
 
 from __future__ import annotations
@@ -9,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -17,15 +21,16 @@ from typing import Any, TypeVar, cast
 from prefect.utilities.annotations import quote
 
 from executors.errors import TransientError
-from executors.schema import RunResult
+from executors.schema import AgentRequest, AgentSession, RunResult
 from flows.engine.economy import BatchMode, over_budget, run_batched, warm_up
 from flows.engine.gc import lean_gc
 from flows.engine.progress import Progress
 from flows.engine.runlog import quiet_call_failures
 from flows.inputs.prepare import Prepared
+from tasks.agent import run_agent_session
 from tasks.context import current
 from tasks.execute import failed_result, with_policy
-from tasks.schema import CallPolicy, NotRun, NotRunReason, Record, RunStats, ShardRun, Unit
+from tasks.schema import CallPolicy, NotRun, NotRunReason, Record, RunStats, ShardRun, Unit, UnitKind
 from tasks.stats.figures import JudgeGold
 from tasks.store.cache import ResultCache
 
@@ -43,6 +48,32 @@ def unwalked(value: T) -> T:
 #: times a call's own work. 1,000 calls took 21 s in task runs of their own, 12 s in groups
 #: (benchmarks/prefect_cost.py, docs/prefect.md).
 TASK_RUNS = 40
+
+
+#: Runs in a session's slot before it starts (a plugin eval case's scaffold): the request to run,
+#: or an error that stands for the session.
+Setup = Callable[[AgentRequest], Awaitable[tuple[AgentRequest, str | None]]]
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A session the budget refused: never started, never paid for."""
+
+    reason: str
+
+
+def session_cost(session: AgentSession) -> float:
+    return float(session.meta.get("total_cost_usd") or 0.0)
+
+
+def not_run(unit: Unit | tuple[str, str, int], reason: NotRunReason) -> NotRun:
+    """The report's record of a unit that did not run; a session is given as (case, variant, run)."""
+    if isinstance(unit, Unit):
+        return NotRun(
+            sample_id=unit.sample_id, variant=unit.variant, run=unit.run, kind=unit.kind, reason=reason
+        )
+    case, variant, run = unit
+    return NotRun(sample_id=case, variant=variant, run=run, kind=UnitKind.SESSION, reason=reason)
 
 
 @dataclass(frozen=True)
@@ -84,7 +115,8 @@ def retries_told_to(progress: Progress) -> Iterator[None]:
 
 
 class UnitRunner:
-    """Runs units as Prefect tasks under a concurrency cap, skipping cached ones, within budgets."""
+    """Runs units as Prefect tasks under a concurrency cap, skipping cached ones, within budgets:
+    model calls in batches (``run``), agent sessions one by one (``session``)."""
 
     def __init__(
         self, config: RunnerConfig, progress: Progress, on_first_result: Callable[[], None] | None = None
@@ -98,7 +130,7 @@ class UnitRunner:
         self.cache_hits = 0
         self.spent = 0.0
         self.spent_by_kind: dict[str, float] = {}
-        self.not_run: list[Unit] = []
+        self.not_run: list[NotRun] = []  # kept from running by a budget
         self.pending: list[Unit] = []  # in a batch that has not ended (--batch --no-batch-wait)
         self.cache_errors: list[str] = []
         self.warm_ups = 0
@@ -106,6 +138,54 @@ class UnitRunner:
 
     def over_budget(self) -> bool:
         return over_budget(self.calls, self.spent, self.config.max_calls, self.config.budget_usd)
+
+    def refusal(self) -> str | None:
+        """Why no further unit may start (None: it may, and it is counted as started)."""
+        if not self.over_budget():
+            self.calls += 1
+            return None
+        capped = self.config.max_calls is not None and self.calls >= self.config.max_calls
+        cap = f"--max-calls {self.config.max_calls}" if capped else f"--budget-usd {self.config.budget_usd:g}"
+        return f"{cap} reached"
+
+    def kept_back(self, unit: Unit | tuple[str, str, int]) -> None:
+        """A unit the budget kept from running: in the report as not run, never as a failure. A
+        session is given as (case, variant, run)."""
+        self.not_run.append(not_run(unit, NotRunReason.BUDGET))
+
+    def hit(self, *, ok: bool) -> None:
+        """A unit a mode took from its own cache (a trigger session's outcome)."""
+        self.cache_hits += 1
+        self.progress.advance(ok=ok, cached=True)
+
+    def spend(self, kind: str, cost: float) -> None:
+        self.spent += cost
+        self.spent_by_kind[kind] = self.spent_by_kind.get(kind, 0.0) + cost
+
+    async def session(
+        self,
+        unit: tuple[str, str, int],
+        label: str,
+        request: AgentRequest,
+        base_url: str | None,
+        setup: Setup | None = None,
+    ) -> AgentSession | Refused:
+        """One agent session in its slot: set up, checked against the budget, run as a Prefect task
+        (never retried: it writes into its sandbox), its cost added. ``unit``: (case, variant, run);
+        a session the budget refuses is recorded as not run. The caller reports its progress, once
+        it has graded the session (``progress.advance``)."""
+        async with self.semaphore:
+            error = None
+            if setup is not None:
+                request, error = await setup(request)
+            if error is not None:
+                return AgentSession(ok=False, status="error", error=error)
+            if (refused := self.refusal()) is not None:
+                self.kept_back(unit)
+                return Refused(refused)
+            session = await run_agent_session(request, base_url, label)
+        self.spend(UnitKind.SESSION, session_cost(session))
+        return session
 
     def cached(self, unit: Unit) -> RunResult | None:
         if self.cache is None:
@@ -124,11 +204,7 @@ class UnitRunner:
             calls=self.calls,
             cache_hits=self.cache_hits,
             spent_by_kind=dict(self.spent_by_kind),
-            not_run=tuple(
-                NotRun(sample_id=u.sample_id, variant=u.variant, run=u.run, kind=u.kind, reason=reason)
-                for reason, units in ((NotRunReason.BUDGET, self.not_run), (NotRunReason.BATCH, self.pending))
-                for u in units
-            ),
+            not_run=(*self.not_run, *(not_run(u, NotRunReason.BATCH) for u in self.pending)),
             warm_up_calls=self.warm_ups,
             batched_calls=self.batched,
             cache_errors=len(self.cache_errors),
@@ -138,8 +214,7 @@ class UnitRunner:
     def paid(self, unit: Unit, result: RunResult) -> RunResult:
         if result.cache_error:
             self.cache_errors.append(result.cache_error)
-        self.spent += result.cost_usd
-        self.spent_by_kind[unit.kind] = self.spent_by_kind.get(unit.kind, 0.0) + result.cost_usd
+        self.spend(unit.kind, result.cost_usd)
         failure = None if result.ok else (unit.label, str(result.error_kind), str(result.error))
         self.progress.advance(ok=result.ok, cost=result.cost_usd, failure=failure)
         if self.on_first_result is not None:
@@ -153,8 +228,7 @@ class UnitRunner:
         if self.config.warm_up and fresh:
             for result in await warm_up(fresh, policy):
                 self.warm_ups += 1
-                self.spent += result.cost_usd
-                self.spent_by_kind["warm-up"] = self.spent_by_kind.get("warm-up", 0.0) + result.cost_usd
+                self.spend("warm-up", result.cost_usd)
         if self.config.batch is None or not fresh:
             return {}
         room = None if self.config.max_calls is None else max(self.config.max_calls - self.calls, 0)
@@ -207,12 +281,13 @@ class RunSink:
         """A concurrency slot for the unit's call; False (no call) once a budget is spent."""
         runner = self.runner
         async with runner.semaphore:
-            if unit.key not in self.early and runner.over_budget():
-                runner.not_run.append(unit)
+            if unit.key in self.early:  # paid already: counted, never refused
+                runner.calls += 1
+            elif runner.refusal() is not None:
+                runner.kept_back(unit)
                 self.skipped.add(unit.key)
                 yield False
                 return
-            runner.calls += 1
             yield True
 
     def has(self, unit: Unit) -> bool:

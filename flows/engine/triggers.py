@@ -12,12 +12,10 @@ from pydantic import ValidationError
 
 from executors.schema import AgentRequest, AgentSession, InstalledSkill
 from executors.workspace import session_root, sweep
-from flows.engine.progress import Progress
-from flows.engine.session_runner import Refused, SessionRunner
+from flows.engine.runner import Refused, UnitRunner
 from flows.inputs.triggers import TriggerOutcome, TriggerPlan, TriggerSession
 from graders.triggers import SessionTriggers, TriggerStatus, detect
 from tasks.schema import TranscriptStep
-from tasks.store.cache import ResultCache
 
 TRANSCRIPT_CHARS = 400
 
@@ -51,15 +49,15 @@ def outcome_of(session: AgentSession, triggers: SessionTriggers) -> TriggerOutco
 
 @dataclass
 class TriggerRunner:
+    """The plan's sessions on the unit runner, whose cache (its config's ``cache_dir``) keeps each
+    finished session's outcome."""
+
     plan: TriggerPlan
-    cache: ResultCache | None
-    progress: Progress
-    sessions: SessionRunner = field(init=False)
+    runner: UnitRunner
+    base_urls: dict[str, str | None] = field(init=False)  # each agent CLI's endpoint
 
     def __post_init__(self) -> None:
-        o = self.plan.options
-        urls = {v.runner: v.base_url for v in self.plan.variants}
-        self.sessions = SessionRunner(o.concurrency, o.max_calls, o.budget_usd, urls)
+        self.base_urls = {v.runner: v.base_url for v in self.plan.variants}
 
     def request(self, s: TriggerSession, root: Path) -> AgentRequest:
         o = self.plan.options
@@ -86,7 +84,8 @@ class TriggerRunner:
     def cached(self, s: TriggerSession) -> TriggerOutcome | None:
         """The session's outcome from the cache; an entry of another shape (an older version's) is a
         miss: the session runs again and its entry is rewritten."""
-        hit = self.cache.get(s.key) if self.cache else None
+        cache = self.runner.cache
+        hit = cache.get(s.key) if cache else None
         try:
             out = None if hit is None else TriggerOutcome.model_validate(hit)
         except ValidationError:
@@ -98,21 +97,21 @@ class TriggerRunner:
     async def one(self, s: TriggerSession, root: Path) -> TriggerOutcome | None:
         cached = self.cached(s)
         if cached is not None:
-            self.sessions.cache_hits += 1
-            self.progress.advance(ok=cached.status == TriggerStatus.OK, cached=True)
+            self.runner.hit(ok=cached.status == TriggerStatus.OK)
             return cached
-        session = await self.sessions.session(
-            (s.query.id, s.variant.label, s.run), s.label, self.request(s, root)
-        )
+        request = self.request(s, root)
+        unit = (s.query.id, s.variant.label, s.run)
+        session = await self.runner.session(unit, s.label, request, self.base_urls.get(request.cli))
         if isinstance(session, Refused):
             return None
         out = outcome_of(session, detect(session, self.plan.candidates))
-        if self.cache is not None and out.status != TriggerStatus.ERROR:
+        cache = self.runner.cache
+        if cache is not None and out.status != TriggerStatus.ERROR:
             try:
-                self.cache.put(s.key, out.cache_value())
+                cache.put(s.key, out.cache_value())
             except OSError as exc:  # the session is kept all the same
                 out.cache_error = str(exc)
-        self.progress.advance(ok=out.status == TriggerStatus.OK, cost=out.cost_usd)
+        self.runner.progress.advance(ok=out.status == TriggerStatus.OK, cost=out.cost_usd)
         return out
 
     async def run(self) -> dict[str, TriggerOutcome]:
