@@ -86,7 +86,7 @@ def scenario(args: argparse.Namespace) -> dict[str, float]:
     configure_prefect()
     from flows.inputs.options import BenchOptions
     from flows.inputs.prepare import prepare
-    from flows.sample_bench import sample_bench
+    from flows.modes.sample.flow import sample_bench
 
     work = Path(args.workdir)
     options = BenchOptions(

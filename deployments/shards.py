@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from flows.inputs.options import SHARD_DEPLOYMENT_NAME
-from flows.shard import bench_shard
+from flows.modes.sample.shard import bench_shard
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def register(work_pool: str, source: str = str(ROOT)) -> Any:
     """Create (or update) the deployment; returns its id. The pool must exist (process type)."""
-    loaded: Any = bench_shard.from_source(source=source, entrypoint="flows/shard.py:bench_shard")
+    loaded: Any = bench_shard.from_source(source=source, entrypoint="flows/modes/sample/shard.py:bench_shard")
     return loaded.deploy(
         name=SHARD_DEPLOYMENT_NAME,
         work_pool_name=work_pool,

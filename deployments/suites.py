@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from executors.errors import InputError
 from flows.inputs.files import located, parse_data, read_text, validation_lines
 from flows.inputs.samples import load_config
-from flows.inputs.triggers import load_trigger_config
+from flows.modes.triggers.plan import load_trigger_config
 from flows.nightly import nightly_bench, nightly_triggers
 
 

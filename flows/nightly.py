@@ -13,11 +13,11 @@ from prefect.states import Completed, Failed, State
 from flows.engine.runlog import run_logger
 from flows.inputs.options import BenchOptions
 from flows.inputs.samples import load_config
-from flows.inputs.triggers import load_trigger_config
+from flows.modes.sample.flow import sample_bench
+from flows.modes.triggers.flow import trigger_bench
+from flows.modes.triggers.plan import load_trigger_config
+from flows.modes.triggers.report import gate_failures
 from flows.report.schema import load_report
-from flows.report.triggers import gate_failures
-from flows.sample_bench import sample_bench
-from flows.trigger_bench import trigger_bench
 
 
 def suite_options(config: str, suite: str, batch: bool | None = None) -> tuple[BenchOptions, Path]:

@@ -67,7 +67,7 @@ class AgentTask(BaseModel):
     checks: tuple[Check, ...]
     rubric: str
     tags: tuple[str, ...] = ()
-    # skill-creator suites (flows.inputs.skill_creator): files copied into each session's sandbox
+    # skill-creator suites (flows.inputs.suites.skill_creator): files copied into each session's sandbox
     # before the agent starts (relative to input_root, kept at the same relative path), and the
     # statements the expectation judge checks instead of the four criteria.
     input_files: tuple[str, ...] = ()

@@ -77,8 +77,8 @@ def empty(value: ast.expr) -> bool:
 
 #: Where a camelCase key is another program's format, not the report's: the key is theirs.
 FOREIGN_FORMATS = {
-    "flows/report/plugin_json.py": "Claude Code's plugin eval results (its JSON)",
-    "flows/inputs/omk.py": "oh-my-knowledge's eval.yaml and samples",
+    "flows/modes/agentic/plugin_json.py": "Claude Code's plugin eval results (its JSON)",
+    "flows/inputs/suites/omk.py": "oh-my-knowledge's eval.yaml and samples",
     "executors/gemini.py": "the Gemini API's request and response",
     "executors/gemini_cli.py": "Gemini CLI's stream events",
     "executors/claude_code.py": "Claude Code's result event",

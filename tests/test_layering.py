@@ -1,5 +1,7 @@
 """Dependencies point one way: deployments -> flows -> tasks -> graders -> executors, and inside
-flows/: cli -> the flow bodies (flows/*.py) -> report, engine -> inputs.
+flows/: cli -> the top flows (flows/*.py) -> the modes (flows/modes/) -> report, engine -> inputs. A
+mode never imports another mode, and what every mode shares (cli's run protocol, report, engine,
+inputs, the modules directly in flows/modes/) never imports a mode.
 
 A package imports only packages to its right, nothing below tasks imports Prefect (nor does
 tasks/stats or tasks/store), report and engine do not import each other, and no two modules import each other, directly or around a loop
@@ -14,10 +16,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ["deployments", "flows", "tasks", "graders", "executors"]
 NO_PREFECT = {"graders", "executors"}
-#: Inside flows/: what each part may import from flows (itself always).
+#: Inside flows/: what each part may import from flows (itself always). A mode's command imports
+#: the run protocol from cli/; only the dispatcher (cli/main.py) imports the modes' commands.
 FLOWS_ALLOWED = {
-    "cli": {"cli", "top", "report", "engine", "inputs"},
-    "top": {"top", "report", "engine", "inputs"},
+    "cli": {"cli", "top", "modes", "report", "engine", "inputs"},
+    "top": {"top", "modes", "report", "engine", "inputs"},
+    "modes": {"modes", "cli", "report", "engine", "inputs"},
     "report": {"report", "inputs"},
     "engine": {"engine", "inputs"},
     "inputs": {"inputs"},
@@ -37,7 +41,8 @@ def imported_modules(path: Path) -> set[str]:
 
 
 def flows_part(module: str) -> str | None:
-    """cli / report / engine / inputs for a module under flows/, "top" for the flow bodies."""
+    """cli / modes / report / engine / inputs for a module under flows/, "top" for the modules
+    directly in flows/."""
     parts = module.split(".")
     if parts[0] != "flows" or len(parts) < 2:
         return None
@@ -70,6 +75,37 @@ def test_flows_parts_point_one_way() -> None:
             if part is not None and name != "flows" and part not in FLOWS_ALLOWED[own]:
                 bad.append(f"{module} ({own}) imports {name} ({part})")
     assert not bad, "\n".join(bad)
+
+
+MODES = sorted(p.name for p in (ROOT / "flows" / "modes").iterdir() if (p / "__init__.py").is_file())
+DISPATCHERS = {"flows.cli.main", "flows.nightly", "flows.bench"}  # they run every mode
+
+
+def mode_of(module: str) -> str | None:
+    """The mode folder a module belongs to (None: shared)."""
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["flows", "modes"] and len(parts) > 2 and parts[2] in MODES else None
+
+
+def test_a_mode_never_imports_another_and_shared_code_no_mode() -> None:
+    bad = []
+    for path in sorted((ROOT / "flows").rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        own = mode_of(module)
+        if module in DISPATCHERS:
+            continue
+        for name in imported_modules(path):
+            other = mode_of(name)
+            if other is not None and other != own:
+                bad.append(f"{module} ({own or 'shared'}) imports {name} ({other})")
+    assert not bad, "\n".join(bad)
+
+
+def test_every_mode_is_a_folder_with_its_command_flow_and_report() -> None:
+    assert MODES == ["agentic", "sample", "triggers"]
+    for mode in MODES:
+        for part in ("cli", "flow", "report"):
+            assert (ROOT / "flows" / "modes" / mode / f"{part}.py").is_file(), f"{mode} has no {part}.py"
 
 
 def test_no_cycle_workarounds() -> None:
@@ -148,7 +184,7 @@ def test_a_cycle_is_found() -> None:
 def test_the_walk_sees_every_layer() -> None:
     for layer in LAYERS:
         assert list((ROOT / layer).rglob("*.py")), f"{layer}/ has no module"
-    for part in ("cli", "report", "engine", "inputs"):
+    for part in ("cli", "modes", "report", "engine", "inputs"):
         assert list((ROOT / "flows" / part).rglob("*.py")), f"flows/{part}/ has no module"
 
 

@@ -13,6 +13,15 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from flows.cli.codes import EXIT_USAGE
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with usage errors in the house format (one line, exit 2)."""
+
+    def error(self, message: str) -> Any:
+        self.exit(EXIT_USAGE, f"skillab: error: {message} (see --help)\n")
+
 
 def csv_list(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]

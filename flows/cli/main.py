@@ -17,106 +17,9 @@ from typing import Any
 from executors.errors import InputError
 from flows.cli.codes import EXIT_OK, EXIT_USAGE, Terminated
 from flows.cli.command import Command
-from flows.cli.flags import add_model_flags
+from flows.cli.flags import Parser
 from flows.cli.plan import add_plan_command
 from flows.cli.reports import cmd_history, cmd_report
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse, with usage errors in the house format (one line, exit 2)."""
-
-    def error(self, message: str) -> Any:
-        self.exit(EXIT_USAGE, f"skillab: error: {message} (see --help)\n")
-
-
-#: BenchOptions fields by flag group; "ci" only on the ci command. Every field has exactly one flag.
-RUN_GROUPS: dict[str, tuple[str, ...]] = {
-    "inputs": (
-        "samples",
-        "skill_dir",
-        "variants",
-        "control",
-        "treatment",
-        "project",
-        "ablate",
-        "ablate_sections",
-    ),
-    "model": ("executor", "model", "base_url", "temperature", "max_tokens", "seed", "prices"),
-    "judge": (
-        "judge",
-        "judge_executor",
-        "judge_model",
-        "judge_models",
-        "judge_repeat",
-        "pairwise",
-        "judge_gold",
-        "min_judge_alpha",
-        "diagnose",
-    ),
-    "execution": (
-        "concurrency",
-        "units_per_task",
-        "repeat",
-        "timeout",
-        "retries",
-        "retry_backoff",
-        "cache",
-        "cache_dir",
-        "budget_usd",
-        "max_calls",
-        "shards",
-        "shard_deployment",
-        "dry_run",
-        "os_sandbox",
-        "allow_network",
-        "prompt_cache",
-        "head_start",
-        "batch",
-        "batch_wait",
-        "batch_poll",
-        "sequential",
-        "wave",
-    ),
-    "report": (
-        "output_dir",
-        "blind",
-        "margin",
-        "min_effect",
-        "max_error_rate",
-        "suite",
-        "junit",
-        "github_summary",
-    ),
-}
-CI_GROUPS: dict[str, tuple[str, ...]] = {"ci gate": ("threshold", "require")}
-#: SkillBenchConfig fields that are not flags: a mapping has no flag form (set it in config.yml).
-SKILL_NOT_FLAGS = ("difficulties",)
-
-
-def add_run_options(p: argparse.ArgumentParser) -> set[str]:
-    from flows.inputs.options import BenchOptions
-
-    p.add_argument(
-        "--config",
-        default=argparse.SUPPRESS,
-        metavar="PATH",
-        help="options file (default: ./skillab.yaml if present), or an oh-my-knowledge eval.yaml",
-    )
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    return add_model_flags(p, BenchOptions, RUN_GROUPS)
-
-
-def add_skill_options(p: argparse.ArgumentParser) -> None:
-    """Every key of the seed's config.yml is also a flag (flags win over the file)."""
-    from flows.inputs.skill_config import SkillBenchConfig
-
-    p.add_argument(
-        "--config",
-        default=None,
-        help="config.yml (default: .claude/skills/skill-benchmark/config.yml, ~/...)",
-    )
-    names = tuple(n for n in SkillBenchConfig.model_fields if n not in SKILL_NOT_FLAGS)
-    add_model_flags(p, SkillBenchConfig, {"": names})
 
 
 def port_number(value: str) -> int:
@@ -124,31 +27,6 @@ def port_number(value: str) -> int:
     if not 1 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{port} is not a port (1-65535)")
     return port
-
-
-def add_trigger_commands(skill_sub: Any) -> None:
-    from flows.cli.triggers import cmd_triggers_generate, cmd_triggers_run
-    from flows.inputs.triggers import TriggerOptions
-
-    triggers = skill_sub.add_parser("triggers", help="trigger mode: does the skill fire when it should?")
-    trig_sub = triggers.add_subparsers(dest="triggers_command", required=True, parser_class=Parser)
-    trun = trig_sub.add_parser(
-        "run", help="run every query with the skill(s) listed, never forced; rates with intervals"
-    )
-    add_model_flags(trun, TriggerOptions, {"": tuple(TriggerOptions.model_fields)})
-    trun.add_argument("--quiet", action="store_true", help="no progress bar")
-    trun.set_defaults(handler=cmd_triggers_run)
-    tgen = trig_sub.add_parser(
-        "generate", help="draft a balanced queries file with an LLM, for you to review"
-    )
-    tgen.add_argument("--skill", required=True, help="the skill (name or folder)")
-    tgen.add_argument("--out", required=True, help="the queries file to write (must not exist)")
-    tgen.add_argument("--count", type=int, default=20, help="queries to draft (default: 20)")
-    tgen.add_argument(
-        "--executor", default="anthropic", help="executor of the drafting model (default: anthropic)"
-    )
-    tgen.add_argument("--model", default=None, help="drafting model (default: the executor's default)")
-    tgen.set_defaults(handler=cmd_triggers_generate)
 
 
 def add_report_commands(sub: Any) -> None:
@@ -202,10 +80,17 @@ def build_parser(command: str | None = None) -> Parser:
     )
     ci = sub.add_parser("ci", help="run, then exit 1 when a variant is below --threshold or the gate fails")
     if command in (None, "run", "ci"):
+        from flows.modes.sample.cli import add_commands as add_sample_commands
+
         add_sample_commands(run, ci)
     skill = sub.add_parser("skill", help="agentic mode: benchmark a Claude Code skill with agent CLIs")
     if command in (None, "skill"):
-        add_skill_commands(skill)
+        from flows.modes.agentic.cli import add_commands as add_agentic_commands
+        from flows.modes.triggers.cli import add_commands as add_trigger_commands
+
+        skill_sub = skill.add_subparsers(dest="skill_command", required=True, parser_class=Parser)
+        add_agentic_commands(skill_sub)
+        add_trigger_commands(skill_sub)
     add_plan_command(sub)
     add_report_commands(sub)
     add_server_command(sub)
@@ -213,39 +98,6 @@ def build_parser(command: str | None = None) -> Parser:
     init.add_argument("dir", nargs="?", default=".", help="where (default: here)")
     init.set_defaults(handler=cmd_init)
     return parser
-
-
-def add_sample_commands(run: argparse.ArgumentParser, ci: argparse.ArgumentParser) -> None:
-    from flows.cli.sample import cmd_ci, cmd_run
-    from flows.inputs.options import BenchOptions
-
-    add_run_options(run)
-    run.set_defaults(handler=cmd_run)
-    covered = add_run_options(ci) | add_model_flags(ci, BenchOptions, CI_GROUPS)
-    missing = set(BenchOptions.model_fields) - covered
-    if missing:  # a new option without a flag is a bug, caught by every test that builds the parser
-        raise RuntimeError(f"options without a flag: {sorted(missing)}")
-    ci.set_defaults(handler=cmd_ci)
-
-
-def add_skill_commands(skill: argparse.ArgumentParser) -> None:
-    from flows.cli.skill import cmd_skill_generate, cmd_skill_run
-
-    skill_sub = skill.add_subparsers(dest="skill_command", required=True, parser_class=Parser)
-    srun = skill_sub.add_parser(
-        "run", help="run the suite with and without the skill, grade, compare, report"
-    )
-    add_skill_options(srun)
-    srun.set_defaults(handler=cmd_skill_run)
-    gen = skill_sub.add_parser("generate-tasks", help="write a task suite with an LLM, for you to review")
-    add_skill_options(gen)
-    gen.add_argument("--out", required=True, help="folder to write the suite into (must not hold tasks yet)")
-    gen.add_argument(
-        "--executor", default="anthropic", help="executor of the writing model (default: anthropic)"
-    )
-    gen.add_argument("--model", default=None, help="writing model (default: the judge model)")
-    gen.set_defaults(handler=cmd_skill_generate)
-    add_trigger_commands(skill_sub)
 
 
 def cmd_init(args: argparse.Namespace, command: Command) -> int:

@@ -47,16 +47,20 @@ def import_all(modules: Sequence[str]) -> None:
 #: command, mode or path needs (module prefix -> why).
 LAZY_WHERE = {
     "flows.cli": "every command builds the whole parser at start-up: a handler imports its own mode's modules",
+    **dict.fromkeys(
+        ("flows.modes.sample.cli", "flows.modes.agentic.cli", "flows.modes.triggers.cli"),
+        "a mode's command, part of that parser: it imports its flow and plan only when it runs",
+    ),
     "deployments.__main__": "serving a suite, listing deployments and running a shard need different modules",
-    "flows.sample_bench": "the sequential waves, the judge gold check and the half after the calls are paths",
+    "flows.modes.sample.flow": "the sequential waves, the judge gold check and the half after the calls are paths",
 }
 #: What: modules imported inside functions anywhere, for what they cost at import (module prefix -> why).
 LAZY_WHAT = {
     "prefect": "1-2 s: a command checks its input and sends its first calls before importing it",
     "flows.report": "the report side (its models, Jinja, the console): after the calls, or reading reports",
-    "flows.sample_report": "the half of a sample run after its calls, prefetched while they are out",
+    "flows.modes.sample.report": "the half of a sample run after its calls, prefetched while they are out",
     "tasks.stats": "numpy, scipy and pandas (0.7 s): when a run gets to its figures",
-    "flows.inputs.plugin_suite": "a Claude Code plugin eval suite's reader: only for such a suite",
+    "flows.inputs.suites.plugin_eval": "a Claude Code plugin eval suite's reader: only for such a suite",
     "numpy": "numerical arrays, for one grader and the statistics",
     "scipy": "statistics beyond tasks.stats.distributions",
     "regex": "the budgeted regex engine of the pattern assertions",

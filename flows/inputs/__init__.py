@@ -1,2 +1,3 @@
-"""Inputs: options, the user's files, samples, variants, agentic config and tasks, and the plan of
-units and sessions. No Prefect here: bad input fails before anything starts."""
+"""Inputs: options, the user's files, samples, variants, the skill and its agentic config and tasks,
+the plan of units, and the suites other tools publish (suites/). No Prefect here: bad input fails
+before anything starts."""

@@ -12,13 +12,13 @@ from executors.local import DEFAULT_MODEL as LOCAL_MODEL
 from executors.local import weights_origin
 from executors.registry import EXECUTORS, usable_executor
 from executors.sandbox import checked_isolation
-from flows.inputs import omk
 from flows.inputs.ablation import plan_variants
 from flows.inputs.files import check_endpoint, skillab_home, writable_file, writable_folder
 from flows.inputs.gold import Gold, load_gold
 from flows.inputs.options import BenchOptions
 from flows.inputs.plan import Target, execution_units
 from flows.inputs.samples import BASELINE, Variant, find_samples, load_samples
+from flows.inputs.suites import omk
 from graders import registry
 from graders.judge import vendor_of
 from graders.schema import Sample

@@ -25,7 +25,7 @@ BASELINE = "baseline"
 
 def load_config(path: Path) -> dict[str, Any]:
     """Options from skillab.yaml: the same names as the flags (dashes or underscores); an
-    oh-my-knowledge eval.yaml is read by ``flows.inputs.omk``: here it is only named, as the project."""
+    oh-my-knowledge eval.yaml is read by ``flows.inputs.suites.omk``: here it is only named, as the project."""
     data = parse_data(path, read_text(path))
     if is_omk_project(data):
         return {"project": str(path)}

@@ -28,7 +28,7 @@ from flows.inputs.files import (
     read_text,
     validation_lines,
 )
-from flows.inputs.skill_creator import evals_file, load_evals
+from flows.inputs.suites.skill_creator import evals_file, load_evals
 from graders.agent_task import AgentTask, parse_task
 
 CONFIG_NAME = "config.yml"
@@ -441,7 +441,7 @@ def load_tasks(folder: Path) -> tuple[list[AgentTask], str]:
     """Every task-*.md of a suite, and the suite's hash (recorded, so runs stay comparable). A
     skill-creator evals.json (or a skill folder holding evals/evals.json) is read as its evals, a
     Claude Code plugin (or its evals/ folder) as its plugin eval suite."""
-    from flows.inputs.plugin_suite import is_plugin_suite, load_plugin_tasks
+    from flows.inputs.suites.plugin_eval import is_plugin_suite, load_plugin_tasks
 
     evals = evals_file(folder)
     if evals is not None:

@@ -290,7 +290,7 @@ def test_copy_bounds_and_special_files(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_a_skill_creator_files_entry_that_is_a_fifo_is_refused_not_read(tmp_path: Path) -> None:
-    from flows.inputs.skill_creator import load_evals
+    from flows.inputs.suites.skill_creator import load_evals
 
     skill = tmp_path / "ext"
     (skill / "evals").mkdir(parents=True)

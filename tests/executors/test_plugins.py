@@ -18,9 +18,9 @@ from executors.gemini_cli import GeminiCliExecutor
 from executors.plugin import looks_like_plugin, prepared_copy, read_plugin, runner_problem
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 from executors.versions import CLAUDE_BUILTIN_SKILLS, parse_version
-from flows.engine.sessions import contamination, init_event
 from flows.inputs.skill_config import Skill, check_artifact, find_skill
-from flows.inputs.triggers import TriggerOptions, artifact_problems, variants_of
+from flows.modes.agentic.sessions import contamination, init_event
+from flows.modes.triggers.plan import TriggerOptions, artifact_problems, variants_of
 from graders.triggers import TriggerStatus, detect
 from tasks.schema import Arm
 from tests.executors.test_sandbox import ENDPOINT

@@ -19,7 +19,7 @@ from executors.claude_code import ClaudeCodeExecutor
 from executors.plugin import read_plugin
 from executors.schema import AgentRequest
 from flows.cli.main import main
-from flows.engine.sessions import contamination, init_event
+from flows.modes.agentic.sessions import contamination, init_event
 from tasks.schema import Arm
 from tests.fakes.capture_claude import write_plugin
 from tests.fakes.provider import FakeProvider, SkillScript, skill_listing

@@ -15,7 +15,7 @@ import pytest
 from executors.agent import find_binary
 from executors.claude_code import QUIET
 from flows.cli.main import main
-from flows.inputs.plugin_suite import load_plugin_tasks
+from flows.inputs.suites.plugin_eval import load_plugin_tasks
 from flows.report.schema import load_report
 from flows.report.server import export_html
 from tests.fakes.provider import FakeProvider, user_query

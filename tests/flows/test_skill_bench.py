@@ -11,7 +11,7 @@ import pytest
 from executors.agent import find_binary, read_events
 from executors.claude_code import ClaudeCodeExecutor, parse_claude
 from flows.cli.main import main
-from flows.engine.sessions import contamination
+from flows.modes.agentic.sessions import contamination
 from tasks.schema import Arm
 from tests.fakes.provider import Call, FakeProvider, Fault
 

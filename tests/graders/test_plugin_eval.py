@@ -337,7 +337,7 @@ def test_llm_grader_prompt_and_majority_of_three() -> None:
 
 def test_suite_loading_and_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from flows.cli.main import main
-    from flows.inputs.plugin_suite import is_plugin_suite, load_plugin_tasks, suite_skill
+    from flows.inputs.suites.plugin_eval import is_plugin_suite, load_plugin_tasks, suite_skill
 
     root = tmp_path / "plug"
     (root / ".claude-plugin").mkdir(parents=True)
@@ -410,9 +410,9 @@ def test_a_replay_case_needs_its_history_and_runs_with_the_plugin_only(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from flows.cli.main import main
-    from flows.engine.plugin_eval import plugin_request
-    from flows.inputs.plugin_suite import load_plugin_tasks
-    from flows.inputs.sessions import plan_sessions
+    from flows.inputs.suites.plugin_eval import load_plugin_tasks
+    from flows.modes.agentic.plan import plan_sessions
+    from flows.modes.agentic.plugin_eval import plugin_request
     from tests.flows.engine.test_plugin_eval_runs import base_request
 
     root = replay_plugin(tmp_path, "  history_file: past.jsonl\n")
@@ -496,8 +496,8 @@ def test_what_will_fail_or_is_not_run_is_said_before_the_run(
 
 
 def test_each_case_runs_its_own_runs_unless_runs_is_given(tmp_path: Path) -> None:
-    from flows.inputs.plugin_suite import load_plugin_tasks
-    from flows.inputs.sessions import plan_sessions
+    from flows.inputs.suites.plugin_eval import load_plugin_tasks
+    from flows.modes.agentic.plan import plan_sessions
 
     root = tmp_path / "plug"
     (root / ".claude-plugin").mkdir(parents=True)

@@ -88,7 +88,7 @@ def test_wilcoxon_all_zero_is_undefined() -> None:
 def test_report_modules_leave_scipy_stats_unimported() -> None:
     """The point of the module: a command's report path never pays for scipy.stats."""
     code = (
-        "import sys, flows.sample_report, flows.report.console, flows.report.gates; "
+        "import sys, flows.modes.sample.report, flows.report.console, flows.report.gates; "
         "print('scipy.stats' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -28,25 +28,25 @@ HEAVY = (
     "uvicorn",
     "flows.report.server",
     "flows.report.schema",
-    "flows.sample_report",
+    "flows.modes.sample.report",
     "tasks.stats.aggregate",
     "xllamacpp",
     "regex",  # only for a regex assertion
     # agentic and trigger mode: the command line builds only the flags of the command given
-    "flows.cli.skill",
-    "flows.cli.triggers",
+    "flows.modes.agentic.cli",
+    "flows.modes.triggers.cli",
     "flows.inputs.skill_config",
-    "flows.inputs.triggers",
+    "flows.modes.triggers.plan",
 )
 
 #: The CLI entry and every module of sample mode's path up to the first request.
 SAMPLE_PATH = (
     "flows.bench",
     "flows.cli.main",
-    "flows.cli.sample",
+    "flows.modes.sample.cli",
     "flows.cli.prefect_env",
     "flows.inputs.prepare",
-    "flows.sample_bench",
+    "flows.modes.sample.flow",
     "flows.engine.runner",
     "tasks.execute",
     "executors.registry",

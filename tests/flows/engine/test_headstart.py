@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from flows.cli.main import main
-from flows.engine import headstart
 from flows.inputs.options import BenchOptions
 from flows.inputs.prepare import prepare
+from flows.modes.sample import headstart
 from tasks.calls import EarlyCalls
 from tests.fakes.provider import Call, FakeProvider, Fault
 from tests.flows.helpers import answer, make_project, report_runs, use_provider
@@ -117,7 +117,7 @@ def test_answers_sent_early_survive_a_command_that_stops_before_its_flow(
     with FakeProvider(answer) as server:
         use_provider(monkeypatch, server.url)
         with monkeypatch.context() as m:
-            m.setattr("flows.cli.sample.run_flow", interrupted)
+            m.setattr("flows.modes.sample.cli.run_flow", interrupted)
             assert main(["run", "--executor", "openai", "--quiet", *cache]) == 130
         early = server.count()
         code, report = run(project, *cache)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from executors.claude_code import ClaudeCodeExecutor
 from executors.schema import AgentRequest
-from flows.engine.plugin_eval import evidence, grade_plugin_run, plugin_request, prepare_sandbox
+from flows.modes.agentic.plugin_eval import evidence, grade_plugin_run, plugin_request, prepare_sandbox
 from graders.plugin_eval import PluginCase, merge_case, parse_case
 from tests.executors.test_sandbox import ENDPOINT
 

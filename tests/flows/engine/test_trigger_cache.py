@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from flows.engine.progress import Progress
 from flows.engine.runner import RunnerConfig, UnitRunner
-from flows.engine.triggers import TriggerRunner
+from flows.modes.triggers.runner import TriggerRunner
 
 
 def test_an_entry_of_another_shape_is_a_miss(tmp_path: Path) -> None:

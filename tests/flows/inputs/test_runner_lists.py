@@ -6,7 +6,7 @@ import pytest
 
 from executors.errors import InputError
 from flows.inputs.skill_config import SkillBenchConfig, agent_list, agent_models, endpoints
-from flows.inputs.triggers import TriggerOptions
+from flows.modes.triggers.plan import TriggerOptions
 
 
 def test_a_runner_list_names_known_agents_once() -> None:

@@ -12,10 +12,10 @@ from scipy.stats import ttest_1samp
 from executors.errors import InputError
 from executors.schema import AgentSession, SessionStatus
 from flows.inputs.ablation import plan_skill_ablations, skill_ablations, write_ablated_skills
-from flows.inputs.sessions import ARMS, arm_root, plan_sessions
 from flows.inputs.skill_config import Skill, SkillBenchConfig
-from flows.report.agentic import AgenticRun, Graded, build_skill_report
-from flows.skill_bench import session_record
+from flows.modes.agentic.flow import session_record
+from flows.modes.agentic.plan import ARMS, arm_root, plan_sessions
+from flows.modes.agentic.report import AgenticRun, Graded, build_skill_report
 from graders.agent_task import parse_task
 from graders.behavior import analyze
 from graders.criteria import WEIGHTS

@@ -12,7 +12,7 @@ import pytest
 from executors.errors import InputError
 from flows.cli.main import main
 from flows.inputs.skill_config import load_tasks
-from flows.inputs.skill_creator import evals_file, load_evals, skill_root, stage_inputs
+from flows.inputs.suites.skill_creator import evals_file, load_evals, skill_root, stage_inputs
 
 
 def write_skill(root: Path, evals: Any, files: dict[str, str] | None = None) -> Path:

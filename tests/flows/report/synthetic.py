@@ -11,7 +11,8 @@ from flows.inputs.options import BenchOptions
 from flows.inputs.plan import Target
 from flows.inputs.prepare import Prepared
 from flows.inputs.samples import Variant
-from flows.report.build import blind_labels, build_report, new_report_id, relabel
+from flows.modes.sample.build import blind_labels, build_report, relabel
+from flows.report.build import new_report_id
 from flows.report.schema import Report
 from graders.registry import parse
 from graders.schema import AssertionResult, Grade, JudgeResult, Sample

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from flows.inputs.triggers import TriggerVariant
-from flows.report.triggers import comparison_pairs
+from flows.modes.triggers.plan import TriggerVariant
+from flows.modes.triggers.report import comparison_pairs
 
 
 def variant(label: str, runner: str) -> TriggerVariant:

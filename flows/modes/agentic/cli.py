@@ -11,6 +11,7 @@ from typing import Any
 from executors.errors import InputError
 from flows.cli.codes import EXIT_FAIL, EXIT_OK
 from flows.cli.command import Command
+from flows.cli.flags import add_model_flags
 from flows.cli.run import FlowCall, run_flow
 
 
@@ -22,7 +23,7 @@ def skill_inputs(args: argparse.Namespace) -> tuple[Any, Any]:
     config = load_config(args.config, cwd, overrides)
     suite = config.suite
     if suite:  # a plugin eval suite: its tasks, and its skill unless --skill names one
-        from flows.inputs.plugin_suite import suite_skill
+        from flows.inputs.suites.plugin_eval import suite_skill
 
         config = config.model_copy(update={"tasks": config.tasks or suite})
         if not config.skill:
@@ -110,7 +111,7 @@ def print_skill_plan(config: Any, skill: Any, tasks: list[Any]) -> tuple[int, fl
     sessions, that bound, and the models with no price."""
     from executors.pricing import PriceTable
     from executors.registry import agent_cli
-    from flows.inputs.sessions import runs_of, single_arm
+    from flows.modes.agentic.plan import runs_of, single_arm
 
     case_runs = "runs" not in config.model_fields_set
     table = PriceTable()
@@ -162,7 +163,7 @@ def cmd_skill_run(args: argparse.Namespace, command: Command) -> int:
         return EXIT_OK
 
     def load() -> FlowCall:
-        from flows.skill_bench import skill_bench
+        from flows.modes.agentic.flow import skill_bench
 
         flow = skill_bench.with_options(
             flow_run_name=f"skill {skill.name} · {config.runner}:{config.runner_model}"
@@ -171,7 +172,7 @@ def cmd_skill_run(args: argparse.Namespace, command: Command) -> int:
         return lambda: flow(config, skill.name, str(skill.path), tasks_dir, return_state=True)
 
     def ending(outcome: Any, state: Any) -> int:
-        from flows.skill_bench import InsufficientData
+        from flows.modes.agentic.flow import InsufficientData
 
         if isinstance(outcome, InsufficientData):
             print(f"skillab skill: {outcome}", file=sys.stderr)
@@ -206,7 +207,7 @@ def matrix_run(config: Any, skill: Any, tasks: list[Any], runners: list[str], co
         return EXIT_OK
 
     def load() -> FlowCall:
-        from flows.agent_matrix import agent_matrix
+        from flows.modes.agentic.matrix import agent_matrix
 
         flow = agent_matrix.with_options(flow_run_name=f"skill {skill.name} · agents {','.join(runners)}")
         tasks_dir = str(Path(config.tasks).resolve())
@@ -328,3 +329,37 @@ def cmd_skill_generate(args: argparse.Namespace, command: Command) -> int:
         f"Review the {len(written)} tasks, then run: python -m flows.bench skill run --skill {skill.name} --tasks {args.out}"
     )
     return EXIT_OK
+
+
+#: SkillBenchConfig fields that are not flags: a mapping has no flag form (set it in config.yml).
+SKILL_NOT_FLAGS = ("difficulties",)
+
+
+def add_skill_options(p: argparse.ArgumentParser) -> None:
+    """Every key of the seed's config.yml is also a flag (flags win over the file)."""
+    from flows.inputs.skill_config import SkillBenchConfig
+
+    p.add_argument(
+        "--config",
+        default=None,
+        help="config.yml (default: .claude/skills/skill-benchmark/config.yml, ~/...)",
+    )
+    names = tuple(n for n in SkillBenchConfig.model_fields if n not in SKILL_NOT_FLAGS)
+    add_model_flags(p, SkillBenchConfig, {"": names})
+
+
+def add_commands(skill_sub: Any) -> None:
+    """``skill run`` and ``skill generate-tasks``: every key of the seed's config.yml is also a flag."""
+    srun = skill_sub.add_parser(
+        "run", help="run the suite with and without the skill, grade, compare, report"
+    )
+    add_skill_options(srun)
+    srun.set_defaults(handler=cmd_skill_run)
+    gen = skill_sub.add_parser("generate-tasks", help="write a task suite with an LLM, for you to review")
+    add_skill_options(gen)
+    gen.add_argument("--out", required=True, help="folder to write the suite into (must not hold tasks yet)")
+    gen.add_argument(
+        "--executor", default="anthropic", help="executor of the writing model (default: anthropic)"
+    )
+    gen.add_argument("--model", default=None, help="writing model (default: the judge model)")
+    gen.set_defaults(handler=cmd_skill_generate)

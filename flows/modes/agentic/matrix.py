@@ -19,9 +19,9 @@ from prefect.states import Completed, Failed
 
 from flows.engine.runlog import flow_run_page, run_logger, tag_flow_run
 from flows.inputs.skill_config import SkillBenchConfig
+from flows.modes.agentic.flow import skill_bench
 from flows.report.matrix import agent_report, build_matrix, matrix_markdown, matrix_report
 from flows.report.schema import Report, load_report
-from flows.skill_bench import skill_bench
 from tasks.context import current
 from tasks.store.files import atomic_write_json, atomic_write_text
 

@@ -1,4 +1,4 @@
-""" "Why did it score that way?" for the flow bodies: the --judge-gold check into the verdicts, the
+""" "Why did it score that way?" for every mode's flow: the --judge-gold check into the verdicts, the
 judge bias probes, the section ablation, and the failure diagnosis with (unless --no-diagnose) one
 LLM paragraph per group, asked of the judge model through the unit runner (so cached, budgeted and
 counted like every judge call)."""

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
-from flows.inputs.triggers import TriggerOutcome, TriggerPlan, TriggerVariant
+from flows.modes.triggers.plan import TriggerOutcome, TriggerPlan, TriggerVariant
 from flows.report.build import (
     agent_cli_meta,
     assemble,

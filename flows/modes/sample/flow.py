@@ -2,7 +2,7 @@
 report. The pieces live below: ``flows.engine`` runs and judges, ``flows.report`` builds and writes.
 
 What runs after the model calls (the report, aggregation with pandas and scipy, the HTML export
-with Jinja) lives in flows/sample_report.py and is imported then, as are shards, the gold check and
+with Jinja) lives in flows/modes/sample/report.py and is imported then, as are shards, the gold check and
 the sequential procedure when asked for: a command reaches its first model call without paying for
 them, and flows/engine/prefetch.py imports them in the background while the calls are in flight.
 """
@@ -34,7 +34,7 @@ from tasks.grade import grade_outputs
 from tasks.schema import SAMPLE_SCALE, Record, ShardRun, Unit
 
 #: What a run imports after its calls (flows/engine/prefetch.py), in the order it needs them.
-AFTER_CALLS = ("flows.sample_report", "flows.report.console", "flows.report.gates")
+AFTER_CALLS = ("flows.modes.sample.report", "flows.report.console", "flows.report.gates")
 
 
 def prefetch_after_calls() -> None:
@@ -145,7 +145,7 @@ async def run_units(
     units = prepared.units()
     shard_runs: list[ShardRun] = []
     if opts.shards > 1:
-        from flows.shard import dispatch_shards
+        from flows.modes.sample.shard import dispatch_shards
 
         shard_runs = await dispatch_shards(prepared, cwd)
     progress = Progress(len(units), "executing", enabled=show_progress, log=log)
@@ -175,7 +175,7 @@ async def sample_bench(options: BenchOptions, cwd: str = ".", show_progress: boo
     log.info(plan_line(prepared, estimate(prepared)))
     try:
         executed = await run_units(prepared, Path(cwd), show_progress=show_progress, log=log)
-        from flows.sample_report import finish, log_outcome, publish_artifacts
+        from flows.modes.sample.report import finish, log_outcome, publish_artifacts
 
         outcome = await finish(prepared, executed)  # pairwise judging and the diagnosis still call models
     finally:

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from executors.schema import AgentRequest, AgentSession, InstalledSkill
 from executors.workspace import session_root, sweep
 from flows.engine.runner import Refused, UnitRunner
-from flows.inputs.triggers import TriggerOutcome, TriggerPlan, TriggerSession
+from flows.modes.triggers.plan import TriggerOutcome, TriggerPlan, TriggerSession
 from graders.triggers import SessionTriggers, TriggerStatus, detect
 from tasks.schema import TranscriptStep
 

@@ -12,11 +12,11 @@ from prefect import flow
 from flows.engine.progress import Progress
 from flows.engine.runlog import tag_flow_run
 from flows.engine.runner import RunnerConfig, UnitRunner
-from flows.engine.triggers import TriggerRunner
 from flows.inputs.files import skillab_home
-from flows.inputs.triggers import TriggerOptions, prepare_triggers
+from flows.modes.triggers.plan import TriggerOptions, prepare_triggers
+from flows.modes.triggers.report import build_trigger_report, write_trigger_junit
+from flows.modes.triggers.runner import TriggerRunner
 from flows.report.build import new_report_id, publish
-from flows.report.triggers import build_trigger_report, write_trigger_junit
 from tasks.context import current
 
 

@@ -27,27 +27,11 @@ from executors.sandbox import Isolation, checked_isolation
 from executors.schema import AgentRequest, AgentSession, RunResult
 from executors.workspace import claim, release, sweep
 from flows.engine.judging import run_judge_jobs
-from flows.engine.plugin_eval import (
-    evidence,
-    grade_plugin_run,
-    judge_plugin_runs,
-    plugin_request,
-    prepare_sandbox,
-)
 from flows.engine.progress import LogTarget, Progress
 from flows.engine.runlog import run_logger, tag_flow_run
 from flows.engine.runner import Refused, RunnerConfig, UnitRunner, session_cost
-from flows.engine.sessions import contamination, init_event, write_outputs
-from flows.explain import diagnose_skill_run
 from flows.inputs.ablation import SkillAblation, plan_skill_ablations, write_ablated_skills
 from flows.inputs.plan import JudgeJob, Target
-from flows.inputs.sessions import (
-    ARMS,
-    Session,
-    arm_root,
-    isolation_root,
-    plan_sessions,
-)
 from flows.inputs.skill_config import (
     Skill,
     SkillBenchConfig,
@@ -56,11 +40,27 @@ from flows.inputs.skill_config import (
     select_tasks,
     suite_warnings,
 )
-from flows.inputs.skill_creator import evals_file, stage_inputs
-from flows.report.agentic import REPORT_ARMS, AgenticRun, Graded, build_skill_report
+from flows.inputs.suites.skill_creator import evals_file, stage_inputs
+from flows.modes.agentic.plan import (
+    ARMS,
+    Session,
+    arm_root,
+    isolation_root,
+    plan_sessions,
+)
+from flows.modes.agentic.plugin_eval import (
+    evidence,
+    grade_plugin_run,
+    judge_plugin_runs,
+    plugin_request,
+    prepare_sandbox,
+)
+from flows.modes.agentic.plugin_json import plugin_eval_json
+from flows.modes.agentic.report import REPORT_ARMS, AgenticRun, Graded, build_skill_report
+from flows.modes.agentic.sessions import contamination, init_event, write_outputs
+from flows.modes.explain import diagnose_skill_run
 from flows.report.logtext import figure_lines, state_message, verdict_lines
 from flows.report.markdown import report_markdown
-from flows.report.plugin_json import plugin_eval_json
 from flows.report.schema import Report
 from graders.agent_task import AgentTask
 from graders.behavior import analyze

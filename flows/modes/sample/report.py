@@ -2,7 +2,7 @@
 a sequential run settled by its confidence sequences), explain it, write it and the CI files, and
 publish the Prefect UI's artifacts and the run log's closing lines.
 
-Apart from the flow body (flows/sample_bench.py) because all of it runs after the model calls: the
+Apart from the flow body (flows/modes/sample/flow.py) because all of it runs after the model calls: the
 flow imports it then, so a command reaches its first call without importing the report's models,
 pandas, scipy or Jinja (flows/engine/prefetch.py imports them while the calls are in flight).
 """
@@ -27,9 +27,10 @@ from flows.engine.judging import pairwise
 from flows.engine.progress import LogTarget
 from flows.engine.runlog import flow_run_page
 from flows.engine.runner import Executed, unwalked
-from flows.explain import explain_sample_run
 from flows.inputs.prepare import Prepared
-from flows.report.build import blind_labels, build_report, new_report_id, publish, relabel
+from flows.modes.explain import explain_sample_run
+from flows.modes.sample.build import blind_labels, build_report, relabel
+from flows.report.build import new_report_id, publish
 from flows.report.ci import append_github_summary, summary_markdown, write_junit
 from flows.report.logtext import figure_lines, page_urls, regression_lines, verdict_lines
 from flows.report.regression import regression_against_previous

@@ -10,7 +10,7 @@ from typing import Any
 from executors.agent import AgentExecutor
 from executors.plugin import Plugin
 from executors.schema import AgentSession
-from flows.inputs.sessions import Session
+from flows.modes.agentic.plan import Session
 from tasks.schema import Arm
 from tasks.store.files import atomic_write_json
 

@@ -15,8 +15,8 @@ from typing import Any
 from executors.agent import usage_of
 from executors.sandbox import Isolation
 from executors.schema import AgentSession
-from flows.inputs.sessions import Session
 from flows.inputs.skill_config import Skill, SkillBenchConfig
+from flows.modes.agentic.plan import Session
 from flows.report.ablation import ablation
 from flows.report.build import (
     agent_cli_meta,

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from executors.errors import InputError
 from flows.cli.codes import EXIT_FAIL, EXIT_OK, sigterm_raises
 from flows.cli.command import Command
+from flows.cli.flags import add_model_flags
 from flows.cli.prefect_env import launch_server
 from flows.cli.run import FlowCall, run_flow
 from flows.inputs.files import validation_lines
@@ -23,8 +24,8 @@ from flows.inputs.prepare import Prepared, handover_key, prepare
 
 
 def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
-    from flows.inputs.omk import project_options
     from flows.inputs.samples import CONFIG_FILE, load_config
+    from flows.inputs.suites.omk import project_options
 
     given = {k: v for k, v in vars(args).items() if k in BenchOptions.model_fields}
     config_path = Path(getattr(args, "config", "") or cwd / CONFIG_FILE)
@@ -44,7 +45,7 @@ def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
 def execute(args: argparse.Namespace, command: Command, *, ci: bool) -> int:
     """Validate, then print the plan, or run the flow, print the summary, then gate: ``run`` fails on a
     regression against the suite's previous run (or nothing measured), ``ci`` on the thresholds asked for."""
-    from flows.engine.headstart import head_start
+    from flows.modes.sample.headstart import head_start
 
     cwd = Path.cwd()
     options = options_from(args, cwd)
@@ -67,7 +68,7 @@ def execute(args: argparse.Namespace, command: Command, *, ci: bool) -> int:
 
 def report_path(outcome: Any) -> Path:
     """The report a flow run's outcome names (a run that failed before writing one raises)."""
-    from flows.sample_bench import FailedBench
+    from flows.modes.sample.flow import FailedBench
 
     if isinstance(outcome, FailedBench):
         return Path(outcome.report_path)
@@ -82,7 +83,7 @@ def sample_flow(
     """The sample-bench flow run, for the run protocol."""
 
     def load() -> FlowCall:
-        from flows.sample_bench import sample_bench
+        from flows.modes.sample.flow import sample_bench
 
         names = ",".join(v.name for v in prepared.variants)
         flow = sample_bench.with_options(
@@ -98,7 +99,7 @@ def sample_flow(
 def import_flow_modules() -> None:
     """While a first run's server starts, this core is idle: what the flow imports later, now."""
     from flows.engine.prefetch import FLOW_ENGINE, import_all
-    from flows.sample_bench import AFTER_CALLS
+    from flows.modes.sample.flow import AFTER_CALLS
 
     import_all(FLOW_ENGINE + AFTER_CALLS)
 
@@ -178,3 +179,87 @@ def summary_and_gate(options: BenchOptions, path: Path, state: Any, *, ci: bool)
     if not failures:
         print("skillab ci: PASS", file=sys.stderr)
     return EXIT_FAIL if failures else EXIT_OK
+
+
+#: BenchOptions fields by flag group; "ci" only on the ci command. Every field has exactly one flag.
+RUN_GROUPS: dict[str, tuple[str, ...]] = {
+    "inputs": (
+        "samples",
+        "skill_dir",
+        "variants",
+        "control",
+        "treatment",
+        "project",
+        "ablate",
+        "ablate_sections",
+    ),
+    "model": ("executor", "model", "base_url", "temperature", "max_tokens", "seed", "prices"),
+    "judge": (
+        "judge",
+        "judge_executor",
+        "judge_model",
+        "judge_models",
+        "judge_repeat",
+        "pairwise",
+        "judge_gold",
+        "min_judge_alpha",
+        "diagnose",
+    ),
+    "execution": (
+        "concurrency",
+        "units_per_task",
+        "repeat",
+        "timeout",
+        "retries",
+        "retry_backoff",
+        "cache",
+        "cache_dir",
+        "budget_usd",
+        "max_calls",
+        "shards",
+        "shard_deployment",
+        "dry_run",
+        "os_sandbox",
+        "allow_network",
+        "prompt_cache",
+        "head_start",
+        "batch",
+        "batch_wait",
+        "batch_poll",
+        "sequential",
+        "wave",
+    ),
+    "report": (
+        "output_dir",
+        "blind",
+        "margin",
+        "min_effect",
+        "max_error_rate",
+        "suite",
+        "junit",
+        "github_summary",
+    ),
+}
+CI_GROUPS: dict[str, tuple[str, ...]] = {"ci gate": ("threshold", "require")}
+
+
+def add_run_options(p: argparse.ArgumentParser) -> set[str]:
+    p.add_argument(
+        "--config",
+        default=argparse.SUPPRESS,
+        metavar="PATH",
+        help="options file (default: ./skillab.yaml if present), or an oh-my-knowledge eval.yaml",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return add_model_flags(p, BenchOptions, RUN_GROUPS)
+
+
+def add_commands(run: argparse.ArgumentParser, ci: argparse.ArgumentParser) -> None:
+    """The ``run`` and ``ci`` commands' flags: one per option, grouped."""
+    add_run_options(run)
+    run.set_defaults(handler=cmd_run)
+    covered = add_run_options(ci) | add_model_flags(ci, BenchOptions, CI_GROUPS)
+    missing = set(BenchOptions.model_fields) - covered
+    if missing:  # a new option without a flag is a bug, caught by every test that builds the parser
+        raise RuntimeError(f"options without a flag: {sorted(missing)}")
+    ci.set_defaults(handler=cmd_ci)

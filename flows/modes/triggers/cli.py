@@ -18,11 +18,12 @@ from executors.registry import agent_cli, usable_executor
 from executors.schema import RunRequest
 from flows.cli.codes import EXIT_FAIL, EXIT_OK
 from flows.cli.command import Command
+from flows.cli.flags import Parser, add_model_flags
 from flows.cli.run import FlowCall, run_flow
 from flows.engine.task_generation import GenerationError
 from flows.inputs.files import validation_lines
 from flows.inputs.skill_config import find_skill
-from flows.inputs.triggers import TriggerOptions, TriggerPlan, prepare_triggers
+from flows.modes.triggers.plan import TriggerOptions, TriggerPlan, prepare_triggers
 from graders.queries import dump_queries, parse_queries
 
 #: Requests per session (the decision, then an answer), each of the CLI's request_tokens: an
@@ -42,7 +43,7 @@ def trigger_options(args: argparse.Namespace) -> TriggerOptions:
         raise InputError(validation_lines(exc, flag)) from None
 
 
-def session_cost(plan: TriggerPlan) -> tuple[int, int, float | None]:
+def plan_cost(plan: TriggerPlan) -> tuple[int, int, float | None]:
     """(input tokens, output tokens, USD or None when the model's price is unknown), all sessions."""
     tokens_in = tokens_out = 0
     cost: float | None = 0.0
@@ -65,7 +66,7 @@ def agents(plan: TriggerPlan) -> str:
 
 def print_trigger_plan(plan: TriggerPlan) -> None:
     o = plan.options
-    tokens_in, tokens_out, cost = session_cost(plan)
+    tokens_in, tokens_out, cost = plan_cost(plan)
     variants = ", ".join(f"{v.label} ({', '.join(s.name for s in v.skills)})" for v in plan.variants)
     print(
         f"plan: {len(plan.queries.queries)} queries x {len(plan.variants)} variant(s) x {o.runs} run(s) "
@@ -83,8 +84,8 @@ def print_trigger_plan(plan: TriggerPlan) -> None:
 
 
 def cmd_triggers_run(args: argparse.Namespace, command: Command) -> int:
+    from flows.modes.triggers.report import gate_failures
     from flows.report.schema import load_report
-    from flows.report.triggers import gate_failures
 
     options = trigger_options(args)
     cwd = Path.cwd()
@@ -96,7 +97,7 @@ def cmd_triggers_run(args: argparse.Namespace, command: Command) -> int:
         return EXIT_OK
 
     def load() -> FlowCall:
-        from flows.trigger_bench import trigger_bench
+        from flows.modes.triggers.flow import trigger_bench
 
         name = f"triggers {', '.join(plan.candidates)} · {agents(plan)}"
         flow = trigger_bench.with_options(flow_run_name=name)
@@ -202,3 +203,26 @@ def cmd_triggers_generate(args: argparse.Namespace, command: Command) -> int:
     print(f"wrote {out}: review it (runs always use a fixed, reviewed file), then run:")
     print(f"  python -m flows.bench skill triggers run --skill {args.skill} --queries {out}")
     return EXIT_OK
+
+
+def add_commands(skill_sub: Any) -> None:
+    """``skill triggers run`` and ``skill triggers generate``."""
+    triggers = skill_sub.add_parser("triggers", help="trigger mode: does the skill fire when it should?")
+    trig_sub = triggers.add_subparsers(dest="triggers_command", required=True, parser_class=Parser)
+    trun = trig_sub.add_parser(
+        "run", help="run every query with the skill(s) listed, never forced; rates with intervals"
+    )
+    add_model_flags(trun, TriggerOptions, {"": tuple(TriggerOptions.model_fields)})
+    trun.add_argument("--quiet", action="store_true", help="no progress bar")
+    trun.set_defaults(handler=cmd_triggers_run)
+    tgen = trig_sub.add_parser(
+        "generate", help="draft a balanced queries file with an LLM, for you to review"
+    )
+    tgen.add_argument("--skill", required=True, help="the skill (name or folder)")
+    tgen.add_argument("--out", required=True, help="the queries file to write (must not exist)")
+    tgen.add_argument("--count", type=int, default=20, help="queries to draft (default: 20)")
+    tgen.add_argument(
+        "--executor", default="anthropic", help="executor of the drafting model (default: anthropic)"
+    )
+    tgen.add_argument("--model", default=None, help="drafting model (default: the executor's default)")
+    tgen.set_defaults(handler=cmd_triggers_generate)
