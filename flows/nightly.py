@@ -17,7 +17,7 @@ from flows.modes.sample.flow import sample_bench
 from flows.modes.triggers.flow import trigger_bench
 from flows.modes.triggers.plan import load_trigger_config
 from flows.modes.triggers.report import gate_failures
-from flows.report.schema import load_report
+from flows.report.schema import TriggerReport, load_report
 
 
 def suite_options(config: str, suite: str, batch: bool | None = None) -> tuple[BenchOptions, Path]:
@@ -57,7 +57,7 @@ async def nightly_triggers(config: str, suite: str) -> State:
     options = load_trigger_config(path, suite)
     result: dict[str, Any] = await trigger_bench.fn(options, str(path.parent), False)
     failures = gate_failures(
-        load_report(Path(result["report_path"])), options.min_recall, options.max_false_fire
+        load_report(Path(result["report_path"]), TriggerReport), options.min_recall, options.max_false_fire
     )
     if failures:
         return Failed(name="Missed gates", message=f"suite {suite!r}: " + "; ".join(failures))

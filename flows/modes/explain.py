@@ -21,7 +21,7 @@ from flows.inputs.skill_config import Skill, SkillBenchConfig
 from flows.report.ablation import ablation
 from flows.report.bias import judge_bias
 from flows.report.diagnosis import diagnosis
-from flows.report.schema import Diagnosis, JudgeGold, Report
+from flows.report.schema import Diagnosis, JudgeGold, Report, SampleReport
 from graders.diagnosis import DIAGNOSIS_SCHEMA_JSON, FailedCase, diagnosis_prompt, parse_diagnosis
 from tasks.schema import Arm, CallPolicy
 
@@ -90,7 +90,7 @@ def mark_judge(report: Report, gold: JudgeGold | None) -> None:
 
 
 async def explain_sample_run(
-    report: Report,
+    report: SampleReport,
     prepared: Prepared,
     runner: UnitRunner,
     labels: dict[str, str],

@@ -4,7 +4,7 @@ beside one of another vendor)."""
 
 from __future__ import annotations
 
-from flows.report.schema import JudgeBias, LengthBias, PositionBias, Report, RunEntry, SelfPreference
+from flows.report.schema import JudgeBias, LengthBias, PositionBias, SampleReport, SampleRun, SelfPreference
 from graders.judge import vendor_of
 from tasks.stats.judge_bias import ALPHA, length_bias, self_preference
 
@@ -12,7 +12,7 @@ from tasks.stats.judge_bias import ALPHA, length_bias, self_preference
 FLIP_WARNING = 0.2
 
 
-def runs(report: Report) -> list[tuple[str, RunEntry]]:
+def runs(report: SampleReport) -> list[tuple[str, SampleRun]]:
     return [
         (case.sample_id, run)
         for case in report.results
@@ -21,7 +21,7 @@ def runs(report: Report) -> list[tuple[str, RunEntry]]:
     ]
 
 
-def position_part(report: Report) -> PositionBias | None:
+def position_part(report: SampleReport) -> PositionBias | None:
     if not report.pairwise:
         return None
     pairs = sum(p.pairs for p in report.pairwise)
@@ -37,7 +37,7 @@ def position_part(report: Report) -> PositionBias | None:
     return PositionBias(pairs=pairs, flips=flips, share=share, line=line)
 
 
-def length_part(report: Report) -> LengthBias | None:
+def length_part(report: SampleReport) -> LengthBias | None:
     rows = [
         (run.llm_score, float(len(run.output)), run.assertions.score if run.assertions else None)
         for _, run in runs(report)
@@ -61,7 +61,7 @@ def length_part(report: Report) -> LengthBias | None:
     return LengthBias(**dict(fig), detected=detected, line=line)
 
 
-def self_preference_part(report: Report) -> SelfPreference | None:
+def self_preference_part(report: SampleReport) -> SelfPreference | None:
     meta = report.meta
     vendor = vendor_of(meta.executor, meta.model)
     judges = sorted(report.judge.judges) if report.judge else []
@@ -88,7 +88,7 @@ def self_preference_part(report: Report) -> SelfPreference | None:
     return SelfPreference(**dict(fig), vendor=vendor, same_vendor=same, other_vendor=other, line=line)
 
 
-def judge_bias(report: Report) -> JudgeBias | None:
+def judge_bias(report: SampleReport) -> JudgeBias | None:
     """Every probe that can be measured on this run (None when none can)."""
     position, length, preference = position_part(report), length_part(report), self_preference_part(report)
     found = [p for p in (position, length, preference) if p is not None]

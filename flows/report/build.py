@@ -10,22 +10,15 @@ import datetime as dt
 import hashlib
 import random
 import re
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic_core import to_json
 
 from executors import sandbox
-from flows.report.schema import (
-    REPORT_VERSION,
-    CaseResult,
-    Meta,
-    Mode,
-    Report,
-    RunEntry,
-    VariantResult,
-)
+from flows.report.schema import REPORT_VERSION, RP, Meta, Report, RunEntry, V
 from tasks.schema import RunStats, Scale
 from tasks.stats.figures import Aggregate, Analysis, CaseStats
 from tasks.store.files import atomic_write_text
@@ -57,21 +50,21 @@ def new_report_id(started_at: dt.datetime, names: list[str]) -> str:
 
 
 def assemble(
-    mode: Mode,
+    cls: type[RP],
     report_id: str,
     meta: Meta,
     scale: Scale,
     aggregate: Aggregate | None,
-    results: list[CaseResult],
+    results: list[Any],
     **parts: Any,
-) -> Report:
-    """Every mode's report is made here: the figures of ``aggregate`` plus the mode's own parts
-    (by their Python names), validated into the typed model (a missing or misnamed field fails here,
-    not in a reader)."""
-    return Report(
+) -> RP:
+    """Every mode's report is made here, as its mode's class: the figures of ``aggregate`` plus the
+    mode's own parts (by their Python names), validated into the typed model (a missing or misnamed
+    field fails here, not in a reader)."""
+    return cls(
         version=REPORT_VERSION,
         id=report_id,
-        mode=mode,
+        mode=get_args(cls.model_fields["mode"].annotation)[0],
         meta=meta,
         summary=aggregate.summary if aggregate else {},
         comparisons=aggregate.comparisons if aggregate else [],
@@ -86,14 +79,15 @@ def assemble(
 
 
 def variant_entry(
-    runs: list[RunEntry], stats: CaseStats | dict[str, Any], mean: float | None
-) -> VariantResult:
-    """A case's entry for one variant: the first run's fields, the case mean, and every run."""
+    cls: type[V], runs: Sequence[RunEntry], stats: CaseStats | dict[str, Any], mean: float | None
+) -> V:
+    """A case's entry for one variant (``cls``: the mode's): the first run's fields, the case mean,
+    and every run."""
     # the first run's fields as given (their values are validated already: no dump and re-parse)
     fields = {name: getattr(runs[0], name) for name in runs[0].model_fields_set}
     if len(runs) > 1:
         fields |= {"composite_score": mean, "ok": all(r.ok for r in runs), "runs": runs}
-    return VariantResult(**fields, case_stats=stats)
+    return cls(**fields, case_stats=stats)
 
 
 def run_stats_meta(stats: RunStats) -> dict[str, Any]:

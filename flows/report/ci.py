@@ -8,11 +8,11 @@ from pathlib import Path
 from flows.report.console import economy_lines, fmt
 from flows.report.explain import explain_markdown
 from flows.report.logtext import artifact_change_lines, change_figures, md, regression_outcome
-from flows.report.schema import Report, VariantResult
+from flows.report.schema import Report, SampleReport, SampleVariantResult
 from tasks.store.files import atomic_write_text
 
 
-def case_failure(entry: VariantResult, threshold: float) -> str | None:
+def case_failure(entry: SampleVariantResult, threshold: float) -> str | None:
     """Why a sample x variant fails the gate, or None when it passes."""
     if not entry.ok:
         runs = entry.runs or [entry]
@@ -36,7 +36,7 @@ def case_failure(entry: VariantResult, threshold: float) -> str | None:
     return None
 
 
-def write_junit(report: Report, path: Path, threshold: float) -> None:
+def write_junit(report: SampleReport, path: Path, threshold: float) -> None:
     suites = ET.Element("testsuites", name=f"skillab {report.id}")
     total_failures = 0
     for variant in report.summary:

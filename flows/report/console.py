@@ -10,7 +10,7 @@ from rich.table import Table
 
 from flows.report.explain import explain_lines
 from flows.report.logtext import regression_lines
-from flows.report.schema import Report
+from flows.report.schema import Report, SampleMeta
 
 COLUMNS = (
     "variant",
@@ -92,7 +92,7 @@ def print_summary(report: Report, path: Path | None, console: Console | None = N
         console.print(f"  {line}", highlight=False)
     for line in regression_lines(report):
         console.print(f"  {line}", highlight=False)
-    for notice in report.meta.notices:
+    for notice in report.meta.notices if isinstance(report.meta, SampleMeta) else []:
         console.print(f"  note: {notice}", highlight=False)
     if path:
         console.print(f"report: {path}", highlight=False)
@@ -105,7 +105,7 @@ def economy_lines(report: Report) -> list[str]:
         lines.append(
             f"cache: {meta.cache_hits:,} result(s) taken from the cache, {meta.calls or 0:,} call(s) made"
         )
-    caching = meta.prompt_caching
+    caching = meta.prompt_caching if isinstance(meta, SampleMeta) else None
     if caching:
         share = f" ({caching.saved_usd / caching.uncached_usd:.0%})" if caching.uncached_usd else ""
         lines.append(

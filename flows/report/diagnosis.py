@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flows.report.schema import AssertionDetail, Report, RunEntry
+from flows.report.schema import AgentRun, AssertionDetail, Report, RunEntry, SampleRun
 from tasks.stats.diagnosis import Failure, group_failures
 
 NOTE = (
@@ -26,7 +26,7 @@ def assertion_key(a: AssertionDetail) -> str:
     return f"not {text}" if a.negate else text
 
 
-def sample_what(run: RunEntry, threshold: float) -> list[tuple[str, str, str]]:
+def sample_what(run: SampleRun, threshold: float) -> list[tuple[str, str, str]]:
     what = [
         ("assertion", assertion_key(a), a.message or "")
         for a in (run.assertions.details if run.assertions else [])
@@ -46,7 +46,7 @@ def sample_what(run: RunEntry, threshold: float) -> list[tuple[str, str, str]]:
     return what
 
 
-def agentic_what(run: RunEntry, threshold: float) -> list[tuple[str, str, str]]:
+def agentic_what(run: AgentRun, threshold: float) -> list[tuple[str, str, str]]:
     what = [
         ("check", f"check {d.get('check')}", str(d.get("reason") or ""))
         for d in run.check_details or []
@@ -66,22 +66,23 @@ def agentic_what(run: RunEntry, threshold: float) -> list[tuple[str, str, str]]:
 def run_failure(report: Report, sample_id: str, run: RunEntry) -> Failure | None:
     """The run as a failure, or None when it passed (or was excluded as contaminated)."""
     threshold = report.scale.pass_threshold
-    if run.contaminated:
+    if isinstance(run, AgentRun) and run.contaminated:
         return None
     if not run.ok:
-        kind = run.error_kind or run.status or "error"
+        kind = (run.error_kind if isinstance(run, SampleRun) else getattr(run, "status", None)) or "error"
         return Failure(sample_id, run.run, (("error", f"error: {kind}", run.error or ""),))
-    agentic = report.mode == "agentic"
-    score = run.composite_score
-    checks_failed = agentic and run.checks is not None and run.checks.get("all_passed") is False
-    ungraded = run.judge_status == "ungraded" or (run.grade is not None and run.grade.status == "ungraded")
-    if not (checks_failed or ungraded or (score is not None and score < threshold)):
-        return None
-    what = agentic_what(run, 70.0) if agentic else sample_what(run, threshold)
-    reason = (run.grade.summary if run.grade is not None else None) if agentic else run.llm_reason
-    if agentic and run.grade is not None and "plugin_eval_score" in (run.grade.model_extra or {}):
-        reason = None  # a plugin case's summary lists its graders (already in `what`), no judge's words
-    return Failure(sample_id, run.run, tuple(what), reason or None)
+    low = run.composite_score is not None and run.composite_score < threshold
+    if isinstance(run, AgentRun):
+        checks_failed = run.checks is not None and run.checks.get("all_passed") is False
+        if not (checks_failed or low or (run.grade is not None and run.grade.status == "ungraded")):
+            return None
+        reason = run.grade.summary if run.grade is not None else None
+        if run.grade is not None and "plugin_eval_score" in (run.grade.model_extra or {}):
+            reason = None  # a plugin case's summary lists its graders (already in `what`), no judge's words
+        return Failure(sample_id, run.run, tuple(agentic_what(run, 70.0)), reason or None)
+    if isinstance(run, SampleRun) and (low or run.judge_status == "ungraded"):
+        return Failure(sample_id, run.run, tuple(sample_what(run, threshold)), run.llm_reason or None)
+    return None
 
 
 def diagnosis(report: Report) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 from flows.report.logtext import change_figures
-from flows.report.schema import Report
+from flows.report.schema import Report, TriggerReport
 from tasks.schema import VerdictLabel
 
 Require = Literal["none", "better", "not-worse"]
@@ -16,7 +16,7 @@ Require = Literal["none", "better", "not-worse"]
 def unmeasured(report: Report) -> list[str]:
     """Variants of which nothing was measured: every execution (or, in trigger mode, every session)
     failed, so no score or rate stands for the artifact. Each line names the first error."""
-    if report.triggers is not None:
+    if isinstance(report, TriggerReport) and report.triggers is not None:
         idle = {
             s.variant: f"no session counted ({s.errors} errors, {s.not_listed} not listed, of {s.sessions})"
             for s in report.triggers.summaries
@@ -37,7 +37,7 @@ def unmeasured(report: Report) -> list[str]:
 
 def first_error(report: Report, variant: str) -> str | None:
     """The first line of the first error a variant's runs recorded."""
-    for case in [*report.results, *(report.negative_controls or [])]:
+    for case in report.all_cases():
         entry = case.variants.get(variant)
         for run in [entry, *(entry.runs or [])] if entry else []:
             if run.error:

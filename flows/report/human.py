@@ -5,21 +5,21 @@ from __future__ import annotations
 
 import datetime as dt
 
-from flows.report.schema import HumanAgreement, Report, RunEntry, VariantResult
+from flows.report.schema import AgentRun, HumanAgreement, Report, RunEntry, SampleRun, VariantResult
 from tasks.stats.agreement import rater_agreement
 
 
-def judge_score(report: Report, entry: VariantResult) -> float | None:
+def judge_score(entry: VariantResult) -> float | None:
     """The judge's score of one case and variant on 1-5, averaged over its runs: the judge layer in
     sample mode, the four-criterion weighted total (0-100, mapped onto 1-5) in agentic mode."""
     scores: list[float] = []
     runs: list[RunEntry] = list(entry.runs or [entry])
     for run in runs:
-        if report.mode == "agentic":
+        if isinstance(run, AgentRun):
             total = run.grade.weighted_total if run.grade is not None else None
             if total is not None and run.contaminated is None:
                 scores.append(1 + 4 * total / 100)
-        elif run.llm_score is not None and run.judge_status == "graded":
+        elif isinstance(run, SampleRun) and run.llm_score is not None and run.judge_status == "graded":
             scores.append(run.llm_score)
     return sum(scores) / len(scores) if scores else None
 
@@ -27,12 +27,12 @@ def judge_score(report: Report, entry: VariantResult) -> float | None:
 def rated_items(report: Report) -> tuple[int, list[tuple[str, float, float]]]:
     """(items with a rating, [(item, latest rating, judge score)] for those the judge also scored)."""
     rated, items = 0, []
-    for case in [*report.results, *(report.negative_controls or [])]:
+    for case in report.all_cases():
         for variant, entry in case.variants.items():
             if not entry.feedback:
                 continue
             rated += 1
-            score = judge_score(report, entry)
+            score = judge_score(entry)
             if score is not None:
                 items.append((f"{case.sample_id} · {variant}", float(entry.feedback[-1].rating), score))
     return rated, items

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from flows.report.schema import ArtifactChange, Regression, RegressionVariant, Report
+from flows.report.schema import ArtifactChange, Meta, Regression, RegressionVariant, Report, SampleMeta
 from flows.report.store import read_reports
 from tasks.schema import VerdictLabel
 from tasks.stats import statistics as st
@@ -62,6 +62,11 @@ def compare_variant(
     )
 
 
+def sizes(meta: Meta) -> dict[str, int | None] | None:
+    """variant -> its artifact's size, where the mode records it (sample mode)."""
+    return meta.skill_bytes if isinstance(meta, SampleMeta) else None
+
+
 def artifact_changes(previous: Report, current: Report) -> dict[str, ArtifactChange]:
     """Variants (by name) in both runs whose artifact's SHA-256 differs, with the sizes recorded."""
 
@@ -70,8 +75,8 @@ def artifact_changes(previous: Report, current: Report) -> dict[str, ArtifactCha
 
     hashes_before = by_name(previous, previous.meta.skill_hashes)
     hashes_after = by_name(current, current.meta.skill_hashes)
-    sizes_before = by_name(previous, previous.meta.skill_bytes)
-    sizes_after = by_name(current, current.meta.skill_bytes)
+    sizes_before = by_name(previous, sizes(previous.meta))
+    sizes_after = by_name(current, sizes(current.meta))
     return {
         name: ArtifactChange(
             before=hashes_before[name],

@@ -1,10 +1,12 @@
-"""The report: one typed model for every mode (sample, agentic, trigger), version 2.
+"""The report: a typed model per mode (sample, agentic, trigger) on one common base, version 3.
 
 Files keep the layout of the original tool (camelCase keys, ``meta``/``summary``/``results``/
 ``analysis``): Python names are snake_case and each field's JSON name is its alias. The figures
-computed in ``tasks/stats`` are models defined there (``tasks/stats/figures.py``), and the builders
-in ``flows.report.build`` put them and each mode's parts together by keyword; every reader (console,
-markdown, JUnit, regression, store, server, templates) works on the models. ``load_report`` migrates files of earlier versions.
+computed in ``tasks/stats`` are models defined there (``tasks/stats/figures.py``); each mode's
+report builder makes its own run entries (``SampleRun``, ``AgentRun``, ``TriggerRun``) and meta, and
+``flows.report.build.assemble`` puts them and the figures together by keyword, as the mode's report
+class. Every reader (console, CI outputs, regression, store, server, templates) works on the models;
+``load_report`` reads any mode's file as its class (or insists on one), migrating earlier versions.
 
 ``python -m flows.report.schema`` writes ``flows/report/report.schema.json``; a test checks that the
 file in the repository is current and that every report the tests write validates against it.
@@ -16,11 +18,12 @@ import ast
 import inspect
 import itertools
 import json
+import re
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Generic, Literal, TypeVar, overload
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from tasks.schema import Arm, NotRun, Scale, ShardRun, TranscriptStep
 from tasks.stats.figures import (
@@ -40,7 +43,9 @@ from tasks.stats.figures import (
 from tasks.stats.models import Figures, Model
 from tasks.stats.trigger_stats import TriggerSummary, VariantComparison
 
-REPORT_VERSION = 2
+#: 3: the JSON of version 2; its schema tells the modes apart (each mode's run entries and meta are
+#: their own models), so a version 2 file is read as it is.
+REPORT_VERSION = 3
 SCHEMA_FILE = Path(__file__).with_name("report.schema.json")
 
 Mode = Literal["sample", "agentic", "trigger"]
@@ -234,7 +239,8 @@ class SessionGrade(Figures):
 
 
 class RunEntry(Model):
-    """One execution of a case and variant (sample mode) or one session (agentic mode)."""
+    """One execution of a case and variant: a model call (sample mode) or an agent session (agentic
+    and trigger mode). The fields every mode writes; each mode's subclass adds its own."""
 
     run: int
     """run index, from 1"""
@@ -250,7 +256,11 @@ class RunEntry(Model):
     """latency"""
     cost_usd: float = 0.0
     """cost"""
-    # sample mode
+
+
+class SampleRun(RunEntry):
+    """One model call of a sample and variant, graded by its assertions and the judge."""
+
     assertions: AssertionSummary | None = None
     """the assertions and their results"""
     llm_score: float | None = None
@@ -285,9 +295,22 @@ class RunEntry(Model):
     """per judge, for an ensemble"""
     judge_raw: str | None = None
     """the judge's reply, when UNGRADED"""
-    # agentic mode
+
+
+class SessionRun(RunEntry):
+    """One agent session (agentic and trigger mode)."""
+
     status: str | None = None
     """how the session ended, or contaminated"""
+    transcript: list[TranscriptStep] | None = None
+    """the session's steps"""
+
+
+class AgentRun(SessionRun):
+    """One agentic session of a task in one arm: its checks, its judgement, its behaviour."""
+
+    input_tokens: int | None = None
+    """input tokens"""
     grade: SessionGrade | None = None
     """the session's judgement"""
     contaminated: str | None = None
@@ -304,14 +327,6 @@ class RunEntry(Model):
     """tokens as the CLI reported them"""
     num_turns: int | None = None
     """turns the session took"""
-    transcript: list[TranscriptStep] | None = None
-    """the session's steps"""
-    fired: list[str] | None = None
-    """trigger mode: the skills that fired, in order"""
-    first_turns: dict[str, int] | None = None
-    """trigger mode: the turn in which each skill first fired"""
-    listed: list[str] | None = None
-    """trigger mode: the skills the CLI listed to the model"""
     outputs: str | None = Field(default=None, description="folder of the session's raw outputs")
 
     def plugin_eval(self) -> dict[str, Any]:
@@ -319,19 +334,52 @@ class RunEntry(Model):
         return dict((self.checks or {}).get("plugin_eval") or {})
 
 
-class VariantResult(RunEntry):
-    """A case's entry for one variant: the first run's fields, the case mean, and every run."""
+class TriggerRun(SessionRun):
+    """One trigger session of a query under one variant: what fired, when, and what was listed."""
+
+    cached: bool | None = None
+    """taken from the result cache"""
+    fired: list[str] | None = None
+    """the skills that fired, in order"""
+    first_turns: dict[str, int] | None = None
+    """the turn in which each skill first fired"""
+    listed: list[str] | None = None
+    """the skills the CLI listed to the model"""
+
+
+R = TypeVar("R", bound=RunEntry)
+
+
+class VariantEntry(Model, Generic[R]):
+    """What a case's entry for one variant adds to its first run's fields."""
 
     case_stats: CaseStats | dict[str, Any] = Field(default_factory=dict)
     """the case over its runs"""
-    runs: list[RunEntry] | None = None
+    runs: list[R] | None = None
     """every run, when there are several"""
     feedback: list[Feedback] = Field(default_factory=list)
     """human ratings from the report server"""
 
 
-class CaseResult(Figures):
-    """One case (a sample or a task) with each variant's result."""
+class SampleVariantResult(VariantEntry[SampleRun], SampleRun):
+    """A sample's entry for one variant: the first run's fields, the case mean, and every run."""
+
+
+class AgentVariantResult(VariantEntry[AgentRun], AgentRun):
+    """A task's entry for one arm: the first session's fields, the case mean, and every session."""
+
+
+class TriggerVariantResult(VariantEntry[TriggerRun], TriggerRun):
+    """A query's entry for one variant: the first session's fields and every session."""
+
+
+#: A case's entry for one variant, in any mode.
+VariantResult = SampleVariantResult | AgentVariantResult | TriggerVariantResult
+V = TypeVar("V", SampleVariantResult, AgentVariantResult, TriggerVariantResult)
+
+
+class CaseResult(Figures, Generic[V]):
+    """One case (a sample, a task or a query) with each variant's result."""
 
     sample_id: str
     """the case's id"""
@@ -354,7 +402,7 @@ class CaseResult(Figures):
     """easy, medium or hard"""
     category: str | None = None
     """the task's domain"""
-    variants: dict[str, VariantResult]
+    variants: dict[str, V]
     """variant -> result"""
     expect: str | None = None
     """the skill that should fire, or none (trigger mode; agentic mode: whether the task expects the
@@ -395,7 +443,8 @@ class Contamination(Model):
 
 
 class Meta(Model):
-    """What was run, on what, when, with which inputs (their hashes), and what it cost."""
+    """What was run, on what, when, with which inputs (their hashes), and what it cost: what every
+    mode records; each mode's subclass adds its own."""
 
     variants: list[str]
     """variant names (labels when blind)"""
@@ -422,17 +471,35 @@ class Meta(Model):
     """suite name (regression history)"""
     blind: bool = False
     """variants are labelled Variant A/B/..."""
-    # sample mode
     judge_cost_usd: float | None = None
     """cost of the judge calls"""
-    python_version: str | None = None
-    """Python's version"""
     skill_hashes: dict[str, str | None] | None = None
     """variant -> SHA-256 of its artifact"""
-    skill_bytes: dict[str, int | None] | None = None
-    """variant -> its artifact's size in bytes of UTF-8"""
     prefect_flow_run: str | None = None
     """the Prefect UI's page of the flow run that made this report, when a UI was known"""
+    calls: int | None = Field(
+        default=None, description="model calls made, or agent sessions started (cache hits excluded)"
+    )
+    cache_hits: int | None = None
+    """units taken from the cache"""
+    warm_up_calls: int | None = None
+    """calls that put a variant's artifact in the provider's prompt cache before the fan-out"""
+    batched_calls: int | None = None
+    """calls answered through a provider's batch API (--batch)"""
+    not_run: list[NotRun] = Field(default_factory=list, description="units a budget stopped")
+    agent_cli_version: str | None = None
+    """the agent CLI and its version as its sessions reported it (e.g. claude 2.1.330)"""
+    notices: list[str] = Field(default_factory=list)
+    """what the user was told before the run"""
+
+
+class SampleMeta(Meta):
+    """Sample mode's run: the samples file, the call settings, caching and shards."""
+
+    python_version: str | None = None
+    """Python's version"""
+    skill_bytes: dict[str, int | None] | None = None
+    """variant -> its artifact's size in bytes of UTF-8"""
     concurrency: int | None = None
     """calls in flight at once"""
     temperature: float | None = None
@@ -443,25 +510,32 @@ class Meta(Model):
     """the samples file"""
     samples_sha256: str | None = None
     """its SHA-256"""
-    calls: int | None = Field(
-        default=None, description="model calls made, or agent sessions started (cache hits excluded)"
-    )
-    cache_hits: int | None = None
-    """units taken from the cache"""
-    warm_up_calls: int | None = None
-    """calls that put a variant's artifact in the provider's prompt cache before the fan-out"""
-    batched_calls: int | None = None
-    """calls answered through a provider's batch API (--batch)"""
     prompt_caching: PromptCaching | None = None
     """what prompt caching saved (None when no call read or wrote the cache)"""
-    not_run: list[NotRun] = Field(default_factory=list, description="units a budget stopped")
     duration_s: float | None = None
     """wall time of the run"""
-    notices: list[str] = Field(default_factory=list)
-    """what the user was told before the run"""
     shards: list[ShardRun] | None = None
     """the shard flow runs, when sharded"""
-    # agentic mode
+
+
+class SessionMeta(Meta):
+    """A run of agent sessions (agentic and trigger mode): their limits and their OS sandbox."""
+
+    max_turns: int | None = None
+    """turn limit per session"""
+    isolation: str | None = None
+    """OS sandbox of the agent sessions and task checks: bubblewrap, or none (--no-os-sandbox)"""
+    sandbox_version: str | None = None
+    """the sandbox's version (e.g. bubblewrap 0.8.0)"""
+    network: str | None = None
+    """what the agent sessions could reach: the model endpoint only, or the host's network"""
+    plugin: str | None = None
+    """the artifact is a whole plugin: what it holds and whether its MCP servers ran"""
+
+
+class AgenticMeta(SessionMeta):
+    """Agentic mode's run: the skill, its task suite, and the sessions excluded."""
+
     skill: str | None = None
     """the skill under test"""
     skill_path: str | None = None
@@ -470,28 +544,20 @@ class Meta(Model):
     """SHA-256 of its files"""
     runs: int | None = None
     """sessions per task and arm"""
-    max_turns: int | None = None
-    """turn limit per session"""
     suite_sha256: str | None = None
     """SHA-256 of the task suite"""
     results_dir: str | None = None
     """the run's results tree"""
     contaminated: list[Contamination] = Field(default_factory=list)
     """sessions excluded as contaminated"""
-    isolation: str | None = None
-    """OS sandbox of the agent sessions and task checks: bubblewrap, or none (--no-os-sandbox)"""
-    sandbox_version: str | None = None
-    """the sandbox's version (e.g. bubblewrap 0.8.0)"""
-    network: str | None = None
-    """what the agent sessions could reach: the model endpoint only, or the host's network"""
     warnings: list[str] = Field(default_factory=list)
     """what the run could not do as its suite asked (a field run without, a grader bound to fail)"""
     case_settings: dict[str, str] | None = None
     """a plugin suite's cases that set their own model, turns, timeout or runs: case -> what ran"""
-    agent_cli_version: str | None = None
-    """the agent CLI and its version as its sessions reported it (e.g. claude 2.1.330)"""
-    plugin: str | None = None
-    """the artifact is a whole plugin: what it holds and whether its MCP servers ran"""
+
+
+class TriggerMeta(SessionMeta):
+    """Trigger mode's run (the variants' skills are hashed in ``skill_hashes``)."""
 
 
 class BehaviorSummary(Model):
@@ -708,7 +774,7 @@ class Report(Model):
     scale: Scale
     """the score scale"""
     guide: dict[str, str] | None = Field(default=None, description="plain-language notes for readers")
-    results: list[CaseResult] = Field(default_factory=list)
+    results: list[CaseResult[Any]] = Field(default_factory=list)
     """every case with each variant's result"""
     analysis: Analysis = Field(default_factory=Analysis)
     """insights and suggestions"""
@@ -716,17 +782,6 @@ class Report(Model):
     """against the suite's previous run"""
     blind_mapping: dict[str, str] | None = None
     """label -> variant, for the reveal"""
-    # agentic mode
-    criteria: dict[str, dict[str, float | None]] | None = None
-    """arm -> mean of each criterion"""
-    deterministic_pass_rate: dict[str, float | None] | None = None
-    """arm -> share of sessions whose checks all passed"""
-    negative_controls: list[CaseResult] | None = None
-    """the negative-control tasks"""
-    behavior: dict[str, BehaviorSummary] | None = None
-    """arm -> transcript analysis"""
-    triggers: TriggerFigures | None = None
-    """trigger mode's figures"""
     human_agreement: HumanAgreement | None = Field(
         default=None, description="the judge against the report server's ratings"
     )
@@ -736,9 +791,6 @@ class Report(Model):
     judge_bias: JudgeBias | None = Field(default=None, description="judge bias probes")
     diagnosis: Diagnosis | None = Field(default=None, description="failing cases grouped, with suggestions")
     ablation: Ablation | None = Field(default=None, description="--ablate: each section's contribution")
-    matrix: AgentMatrix | None = Field(
-        default=None, description="--runner A,B,...: the skill's lift per agent and between agents"
-    )
 
     def dump(self) -> dict[str, Any]:
         """The JSON-ready dict, keeping the file's layout (fields never set are left out)."""
@@ -747,6 +799,62 @@ class Report(Model):
     def variant_name(self, label: str) -> str:
         """The real variant behind a label (a blind label is resolved)."""
         return (self.blind_mapping or {}).get(label, label)
+
+    def all_cases(self) -> list[CaseResult[Any]]:
+        """Every case with results, the report's other lists of them included."""
+        return list(self.results)
+
+
+class SampleReport(Report):
+    """A sample-mode run."""
+
+    mode: Literal["sample"]
+    meta: SampleMeta
+    results: list[CaseResult[SampleVariantResult]] = Field(default_factory=list)
+
+
+class AgenticReport(Report):
+    """An agentic-mode run: the figures of every run, and the sessions' own."""
+
+    mode: Literal["agentic"]
+    meta: AgenticMeta
+    results: list[CaseResult[AgentVariantResult]] = Field(default_factory=list)
+    criteria: dict[str, dict[str, float | None]] | None = None
+    """arm -> mean of each criterion"""
+    deterministic_pass_rate: dict[str, float | None] | None = None
+    """arm -> share of sessions whose checks all passed"""
+    negative_controls: list[CaseResult[AgentVariantResult]] | None = None
+    """the negative-control tasks"""
+    behavior: dict[str, BehaviorSummary] | None = None
+    """arm -> transcript analysis"""
+    matrix: AgentMatrix | None = Field(
+        default=None, description="--runner A,B,...: the skill's lift per agent and between agents"
+    )
+
+    def all_cases(self) -> list[CaseResult[Any]]:
+        return [*self.results, *(self.negative_controls or [])]
+
+
+class TriggerReport(Report):
+    """A trigger-mode run."""
+
+    mode: Literal["trigger"]
+    meta: TriggerMeta
+    results: list[CaseResult[TriggerVariantResult]] = Field(default_factory=list)
+    triggers: TriggerFigures | None = None
+    """trigger mode's figures"""
+
+
+RP = TypeVar("RP", bound=Report)
+
+#: Any mode's report, told apart by its ``mode``.
+AnyReport = Annotated[SampleReport | AgenticReport | TriggerReport, Field(discriminator="mode")]
+REPORTS: TypeAdapter[SampleReport | AgenticReport | TriggerReport] = TypeAdapter(AnyReport)
+REPORT_CLASSES: dict[str, type[Report]] = {
+    "sample": SampleReport,
+    "agentic": AgenticReport,
+    "trigger": TriggerReport,
+}
 
 
 def migrate(data: dict[str, Any]) -> dict[str, Any]:
@@ -764,27 +872,40 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_report(data: Any) -> Report:
-    """A report from decoded JSON, migrated from earlier versions; ValueError when it is not one."""
+    """A report from decoded JSON, as its mode's class, migrated from earlier versions; ValueError
+    when it is not one."""
     if not isinstance(data, dict) or "id" not in data or "meta" not in data:
         raise ValueError("not a skillab report")
-    return Report.model_validate(migrate(data))
+    return REPORTS.validate_python(migrate(data))
 
 
-def load_report(path: Path) -> Report:
-    """Read a report file; ValueError (with the reason) when it is unreadable or not a report."""
+@overload
+def load_report(path: Path) -> Report: ...
+@overload
+def load_report(path: Path, kind: type[RP]) -> RP: ...
+def load_report(path: Path, kind: type[Report] = Report) -> Report:
+    """Read a report file (``kind``: the mode's class it must be); ValueError (with the reason) when
+    it is unreadable, not a report, or of another mode."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ValueError(f"{path}: unreadable: {exc}") from exc
-    return parse_report(data)
+    report = parse_report(data)
+    if not isinstance(report, kind):
+        raise ValueError(f"{path}: a {report.mode} report, not a {kind.__name__}")
+    return report
 
 
 def json_schema() -> dict[str, Any]:
     """The report's JSON schema; a field described by the docstring under it gets that description."""
-    schema = Report.model_json_schema(by_alias=True, mode="serialization")
+    schema = REPORTS.json_schema(by_alias=True, mode="serialization")
     docs = docstrings()
     for model in report_models():
-        part = schema if model is Report else schema["$defs"].get(model.__name__, {})
+        # a generic part's name, CaseResult[SampleRun], is CaseResult_SampleRun_ in the schema
+        part = schema["$defs"].get(re.sub(r"[^\w]", "_", model.__name__), {})
+        origin = model.__pydantic_generic_metadata__["origin"]
+        if part and origin is not None and origin.__doc__:
+            part.setdefault("description", inspect.cleandoc(origin.__doc__))
         for name, field in model.model_fields.items():
             text = field_docstring(model, name, docs)
             prop = part.get("properties", {}).get(field.alias or name)

@@ -33,7 +33,7 @@ from flows.inputs.files import skillab_home
 from flows.report import charts
 from flows.report.logtext import artifact_change_text, change_figures
 from flows.report.regression import compare_variant
-from flows.report.schema import RegressionVariant, Report
+from flows.report.schema import RegressionVariant, Report, TriggerReport
 from flows.report.store import BadRequest, NotFound, ReportStore
 from flows.report.suite import suite_view
 
@@ -94,7 +94,8 @@ def environment() -> Environment:
 
 def trigger_charts(report: Report) -> dict[str, Markup]:
     out = {}
-    for s in report.triggers.summaries if report.triggers else []:
+    figures = report.triggers if isinstance(report, TriggerReport) else None
+    for s in figures.summaries if figures else []:
         rows = [
             (q.query_id, q.trigger.rate, q.trigger.low, q.trigger.high, q.expect != "none") for q in s.queries
         ]

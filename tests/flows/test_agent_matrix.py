@@ -17,7 +17,7 @@ import pytest
 
 from executors.agent import find_binary
 from flows.cli.main import main
-from flows.report.schema import load_report
+from flows.report.schema import AgenticReport, load_report
 from tests.fakes.provider import FakeProvider
 from tests.flows.test_skill_bench import SKILL, judge, task_md
 
@@ -163,7 +163,7 @@ def test_a_matrix_finds_each_agents_scripted_effect(
     out, err = capsys.readouterr()
     assert code == 1, out + err  # --require better holds for each agent
     (root,) = (tmp_path / "results").glob("calc-skill-agents-*")
-    report = load_report(root / "report.json")
+    report = load_report(root / "report.json", AgenticReport)
     matrix = report.matrix
     assert matrix is not None and matrix.reference == "claude"
     lifts = {a.runner: a for a in matrix.agents}
@@ -261,7 +261,7 @@ def test_the_caps_hold_for_all_agents_together(
         codex_calls = [c for c in server.calls if c.path == "/v1/responses"]
     out = capsys.readouterr().out
     (root,) = (tmp_path / "results").glob("calc-skill-agents-*")
-    merged = load_report(root / "report.json")
+    merged = load_report(root / "report.json", AgenticReport)
     matrix = merged.matrix
     assert matrix is not None
     gemini, codex = matrix.agents

@@ -228,12 +228,12 @@ def matrix_run(config: Any, skill: Any, tasks: list[Any], runners: list[str], co
 
 def matrix_summarized(config: Any, outcome: dict[str, str]) -> int:
     """The matrix's lines, the report's path, then the gates, applied to each agent's own report."""
+    from flows.modes.agentic.matrix_report import agent_report
     from flows.report.console import economy_lines
-    from flows.report.matrix import agent_report
-    from flows.report.schema import AgentMatrix, load_report
+    from flows.report.schema import AgenticReport, AgentMatrix, load_report
 
     root = Path(outcome["results_dir"])
-    report = load_report(Path(outcome["report_path"]))
+    report = load_report(Path(outcome["report_path"]), AgenticReport)
     matrix = report.matrix or AgentMatrix(reference="", agents=[], interactions=[])
     for line in [*(a.line for a in matrix.agents), *(i.line for i in matrix.interactions)]:
         print(line)

@@ -41,6 +41,7 @@ from flows.inputs.skill_config import (
     suite_warnings,
 )
 from flows.inputs.suites.skill_creator import evals_file, stage_inputs
+from flows.modes.agentic.markdown import report_markdown
 from flows.modes.agentic.plan import (
     ARMS,
     Session,
@@ -60,8 +61,7 @@ from flows.modes.agentic.report import REPORT_ARMS, AgenticRun, Graded, build_sk
 from flows.modes.agentic.sessions import contamination, init_event, write_outputs
 from flows.modes.explain import diagnose_skill_run
 from flows.report.logtext import figure_lines, state_message, verdict_lines
-from flows.report.markdown import report_markdown
-from flows.report.schema import Report
+from flows.report.schema import AgenticReport
 from graders.agent_task import AgentTask
 from graders.behavior import analyze
 from graders.checks import sandbox_files
@@ -377,7 +377,7 @@ def ablated_arms(skill: Skill, ablations: list[SkillAblation], results: Path) ->
 
 
 def write_reports(
-    report: Report,
+    report: AgenticReport,
     results: Path,
     config: SkillBenchConfig,
     tasks: list[AgentTask],

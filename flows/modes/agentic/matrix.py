@@ -20,8 +20,8 @@ from prefect.states import Completed, Failed
 from flows.engine.runlog import flow_run_page, run_logger, tag_flow_run
 from flows.inputs.skill_config import SkillBenchConfig
 from flows.modes.agentic.flow import skill_bench
-from flows.report.matrix import agent_report, build_matrix, matrix_markdown, matrix_report
-from flows.report.schema import Report, load_report
+from flows.modes.agentic.matrix_report import agent_report, build_matrix, matrix_markdown, matrix_report
+from flows.report.schema import AgenticReport, load_report
 from tasks.context import current
 from tasks.store.files import atomic_write_json, atomic_write_text
 
@@ -52,7 +52,7 @@ def agent_config(
     return config.model_copy(update=update | {"max_calls": calls, "budget_usd": budget})
 
 
-def sessions_run(report: Report) -> tuple[int, float]:
+def sessions_run(report: AgenticReport) -> tuple[int, float]:
     """(sessions started, their cost) of one agent's report: what counts against the caps."""
     return report.meta.calls or 0, sum(s.total_cost_usd for s in report.summary.values())
 
@@ -72,7 +72,7 @@ async def agent_matrix(
     started = dt.datetime.now(dt.UTC)
     report_id = f"{skill_name}-agents-{started.strftime('%Y%m%d-%H%M%S')}"
     root = Path(config.results_dir) / report_id
-    reports: dict[str, Report] = {}
+    reports: dict[str, AgenticReport] = {}
     failures: dict[str, str] = {}
     context = current()
     used = (0, 0.0)  # the caps hold for all the agents together, in --runner order
@@ -88,7 +88,7 @@ async def agent_matrix(
         outcome = context.outcome_of(state)
         written = agent_report(root, runner)
         if written is not None:  # an agent with too few completed tasks still wrote its report
-            reports[runner] = load_report(written)
+            reports[runner] = load_report(written, AgenticReport)
             ran, spent = sessions_run(reports[runner])
             used = (used[0] + ran, used[1] + spent)
         if isinstance(outcome, BaseException) or not state.is_completed():

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from executors.plugin import Plugin
-from flows.report.schema import CaseResult, Report, RunEntry
+from flows.report.schema import AgenticReport, AgentRun, AgentVariantResult, CaseResult
 from graders.agent_task import AgentTask
 from graders.plugin_eval import LlmGrader, PluginCase
 from tasks.schema import Arm
@@ -23,7 +23,7 @@ from tasks.schema import Arm
 SCHEMA_VERSION = 1
 
 
-def _run(entry: RunEntry, judge_share: float) -> dict[str, Any]:
+def _run(entry: AgentRun, judge_share: float) -> dict[str, Any]:
     part = entry.plugin_eval()
     graders = part.get("graders") or []
     scored = [g for g in graders if not g.get("with_only")]
@@ -54,12 +54,12 @@ def _run(entry: RunEntry, judge_share: float) -> dict[str, Any]:
     }
 
 
-def _runs(result: CaseResult, arm: str, judge_share: float) -> list[dict[str, Any]]:
+def _runs(result: CaseResult[AgentVariantResult], arm: str, judge_share: float) -> list[dict[str, Any]]:
     entry = result.variants.get(arm)
     return [] if entry is None else [_run(r, judge_share) for r in (entry.runs or [entry])]
 
 
-def _judged_runs(report: Report) -> int:
+def _judged_runs(report: AgenticReport) -> int:
     return sum(
         1
         for case in report.results
@@ -74,7 +74,11 @@ def _mean(values: Sequence[float]) -> float:
 
 
 def _case(
-    task: AgentTask, case: PluginCase, result: CaseResult | None, runner_model: str, judge_share: float
+    task: AgentTask,
+    case: PluginCase,
+    result: CaseResult[AgentVariantResult] | None,
+    runner_model: str,
+    judge_share: float,
 ) -> dict[str, Any]:
     with_runs = _runs(result, Arm.WITH_SKILL, judge_share) if result else []
     without = _runs(result, Arm.BASELINE, judge_share) if result else []
@@ -114,7 +118,7 @@ def _case(
 
 
 def plugin_eval_json(
-    report: Report,
+    report: AgenticReport,
     tasks: Sequence[AgentTask],
     *,
     root: str,

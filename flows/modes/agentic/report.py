@@ -28,14 +28,14 @@ from flows.report.build import (
     variant_entry,
 )
 from flows.report.schema import (
+    AgenticMeta,
+    AgenticReport,
+    AgentRun,
+    AgentVariantResult,
     BehaviorSummary,
     CaseResult,
     Contamination,
-    Meta,
-    Report,
-    RunEntry,
     SessionGrade,
-    VariantResult,
 )
 from graders.agent_task import AgentTask
 from graders.criteria import WEIGHTS
@@ -68,9 +68,9 @@ def prompt_tokens(session: AgentSession) -> int | None:
     return u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
 
 
-def session_entry(g: Graded) -> RunEntry:
+def session_entry(g: Graded) -> AgentRun:
     s, session = g.plan, g.session
-    return RunEntry(
+    return AgentRun(
         run=s.run,
         ok=session.ok,
         status="contaminated" if g.contaminated else session.status,
@@ -108,24 +108,26 @@ def task_results(
     case_stats: dict[str, dict[str, CaseStats]],
     arms: list[str],
     skill: str,
-) -> list[CaseResult]:
+) -> list[CaseResult[AgentVariantResult]]:
     """Each task with its arms' results; ``expect`` the artifact's name where the task expects it
     to be used, "none" where it expects it not to be, absent where the task does not say."""
-    per_task: dict[str, dict[str, list[RunEntry]]] = {}
+    per_task: dict[str, dict[str, list[AgentRun]]] = {}
     for g in graded:
         per_task.setdefault(g.plan.task.task_id, {}).setdefault(g.plan.mode, []).append(session_entry(g))
     results = []
     for t in tasks:
         sessions = per_task.get(t.task_id, {})
-        entries: dict[str, VariantResult] = {}
+        entries: dict[str, AgentVariantResult] = {}
         for mode in arms:
             runs = sessions.get(mode, [])
             if runs:
                 scores = [r.composite_score for r in runs if r.composite_score is not None]
                 mean = sum(scores) / len(scores) if scores else None
-                entries[str(mode)] = variant_entry(runs, case_stats.get(t.task_id, {}).get(mode, {}), mean)
+                entries[str(mode)] = variant_entry(
+                    AgentVariantResult, runs, case_stats.get(t.task_id, {}).get(mode, {}), mean
+                )
         results.append(
-            CaseResult(
+            CaseResult[AgentVariantResult](
                 sample_id=t.task_id,
                 name=t.name,
                 prompt=t.prompt,
@@ -225,7 +227,7 @@ class AgenticRun:
         return [*map(str, REPORT_ARMS), *self.ablated]
 
 
-def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -> Meta:
+def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -> AgenticMeta:
     config, skill, tasks, suite_hash, results, started = (
         run.config,
         run.skill,
@@ -234,7 +236,7 @@ def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -
         run.results,
         run.started,
     )
-    return Meta(
+    return AgenticMeta(
         skill=skill.name,
         skill_path=str(skill.path),
         skill_sha256=skill.sha256,
@@ -287,7 +289,7 @@ def ablation_aggregate(run: AgenticRun, records: list[Record]) -> Aggregate | No
     )
 
 
-def add_ablation(run: AgenticRun, agg: Aggregate, report: Report) -> None:
+def add_ablation(run: AgenticRun, agg: Aggregate, report: AgenticReport) -> None:
     """The ablated arms' figures join the summary; their comparisons go into the section ablation
     only (the gates and the headline verdict stay with-skill vs baseline)."""
     for arm in run.ablated:
@@ -308,7 +310,7 @@ def case_stats(*aggs: Aggregate | None) -> dict[str, dict[str, CaseStats]]:
     return out
 
 
-def build_skill_report(run: AgenticRun, graded: list[Graded], records: list[Record]) -> Report:
+def build_skill_report(run: AgenticRun, graded: list[Graded], records: list[Record]) -> AgenticReport:
     config, skill, tasks, started = run.config, run.skill, run.tasks, run.started
     main = [r for r in records if r.variant in REPORT_ARMS]
     agg = (
@@ -330,7 +332,7 @@ def build_skill_report(run: AgenticRun, graded: list[Graded], records: list[Reco
         mode: [bool(g.checks["all_passed"]) for g in graded if g.plan.mode == mode] for mode in run.arms
     }
     report = assemble(
-        "agentic",
+        AgenticReport,
         f"{started.strftime('%Y-%m-%dT%H-%M-%S')}-skill-{skill.name}",
         agentic_meta(run, graded, records),
         AGENTIC_SCALE,

@@ -22,11 +22,11 @@ from flows.report.schema import (
     AssertionDetail,
     AssertionSummary,
     CaseResult,
-    Meta,
     PromptCaching,
-    Report,
-    RunEntry,
-    VariantResult,
+    SampleMeta,
+    SampleReport,
+    SampleRun,
+    SampleVariantResult,
 )
 from graders.schema import JudgeStatus
 from tasks.schema import Record, RunStats
@@ -70,7 +70,7 @@ def relabel(records: list[Record], labels: dict[str, str]) -> list[Record]:
     return [r.model_copy(update={"variant": labels[r.variant]}) for r in records]
 
 
-def run_entry(record: Record) -> RunEntry:
+def run_entry(record: Record) -> SampleRun:
     """One execution in the seed's result shape, with the full output and any error."""
     r, g = record.result, record.grade
     fields: dict[str, Any] = {
@@ -109,7 +109,7 @@ def run_entry(record: Record) -> RunEntry:
             fields["judge_scores"] = g.judge.judges
         if g.judge.status == JudgeStatus.UNGRADED:
             fields["judge_raw"] = g.judge.raw
-    return RunEntry(**fields)  # the keys given are the report's: a field never set is left out
+    return SampleRun(**fields)  # the keys given are the report's: a field never set is left out
 
 
 def sample_results(
@@ -117,22 +117,25 @@ def sample_results(
     records: list[Record],
     variants: list[str],
     case_stats: dict[str, dict[str, CaseStats]],
-) -> list[CaseResult]:
+) -> list[CaseResult[SampleVariantResult]]:
     by_case: dict[str, dict[str, list[Record]]] = {}
     for rec in sorted(records, key=lambda r: r.run):
         by_case.setdefault(rec.sample_id, {}).setdefault(rec.variant, []).append(rec)
     results = []
     for sample in prepared.samples:
-        entries: dict[str, VariantResult] = {}
+        entries: dict[str, SampleVariantResult] = {}
         for name in variants:
             recs = by_case.get(sample.sample_id, {}).get(name, [])
             if recs:
                 stats = case_stats.get(sample.sample_id, {}).get(name)
                 entries[name] = variant_entry(
-                    [run_entry(r) for r in recs], stats or {}, stats.avg if stats else None
+                    SampleVariantResult,
+                    [run_entry(r) for r in recs],
+                    stats or {},
+                    stats.avg if stats else None,
                 )
         results.append(
-            CaseResult(
+            CaseResult[SampleVariantResult](
                 sample_id=sample.sample_id,
                 prompt=sample.full_prompt,
                 rubric=sample.rubric,
@@ -152,9 +155,9 @@ def sample_meta(
     started_at: dt.datetime,
     duration_s: float,
     labels: dict[str, str],
-) -> Meta:
+) -> SampleMeta:
     o = prepared.options
-    return Meta(
+    return SampleMeta(
         variants=(sorted if o.blind else list)(labels[v.name] for v in prepared.variants),
         control=labels[prepared.control],
         model=prepared.target.model,
@@ -204,7 +207,7 @@ def build_report(
     started_at: dt.datetime,
     duration_s: float,
     labels: dict[str, str],
-) -> Report:
+) -> SampleReport:
     """The sample-mode report. ``records`` and ``aggregate`` already carry the labels (blind runs)."""
     variants = [labels[v.name] for v in prepared.variants]
     parts: dict[str, Any] = {
@@ -216,7 +219,7 @@ def build_report(
     if prepared.options.blind:
         parts["blind_mapping"] = {label: name for name, label in labels.items()}
     return assemble(
-        "sample",
+        SampleReport,
         report_id,
         sample_meta(prepared, records, stats, started_at, duration_s, labels),
         aggregate.scale,

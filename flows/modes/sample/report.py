@@ -34,7 +34,7 @@ from flows.report.build import new_report_id, publish
 from flows.report.ci import append_github_summary, summary_markdown, write_junit
 from flows.report.logtext import figure_lines, page_urls, regression_lines, verdict_lines
 from flows.report.regression import regression_against_previous
-from flows.report.schema import Report
+from flows.report.schema import SampleReport
 from flows.report.server import export_html
 from tasks.aggregate import aggregate_results
 from tasks.schema import SAMPLE_SCALE, VerdictLabel
@@ -47,7 +47,7 @@ from tasks.store.files import atomic_write_text
 
 @dataclass
 class Outcome:
-    report: Report
+    report: SampleReport
     path: Path | None
 
 
@@ -64,7 +64,7 @@ async def finish(prepared: Prepared, executed: Executed) -> Outcome:
     return Outcome(report, write_outputs(report, prepared))
 
 
-async def assemble(prepared: Prepared, executed: Executed) -> tuple[Report, dict[str, str]]:
+async def assemble(prepared: Prepared, executed: Executed) -> tuple[SampleReport, dict[str, str]]:
     """Aggregate the graded records into the report (blind runs on their labels, not their names)."""
     opts, records, runner, started_at = (
         prepared.options,
@@ -150,7 +150,7 @@ def settle_by_sequence(
             verdict.band, verdict.band_note = None, "band shown only beside BETTER or WORSE"
 
 
-def write_outputs(report: Report, prepared: Prepared) -> Path:
+def write_outputs(report: SampleReport, prepared: Prepared) -> Path:
     """The report JSON, and the CI files asked for. Every call is paid for by now: a location that
     fails this late gets a warning and the report goes somewhere it can, never lost."""
     opts = prepared.options
@@ -205,7 +205,7 @@ def log_outcome(log: LogTarget, outcome: Outcome) -> None:
         (log.error if regressed else log.info)(lines[-1])
 
 
-def artifact_key(report: Report) -> str:
+def artifact_key(report: SampleReport) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", (report.meta.suite or "skillab").lower()).strip("-") or "skillab"
 
 

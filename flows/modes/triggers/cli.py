@@ -85,7 +85,7 @@ def print_trigger_plan(plan: TriggerPlan) -> None:
 
 def cmd_triggers_run(args: argparse.Namespace, command: Command) -> int:
     from flows.modes.triggers.report import gate_failures
-    from flows.report.schema import load_report
+    from flows.report.schema import TriggerReport, load_report
 
     options = trigger_options(args)
     cwd = Path.cwd()
@@ -106,7 +106,7 @@ def cmd_triggers_run(args: argparse.Namespace, command: Command) -> int:
     def ending(outcome: Any, state: Any) -> int:
         if isinstance(outcome, BaseException):
             raise outcome
-        report = load_report(Path(outcome["report_path"]))
+        report = load_report(Path(outcome["report_path"]), TriggerReport)
         print_trigger_summary(report)
         print(f"report: {outcome['report_path']}")
         failures = gate_failures(report, options.min_recall, options.max_false_fire)

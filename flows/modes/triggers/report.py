@@ -19,16 +19,23 @@ from flows.report.build import (
     variant_entry,
 )
 from flows.report.gates import unmeasured
-from flows.report.schema import CaseResult, Meta, Report, RunEntry, TriggerFigures
+from flows.report.schema import (
+    CaseResult,
+    TriggerFigures,
+    TriggerMeta,
+    TriggerReport,
+    TriggerRun,
+    TriggerVariantResult,
+)
 from graders.triggers import TriggerStatus
 from tasks.schema import TRIGGER_SCALE, RunStats
 from tasks.stats.trigger_stats import compare_variants, summarize, trial
 from tasks.store.files import atomic_write_text
 
 
-def session_entry(run: int, out: TriggerOutcome) -> RunEntry:
+def session_entry(run: int, out: TriggerOutcome) -> TriggerRun:
     """One session's entry."""
-    return RunEntry(
+    return TriggerRun(
         run=run,
         ok=out.status == TriggerStatus.OK,
         composite_score=None,
@@ -45,20 +52,24 @@ def session_entry(run: int, out: TriggerOutcome) -> RunEntry:
     )
 
 
-def query_results(plan: TriggerPlan, outcomes: dict[str, TriggerOutcome]) -> list[CaseResult]:
-    runs: dict[tuple[str, str], list[RunEntry]] = {}
+def query_results(
+    plan: TriggerPlan, outcomes: dict[str, TriggerOutcome]
+) -> list[CaseResult[TriggerVariantResult]]:
+    runs: dict[tuple[str, str], list[TriggerRun]] = {}
     for s in plan.sessions:
         if s.key in outcomes:
             runs.setdefault((s.query.id, s.variant.label), []).append(session_entry(s.run, outcomes[s.key]))
     results = []
     for q in plan.queries.queries:
         entries = {
-            v.label: variant_entry(runs[(q.id, v.label)], {}, None)
+            v.label: variant_entry(TriggerVariantResult, runs[(q.id, v.label)], {}, None)
             for v in plan.variants
             if (q.id, v.label) in runs
         }
         results.append(
-            CaseResult(sample_id=q.id, prompt=q.query, tags=list(q.tags), expect=q.expected, variants=entries)
+            CaseResult[TriggerVariantResult](
+                sample_id=q.id, prompt=q.query, tags=list(q.tags), expect=q.expected, variants=entries
+            )
         )
     return results
 
@@ -130,9 +141,9 @@ def build_trigger_report(
     outcomes: dict[str, TriggerOutcome],
     started: dt.datetime,
     stats: RunStats,
-) -> Report:
+) -> TriggerReport:
     o = plan.options
-    meta = Meta(
+    meta = TriggerMeta(
         variants=[v.label for v in plan.variants],
         control=plan.variants[0].label,
         model=", ".join(dict.fromkeys(v.model for v in plan.variants)),
@@ -155,7 +166,7 @@ def build_trigger_report(
         **run_stats_meta(stats),
     )
     return assemble(
-        "trigger",
+        TriggerReport,
         report_id,
         meta,
         TRIGGER_SCALE.model_copy(update={"margin": o.margin, "min_effect": o.min_effect}),
@@ -165,7 +176,7 @@ def build_trigger_report(
     )
 
 
-def gate_failures(report: Report, min_recall: float | None, max_false_fire: float | None) -> list[str]:
+def gate_failures(report: TriggerReport, min_recall: float | None, max_false_fire: float | None) -> list[str]:
     """Every variant's every skill against the CI gates (a missing figure fails: nothing was measured)."""
     failures = unmeasured(report)
     for summary in report.triggers.summaries if report.triggers else []:
@@ -187,7 +198,7 @@ def _pct(value: float | None) -> str:
     return "none" if value is None else f"{value:.0%}"
 
 
-def write_trigger_junit(report: Report, path: Path) -> None:
+def write_trigger_junit(report: TriggerReport, path: Path) -> None:
     """One test case per query and variant: it fails when most of its counted sessions did the
     wrong thing (the expected skill did not fire first, or a skill fired where none should), or
     when none counted."""

@@ -13,7 +13,7 @@ from flows.inputs.prepare import Prepared
 from flows.inputs.samples import Variant
 from flows.modes.sample.build import blind_labels, build_report, relabel
 from flows.report.build import new_report_id
-from flows.report.schema import Report
+from flows.report.schema import SampleReport
 from graders.registry import parse
 from graders.schema import AssertionResult, Grade, JudgeResult, Sample
 from tasks.schema import SAMPLE_SCALE, Record, RunStats
@@ -53,7 +53,7 @@ def make_report(
     started: dt.datetime = STARTED,
     prompts: dict[int, str] | None = None,
     errors: dict[str, dict[int, str]] | None = None,
-) -> Report:
+) -> SampleReport:
     """A sample-mode report: ``scores`` gives each variant's score per case (cases s0, s1, ...);
     ``errors``: variant -> case index -> the error its run failed with instead."""
     names = list(scores)

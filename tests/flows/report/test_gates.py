@@ -7,7 +7,7 @@ from pathlib import Path
 
 from flows.modes.triggers.report import gate_failures as trigger_gate_failures
 from flows.report.gates import gate_failures, unmeasured
-from flows.report.schema import TriggerFigures
+from flows.report.schema import TriggerFigures, TriggerReport
 from graders.triggers import TriggerStatus
 from tasks.stats.trigger_stats import Trial, summarize
 from tests.flows.report.synthetic import make_report
@@ -41,7 +41,8 @@ def test_a_trigger_variant_without_a_counted_session_fails_its_gates(tmp_path: P
     figures = TriggerFigures(
         candidates=["a"], queries_file="q.yaml", queries_sha256="0" * 64, summaries=summaries
     )
-    report = make_report(tmp_path, {"v1": [4], "v2": [4]}).model_copy(update={"triggers": figures})
+    sample = make_report(tmp_path, {"v1": [4], "v2": [4]})
+    report = TriggerReport.model_construct(**{**dict(sample), "mode": "trigger", "triggers": figures})
     line = "v2: no session counted (1 errors, 1 not listed, of 2), nothing was measured"
     assert unmeasured(report) == [line]
     assert trigger_gate_failures(report, None, None) == [line]

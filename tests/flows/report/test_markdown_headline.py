@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flows.report.markdown import report_markdown
-from flows.report.schema import load_report
+from flows.modes.agentic.markdown import report_markdown
+from flows.report.schema import AgenticReport, load_report
 
 AGENTIC = Path(__file__).parents[2] / "data" / "reports_v1" / "agentic.json"
 
@@ -16,14 +16,14 @@ def headline(md: str) -> str:
 
 
 def test_even_runs_keep_the_arms_averages() -> None:
-    report = load_report(AGENTIC)
+    report = load_report(AGENTIC, AgenticReport)
     md = report_markdown(report)
     assert headline(md).endswith("than baseline on average.**")
     assert f"| Runs: {report.meta.runs}" in md
 
 
 def test_uneven_runs_give_the_paired_mean_and_say_so() -> None:
-    report = load_report(AGENTIC)
+    report = load_report(AGENTIC, AgenticReport)
     (comp,) = report.comparisons
     first = report.results[0]
     for entry in first.variants.values():  # this task ran twice, the others once

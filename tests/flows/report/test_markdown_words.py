@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from flows.modes.agentic.markdown import report_markdown
 from flows.report.diagnosis import run_failure
-from flows.report.markdown import report_markdown
-from flows.report.schema import Report, load_report
+from flows.report.schema import AgenticReport, load_report
 
 AGENTIC = Path(__file__).parents[2] / "data" / "reports_v1" / "agentic.json"
 
 
-def not_invoked(report: Report, expect: str | None) -> Report:
+def not_invoked(report: AgenticReport, expect: str | None) -> AgenticReport:
     first = report.results[0]
     entry = first.variants["with-skill"]
     entry.behavior = (entry.behavior or {}) | {"skill_invoked": False}
@@ -21,16 +21,16 @@ def not_invoked(report: Report, expect: str | None) -> Report:
 
 
 def test_triggering_advice_only_where_the_task_expects_the_skill() -> None:
-    silent = report_markdown(not_invoked(load_report(AGENTIC), None))
+    silent = report_markdown(not_invoked(load_report(AGENTIC, AgenticReport), None))
     assert "was not invoked" not in silent
-    negative = report_markdown(not_invoked(load_report(AGENTIC), "none"))
+    negative = report_markdown(not_invoked(load_report(AGENTIC, AgenticReport), "none"))
     assert "was not invoked" not in negative
-    expects = report_markdown(not_invoked(load_report(AGENTIC), "calc-skill"))
+    expects = report_markdown(not_invoked(load_report(AGENTIC, AgenticReport), "calc-skill"))
     assert "The skill was not invoked in 1 with-skill session(s) of tasks that expect it" in expects
 
 
 def test_a_plugin_cases_grader_list_is_no_judges_words() -> None:
-    report = load_report(AGENTIC)
+    report = load_report(AGENTIC, AgenticReport)
     case = report.results[0]
     entry = case.variants["with-skill"]
     assert entry.grade is not None
@@ -46,7 +46,7 @@ def test_a_plugin_cases_grader_list_is_no_judges_words() -> None:
 
 
 def test_no_band_word_beside_an_unsettled_verdict() -> None:
-    report = load_report(AGENTIC)
+    report = load_report(AGENTIC, AgenticReport)
     (comp,) = report.comparisons
     comp.verdict = comp.verdict.model_copy(
         update={"label": "UNDERPOWERED", "band": None, "band_note": "no band: the verdict is UNDERPOWERED"}

@@ -1,14 +1,25 @@
-"""Reports written by the previous version (1), captured from real runs, still open everywhere."""
+"""Reports written by earlier versions (1 and 2), captured from real runs, still open everywhere."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
+import pytest
+from pydantic import ValidationError
 from starlette.testclient import TestClient
 
 from flows.report.regression import history
-from flows.report.schema import load_report
+from flows.report.schema import (
+    REPORT_VERSION,
+    AgenticReport,
+    Report,
+    SampleReport,
+    TriggerReport,
+    load_report,
+    parse_report,
+)
 from flows.report.server import create_app, export_html
 from flows.report.store import read_reports
 
@@ -35,7 +46,7 @@ def test_version_1_reports_render_in_the_report_server(tmp_path: Path) -> None:
         assert report.id in index.text
         page = client.get(f"/run/{report.id}")
         assert page.status_code == 200 and report.meta.model in page.text
-        assert client.get(f"/api/run/{report.id}").json()["version"] == 2
+        assert client.get(f"/api/run/{report.id}").json()["version"] == REPORT_VERSION
         assert "<svg" in export_html(report)
 
 
@@ -46,3 +57,33 @@ def test_version_1_reports_feed_history(tmp_path: Path) -> None:
         (folder / f"{report.id}.json").write_text(report.model_dump_json(by_alias=True), encoding="utf-8")
     rows = history(folder, "old-suite")
     assert len(rows) == 3 and all(row["means"] for row in rows)
+
+
+V2 = V1.with_name("reports_v2")
+
+
+def test_version_2_reports_read_as_their_mode_and_write_the_same_json() -> None:
+    """Reports of the version before the per-mode models (captured from real runs of each mode) are
+    read as their mode's class, and written back they are the same JSON, bar the version."""
+    kinds: dict[str, type[Report]] = {
+        "sample": SampleReport,
+        "agentic": AgenticReport,
+        "trigger": TriggerReport,
+    }
+    for mode, kind in kinds.items():
+        path = V2 / f"{mode}.json"
+        data = json.loads(path.read_text(encoding="utf-8"))
+        assert data["version"] == 2 and data["mode"] == mode
+        report = load_report(path, kind)
+        assert report.dump() == {**data, "version": REPORT_VERSION}
+        other = next(k for m, k in kinds.items() if m != mode)
+        with pytest.raises(ValueError, match=f"a {mode} report, not a {other.__name__}"):
+            load_report(path, other)
+
+
+def test_a_field_of_another_mode_is_refused() -> None:
+    data = json.loads((V2 / "trigger.json").read_text(encoding="utf-8"))
+    first = next(iter(data["results"][0]["variants"].values()))
+    first["llmScore"] = 4.0  # a sample-mode judge field in a trigger session
+    with pytest.raises(ValidationError, match="llmScore"):
+        parse_report(data)

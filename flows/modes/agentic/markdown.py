@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from flows.modes.agentic.matrix_report import matrix_markdown
 from flows.report.explain import explain_markdown
 from flows.report.logtext import md
-from flows.report.matrix import matrix_markdown
-from flows.report.schema import BehaviorSummary, CaseResult, Report
+from flows.report.schema import AgenticReport, AgentVariantResult, BehaviorSummary, CaseResult
 from graders.criteria import WEIGHTS
 from tasks.schema import Arm, VerdictLabel
 from tasks.stats.figures import Comparison
@@ -34,12 +34,12 @@ def _delta(a: float | None, b: float | None, unit: str = "%") -> str:
     return f"{a - b:+.1f}{unit}"
 
 
-def _score(case: CaseResult, arm: Arm) -> float | None:
+def _score(case: CaseResult[AgentVariantResult], arm: Arm) -> float | None:
     entry = case.variants.get(arm)
     return entry.composite_score if entry else None
 
 
-def _header(report: Report, comp: Comparison | None) -> list[str]:
+def _header(report: AgenticReport, comp: Comparison | None) -> list[str]:
     meta = report.meta
     skill, base = report.summary.get(Arm.WITH_SKILL), report.summary.get(Arm.BASELINE)
     verdict = comp.verdict if comp else None
@@ -58,7 +58,7 @@ def _header(report: Report, comp: Comparison | None) -> list[str]:
         if comp.cases_dropped:
             scope += f" ({comp.cases_dropped} with a score in one arm only left out)"
     lines = [
-        f"# Skill Benchmark Report: {md(meta.skill)}",
+        f"# Skill Benchmark AgenticReport: {md(meta.skill)}",
         f"Date: {meta.timestamp[:16].replace('T', ' ')}",
         f"Runner Model: {meta.model} ({meta.executor}"
         + ("; cases may set their own: see Case Settings" if meta.case_settings else "")
@@ -93,7 +93,7 @@ def _header(report: Report, comp: Comparison | None) -> list[str]:
     return lines
 
 
-def _checks(report: Report) -> list[str]:
+def _checks(report: AgenticReport) -> list[str]:
     rates = report.deterministic_pass_rate or {}
     n = report.meta.sample_count * (report.meta.runs or 1)
     # a plugin suite's checks are its scored graders, judged (llm, baseline) ones included
@@ -111,7 +111,9 @@ def _checks(report: Report) -> list[str]:
     return lines
 
 
-def _tasks(report: Report) -> tuple[list[str], list[CaseResult], list[CaseResult]]:
+def _tasks(
+    report: AgenticReport,
+) -> tuple[list[str], list[CaseResult[AgentVariantResult]], list[CaseResult[AgentVariantResult]]]:
     lines = [
         "",
         "## Per-Task Breakdown",
@@ -172,7 +174,7 @@ def _runs(counts: list[int], configured: int | None) -> str:
     return str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]} per task"
 
 
-def _expectations(report: Report) -> list[str]:
+def _expectations(report: AgenticReport) -> list[str]:
     """skill-creator evals: how often each expectation held in each arm, over the sessions judged."""
     rows: list[tuple[str, str, dict[str, list[int]]]] = []
     for r in report.results:
@@ -238,7 +240,7 @@ def _behavior(s_b: BehaviorSummary | None, b_b: BehaviorSummary | None) -> list[
     return lines
 
 
-def _not_invoked_where_expected(report: Report) -> int:
+def _not_invoked_where_expected(report: AgenticReport) -> int:
     """With-skill sessions of tasks that expect the skill in which it was never invoked (a task that
     expects it not to fire, or says nothing, gives no such advice)."""
     missed = 0
@@ -252,7 +254,9 @@ def _not_invoked_where_expected(report: Report) -> int:
     return missed
 
 
-def _recommendations(report: Report, comp: Comparison | None, hurts: list[CaseResult]) -> list[str]:
+def _recommendations(
+    report: AgenticReport, comp: Comparison | None, hurts: list[CaseResult[AgentVariantResult]]
+) -> list[str]:
     recs = list(report.analysis.suggestions)
     verdict = comp.verdict if comp else None
     if verdict and verdict.label == VerdictLabel.UNDERPOWERED:
@@ -279,7 +283,7 @@ def _recommendations(report: Report, comp: Comparison | None, hurts: list[CaseRe
     return ["", "## Recommendations"] + ([f"- {r}" for r in recs] or ["- None."])
 
 
-def report_markdown(report: Report) -> str:
+def report_markdown(report: AgenticReport) -> str:
     if report.matrix is not None:
         return matrix_markdown(report, report.matrix)
     comp = report.comparisons[0] if report.comparisons else None

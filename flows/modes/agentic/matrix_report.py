@@ -8,7 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from flows.report.schema import AgentInteraction, AgentLift, AgentMatrix, CaseResult, Meta, Report
+from flows.report.schema import (
+    AgenticMeta,
+    AgenticReport,
+    AgentInteraction,
+    AgentLift,
+    AgentMatrix,
+    AgentVariantResult,
+    CaseResult,
+)
 from tasks.schema import Arm, VerdictLabel
 from tasks.stats.figures import Comparison, Paired
 from tasks.stats.statistics import ALPHA, paired
@@ -39,7 +47,7 @@ def _figure(value: float | None) -> str:
     return "?" if value is None else f"{value:+.1f}"
 
 
-def main_comparison(report: Report) -> Comparison | None:
+def main_comparison(report: AgenticReport) -> Comparison | None:
     """with-skill against baseline (an --ablate run has further comparisons)."""
     return next(
         (c for c in report.comparisons if c.treatment == Arm.WITH_SKILL and c.control == Arm.BASELINE),
@@ -47,7 +55,7 @@ def main_comparison(report: Report) -> Comparison | None:
     )
 
 
-def agent_lift(runner: str, model: str, report: Report | None, failure: str | None) -> AgentLift:
+def agent_lift(runner: str, model: str, report: AgenticReport | None, failure: str | None) -> AgentLift:
     """One row of the matrix from the agent's own report (None: its run ended before one)."""
     if report is None:
         return AgentLift(
@@ -124,7 +132,7 @@ def interaction(
 def build_matrix(
     runners: list[str],
     models: dict[str, str],
-    reports: dict[str, Report],
+    reports: dict[str, AgenticReport],
     failures: dict[str, str],
     seed: int,
 ) -> AgentMatrix:
@@ -139,9 +147,9 @@ def build_matrix(
     return AgentMatrix(reference=reference, agents=lifts, interactions=[p for p in pairs if p is not None])
 
 
-def merged_cases(reports: dict[str, Report], negative: bool) -> list[CaseResult]:
+def merged_cases(reports: dict[str, AgenticReport], negative: bool) -> list[CaseResult[AgentVariantResult]]:
     """Each task once, with every agent's arms as its variants, in the first report's order."""
-    merged: dict[str, CaseResult] = {}
+    merged: dict[str, CaseResult[AgentVariantResult]] = {}
     for runner, report in reports.items():
         for case in (report.negative_controls or []) if negative else report.results:
             variants = _prefixed(runner, case.variants)
@@ -153,8 +161,8 @@ def merged_cases(reports: dict[str, Report], negative: bool) -> list[CaseResult]
 
 
 def merged_meta(
-    runners: list[str], models: dict[str, str], reports: dict[str, Report], failures: dict[str, str]
-) -> Meta:
+    runners: list[str], models: dict[str, str], reports: dict[str, AgenticReport], failures: dict[str, str]
+) -> AgenticMeta:
     """The first agent's meta with every agent's arms, models, counts and costs, and why an agent
     wrote no report."""
     first = reports[next(r for r in runners if r in reports)]
@@ -187,20 +195,20 @@ def matrix_report(
     report_id: str,
     runners: list[str],
     models: dict[str, str],
-    reports: dict[str, Report],
+    reports: dict[str, AgenticReport],
     failures: dict[str, str],
     matrix: AgentMatrix,
     *,
     results_dir: str,
     flow_run: str | None = None,
-) -> Report:
+) -> AgenticReport:
     """The one report of a cross-agent run. Needs at least one agent's report (its meta is the base)."""
     first = reports[next(r for r in runners if r in reports)]
     meta = merged_meta(runners, models, reports, failures).model_copy(
         update={"results_dir": results_dir, "prefect_flow_run": flow_run}
     )
     negatives = merged_cases(reports, negative=True)
-    return Report(
+    return AgenticReport(
         id=report_id,
         mode="agentic",
         meta=meta,
@@ -226,11 +234,11 @@ def _cell(value: float | None, digits: int = 1) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def matrix_markdown(report: Report, matrix: AgentMatrix) -> str:
+def matrix_markdown(report: AgenticReport, matrix: AgentMatrix) -> str:
     """report.md of a cross-agent run: the matrix first, each agent's own report.md for the rest."""
     meta = report.meta
     lines = [
-        f"# Cross-Agent Skill Report: {meta.skill}",
+        f"# Cross-Agent Skill AgenticReport: {meta.skill}",
         "",
         f"The suite ran on {len(matrix.agents)} agents with and without the skill "
         f"({meta.sample_count} tasks, {meta.runs or 1} run(s) per task and arm, judge {meta.judge_model}); "
