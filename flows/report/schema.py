@@ -850,11 +850,6 @@ RP = TypeVar("RP", bound=Report)
 #: Any mode's report, told apart by its ``mode``.
 AnyReport = Annotated[SampleReport | AgenticReport | TriggerReport, Field(discriminator="mode")]
 REPORTS: TypeAdapter[SampleReport | AgenticReport | TriggerReport] = TypeAdapter(AnyReport)
-REPORT_CLASSES: dict[str, type[Report]] = {
-    "sample": SampleReport,
-    "agentic": AgenticReport,
-    "trigger": TriggerReport,
-}
 
 
 def migrate(data: dict[str, Any]) -> dict[str, Any]:
