@@ -60,6 +60,7 @@ LAZY_WHAT = {
     "flows.report": "the report side (its models, Jinja, the console): after the calls, or reading reports",
     "flows.modes.sample.report": "the half of a sample run after its calls, prefetched while they are out",
     "tasks.stats": "numpy, scipy and pandas (0.7 s): when a run gets to its figures",
+    "tasks.agent": "the agent-session task, its executors and sandbox (0.1 s): runs that start sessions",
     "flows.inputs.suites.plugin_eval": "a Claude Code plugin eval suite's reader: only for such a suite",
     "numpy": "numerical arrays, for one grader and the statistics",
     "scipy": "statistics beyond tasks.stats.distributions",

@@ -27,7 +27,6 @@ from flows.engine.gc import lean_gc
 from flows.engine.progress import Progress
 from flows.engine.runlog import quiet_call_failures
 from flows.inputs.prepare import Prepared
-from tasks.agent import run_agent_session
 from tasks.context import current
 from tasks.execute import failed_result, with_policy
 from tasks.schema import CallPolicy, NotRun, NotRunReason, Record, RunStats, ShardRun, Unit, UnitKind
@@ -183,6 +182,8 @@ class UnitRunner:
             if (refused := self.refusal()) is not None:
                 self.kept_back(unit)
                 return Refused(refused)
+            from tasks.agent import run_agent_session
+
             session = await run_agent_session(request, base_url, label)
         self.spend(UnitKind.SESSION, session_cost(session))
         return session

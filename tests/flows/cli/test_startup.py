@@ -37,6 +37,7 @@ HEAVY = (
     "flows.modes.triggers.cli",
     "flows.inputs.skill_config",
     "flows.modes.triggers.plan",
+    "tasks.agent",  # the agent-session task: only runs that start sessions
 )
 
 #: The CLI entry and every module of sample mode's path up to the first request.
