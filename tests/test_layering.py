@@ -62,10 +62,14 @@ def test_imports_point_one_way() -> None:
     assert not bad, "\n".join(bad)
 
 
+def module_name(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+
 def test_flows_parts_point_one_way() -> None:
     bad = []
     for path in sorted((ROOT / "flows").rglob("*.py")):
-        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        module = module_name(path)
         own = flows_part(module)
         if own is None:
             continue
@@ -90,10 +94,10 @@ def mode_of(module: str) -> str | None:
 def test_a_mode_never_imports_another_and_shared_code_no_mode() -> None:
     bad = []
     for path in sorted((ROOT / "flows").rglob("*.py")):
-        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-        own = mode_of(module)
+        module = module_name(path)
         if module in DISPATCHERS:
             continue
+        own = mode_of(module)
         for name in imported_modules(path):
             other = mode_of(name)
             if other is not None and other != own:
@@ -143,7 +147,7 @@ def module_graph() -> dict[str, set[str]]:
     """Every project module -> the project modules it imports (a ``from package import module``
     counts as the module)."""
     paths = {
-        ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+        module_name(p): p
         for layer in LAYERS
         for p in (ROOT / layer).rglob("*.py")
     }
@@ -210,8 +214,7 @@ def test_imports_inside_functions_only_at_declared_seams() -> None:
     bad = []
     for layer in LAYERS:
         for path in sorted((ROOT / layer).rglob("*.py")):
-            module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-            if declared(module, LAZY_WHERE):
+            if declared(module_name(path), LAZY_WHERE):
                 continue
             bad += [
                 f"{path.relative_to(ROOT)}:{line} imports {name}"
