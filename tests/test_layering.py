@@ -105,11 +105,31 @@ def test_a_mode_never_imports_another_and_shared_code_no_mode() -> None:
     assert not bad, "\n".join(bad)
 
 
+def top_level(path: Path) -> dict[str, ast.stmt]:
+    return {n.name: n for n in ast.parse(path.read_text(encoding="utf-8")).body if hasattr(n, "name")}
+
+
 def test_every_mode_is_a_folder_with_its_command_flow_and_report() -> None:
+    """The protocol of a mode: cli.py adds its commands to the parser (``add_commands``, called by
+    cli/main.py), flow.py holds its Prefect flow, report.py builds its part of the report."""
     assert MODES == ["agentic", "sample", "triggers"]
     for mode in MODES:
+        folder = ROOT / "flows" / "modes" / mode
         for part in ("cli", "flow", "report"):
-            assert (ROOT / "flows" / "modes" / mode / f"{part}.py").is_file(), f"{mode} has no {part}.py"
+            assert (folder / f"{part}.py").is_file(), f"{mode} has no {part}.py"
+        assert "add_commands" in top_level(folder / "cli.py"), f"{mode}/cli.py: no add_commands"
+        flows = [
+            name
+            for name, node in top_level(folder / "flow.py").items()
+            if isinstance(node, ast.AsyncFunctionDef)
+            and any(
+                isinstance(d, ast.Call) and getattr(d.func, "id", None) == "flow" for d in node.decorator_list
+            )
+        ]
+        assert len(flows) == 1, f"{mode}/flow.py: {len(flows)} Prefect flows"
+    main = (ROOT / "flows" / "cli" / "main.py").read_text(encoding="utf-8")
+    for mode in MODES:
+        assert f"from flows.modes.{mode}.cli import add_commands" in main, f"cli/main.py does not add {mode}"
 
 
 def test_no_cycle_workarounds() -> None:
@@ -146,11 +166,7 @@ def test_stats_and_store_need_no_prefect_and_no_task() -> None:
 def module_graph() -> dict[str, set[str]]:
     """Every project module -> the project modules it imports (a ``from package import module``
     counts as the module)."""
-    paths = {
-        module_name(p): p
-        for layer in LAYERS
-        for p in (ROOT / layer).rglob("*.py")
-    }
+    paths = {module_name(p): p for layer in LAYERS for p in (ROOT / layer).rglob("*.py")}
     return {m: (imported_modules(p) & paths.keys()) - {m} for m, p in paths.items()}
 
 
