@@ -22,11 +22,12 @@ from flows.cli.plan import add_plan_command
 from flows.cli.reports import cmd_history, cmd_report
 
 
-def port_number(value: str) -> int:
-    port = int(value)
-    if not 1 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{port} is not a port (1-65535)")
-    return port
+def port(value: str) -> int:
+    """A TCP port; argparse names this function in its error ("invalid port value")."""
+    number = int(value)
+    if not 1 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{number} is not a port (1-65535)")
+    return number
 
 
 def add_report_commands(sub: Any) -> None:
@@ -39,8 +40,10 @@ def add_report_commands(sub: Any) -> None:
     )
     report.add_argument(
         "--port",
-        type=port_number,
-        default=int(os.environ.get("SKILLAB_REPORT_PORT") or 7799),
+        type=port,
+        # a string default goes through ``type`` too: a bad $SKILLAB_REPORT_PORT is a usage error
+        # of this command only, never of the others
+        default=os.environ.get("SKILLAB_REPORT_PORT") or "7799",
         help="port (default: $SKILLAB_REPORT_PORT or 7799)",
     )
     report.add_argument(

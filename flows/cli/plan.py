@@ -68,7 +68,10 @@ def cmd_plan(args: argparse.Namespace, command: Command) -> int:
     from tasks.stats.planning import Prices, frame_from_report, pilot_from_frame, plan
 
     path = plan_source(args)
-    report = load_report(path)
+    try:
+        report = load_report(path)
+    except ValueError as exc:  # it names the file
+        raise InputError(str(exc)) from None
     data = report.dump()
     control = args.control or report.meta.control
     others = [v for v in report.meta.variants if v != control]

@@ -31,9 +31,13 @@ def cmd_report(args: argparse.Namespace, command: Command) -> int:
             raise InputError(f"{reports}: no reports to export")
         try:
             report = store.load(run_id)
-        except NotFound:
-            raise InputError(f"--run: no run {run_id!r} in {reports}") from None
-        atomic_write_text(Path(args.export), export_html(report))
+        except NotFound as exc:
+            cause = f": {exc.__cause__}" if exc.__cause__ else ""
+            raise InputError(f"--run: no readable run {run_id!r} in {reports}{cause}") from None
+        try:
+            atomic_write_text(Path(args.export), export_html(report))
+        except OSError as exc:
+            raise InputError(f"--export: cannot write {args.export}: {exc.strerror or exc}") from None
         print(f"wrote {args.export} ({report.id})")
         return EXIT_OK
     import uvicorn

@@ -19,11 +19,12 @@ import inspect
 import itertools
 import json
 import re
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Generic, Literal, TypeVar, overload
+from typing import Annotated, Any, Generic, Literal, TypeVar, get_args, overload
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from tasks.schema import Arm, NotRun, Scale, ShardRun, TranscriptStep
 from tasks.stats.figures import (
@@ -853,25 +854,48 @@ REPORTS: TypeAdapter[SampleReport | AgenticReport | TriggerReport] = TypeAdapter
 
 
 def migrate(data: dict[str, Any]) -> dict[str, Any]:
-    """Bring a report of an earlier version to the current shape."""
+    """Bring a report of an earlier version to the current shape (version 1 agentic files wrote
+    statuses in capitals; version 2 is read as it is). A part of another shape is left for the
+    validation to name; a version newer than this one is refused."""
     version = data.get("version", 1)
+    if not isinstance(version, int) or not 1 <= version <= REPORT_VERSION:
+        raise ValueError(f"report version {version!r}: this skillab reads versions 1 to {REPORT_VERSION}")
     if version == 1 and data.get("mode") == "agentic":
-        data = {**data, "version": REPORT_VERSION}
-        for case in [*data.get("results", []), *(data.get("negativeControls") or [])]:
-            for entry in case.get("variants", {}).values():
-                for run in [entry, *(entry.get("runs") or [])]:
-                    if run.get("status") == "contaminated" or not isinstance(run.get("grade"), dict):
-                        continue
-                    run["grade"] = {**run["grade"], "status": _lower(run["grade"].get("status", "graded"))}
+        data = {**data}
+        for run in _runs_of(data):
+            grade = run.get("grade")
+            if run.get("status") != "contaminated" and isinstance(grade, dict):
+                run["grade"] = {**grade, "status": _lower(grade.get("status", "graded"))}
     return {**data, "version": REPORT_VERSION}
+
+
+def _runs_of(data: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every run entry of a decoded report (the variant entries and their runs), skipping whatever is
+    not shaped as one."""
+    cases = [
+        c for key in ("results", "negativeControls") if isinstance(data.get(key), list) for c in data[key]
+    ]
+    for case in cases:
+        variants = case.get("variants") if isinstance(case, dict) else None
+        for entry in variants.values() if isinstance(variants, dict) else []:
+            runs = entry.get("runs") if isinstance(entry, dict) else None
+            for run in [entry, *(runs if isinstance(runs, list) else [])]:
+                if isinstance(run, dict):
+                    yield run
 
 
 def parse_report(data: Any) -> Report:
     """A report from decoded JSON, as its mode's class, migrated from earlier versions; ValueError
-    when it is not one."""
+    (with the first problem, where it is) when it is not one."""
     if not isinstance(data, dict) or "id" not in data or "meta" not in data:
         raise ValueError("not a skillab report")
-    return REPORTS.validate_python(migrate(data))
+    try:
+        return REPORTS.validate_python(migrate(data))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the report"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise ValueError(f"not a valid report: {where}: {first['msg']}{more}") from None
 
 
 @overload
@@ -885,10 +909,21 @@ def load_report(path: Path, kind: type[Report] = Report) -> Report:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ValueError(f"{path}: unreadable: {exc}") from exc
-    report = parse_report(data)
+    try:
+        report = parse_report(data)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
     if not isinstance(report, kind):
-        raise ValueError(f"{path}: a {report.mode} report, not a {kind.__name__}")
+        raise ValueError(f"{path}: a {report.mode} report, not {mode_of(kind)} one")
     return report
+
+
+def mode_of(kind: type[Report]) -> str:
+    """The mode a report class is for ("a sample", "an agentic"; the base class: "any mode's")."""
+    modes = get_args(kind.model_fields["mode"].annotation)
+    if len(modes) != 1:
+        return "any mode's"
+    return ("an " if modes[0][0] in "aeiou" else "a ") + modes[0]
 
 
 def json_schema() -> dict[str, Any]:

@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from flows.report.human import human_agreement
 from flows.report.schema import Feedback, Report, load_report
 from flows.report.suite import RunRow, trend_entry
@@ -62,6 +60,11 @@ def warn_unreadable(path: Path, reason: str) -> None:
     print(f"skillab: warning: skipped {path}: {reason}", file=sys.stderr)
 
 
+def why_unreadable(path: Path, exc: Exception) -> str:
+    """The reason a report file was not read, in one line (its path is in the warning already)."""
+    return str(exc).removeprefix(f"{path}: ").splitlines()[0][:300]
+
+
 def read_reports(root: Path, *, warn: Callable[[Path, str], None] = warn_unreadable) -> Iterator[Report]:
     """Every report in a folder. A file that is not a readable report (not UTF-8, truncated, foreign
     JSON, a FIFO or another special file) is skipped with one warning naming it, never an error."""
@@ -70,8 +73,8 @@ def read_reports(root: Path, *, warn: Callable[[Path, str], None] = warn_unreada
             if not path.is_file():  # a FIFO would block the reader, a folder cannot be read
                 raise ValueError("not a regular file")
             yield load_report(path)
-        except (ValueError, ValidationError) as exc:
-            warn(path, str(exc).splitlines()[0][:200])
+        except ValueError as exc:  # a validation error is one
+            warn(path, why_unreadable(path, exc))
 
 
 class ReportStore:
@@ -92,7 +95,7 @@ class ReportStore:
     def load(self, run_id: str) -> Report:
         try:
             return load_report(self.path(run_id))
-        except (ValueError, ValidationError) as exc:
+        except ValueError as exc:
             raise NotFound(run_id) from exc
 
     def runs(self) -> list[RunRow]:
@@ -109,10 +112,10 @@ class ReportStore:
                     cached = (mtime, run_summary(load_report(path)))
                     self._summaries[path] = cached
                 out.append(cached[1])
-            except (OSError, ValueError, ValidationError) as exc:
+            except (OSError, ValueError) as exc:
                 if (path, mtime) not in self._warned:
                     self._warned.add((path, mtime))
-                    warn_unreadable(path, str(exc).splitlines()[0][:200])
+                    warn_unreadable(path, why_unreadable(path, exc))
         return out
 
     @contextlib.contextmanager

@@ -58,7 +58,7 @@ def _header(report: AgenticReport, comp: Comparison | None) -> list[str]:
         if comp.cases_dropped:
             scope += f" ({comp.cases_dropped} with a score in one arm only left out)"
     lines = [
-        f"# Skill Benchmark AgenticReport: {md(meta.skill)}",
+        f"# Skill Benchmark Report: {md(meta.skill)}",
         f"Date: {meta.timestamp[:16].replace('T', ' ')}",
         f"Runner Model: {meta.model} ({meta.executor}"
         + ("; cases may set their own: see Case Settings" if meta.case_settings else "")

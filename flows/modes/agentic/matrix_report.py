@@ -238,7 +238,7 @@ def matrix_markdown(report: AgenticReport, matrix: AgentMatrix) -> str:
     """report.md of a cross-agent run: the matrix first, each agent's own report.md for the rest."""
     meta = report.meta
     lines = [
-        f"# Cross-Agent Skill AgenticReport: {meta.skill}",
+        f"# Cross-Agent Skill Report: {meta.skill}",
         "",
         f"The suite ran on {len(matrix.agents)} agents with and without the skill "
         f"({meta.sample_count} tasks, {meta.runs or 1} run(s) per task and arm, judge {meta.judge_model}); "

@@ -18,6 +18,7 @@ def headline(md: str) -> str:
 def test_even_runs_keep_the_arms_averages() -> None:
     report = load_report(AGENTIC, AgenticReport)
     md = report_markdown(report)
+    assert md.startswith("# Skill Benchmark Report: ")
     assert headline(md).endswith("than baseline on average.**")
     assert f"| Runs: {report.meta.runs}" in md
 

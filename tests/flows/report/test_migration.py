@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 from starlette.testclient import TestClient
 
+from flows.cli.main import main
 from flows.report.regression import history
 from flows.report.schema import (
     REPORT_VERSION,
@@ -76,8 +76,8 @@ def test_version_2_reports_read_as_their_mode_and_write_the_same_json() -> None:
         assert data["version"] == 2 and data["mode"] == mode
         report = load_report(path, kind)
         assert report.dump() == {**data, "version": REPORT_VERSION}
-        other = next(k for m, k in kinds.items() if m != mode)
-        with pytest.raises(ValueError, match=f"a {mode} report, not a {other.__name__}"):
+        other_mode, other = next((m, k) for m, k in kinds.items() if m != mode)
+        with pytest.raises(ValueError, match=f"a {mode} report, not an? {other_mode} one"):
             load_report(path, other)
 
 
@@ -85,5 +85,50 @@ def test_a_field_of_another_mode_is_refused() -> None:
     data = json.loads((V2 / "trigger.json").read_text(encoding="utf-8"))
     first = next(iter(data["results"][0]["variants"].values()))
     first["llmScore"] = 4.0  # a sample-mode judge field in a trigger session
-    with pytest.raises(ValidationError, match="llmScore"):
+    with pytest.raises(ValueError, match="llmScore: Extra inputs are not permitted"):
         parse_report(data)
+
+
+BAD_REPORTS = {
+    "results-null": ({"mode": "agentic", "id": "a", "meta": {}, "results": None}, "not a valid report"),
+    "controls-int": ({"version": 1, "mode": "agentic", "id": "b", "meta": {}, "negativeControls": 5}, "meta"),
+    "case-int": ({"version": 1, "mode": "agentic", "id": "c", "meta": {}, "results": [1]}, "meta"),
+    "variants-list": (
+        {"version": 1, "mode": "agentic", "id": "d", "meta": {}, "results": [{"variants": [1]}]},
+        "meta",
+    ),
+    "runs-int": (
+        {
+            "version": 1,
+            "mode": "agentic",
+            "id": "e",
+            "meta": {},
+            "results": [{"variants": {"x": {"runs": 7}}}],
+        },
+        "meta",
+    ),
+    "newer": ({"version": 99, "mode": "sample", "id": "f", "meta": {}}, "version 99"),
+    "version-text": ({"version": "2", "mode": "sample", "id": "g", "meta": {}}, "version '2'"),
+    "bogus-mode": ({"version": 2, "mode": "bogus", "id": "h", "meta": {}}, "bogus"),
+}
+
+
+def test_a_malformed_or_newer_report_is_refused_with_its_reason_never_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, (data, reason) in BAD_REPORTS.items():
+        with pytest.raises(ValueError, match=reason):
+            parse_report(data)
+        (tmp_path / f"{name}.json").write_text(json.dumps(data), encoding="utf-8")
+    shutil.copyfile(V2 / "sample.json", tmp_path / "good.json")
+    warned: list[tuple[Path, str]] = []
+    (good,) = read_reports(tmp_path, warn=lambda path, why: warned.append((path, why)))
+    assert good.mode == "sample" and len(warned) == len(BAD_REPORTS)
+    for path, why in warned:  # one line with the reason, the path given apart
+        assert str(path) not in why and "\n" not in why and why
+    # asked for by its id, a bad file is a usage error that says why
+    (tmp_path / "h.json").write_text(json.dumps(BAD_REPORTS["bogus-mode"][0]), encoding="utf-8")
+    code = main(
+        ["report", "--reports-dir", str(tmp_path), "--export", str(tmp_path / "x.html"), "--run", "h"]
+    )
+    assert code == 2 and "bogus" in capsys.readouterr().err
