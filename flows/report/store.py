@@ -85,12 +85,18 @@ class ReportStore:
         self._warned: set[tuple[Path, float]] = set()
 
     def path(self, run_id: str) -> Path:
+        """The run's file: ``<id>.json`` as skillab writes it, else a file of another name whose
+        report has that id (a report copied in under its own name is listed, so it opens too)."""
         if not RUN_ID.match(run_id):
             raise NotFound(run_id)
         path = (self.root / f"{run_id}.json").resolve()
-        if path.parent != self.root.resolve() or not path.is_file():
+        if path.parent == self.root.resolve() and path.is_file():
+            return path
+        self.runs()  # brings the summaries, and so the ids of every file, up to date
+        named = [p for p, (_, row) in self._summaries.items() if row.id == run_id and p.is_file()]
+        if not named:
             raise NotFound(run_id)
-        return path
+        return named[0]
 
     def load(self, run_id: str) -> Report:
         try:

@@ -132,3 +132,13 @@ def test_a_malformed_or_newer_report_is_refused_with_its_reason_never_a_crash(
         ["report", "--reports-dir", str(tmp_path), "--export", str(tmp_path / "x.html"), "--run", "h"]
     )
     assert code == 2 and "bogus" in capsys.readouterr().err
+
+
+def test_a_report_copied_in_under_its_own_name_opens_by_its_id(tmp_path: Path) -> None:
+    shutil.copyfile(V2 / "trigger.json", tmp_path / "from-a-colleague.json")
+    report_id = json.loads((V2 / "trigger.json").read_text(encoding="utf-8"))["id"]
+    out = tmp_path / "out.html"
+    assert main(["report", "--reports-dir", str(tmp_path), "--export", str(out)]) == 0  # the newest
+    assert main(["report", "--reports-dir", str(tmp_path), "--export", str(out), "--run", report_id]) == 0
+    client = TestClient(create_app(tmp_path), base_url="http://127.0.0.1:7799")
+    assert client.get(f"/run/{report_id}").status_code == 200
