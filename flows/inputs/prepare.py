@@ -21,6 +21,7 @@ from flows.inputs.samples import BASELINE, Variant, find_samples, load_samples
 from flows.inputs.suites import omk
 from graders import registry
 from graders.judge import vendor_of
+from graders.leakage import ARTIFACT_WORDS, case_leaks, sample_fields
 from graders.schema import Sample
 from tasks.context import current
 from tasks.schema import CallPolicy, Unit
@@ -246,6 +247,7 @@ def prepare(options: BenchOptions, cwd: Path) -> Prepared:
             "Pass --executor openai|anthropic|gemini and --model to test a real model."
         )
     notices += omk.notices(options.project and str(cwd / options.project))
+    notices += sample_leaks(samples, variants)
     judges, judge_notices = judge_targets(options, samples, target, executor)
     notices += judge_notices + batch_notices(options, target, judges)
     gold = load_gold(cwd / options.judge_gold) if options.judge_gold else None
@@ -260,3 +262,19 @@ def prepare(options: BenchOptions, cwd: Path) -> Prepared:
     prepared = Prepared(options, samples_path, samples, variants, control, target, judges, notices, gold)
     prepared.ablated = ablated
     return prepared
+
+
+def sample_leaks(samples: list[Sample], variants: list[Variant]) -> list[str]:
+    """Samples that already hold a variant's artifact (graders/leakage.py)."""
+    cases = [
+        field
+        for s in samples
+        for field in sample_fields(
+            s.sample_id,
+            s.prompt,
+            s.context,
+            [getattr(a, key, None) for a in s.assertions for key in ("value", "reference")],
+        )
+    ]
+    sources = [(f"variant {v.name}'s artifact", v.artifact or "") for v in variants]
+    return case_leaks(cases, sources, ARTIFACT_WORDS)

@@ -30,6 +30,7 @@ from flows.inputs.files import (
 )
 from flows.inputs.suites.skill_creator import evals_file, load_evals
 from graders.agent_task import AgentTask, parse_task
+from graders.leakage import ARTIFACT_WORDS, case_leaks
 
 CONFIG_NAME = "config.yml"
 RUNNER_MODEL_HELP = (
@@ -470,3 +471,11 @@ def load_tasks(folder: Path) -> tuple[list[AgentTask], str]:
     if problems:
         raise InputError(problems)
     return tasks, digest.hexdigest()
+
+
+def task_leaks(tasks: list[AgentTask], skill: Skill) -> list[str]:
+    """Tasks whose prompt already holds a long run of SKILL.md (graders/leakage.py)."""
+    skill_md = skill.path / "SKILL.md"
+    text = skill_md.read_text(encoding="utf-8", errors="replace") if skill_md.is_file() else ""
+    cases = [(f"task {t.task_id}: prompt", t.prompt) for t in tasks]
+    return case_leaks(cases, [("SKILL.md", text)], ARTIFACT_WORDS)

@@ -39,6 +39,7 @@ from flows.inputs.skill_config import (
     load_tasks,
     select_tasks,
     suite_warnings,
+    task_leaks,
 )
 from flows.inputs.suites.skill_creator import evals_file, stage_inputs
 from flows.modes.agentic.markdown import report_markdown
@@ -416,7 +417,7 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
     tasks, suite_hash = load_tasks(Path(tasks_dir))
     warnings = suite_warnings(
         tasks := select_tasks(tasks, config), config, skill.name, skill.plugin is not None
-    )
+    ) + task_leaks(tasks, skill)
     ablations = plan_skill_ablations(skill.path, config.ablate, config.ablate_sections)
     started = dt.datetime.now(dt.UTC)
     results = start_results(config, skill, tasks_dir, started)

@@ -92,6 +92,8 @@ def cmd_triggers_run(args: argparse.Namespace, command: Command) -> int:
     plan = prepare_triggers(options, cwd)
     for runner in dict.fromkeys(v.runner for v in plan.variants):
         usable_executor(runner, "--runner", agentic=True)
+    for notice in plan.notices:
+        print(f"skillab: {notice}", file=sys.stderr)
     if options.dry_run:
         print_trigger_plan(plan)
         return EXIT_OK

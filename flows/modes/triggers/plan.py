@@ -29,6 +29,7 @@ from flows.inputs.skill_config import (
     find_skill,
     runner_default_model,
 )
+from graders.leakage import DESCRIPTION_WORDS, case_leaks
 from graders.queries import (
     Query,
     QuerySet,
@@ -164,6 +165,7 @@ class TriggerPlan:
     cli_versions: dict[str, str | None] = field(
         default_factory=dict
     )  # each agent CLI's --version before the run
+    notices: tuple[str, ...] = ()  # what the user is told before the run (graders/leakage.py)
 
 
 def candidate_names(skill: Skill) -> tuple[str, ...]:
@@ -269,7 +271,14 @@ def prepare_triggers(options: TriggerOptions, cwd: Path) -> TriggerPlan:
         for v in variants
     )
     isolation = checked_isolation(options.os_sandbox)
-    return TriggerPlan(options, queries, variants, candidates, chosen, sessions, isolation, versions)
+    leaks = case_leaks(
+        [(f"query {q.id}", q.query) for q in queries.queries],
+        [(f"{s.name}'s description", s.description) for s in skills],
+        DESCRIPTION_WORDS,
+    )
+    return TriggerPlan(
+        options, queries, variants, candidates, chosen, sessions, isolation, versions, tuple(leaks)
+    )
 
 
 def agent_label(label: str, runner: str, artifacts: int, runners: int) -> str:

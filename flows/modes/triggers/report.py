@@ -164,6 +164,7 @@ def build_trigger_report(
         plugin="; ".join(p.summary(o.plugin_mcp) for v in plan.variants for s in v.skills if (p := s.plugin))
         or None,
         **run_stats_meta(stats),
+        **({"notices": list(plan.notices)} if plan.notices else {}),  # absent when none, as before
     )
     return assemble(
         TriggerReport,
