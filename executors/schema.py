@@ -236,3 +236,8 @@ class AgentSession(Frozen):
     isolation: Isolation | None = Field(
         default=None, description="the OS sandbox the session ran in; None when it did not run"
     )
+
+    @property
+    def cost_usd(self) -> float:
+        """What the session cost, as its CLI reported it (0 when it reported nothing)."""
+        return float(self.meta.get("total_cost_usd") or 0.0)

@@ -21,7 +21,7 @@ DESCRIPTION_WORDS = 6
 #: Words of a span shown in a warning.
 SHOWN_WORDS = 16
 
-WORD = re.compile(r"[\w'-]+")
+WORD = re.compile(r"\w[\w'-]*")  # a word starts with a letter or digit (a --- rule is none)
 
 
 def words(text: str) -> list[str]:

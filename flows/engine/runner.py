@@ -61,10 +61,6 @@ class Refused:
     reason: str
 
 
-def session_cost(session: AgentSession) -> float:
-    return float(session.meta.get("total_cost_usd") or 0.0)
-
-
 def not_run(unit: Unit | tuple[str, str, int], reason: NotRunReason) -> NotRun:
     """The report's record of a unit that did not run; a session is given as (case, variant, run)."""
     if isinstance(unit, Unit):
@@ -185,7 +181,7 @@ class UnitRunner:
             from tasks.agent import run_agent_session
 
             session = await run_agent_session(request, base_url, label)
-        self.spend(UnitKind.SESSION, session_cost(session))
+        self.spend(UnitKind.SESSION, session.cost_usd)
         return session
 
     def cached(self, unit: Unit) -> RunResult | None:

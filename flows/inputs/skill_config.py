@@ -474,8 +474,7 @@ def load_tasks(folder: Path) -> tuple[list[AgentTask], str]:
 
 
 def task_leaks(tasks: list[AgentTask], skill: Skill) -> list[str]:
-    """Tasks whose prompt already holds a long run of SKILL.md (graders/leakage.py)."""
-    skill_md = skill.path / "SKILL.md"
-    text = skill_md.read_text(encoding="utf-8", errors="replace") if skill_md.is_file() else ""
+    """Tasks whose prompt already holds a long run of the skill's text (graders/leakage.py)."""
+    source = "SKILL.md" if skill.plugin is None else "the plugin's text"
     cases = [(f"task {t.task_id}: prompt", t.prompt) for t in tasks]
-    return case_leaks(cases, [("SKILL.md", text)], ARTIFACT_WORDS)
+    return case_leaks(cases, [(source, skill.artifact_text)], ARTIFACT_WORDS)

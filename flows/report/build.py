@@ -13,12 +13,12 @@ import re
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 from pydantic_core import to_json
 
 from executors import sandbox
-from flows.report.schema import REPORT_VERSION, RP, Meta, Report, RunEntry, V
+from flows.report.schema import REPORT_VERSION, RP, Meta, Report, RunEntry, V, mode_of
 from tasks.schema import RunStats, Scale
 from tasks.stats.figures import Aggregate, Analysis, CaseStats
 from tasks.store.files import atomic_write_text
@@ -64,7 +64,7 @@ def assemble(
     return cls(
         version=REPORT_VERSION,
         id=report_id,
-        mode=get_args(cls.model_fields["mode"].annotation)[0],
+        mode=mode_of(cls),
         meta=meta,
         summary=aggregate.summary if aggregate else {},
         comparisons=aggregate.comparisons if aggregate else [],

@@ -92,7 +92,7 @@ def print_summary(report: Report, path: Path | None, console: Console | None = N
         console.print(f"  {line}", highlight=False)
     for line in regression_lines(report):
         console.print(f"  {line}", highlight=False)
-    for notice in report.meta.notices if isinstance(report.meta, SampleMeta) else []:
+    for notice in report.meta.notices:
         console.print(f"  note: {notice}", highlight=False)
     if path:
         console.print(f"report: {path}", highlight=False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flows.report.schema import AgentRun, AssertionDetail, Report, RunEntry, SampleRun
+from flows.report.schema import AgentRun, AssertionDetail, Report, RunEntry, SampleRun, SessionRun
 from tasks.stats.diagnosis import Failure, group_failures
 
 NOTE = (
@@ -69,7 +69,13 @@ def run_failure(report: Report, sample_id: str, run: RunEntry) -> Failure | None
     if isinstance(run, AgentRun) and run.contaminated:
         return None
     if not run.ok:
-        kind = (run.error_kind if isinstance(run, SampleRun) else getattr(run, "status", None)) or "error"
+        kind = (
+            run.error_kind
+            if isinstance(run, SampleRun)
+            else run.status
+            if isinstance(run, SessionRun)
+            else None
+        ) or "error"
         return Failure(sample_id, run.run, (("error", f"error: {kind}", run.error or ""),))
     low = run.composite_score is not None and run.composite_score < threshold
     if isinstance(run, AgentRun):

@@ -914,16 +914,19 @@ def load_report(path: Path, kind: type[Report] = Report) -> Report:
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
     if not isinstance(report, kind):
-        raise ValueError(f"{path}: a {report.mode} report, not {mode_of(kind)} one")
+        raise ValueError(f"{path}: {spelled(report.mode)} report, not {spelled(mode_of(kind))} one")
     return report
 
 
 def mode_of(kind: type[Report]) -> str:
-    """The mode a report class is for ("a sample", "an agentic"; the base class: "any mode's")."""
-    modes = get_args(kind.model_fields["mode"].annotation)
-    if len(modes) != 1:
-        return "any mode's"
-    return ("an " if modes[0][0] in "aeiou" else "a ") + modes[0]
+    """The mode a mode's report class is for (its ``mode`` field's one value)."""
+    (mode,) = get_args(kind.model_fields["mode"].annotation)
+    return str(mode)
+
+
+def spelled(mode: str) -> str:
+    """ "a sample", "an agentic"."""
+    return ("an " if mode[0] in "aeiou" else "a ") + mode
 
 
 def json_schema() -> dict[str, Any]:

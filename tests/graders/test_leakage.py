@@ -11,6 +11,8 @@ import yaml
 from flows.cli.main import main
 from flows.inputs.options import BenchOptions
 from flows.inputs.prepare import prepare
+from flows.inputs.skill_config import Skill, task_leaks
+from graders.agent_task import AgentTask
 from graders.leakage import ARTIFACT_WORDS, DESCRIPTION_WORDS, case_leaks, shared_run
 from tests.flows.helpers import make_project
 
@@ -102,3 +104,29 @@ def test_a_trigger_query_that_repeats_the_description_is_named_before_any_sessio
         '"the user asks for a friendly greeting file"'
     ) in err
     assert "query fair" not in err
+
+
+def test_an_agentic_task_that_repeats_skill_md_is_named_across_its_front_matter(tmp_path: Path) -> None:
+    folder = tmp_path / "calc-skill"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(
+        "---\nname: calc-skill\ndescription: Writes small, correct Python modules.\n---\n"
+        "# Calc\nAlways return the exact arithmetic result of the expression.\n"
+    )
+    skill = Skill("calc-skill", folder)
+    prompt = "Writes small correct Python modules. Calc: always return the exact arithmetic result of it"
+    task = dict(
+        name="t",
+        difficulty="easy",
+        category="calc",
+        type="positive",
+        expected_outcome="",
+        checks=(),
+        rubric="",
+    )
+    leaked = AgentTask(task_id="t1", prompt=prompt, **task)
+    fair = AgentTask(task_id="t2", prompt="Add 2 and 3 in a module", **task)
+    assert task_leaks([leaked, fair], skill) == [
+        'leakage: task t1: prompt repeats 13 words of SKILL.md: "writes small correct python modules calc '
+        'always return the exact arithmetic result of"'
+    ]

@@ -29,7 +29,7 @@ from executors.workspace import claim, release, sweep
 from flows.engine.judging import run_judge_jobs
 from flows.engine.progress import LogTarget, Progress
 from flows.engine.runlog import run_logger, tag_flow_run
-from flows.engine.runner import Refused, RunnerConfig, UnitRunner, session_cost
+from flows.engine.runner import Refused, RunnerConfig, UnitRunner
 from flows.inputs.ablation import SkillAblation, plan_skill_ablations, write_ablated_skills
 from flows.inputs.plan import JudgeJob, Target
 from flows.inputs.skill_config import (
@@ -153,7 +153,7 @@ async def run_sessions(
         bad = bad or (None if session.ok else (session.status, session.error or session.status))
         progress.advance(
             ok=bad is None,
-            cost=session_cost(session),
+            cost=session.cost_usd,
             failure=None if bad is None else (s.label, str(bad[0]), str(bad[1])),
         )
         return session, contaminated
@@ -299,7 +299,7 @@ def session_record(g: Graded, config: SkillBenchConfig) -> Record:
         error=session.error,
         error_kind=None if session.ok else session.status,
         usage=usage_of(session.meta),
-        cost_usd=float(session.meta.get("total_cost_usd") or 0.0),
+        cost_usd=session.cost_usd,
         latency_ms=session.duration_ms,
         model=str(session.meta.get("model") or config.runner_model),
     )

@@ -32,7 +32,7 @@ def outcome_of(session: AgentSession, triggers: SessionTriggers) -> TriggerOutco
         error=session.error,
         output=session.final_text,
         duration_ms=session.duration_ms,
-        cost_usd=float(session.meta.get("total_cost_usd") or 0.0),
+        cost_usd=session.cost_usd,
         listed=list(session.skills_listed) if session.skills_listed is not None else None,
         cli_version=session.meta.get("cli_version"),
         transcript=[

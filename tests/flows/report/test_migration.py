@@ -77,7 +77,9 @@ def test_version_2_reports_read_as_their_mode_and_write_the_same_json() -> None:
         report = load_report(path, kind)
         assert report.dump() == {**data, "version": REPORT_VERSION}
         other_mode, other = next((m, k) for m, k in kinds.items() if m != mode)
-        with pytest.raises(ValueError, match=f"a {mode} report, not an? {other_mode} one"):
+        article = {"sample": "a", "agentic": "an", "trigger": "a"}
+        wrong = f"{article[mode]} {mode} report, not {article[other_mode]} {other_mode} one"
+        with pytest.raises(ValueError, match=wrong):
             load_report(path, other)
 
 
