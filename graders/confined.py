@@ -19,6 +19,7 @@ from typing import Any
 
 from executors.sandbox import Isolation, executable_paths, host_env, probe, run_sandboxed
 from executors.workspace import session_root
+from graders.schema import GradingError
 
 OUTPUT_CAP = 64 * 1024  # bytes of the child's output kept
 MARKER = "\x00SKILLAB\x00"
@@ -81,23 +82,18 @@ def run_confined(
 
 
 def outcome(answer: dict[str, Any] | str) -> tuple[bool, str, float | None]:
-    """A custom check's (passed, message, score) from its answer: a reason it gave none, an error it
-    reported, or a score that is not a finite number is a failed assertion saying so."""
+    """A custom check's (passed, message, score) from its answer. A reason it gave none (a crash, a
+    timeout), an error it reported, or a score that is not a finite number raises GradingError: the
+    check could not decide, which says nothing about the output."""
     if isinstance(answer, str):
-        return (
-            False,
-            f"custom check {answer if answer.startswith('timed out') else 'failed: ' + answer}",
-            None,
+        raise GradingError(
+            f"custom check {answer if answer.startswith('timed out') else 'failed: ' + answer}"
         )
     if "error" in answer:
-        return False, f"custom check failed: {answer['error']}", None
+        raise GradingError(f"custom check failed: {answer['error']}")
     score = answer.get("score")
     if isinstance(score, float) and not math.isfinite(score):
-        return (
-            False,
-            f"custom check returned a score that is not a finite number ({score}): not counted",
-            None,
-        )
+        raise GradingError(f"custom check returned a score that is not a finite number ({score})")
     return (
         bool(answer.get("pass")),
         str(answer.get("message") or ""),

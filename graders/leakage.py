@@ -78,13 +78,19 @@ def case_leaks(
 
 
 def sample_fields(
-    sample_id: str, prompt: str, context: str | None, expected: Iterable[object]
+    sample_id: str,
+    prompt: str,
+    context: str | None,
+    expected: Iterable[object],
+    reference: str | None = None,
 ) -> list[tuple[str, str]]:
-    """A sample's texts the lint reads: its prompt, its context, and the expected texts of its
-    assertions (a value or a reference that is text)."""
+    """A sample's texts the lint reads: its prompt, its context, its reference answer, and the
+    expected texts of its assertions (a value or a reference that is text)."""
     fields = [(f"sample {sample_id}: prompt", prompt)]
     if context:
         fields.append((f"sample {sample_id}: context", context))
+    if reference:
+        fields.append((f"sample {sample_id}: reference output", reference))
     for i, value in enumerate(expected, 1):
         if isinstance(value, str):
             fields.append((f"sample {sample_id}: assertion {i}", value))

@@ -520,6 +520,7 @@ class GraderResult(BaseModel):
     explanation: str
     with_only: bool = False
     votes: tuple[bool | None, ...] = ()
+    error: bool = False  # the grader could not decide (a grading error): no pass, no model failure
 
     @property
     def scored(self) -> bool:
@@ -586,10 +587,12 @@ def grade_deterministic(grader: Grader, run: RunEvidence, with_only: bool = Fals
     """The verdict of a free grader on one run; None for a judged one (llm, baseline)."""
     import regex as engine
 
+    error = True
     try:
         verdict = _verdict(grader, run)
+        error = False
     except engine.error as exc:
-        verdict = (False, f"grader threw: invalid regular expression: {exc}")
+        verdict = (False, f"grading error: invalid regular expression: {exc}")
     except TimeoutError:
         verdict = (False, f"grading error: pattern took too long (over {REGEX_TIMEOUT_S:g}s)")
     if verdict is None:
@@ -602,6 +605,7 @@ def grade_deterministic(grader: Grader, run: RunEvidence, with_only: bool = Fals
         weight=grader.weight,
         explanation=why,
         with_only=with_only,
+        error=error,
     )
 
 
@@ -715,15 +719,19 @@ def parse_vote(answer: str) -> bool | None:
 def judged_result(
     grader: JudgedGrader, votes: Sequence[bool | None], with_only: bool = False
 ) -> GraderResult:
-    """Majority of the votes: passes with more than half of JUDGE_VOTES passing."""
+    """Majority of the votes: passes with more than half of JUDGE_VOTES passing. No readable vote at
+    all (every call failed or answered neither PASS nor FAIL) is a grading error, not a FAIL."""
     yes = sum(1 for v in votes if v is True)
-    passed = yes * 2 > JUDGE_VOTES
+    undecided = all(v is None for v in votes)
     return GraderResult(
         name=grader.name,
         type=grader.type,
-        passed=passed,
+        passed=not undecided and yes * 2 > JUDGE_VOTES,
         weight=grader.weight,
-        explanation=f"{yes}/{len(votes)} judge votes PASS",
+        explanation=f"grading error: no readable judge vote of {len(votes)}"
+        if undecided
+        else f"{yes}/{len(votes)} judge votes PASS",
         with_only=with_only,
         votes=tuple(votes),
+        error=undecided,
     )

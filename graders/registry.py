@@ -25,6 +25,7 @@ from graders.schema import (
     CountAssertion,
     CustomAssertion,
     DistanceAssertion,
+    GradingError,
     JsonSchemaAssertion,
     JsonValidAssertion,
     JudgedAssertion,
@@ -77,6 +78,9 @@ def assert_set(a: SetAssertion, obs: Observation) -> tuple[bool, str]:
     children = [run_assertion(child, obs) for child in a.children]
     if not children:
         return False, "no assertion in the set"
+    undecided = [f"{c.assertion.type}: {c.message}" for c in children if c.error]
+    if undecided:  # a set that holds an undecided check is undecided too
+        raise GradingError("; ".join(undecided))
     mode = a.mode or "all"
     passed = any(c.passed for c in children) if mode == "any" else all(c.passed for c in children)
     failed = [
@@ -393,7 +397,8 @@ def _children(raw: list[Any], source_dir: str, depth: int) -> list[Assertion]:
 
 
 def run_assertion(a: Assertion, obs: Observation) -> AssertionResult:
-    """Run one deterministic or custom assertion. A check that raises is a failure with its message."""
+    """Run one deterministic or custom assertion. A check that cannot decide (it raised, timed out,
+    answered nothing usable) is a grading error with its message, never a pass or a model failure."""
     spec = ASSERTIONS[a.type]
     score: float | None = None
     try:
@@ -403,8 +408,10 @@ def run_assertion(a: Assertion, obs: Observation) -> AssertionResult:
             passed, message = spec.check(a, obs)
         else:
             raise InputError(f"assertion {a.type!r} is graded by the judge")
+    except GradingError as exc:
+        return AssertionResult.errored(a, str(exc))
     except Exception as exc:  # a grader bug or odd input must not crash the run
-        passed, message = False, f"check raised {type(exc).__name__}: {exc}"
+        return AssertionResult.errored(a, f"check raised {type(exc).__name__}: {exc}")
     return AssertionResult.of(a, passed, message, score)
 
 

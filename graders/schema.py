@@ -248,6 +248,11 @@ Assertion = Annotated[
 SetAssertion.model_rebuild()
 
 
+def _number_as_text(value: Any) -> Any:
+    """``reference_output: 100`` in YAML is the answer "100"."""
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
 class Sample(Frozen):
     """One test case. ``prompt`` plus optional ``context`` make the text the model receives."""
 
@@ -256,6 +261,9 @@ class Sample(Frozen):
     context: str | None = None
     rubric: str | None = None
     assertions: tuple[Assertion, ...] = ()
+    reference_output: Annotated[str | None, BeforeValidator(_number_as_text)] = Field(
+        default=None, description="a correct answer: every grader is tried on it (and on its mutants)"
+    )
     dimensions: dict[str, str] | None = None
     tags: tuple[str, ...] = ()
     cluster: str | None = None
@@ -294,11 +302,17 @@ class Observation(Frozen):
     mock_hits: dict[str, int] | None = Field(default=None, description="hits per Tool:N mock, when mocks ran")
 
 
+class GradingError(Exception):
+    """A check that could not decide (it raised, hung, crashed, answered nothing usable or ran over
+    its budget): a grading error, never a pass and never the model's failure."""
+
+
 class AssertionResult(Frozen):
     assertion: Assertion
     passed: bool
     message: str = ""
     score: float | None = None
+    error: bool = Field(default=False, description="the check could not decide: a grading error")
 
     @classmethod
     def of(
@@ -310,9 +324,16 @@ class AssertionResult(Frozen):
             passed, message = not passed, f"negated: {message}" if message else "negated"
         return cls(assertion=assertion, passed=passed, message=message, score=score)
 
+    @classmethod
+    def errored(cls, assertion: Assertion, message: str) -> AssertionResult:
+        """A check that could not decide: not passed, and ``not`` does not turn it into a pass."""
+        return cls(assertion=assertion, passed=False, message=f"grading error: {message}", error=True)
+
     def detail(self) -> dict[str, Any]:
         out = self.assertion.described()
         out["passed"] = self.passed
+        if self.error:
+            out["error"] = True
         if self.message:
             out["message"] = self.message
         if self.score is not None:
@@ -346,4 +367,9 @@ class Grade(Frozen):
         default=True,
         description="False when no criterion applied (no weighted assertion, no judge): the seed's "
         "composite 0, which no statistic may count",
+    )
+    grading_error: str | None = Field(
+        default=None,
+        description="an assertion that could not decide: the run has no score (excluded, counted apart "
+        "from the model's errors)",
     )

@@ -29,12 +29,15 @@ def composite(assertions: float | None, judge: JudgeResult, judged: bool) -> flo
 
 
 def make_grade(results: Sequence[AssertionResult], judge: JudgeResult, judged: bool) -> Grade:
-    score = assertion_score(results)
-    value = composite(score, judge, judged)
+    """The run's grade; an assertion that could not decide leaves the run without a score (fail
+    closed: its pass or fail would be a guess either way)."""
+    errors = [f"{r.assertion.type}: {r.message}" for r in results if r.error]
+    score = None if errors else assertion_score(results)
     return Grade(
         assertions=tuple(results),
         assertion_score=score,
         judge=judge,
-        composite=value,
-        scored=score is not None or (judged and judge.status != JudgeStatus.SKIPPED),
+        composite=None if errors else composite(score, judge, judged),
+        scored=bool(errors) or score is not None or (judged and judge.status != JudgeStatus.SKIPPED),
+        grading_error="; ".join(errors) or None,
     )

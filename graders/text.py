@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from executors.errors import InputError
-from graders.schema import ListAssertion, NumberAssertion, Observation, RegexAssertion, TextAssertion
+from graders.schema import (
+    GradingError,
+    ListAssertion,
+    NumberAssertion,
+    Observation,
+    RegexAssertion,
+    TextAssertion,
+)
 
 Outcome = tuple[bool, str]
 
@@ -51,7 +58,9 @@ def regex(a: RegexAssertion, obs: Observation) -> Outcome:
     try:
         ok = compile_regex(a.pattern, a.flags).search(obs.output, timeout=REGEX_TIMEOUT_S) is not None
     except TimeoutError:
-        return False, f"/{a.pattern}/ timed out after {REGEX_TIMEOUT_S:g}s (catastrophic backtracking)"
+        raise GradingError(
+            f"/{a.pattern}/ timed out after {REGEX_TIMEOUT_S:g}s (catastrophic backtracking)"
+        ) from None
     return ok, "" if ok else f"no match for /{a.pattern}/{a.flags if a.flags is not None else 'i'}"
 
 

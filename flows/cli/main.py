@@ -2,6 +2,7 @@
 
 run    benchmark artifact variants on samples (sample mode)
 ci     the same, exiting 1 when a variant is under --threshold or the verdict gate fails
+validate  try every grader on the cases' reference answers (no model call)
 init   scaffold a working example project
 server the local Prefect server that runs share (start, stop, status)
 """
@@ -82,10 +83,15 @@ def build_parser(command: str | None = None) -> Parser:
         description="Run every sample x variant x run, grade, compare, write the report.",
     )
     ci = sub.add_parser("ci", help="run, then exit 1 when a variant is below --threshold or the gate fails")
-    if command in (None, "run", "ci"):
+    validate = sub.add_parser(
+        "validate",
+        help="try every grader on the cases' reference answers and their mutants (no model call); exit 1 "
+        "when one is broken",
+    )
+    if command in (None, "run", "ci", "validate"):
         from flows.modes.sample.cli import add_commands as add_sample_commands
 
-        add_sample_commands(run, ci)
+        add_sample_commands(run, ci, validate)
     skill = sub.add_parser("skill", help="agentic mode: benchmark a Claude Code skill with agent CLIs")
     if command in (None, "skill"):
         from flows.modes.agentic.cli import add_commands as add_agentic_commands

@@ -10,6 +10,11 @@ from executors.registry import AGENT_CLIS, EXECUTORS
 from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP
 from tasks.schema import SAMPLE_SCALE
 
+REQUIRE_VALID_HELP = (
+    "CI gate: exit 1 unless the report's validity certificate has no FAIL (broken graders, too many "
+    "errors or grading errors, too little power, an unreliable judge, a contaminated baseline)"
+)
+
 #: The shard flow and its deployment, as ``run_deployment`` names it: "<flow>/<deployment>".
 SHARD_FLOW = "bench-shard"
 SHARD_DEPLOYMENT_NAME = "skillab-shard"
@@ -140,6 +145,7 @@ class BenchOptions(BaseModel):
     max_error_rate: float = Field(
         0.1, ge=0, le=1, description="errored+ungraded share above which no improvement is claimed"
     )
+    require_valid: bool = Field(False, description=REQUIRE_VALID_HELP)
     threshold: float = Field(3.5, ge=1, le=5, description="ci: minimum average composite score per variant")
     require: Literal["none", "better", "not-worse"] = Field(
         "none", description="ci: also gate on the verdict"

@@ -23,6 +23,7 @@ from graders import registry
 from graders.judge import vendor_of
 from graders.leakage import ARTIFACT_WORDS, case_leaks, sample_fields
 from graders.schema import Sample
+from graders.validation import GraderFinding, validate_samples, without_broken
 from tasks.context import current
 from tasks.schema import CallPolicy, Unit
 
@@ -49,6 +50,8 @@ class Prepared:
     notices: list[str] = field(default_factory=list)
     gold: Gold | None = None
     ablated: dict[str, str] = field(default_factory=dict)  # --ablate: variant -> the heading left out
+    graders: list[GraderFinding] = field(default_factory=list)  # tried on the reference answers
+    leaks: list[str] = field(default_factory=list)  # cases that repeat an artifact (also in notices)
     _units: tuple[Unit, ...] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -247,7 +250,15 @@ def prepare(options: BenchOptions, cwd: Path) -> Prepared:
             "Pass --executor openai|anthropic|gemini and --model to test a real model."
         )
     notices += omk.notices(options.project and str(cwd / options.project))
-    notices += sample_leaks(samples, variants)
+    leaks = sample_leaks(samples, variants)
+    notices += leaks
+    graders = validate_samples(samples)
+    notices += [
+        f"grader {f.name} is broken and left out of the run: {f.reason}"
+        for f in graders
+        if f.status == "broken"
+    ]
+    samples = without_broken(samples, graders)
     judges, judge_notices = judge_targets(options, samples, target, executor)
     notices += judge_notices + batch_notices(options, target, judges)
     gold = load_gold(cwd / options.judge_gold) if options.judge_gold else None
@@ -260,7 +271,7 @@ def prepare(options: BenchOptions, cwd: Path) -> Prepared:
             f"--ablate {control}: the full artifact against {len(ablated)} variants without a section each"
         )
     prepared = Prepared(options, samples_path, samples, variants, control, target, judges, notices, gold)
-    prepared.ablated = ablated
+    prepared.ablated, prepared.graders, prepared.leaks = ablated, graders, leaks
     return prepared
 
 
@@ -274,6 +285,7 @@ def sample_leaks(samples: list[Sample], variants: list[Variant]) -> list[str]:
             s.prompt,
             s.context,
             [getattr(a, key, None) for a in s.assertions for key in ("value", "reference")],
+            s.reference_output,
         )
     ]
     sources = [(f"variant {v.name}'s artifact", v.artifact or "") for v in variants]

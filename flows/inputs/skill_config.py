@@ -28,6 +28,7 @@ from flows.inputs.files import (
     read_text,
     validation_lines,
 )
+from flows.inputs.options import REQUIRE_VALID_HELP
 from flows.inputs.suites.skill_creator import evals_file, load_evals
 from graders.agent_task import AgentTask, parse_task
 from graders.leakage import ARTIFACT_WORDS, case_leaks
@@ -156,6 +157,7 @@ class SkillBenchConfig(BaseModel):
     require: Literal["none", "better", "not-worse"] = Field(
         "none", description="CI gate: the with-skill verdict required (exit 1 otherwise)"
     )
+    require_valid: bool = Field(False, description=REQUIRE_VALID_HELP)
     ablate: bool = Field(
         False,
         description="also run the with-skill arm once per section of SKILL.md with that section left out, "

@@ -7,8 +7,14 @@ from pathlib import Path
 
 from flows.report.console import economy_lines, fmt
 from flows.report.explain import explain_markdown
-from flows.report.logtext import artifact_change_lines, change_figures, md, regression_outcome
-from flows.report.schema import Report, SampleReport, SampleVariantResult
+from flows.report.logtext import (
+    artifact_change_lines,
+    change_figures,
+    md,
+    regression_outcome,
+    uncertified,
+)
+from flows.report.schema import CheckStatus, Report, SampleReport, SampleVariantResult
 from tasks.store.files import atomic_write_text
 
 
@@ -20,7 +26,9 @@ def case_failure(entry: SampleVariantResult, threshold: float) -> str | None:
         return "execution failed: " + "; ".join(errors)
     score = entry.composite_score
     if score is None:
-        return "UNGRADED: the judge gave no usable score"
+        runs = entry.runs or [entry]
+        why = sorted({r.grading_error for r in runs if r.grading_error}) or ["the judge gave no usable score"]
+        return "grading error: " + "; ".join(why)
     if score < threshold:
         failed = [
             a.type + (f" ({a.message})" if a.message else "")
@@ -36,7 +44,7 @@ def case_failure(entry: SampleVariantResult, threshold: float) -> str | None:
     return None
 
 
-def write_junit(report: SampleReport, path: Path, threshold: float) -> None:
+def write_junit(report: SampleReport, path: Path, threshold: float, require_valid: bool = False) -> None:
     suites = ET.Element("testsuites", name=f"skillab {report.id}")
     total_failures = 0
     for variant in report.summary:
@@ -62,10 +70,45 @@ def write_junit(report: SampleReport, path: Path, threshold: float) -> None:
         suite.set("tests", str(tests))
         suite.set("failures", str(failures))
         total_failures += failures
+    total_failures += junit_validity(suites, report, require_valid)
     suites.set("tests", str(sum(int(s.get("tests", 0)) for s in suites)))
     suites.set("failures", str(total_failures))
     ET.indent(suites)
     atomic_write_text(path, ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")
+
+
+def junit_validity(suites: ET.Element, report: Report, require_valid: bool) -> int:
+    """The certificate as a test suite, one test per check: a FAIL is a failure under --require-valid,
+    else a skipped test saying so (the gate was not asked for); returns the failures."""
+    if report.validity is None:
+        return 0
+    suite = ET.SubElement(
+        suites, "testsuite", name="skillab.validity", tests=str(len(report.validity.checks))
+    )
+    failures = 0
+    for check in report.validity.checks:
+        tc = ET.SubElement(suite, "testcase", classname="skillab.validity", name=check.check)
+        ET.SubElement(tc, "system-out").text = f"{check.status}: {check.line}"
+        if check.status == CheckStatus.FAIL and require_valid:
+            failures += 1
+            ET.SubElement(tc, "failure", message=check.line[:500], type="skillab.validity").text = check.line
+        elif check.status == CheckStatus.FAIL:
+            ET.SubElement(
+                tc, "skipped", message=f"not certified (--require-valid not given): {check.line[:400]}"
+            )
+    suite.set("failures", str(failures))
+    return failures
+
+
+def validity_markdown(report: Report, heading: str = "###") -> list[str]:
+    """The certificate as a table under a ``heading`` of its level: every check with its status and
+    finding."""
+    v = report.validity
+    if v is None:
+        return []
+    lines = ["", f"{heading} Validity: {md(v.line)}", "", "| check | status | finding |", "|---|---|---|"]
+    lines += [f"| {md(c.check)} | {c.status} | {md(c.line)} |" for c in v.checks]
+    return lines
 
 
 def regression_markdown(report: Report) -> list[str]:
@@ -105,7 +148,10 @@ def summary_markdown(report: Report, threshold: float | None = None) -> str:
     lines += ["", *economy, *([""] if economy else [])]
     for c in report.comparisons:
         v = c.verdict
-        lines.append(f"**{md(c.treatment)} vs {md(c.control)}: {v.headline()}** — {md(v.reason)}")
+        lines.append(
+            f"**{md(c.treatment)} vs {md(c.control)}: {v.headline()}{uncertified(report, v)}** — {md(v.reason)}"
+        )
+    lines += validity_markdown(report)
     lines += regression_markdown(report)
     lines += explain_markdown(report)
     if threshold is not None:

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from flows.report.explain import explain_lines
-from flows.report.logtext import regression_lines
+from flows.report.logtext import regression_lines, uncertified, validity_lines
 from flows.report.schema import Report, SampleMeta
 
 COLUMNS = (
@@ -66,7 +66,8 @@ def print_summary(report: Report, path: Path | None, console: Console | None = N
     for comp in report.comparisons:
         v, p = comp.verdict, comp.paired
         console.print(
-            f"[bold]{comp.treatment} vs {comp.control}[/bold]: [bold]{v.headline()}[/bold] — {v.reason}  "
+            f"[bold]{comp.treatment} vs {comp.control}[/bold]: [bold]{v.headline()}{uncertified(report, v)}[/bold] — "
+            f"{v.reason}  "
             f"improved {p.improved} / regressed {p.regressed} / unchanged {p.unchanged} cases",
             highlight=False,
         )
@@ -94,6 +95,8 @@ def print_summary(report: Report, path: Path | None, console: Console | None = N
         console.print(f"  {line}", highlight=False)
     for notice in report.meta.notices:
         console.print(f"  note: {notice}", highlight=False)
+    for line in validity_lines(report):
+        console.print(line, highlight=False)
     if path:
         console.print(f"report: {path}", highlight=False)
 

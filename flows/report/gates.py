@@ -1,4 +1,4 @@
-"""CI gates on a report: a score threshold, a required verdict, and no regression. Pure functions,
+"""CI gates on a report: a score threshold, a required verdict, a certified one, and no regression. Pure functions,
 used by `ci` (every variant) and `skill run` (the with-skill arm)."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from typing import Literal
 
 from flows.report.logtext import change_figures
 from flows.report.schema import Report, TriggerReport
+from flows.report.validity import require_valid_failures
 from tasks.schema import VerdictLabel
 
 Require = Literal["none", "better", "not-worse"]
@@ -62,10 +63,11 @@ def gate_failures(
     require: Require,
     variants: Iterable[str] | None = None,
     score_name: str = "average composite",
+    require_valid: bool = False,
 ) -> list[str]:
     """Why the report fails the gate (empty when it passes). ``variants``: which the threshold
     applies to (default: all)."""
-    failures = unmeasured(report)
+    failures = unmeasured(report) + (require_valid_failures(report) if require_valid else [])
     chosen = set(report.summary) if variants is None else set(variants)
     for name, s in report.summary.items():
         score = s.avg_composite_score

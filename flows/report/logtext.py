@@ -6,6 +6,8 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from flows.report.schema import ArtifactChange, RegressionVariant, Report
+from tasks.schema import VerdictLabel
+from tasks.stats.figures import Verdict
 
 
 def _num(value: float | None, fmt: str = ".2f") -> str:
@@ -26,12 +28,29 @@ def figure_lines(report: Report) -> list[str]:
     return lines
 
 
+def uncertified(report: Report, verdict: Verdict) -> str:
+    """ " (not certified)" beside a BETTER or WORSE verdict the report's certificate leaves unproven."""
+    doubted = report.validity is not None and not report.validity.certified
+    return (
+        " (not certified)" if doubted and verdict.label in (VerdictLabel.BETTER, VerdictLabel.WORSE) else ""
+    )
+
+
 def verdict_lines(report: Report) -> list[str]:
     """The verdict of each comparison, with its reason."""
     return [
-        f"verdict: {c.treatment} vs {c.control}: {c.verdict.label} — {c.verdict.reason}"
+        f"verdict: {c.treatment} vs {c.control}: {c.verdict.label}{uncertified(report, c.verdict)} — "
+        f"{c.verdict.reason}"
         for c in report.comparisons
     ]
+
+
+def validity_lines(report: Report) -> list[str]:
+    """The certificate: its summary, then each check with its status and figure."""
+    v = report.validity
+    if v is None:
+        return []
+    return [f"validity: {v.line}", *(f"  {c.status} {c.check}: {c.line}" for c in v.checks)]
 
 
 def verdict_summary(report: Report) -> str:
@@ -43,7 +62,7 @@ def verdict_summary(report: Report) -> str:
             "" if p.ci_low is None or p.ci_high is None else f", 95% CI {p.ci_low:+.2f} to {p.ci_high:+.2f}"
         )
         mean = "" if p.mean is None else f" ({p.mean:+.2f}{interval})"
-        parts.append(f"{c.treatment} vs {c.control}: {c.verdict.label}{mean}")
+        parts.append(f"{c.treatment} vs {c.control}: {c.verdict.label}{uncertified(report, c.verdict)}{mean}")
     if not parts:  # a single variant: its score
         parts = [f"{n}: score {_num(s.avg_composite_score)}" for n, s in report.summary.items()]
     return "; ".join(parts)

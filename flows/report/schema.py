@@ -164,6 +164,8 @@ class AssertionDetail(Model):
     """assert-set: any or all"""
     children: list[dict[str, Any]] | None = None
     """assert-set: its assertions, as configured"""
+    error: bool | None = None
+    """the check could not decide: a grading error"""
 
 
 class AssertionSummary(Model):
@@ -296,6 +298,8 @@ class SampleRun(RunEntry):
     """per judge, for an ensemble"""
     judge_raw: str | None = None
     """the judge's reply, when UNGRADED"""
+    grading_error: str | None = None
+    """the assertions that could not decide (raised, hung, over budget): the run is ungraded"""
 
 
 class SessionRun(RunEntry):
@@ -753,6 +757,56 @@ class AgentMatrix(Model):
     interactions: list[AgentInteraction] = Field(description="each other agent against the reference")
 
 
+# ---------------------------------------------------------------- can the verdict be believed?
+
+
+class CheckStatus(StrEnum):
+    """One line of the validity certificate."""
+
+    PASS = "PASS"
+    WARN = "WARN"  # worth a reviewer's look; the verdict stands
+    FAIL = "FAIL"  # a BETTER or WORSE verdict is not certified
+
+
+class ValidityCheck(Model):
+    """One line of the certificate: what was checked, how it came out, with its figure."""
+
+    check: str = Field(
+        description="graders, errors, grading errors, power, judge, discrimination, baseline or leakage"
+    )
+    status: CheckStatus = Field(description="PASS, WARN or FAIL")
+    value: float | None = Field(default=None, description="the figure checked")
+    limit: float | None = Field(default=None, description="the figure's limit")
+    line: str = Field(description="the finding in one sentence, with its figure")
+    items: list[str] = Field(default_factory=list, description="the graders, cases or comparisons concerned")
+
+
+class GraderCheck(Model):
+    """One grader of one case, tried on the case's reference answer and its mutants before the run."""
+
+    grader: str = Field(description="case#N (type)")
+    status: Literal["ok", "broken", "untested"] = Field(
+        description="ok; broken: fails the reference or passes its violation (its results are left out); "
+        "untested: passes an empty output and no violation could be derived"
+    )
+    reason: str = Field(description="why, in one sentence")
+
+
+class Validity(Model):
+    """Can the verdict be believed? The graders, the errors, the power, the judge and the design,
+    each a PASS, WARN or FAIL line; any FAIL leaves a BETTER or WORSE verdict not certified."""
+
+    certified: bool = Field(description="no line FAILs")
+    line: str = Field(description="the certificate in one sentence")
+    checks: list[ValidityCheck] = Field(description="one line per check")
+    not_certified: list[str] = Field(
+        default_factory=list, description="the BETTER or WORSE verdicts a FAIL leaves not certified"
+    )
+    graders: list[GraderCheck] = Field(
+        default_factory=list, description="each grader tried on the reference answers (empty without any)"
+    )
+
+
 class Report(Model):
     """A benchmark run: what ran, the figures, every case's results, and the analysis."""
 
@@ -792,6 +846,9 @@ class Report(Model):
     judge_bias: JudgeBias | None = Field(default=None, description="judge bias probes")
     diagnosis: Diagnosis | None = Field(default=None, description="failing cases grouped, with suggestions")
     ablation: Ablation | None = Field(default=None, description="--ablate: each section's contribution")
+    validity: Validity | None = Field(
+        default=None, description="can the verdict be believed: the certificate"
+    )
 
     def dump(self) -> dict[str, Any]:
         """The JSON-ready dict, keeping the file's layout (fields never set are left out)."""

@@ -31,7 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from flows.inputs.files import skillab_home
 from flows.report import charts
-from flows.report.logtext import artifact_change_text, change_figures
+from flows.report.logtext import artifact_change_text, change_figures, uncertified
 from flows.report.regression import compare_variant
 from flows.report.schema import RegressionVariant, Report, TriggerReport
 from flows.report.store import BadRequest, NotFound, ReportStore
@@ -89,6 +89,7 @@ def environment() -> Environment:
     )
     env.globals["change_figures"] = change_figures
     env.globals["artifact_change_text"] = artifact_change_text
+    env.globals["uncertified"] = uncertified
     return env
 
 

@@ -55,7 +55,7 @@ FRAME_COLUMNS = (
 
 def frame(records: list[Record], scale: Scale) -> pd.DataFrame:
     """One row per execution. ``score`` is what comparisons use: an errored run scores the scale
-    minimum (failures are data), an UNGRADED run is NaN (excluded, counted)."""
+    minimum (failures are data), a run with a grading error is NaN (excluded, counted)."""
     rows = []
     for r in records:
         g = r.grade
@@ -330,7 +330,7 @@ def case_insights(df: pd.DataFrame, variants: list[str], scale: Scale) -> list[I
 
 
 def failure_insights(df: pd.DataFrame, variants: list[str], max_error_rate: float) -> list[Insight]:
-    """Per variant: the runs that errored, that the judge left UNGRADED, and that no criterion scored."""
+    """Per variant: the runs that errored, that had a grading error, and that no criterion scored."""
     found = []
     for variant in variants:
         v = df[df["variant"] == variant]
@@ -351,7 +351,7 @@ def failure_insights(df: pd.DataFrame, variants: list[str], max_error_rate: floa
             )
         for kind, mask, label in (
             ("error_rate", ~v["ok"], "errored"),
-            ("ungraded_rate", v["ungraded"].astype(bool), "were UNGRADED by the judge"),
+            ("ungraded_rate", v["ungraded"].astype(bool), "could not be graded (a grading error)"),
         ):
             count = int(mask.sum())
             if count:

@@ -279,13 +279,14 @@ class VariantSummary(Model):
     executions: int
     """executions in all"""
     ungraded_count: int
-    """executions the judge left UNGRADED"""
+    """executions whose grading failed (the judge gave no usable score, a check raised, hung or ran over
+    its budget): excluded from means, counted apart from the model's errors"""
     unscored_count: int = 0
     """executions no criterion scored (excluded from every statistic)"""
     error_rate: float
     """errored share of executions"""
     ungraded_rate: float
-    """UNGRADED share of executions"""
+    """share of executions with a grading error"""
     errors_by_kind: dict[str, int]
     """errored executions per cause"""
     composite_std: float | None = Field(description="sd of the case means")

@@ -213,6 +213,21 @@ def test_skill_run_end_to_end(
     assert "| add numbers | positive | easy | 90% | 40% | +50.0% | Skill |" in md
     assert (project / "reports" / f"{report['id']}.json").exists()
     assert "with-skill vs baseline:" in out
+    # the certificate: every check of an agentic run, in the report, report.md and the console
+    validity = {c["check"]: c for c in report["validity"]["checks"]}
+    assert list(validity) == [
+        "graders",
+        "errors",
+        "grading errors",
+        "power",
+        "judge",
+        "discrimination",
+        "baseline",
+        "leakage",
+    ]
+    assert validity["baseline"]["status"] == "PASS" and validity["judge"]["status"] == "WARN"
+    assert validity["errors"]["value"] == 0.5 and validity["errors"]["status"] == "FAIL"
+    assert "## Validity: not certified: errors" in md and "validity: not certified" in out
     # the report server shows agentic runs: checks, criteria, behaviour and the transcript
     from starlette.testclient import TestClient
 

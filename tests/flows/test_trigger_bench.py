@@ -123,6 +123,9 @@ def test_description_ab_finds_the_better_description(
     assert (comparison["control"], comparison["treatment"]) == ("v1", "v2")
     assert recall["control"] == 0.0 and recall["treatment"] == 1.0 and recall["difference"] == 1.0
     assert "v2 vs v1 [all] recall:" in out
+    validity = {c["check"]: c["status"] for c in report["validity"]["checks"]}
+    assert validity == {"errors": "PASS", "power": validity["power"], "leakage": "PASS"}
+    assert "validity: " in out
 
 
 def test_several_agents_each_a_variant_compared_by_query(

@@ -1,4 +1,5 @@
-"""Custom assertions run in a child process: exceptions and hangs are failures, never crashes."""
+"""Custom assertions run in a child process: exceptions and hangs are grading errors, never crashes
+and never a pass or a failure of the output."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import pytest
 
 from graders import confined
 from graders.registry import parse, run_assertion
-from graders.schema import Assertion, Observation, Sample
+from graders.schema import Assertion, JudgeResult, Observation, Sample
+from graders.scoring import make_grade
 
 
 def write(tmp_path: Path, body: str) -> Assertion:
@@ -34,22 +36,34 @@ def test_bool_and_dict_results_and_ctx(tmp_path: Path) -> None:
     assert not run(tmp_path, a).passed
 
 
-def test_exception_is_a_failure_with_its_message(tmp_path: Path) -> None:
+def test_exception_is_a_grading_error_with_its_message(tmp_path: Path) -> None:
     a = write(tmp_path, "def check(output, ctx):\n    raise RuntimeError('boom here')\n")
     result = run(tmp_path, a)
-    assert not result.passed and "RuntimeError: boom here" in result.message
+    assert not result.passed and result.error and "RuntimeError: boom here" in result.message
+    # `not` inverts a decision, never an error into a pass
+    negated = parse(dict(type="custom", fn="check.py", timeout_s=2, **{"not": True}), str(tmp_path))
+    flipped = run(tmp_path, negated)
+    assert not flipped.passed and flipped.error
+
+
+def test_a_grading_error_leaves_the_run_without_a_score(tmp_path: Path) -> None:
+    broken = write(tmp_path, "def check(output, ctx):\n    raise RuntimeError('boom')\n")
+    fine = parse(dict(type="contains", value="hello"), str(tmp_path))
+    grade = make_grade([run(tmp_path, fine), run(tmp_path, broken)], JudgeResult(), judged=False)
+    assert grade.composite is None and grade.assertion_score is None and grade.scored
+    assert grade.grading_error is not None and "boom" in grade.grading_error
 
 
 def test_hang_times_out(tmp_path: Path) -> None:
     a = write(tmp_path, "import time\ndef check(output, ctx):\n    time.sleep(60)\n")
     result = run(tmp_path, a)
-    assert not result.passed and "timed out after 2s" in result.message
+    assert not result.passed and result.error and "timed out after 2s" in result.message
 
 
-def test_wrong_return_type_is_a_failure(tmp_path: Path) -> None:
+def test_wrong_return_type_is_a_grading_error(tmp_path: Path) -> None:
     a = write(tmp_path, "def check(output, ctx):\n    return 'yes'\n")
     result = run(tmp_path, a)
-    assert not result.passed and "expected a bool" in result.message
+    assert not result.passed and result.error and "expected a bool" in result.message
 
 
 def test_load_time_errors(tmp_path: Path) -> None:

@@ -57,29 +57,29 @@ def test_async_function_and_named_check_export(tmp_path: Path) -> None:
     assert not run(tmp_path, b).passed
 
 
-def test_throw_and_rejection_are_failures_with_their_message(tmp_path: Path) -> None:
+def test_throw_and_rejection_are_grading_errors_with_their_message(tmp_path: Path) -> None:
     a = write(tmp_path, "export default function () { throw new TypeError('boom here'); }\n")
     result = run(tmp_path, a)
-    assert not result.passed and "threw TypeError: boom here" in result.message
+    assert not result.passed and result.error and "threw TypeError: boom here" in result.message
     b = write(tmp_path, "export default async () => { throw new Error('later'); };\n", "rej.mjs")
     result = run(tmp_path, b)
-    assert not result.passed and "Error: later" in result.message
+    assert not result.passed and result.error and "Error: later" in result.message
 
 
 def test_hang_times_out(tmp_path: Path) -> None:
     a = write(tmp_path, "export default function () { while (true) {} }\n")
     result = run(tmp_path, a)
-    assert not result.passed and "timed out after 3s" in result.message
+    assert not result.passed and result.error and "timed out after 3s" in result.message
     b = write(tmp_path, "export default () => new Promise(() => setInterval(() => {}, 1000));\n", "p.mjs")
     result = run(tmp_path, b)
-    assert not result.passed and "timed out after 3s" in result.message
+    assert not result.passed and result.error and "timed out after 3s" in result.message
 
 
 @pytest.mark.parametrize("returned", ["true", "'yes'", "null", "{ message: 'x' }", "[1]"])
-def test_non_object_return_is_a_failure(tmp_path: Path, returned: str) -> None:
+def test_non_object_return_is_a_grading_error(tmp_path: Path, returned: str) -> None:
     a = write(tmp_path, f"export default () => {returned};\n")
     result = run(tmp_path, a)
-    assert not result.passed and "expected { pass: boolean" in result.message
+    assert not result.passed and result.error and "expected { pass: boolean" in result.message
 
 
 def test_environment_is_scrubbed_and_home_hidden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,15 +13,19 @@ from graders.registry import parse, run_assertion
 from graders.schema import Observation
 
 
-def test_a_catastrophic_regex_fails_within_its_budget() -> None:
+def test_a_catastrophic_regex_is_a_grading_error_within_its_budget() -> None:
     # the pattern: the engine answers it at once (no hang), and correctly
     quick = run_assertion(
         parse(dict(type="regex", pattern="^(a+)+$"), "."), Observation(output="a" * 200 + "!")
     )
     assert not quick.passed and "no match" in quick.message
-    # one it cannot optimise: backtracking stops at the time budget, as a failed assertion
+    # one it cannot optimise: backtracking stops at the time budget, as a grading error
     slow = run_assertion(parse(dict(type="regex", pattern="(a|aa)+b"), "."), Observation(output="a" * 60))
-    assert not slow.passed and "timed out after 1s" in slow.message
+    assert not slow.passed and slow.error and "timed out after 1s" in slow.message
+    inside = parse(
+        dict(type="assert-set", mode="any", children=[dict(type="regex", pattern="(a|aa)+b")]), "."
+    )
+    assert run_assertion(inside, Observation(output="a" * 60)).error
 
 
 def test_the_judges_own_object_wins_over_a_quoted_one() -> None:

@@ -329,6 +329,16 @@ def test_llm_grader_prompt_and_majority_of_three() -> None:
     assert judged_result(grader, [True, True, False]).passed
     assert not judged_result(grader, [True, None, False]).passed
     assert judged_result(grader, [True, None, False]).explanation == "1/3 judge votes PASS"
+    # no readable vote at all (every call failed or answered neither): a grading error, not a FAIL
+    undecided = judged_result(grader, [None, None, None])
+    assert not undecided.passed and undecided.error and "no readable judge vote of 3" in undecided.explanation
+    from flows.modes.agentic.plugin_eval import finish, summarize
+
+    checks = summarize([], [grader.name])
+    grade = finish(case, checks, {grader.name: [None, None, None]}, with_plugin=True)
+    assert grade["status"] == "ungraded" and grade["weighted_total"] is None and "polite" in grade["error"]
+    assert checks["details"][0]["error"] is True
+    assert finish(case, summarize([], [grader.name]), {grader.name: [False] * 3}, True)["weighted_total"] == 0
     missing = case_of(
         [{"type": "llm", "name": "f", "criteria": "c", "focus": {"source": "file", "path": "x"}}]
     )

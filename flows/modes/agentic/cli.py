@@ -255,15 +255,16 @@ def matrix_summarized(config: Any, outcome: dict[str, str]) -> int:
 def summarized(config: Any, outcome: dict[str, str]) -> int:
     """The verdict and ablation lines, the report's path, then the CI gate's exit code."""
     from flows.report.console import economy_lines
+    from flows.report.logtext import uncertified, validity_lines
     from flows.report.schema import load_report
 
     report = load_report(Path(outcome["report_path"]))
     for comp in report.comparisons:
         v = comp.verdict
-        print(f"with-skill vs baseline: {v.headline()} — {v.reason}")
+        print(f"with-skill vs baseline: {v.headline()}{uncertified(report, v)} — {v.reason}")
     for section in report.ablation.sections if report.ablation else []:
         print(section.line)
-    for line in economy_lines(report):  # what the run left undone (sessions the budget kept back)
+    for line in [*economy_lines(report), *validity_lines(report)]:  # economy: sessions a budget kept back
         print(line)
     print(f"report: {Path(outcome['results_dir']) / 'report.md'}")
     failures = gate_lines(config, report)
@@ -273,7 +274,8 @@ def summarized(config: Any, outcome: dict[str, str]) -> int:
 
 
 def gate_lines(config: Any, report: Any) -> list[str]:
-    """What fails the CI gates (--threshold, --require, --case-threshold) in one agent's report."""
+    """What fails the CI gates (--threshold, --require, --require-valid, --case-threshold) in one agent's
+    report."""
     from flows.report.gates import gate_failures
     from tasks.schema import Arm
 
@@ -283,6 +285,7 @@ def gate_lines(config: Any, report: Any) -> list[str]:
         require=config.require,
         variants=[Arm.WITH_SKILL],
         score_name="average score",
+        require_valid=config.require_valid,
     )
     if config.case_threshold is not None:
         failures += case_threshold_failures(report, config.case_threshold)

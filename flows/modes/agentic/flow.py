@@ -63,6 +63,7 @@ from flows.modes.agentic.sessions import contamination, init_event, write_output
 from flows.modes.explain import diagnose_skill_run
 from flows.report.logtext import figure_lines, state_message, verdict_lines
 from flows.report.schema import AgenticReport
+from flows.report.validity import certify
 from graders.agent_task import AgentTask
 from graders.behavior import analyze
 from graders.checks import sandbox_files
@@ -415,9 +416,8 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
     version = check_artifact(skill, config.runner)  # exit 2 on a plugin this CLI cannot load
     isolation = checked_isolation(config.os_sandbox)
     tasks, suite_hash = load_tasks(Path(tasks_dir))
-    warnings = suite_warnings(
-        tasks := select_tasks(tasks, config), config, skill.name, skill.plugin is not None
-    ) + task_leaks(tasks, skill)
+    leaks = task_leaks(tasks := select_tasks(tasks, config), skill)
+    warnings = suite_warnings(tasks, config, skill.name, skill.plugin is not None) + leaks
     ablations = plan_skill_ablations(skill.path, config.ablate, config.ablate_sections)
     started = dt.datetime.now(dt.UTC)
     results = start_results(config, skill, tasks_dir, started)
@@ -445,6 +445,7 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
         report.diagnosis = await diagnose_skill_run(
             report, config, skill, {a.arm: a.skill_md for a in ablations}
         )
+        report.validity = certify(report, config.max_error_rate, leaks=leaks)
         report_path = write_reports(report, results, config, tasks, tasks_dir, started, skill.plugin)
     finally:  # the sandboxes go however the run ends; a run killed with -9 leaves them to the sweep
         for root in roots:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from flows.modes.agentic.matrix_report import matrix_markdown
+from flows.report.ci import validity_markdown
 from flows.report.explain import explain_markdown
 from flows.report.logtext import md
 from flows.report.schema import AgenticReport, AgentVariantResult, BehaviorSummary, CaseResult
@@ -303,6 +304,7 @@ def report_markdown(report: AgenticReport) -> str:
             if report.meta.case_settings
             else []
         ),
+        *validity_markdown(report, "##"),
         *explain_markdown(report),
         "",
         f"Full results: {report.meta.results_dir} (suite sha256 {(report.meta.suite_sha256 or '')[:12]})",

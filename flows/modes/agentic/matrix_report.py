@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from flows.report.ci import validity_markdown
 from flows.report.schema import (
     AgenticMeta,
     AgenticReport,
@@ -17,6 +18,7 @@ from flows.report.schema import (
     AgentVariantResult,
     CaseResult,
 )
+from flows.report.validity import combined
 from tasks.schema import Arm, VerdictLabel
 from tasks.stats.figures import Comparison, Paired
 from tasks.stats.statistics import ALPHA, paired
@@ -227,6 +229,7 @@ def matrix_report(
         negative_controls=negatives or None,
         behavior={k: v for r, rep in reports.items() for k, v in _prefixed(r, rep.behavior).items()},
         matrix=matrix,
+        validity=combined({r: rep.validity for r, rep in reports.items()}),
     )
 
 
@@ -262,6 +265,7 @@ def matrix_markdown(report: AgenticReport, matrix: AgentMatrix) -> str:
     if matrix.interactions:
         lines += ["", f"## Between agents (against {matrix.reference}, paired by task)", ""]
         lines += [f"- {i.line}" for i in matrix.interactions]
+    lines += validity_markdown(report, "##")
     lines += ["", "## Each agent's report", ""]
     lines += [f"- {a.runner}: {a.report or 'none'} ({meta.results_dir}/{a.runner}/)" for a in matrix.agents]
     if meta.notices:

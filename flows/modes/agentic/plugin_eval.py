@@ -147,6 +147,7 @@ def summarize(results: list[dict[str, Any]], pending: list[str]) -> dict[str, An
                 "passed": r.passed,
                 "reason": r.explanation,
                 "indicator": r.with_only,
+                **({"error": True} if r.error else {}),
             }
             for r in graded
         ],
@@ -201,6 +202,9 @@ def finish(
     results.sort(key=lambda r: order.index(r["name"]))
     checks.clear()
     checks.update(summarize(results, []))
+    undecided = [f"{r['name']}: {r['explanation']}" for r in results if r.get("error") and not r["with_only"]]
+    if undecided:  # fail closed: the run has no score, counted apart from the model's failures
+        return {"status": "ungraded", "error": "; ".join(undecided), "weighted_total": None}
     score = float(checks["plugin_eval"]["score"] or 0.0)
     return {
         "status": "graded",

@@ -51,8 +51,10 @@ GUIDE = {
     "interval (summary), Welch's t-test over run means with --repeat (comparisons[].welchRuns), pass@k "
     "and pass^k (unbiased estimators, summary and caseStats), and the band USE .. DON'T USE from the mean "
     "delta in points of the scale's range (verdict.band).",
-    "failures": "An errored call scores the scale minimum and is counted (errorRate); an UNGRADED judgement "
-    "is excluded from means and counted (ungradedRate). Nothing is silently dropped.",
+    "failures": "An errored call scores the scale minimum and is counted (errorRate). A grading error (a "
+    "judgement the judge did not give, a check that raised, hung or ran over its budget) is neither a pass "
+    "nor the model's failure: the run is excluded from means and counted apart (ungradedRate), and both "
+    "rates together cap the verdict. Nothing is silently dropped.",
 }
 
 
@@ -109,6 +111,8 @@ def run_entry(record: Record) -> SampleRun:
             fields["judge_scores"] = g.judge.judges
         if g.judge.status == JudgeStatus.UNGRADED:
             fields["judge_raw"] = g.judge.raw
+        if g.grading_error:
+            fields["grading_error"] = g.grading_error
     return SampleRun(**fields)  # the keys given are the report's: a field never set is left out
 
 

@@ -161,6 +161,7 @@ def summary_and_gate(options: BenchOptions, path: Path, state: Any, *, ci: bool)
     from flows.report.console import print_summary
     from flows.report.gates import gate_failures, regression_failures, unmeasured
     from flows.report.schema import load_report
+    from flows.report.validity import require_valid_failures
 
     report = load_report(path)
     print_summary(report, path)
@@ -170,10 +171,14 @@ def summary_and_gate(options: BenchOptions, path: Path, state: Any, *, ci: bool)
         marked = " (the flow run is marked Failed)" if state is not None else ""  # else the API was lost
         for line in (failures := unmeasured(report)):
             print(f"skillab: FAIL {line}{marked}", file=sys.stderr)
+        for line in (invalid := require_valid_failures(report) if options.require_valid else []):
+            print(f"skillab: FAIL {line}", file=sys.stderr)  # the flow run itself completed
         for line in (regressions := [] if failures else regression_failures(report)):
             print(f"skillab: REGRESSION {line}{marked}", file=sys.stderr)
-        return EXIT_FAIL if failures or regressions else EXIT_OK
-    failures = gate_failures(report, threshold=options.threshold, require=options.require)
+        return EXIT_FAIL if failures or invalid or regressions else EXIT_OK
+    failures = gate_failures(
+        report, threshold=options.threshold, require=options.require, require_valid=options.require_valid
+    )
     for line in failures:
         print(f"skillab ci: FAIL {line}", file=sys.stderr)
     if not failures:
@@ -235,6 +240,7 @@ RUN_GROUPS: dict[str, tuple[str, ...]] = {
         "margin",
         "min_effect",
         "max_error_rate",
+        "require_valid",
         "suite",
         "junit",
         "github_summary",
@@ -254,8 +260,47 @@ def add_run_options(p: argparse.ArgumentParser) -> set[str]:
     return add_model_flags(p, BenchOptions, RUN_GROUPS)
 
 
-def add_commands(run: argparse.ArgumentParser, ci: argparse.ArgumentParser) -> None:
-    """The ``run`` and ``ci`` commands' flags: one per option, grouped."""
+def cmd_validate(args: argparse.Namespace, command: Command) -> int:
+    """Every grader of every case with a reference answer, tried on it and on its mutants: no model
+    call. Exit 1 when a grader is broken."""
+    from flows.inputs.samples import find_samples, load_samples
+    from graders.registry import is_judged
+    from graders.validation import validate_samples
+
+    base = Path(args.project or ".")
+    samples = load_samples(find_samples(args.samples and str(base / args.samples), base))
+    findings = validate_samples(samples)
+    for f in findings:
+        print(f"{f.status:<9}{f.name}: {f.reason}")
+    counts = {
+        status: sum(1 for f in findings if f.status == status) for status in ("ok", "untested", "broken")
+    }
+    bare = [s.sample_id for s in samples if s.reference_output is None and s.assertions]
+    judged = sum(1 for s in samples if s.reference_output is not None for a in s.assertions if is_judged(a))
+    print(
+        f"validate: {len(findings)} graders tried on {len(samples) - len(bare)} reference answer(s): "
+        + ", ".join(f"{n} {status}" for status, n in counts.items())
+        + (f"; {judged} judged criteria need a model call and were not tried" if judged else "")
+    )
+    if bare:
+        shown = ", ".join(bare[:5]) + (f" and {len(bare) - 5} more" if len(bare) > 5 else "")
+        print(
+            f"validate: {len(bare)} case(s) carry no reference_output, their graders were not tried: {shown}"
+        )
+    return EXIT_FAIL if counts["broken"] else EXIT_OK
+
+
+def add_validate_command(validate: argparse.ArgumentParser) -> None:
+    validate.add_argument("--samples", help="the samples file (default: the project's eval-samples file)")
+    validate.add_argument("--project", help="the project folder (default: here)")
+    validate.set_defaults(handler=cmd_validate)
+
+
+def add_commands(
+    run: argparse.ArgumentParser, ci: argparse.ArgumentParser, validate: argparse.ArgumentParser
+) -> None:
+    """The ``run``, ``ci`` and ``validate`` commands' flags: one per option, grouped."""
+    add_validate_command(validate)
     add_run_options(run)
     run.set_defaults(handler=cmd_run)
     covered = add_run_options(ci) | add_model_flags(ci, BenchOptions, CI_GROUPS)

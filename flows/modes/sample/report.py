@@ -10,6 +10,7 @@ pandas, scipy or Jinja (flows/engine/prefetch.py imports them while the calls ar
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import re
 import sys
@@ -34,8 +35,9 @@ from flows.report.build import new_report_id, publish
 from flows.report.ci import append_github_summary, summary_markdown, write_junit
 from flows.report.logtext import figure_lines, page_urls, regression_lines, verdict_lines
 from flows.report.regression import regression_against_previous
-from flows.report.schema import SampleReport
+from flows.report.schema import GraderCheck, SampleReport
 from flows.report.server import export_html
+from flows.report.validity import certify
 from tasks.aggregate import aggregate_results
 from tasks.schema import SAMPLE_SCALE, VerdictLabel
 from tasks.stats.figures import Aggregate
@@ -57,6 +59,8 @@ async def finish(prepared: Prepared, executed: Executed) -> Outcome:
     if executed.shard_runs:
         report.meta.shards = executed.shard_runs
     await explain_sample_run(report, prepared, executed.runner, labels, executed.gold)
+    graders = [GraderCheck(grader=f.name, status=f.status, reason=f.reason) for f in prepared.graders]
+    report.validity = certify(report, prepared.options.max_error_rate, graders, prepared.leaks)
     if prepared.options.suite:
         report.regression = regression_against_previous(prepared.output_dir, report)
     # the report pages link back to the run's UI page
@@ -162,7 +166,7 @@ def write_outputs(report: SampleReport, prepared: Prepared) -> Path:
             f"could not write the report into {prepared.output_dir} ({exc.strerror or exc}); it is at {path}"
         )
     for flag, target, write in (
-        ("--junit", opts.junit, write_junit),
+        ("--junit", opts.junit, functools.partial(write_junit, require_valid=opts.require_valid)),
         ("--github-summary", opts.github_summary, append_github_summary),
     ):
         if target:

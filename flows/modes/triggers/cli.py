@@ -111,7 +111,7 @@ def cmd_triggers_run(args: argparse.Namespace, command: Command) -> int:
         report = load_report(Path(outcome["report_path"]), TriggerReport)
         print_trigger_summary(report)
         print(f"report: {outcome['report_path']}")
-        failures = gate_failures(report, options.min_recall, options.max_false_fire)
+        failures = gate_failures(report, options.min_recall, options.max_false_fire, options.require_valid)
         for line in failures:
             print(f"skillab triggers: FAIL {line}", file=sys.stderr)
         return EXIT_FAIL if failures else EXIT_OK
@@ -120,6 +120,8 @@ def cmd_triggers_run(args: argparse.Namespace, command: Command) -> int:
 
 
 def print_trigger_summary(report: Any) -> None:
+    from flows.report.logtext import uncertified, validity_lines
+
     def pct(v: float | None) -> str:
         return "—" if v is None else f"{v:.0%}"
 
@@ -139,9 +141,14 @@ def print_trigger_summary(report: Any) -> None:
         for part, figures in comp.parts.items():
             for metric in (figures.recall, figures.false_fire):
                 v = metric.verdict
-                print(f"{comp.treatment} vs {comp.control} [{part}] {metric.metric}: {v.label} — {v.reason}")
+                print(
+                    f"{comp.treatment} vs {comp.control} [{part}] {metric.metric}: "
+                    f"{v.label}{uncertified(report, v)} — {v.reason}"
+                )
         for warning in comp.warnings:
             print(f"  warning: {warning}")
+    for line in validity_lines(report):
+        print(line)
 
 
 GENERATE_SYSTEM = (

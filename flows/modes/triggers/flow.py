@@ -47,5 +47,5 @@ async def trigger_bench(
     if options.output_dir:
         publish(report, Path(options.output_dir))
     if options.junit:
-        write_trigger_junit(report, Path(cwd) / options.junit)
+        write_trigger_junit(report, Path(cwd) / options.junit, options.require_valid)
     return current().keep({"report_path": str(path), "id": report.id})

@@ -18,6 +18,7 @@ from executors.errors import InputError
 from executors.registry import AGENT_CLIS
 from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP, Isolation, checked_isolation
 from flows.inputs.files import options_file, writable_folder
+from flows.inputs.options import REQUIRE_VALID_HELP
 from flows.inputs.skill_config import (
     BASE_URL_HELP,
     RUNNER_MODEL_HELP,
@@ -104,6 +105,7 @@ class TriggerOptions(BaseModel):
     max_false_fire: float | None = Field(
         None, ge=0, le=1, description="CI gate: every skill's false-fire rate at most this"
     )
+    require_valid: bool = Field(False, description=REQUIRE_VALID_HELP)
     junit: str | None = Field(None, description="write JUnit XML (one test per query and variant)")
     suite: str | None = Field(None, description="suite name, recorded in the report")
     plugin_mcp: bool = Field(

@@ -18,6 +18,7 @@ from flows.report.build import (
     timestamp,
     variant_entry,
 )
+from flows.report.ci import junit_validity
 from flows.report.gates import unmeasured
 from flows.report.schema import (
     CaseResult,
@@ -27,6 +28,7 @@ from flows.report.schema import (
     TriggerRun,
     TriggerVariantResult,
 )
+from flows.report.validity import certify, require_valid_failures
 from graders.triggers import TriggerStatus
 from tasks.schema import TRIGGER_SCALE, RunStats
 from tasks.stats.trigger_stats import compare_variants, summarize, trial
@@ -166,7 +168,7 @@ def build_trigger_report(
         **run_stats_meta(stats),
         **({"notices": list(plan.notices)} if plan.notices else {}),  # absent when none, as before
     )
-    return assemble(
+    report = assemble(
         TriggerReport,
         report_id,
         meta,
@@ -175,11 +177,16 @@ def build_trigger_report(
         query_results(plan, outcomes),
         triggers=figures(plan, outcomes),
     )
+    report.validity = certify(report, o.max_error_rate, leaks=plan.notices)
+    return report
 
 
-def gate_failures(report: TriggerReport, min_recall: float | None, max_false_fire: float | None) -> list[str]:
-    """Every variant's every skill against the CI gates (a missing figure fails: nothing was measured)."""
-    failures = unmeasured(report)
+def gate_failures(
+    report: TriggerReport, min_recall: float | None, max_false_fire: float | None, require_valid: bool = False
+) -> list[str]:
+    """Every variant's every skill against the CI gates (a missing figure fails: nothing was measured),
+    and the certificate under --require-valid."""
+    failures = unmeasured(report) + (require_valid_failures(report) if require_valid else [])
     for summary in report.triggers.summaries if report.triggers else []:
         for stats in summary.per_skill:
             where = f"{summary.variant}: {stats.skill}"
@@ -199,10 +206,10 @@ def _pct(value: float | None) -> str:
     return "none" if value is None else f"{value:.0%}"
 
 
-def write_trigger_junit(report: TriggerReport, path: Path) -> None:
+def write_trigger_junit(report: TriggerReport, path: Path, require_valid: bool = False) -> None:
     """One test case per query and variant: it fails when most of its counted sessions did the
     wrong thing (the expected skill did not fire first, or a skill fired where none should), or
-    when none counted."""
+    when none counted; then the validity certificate's checks."""
     suites = ET.Element("testsuites", name=f"skillab triggers {report.id}")
     for summary in report.triggers.summaries if report.triggers else []:
         suite = ET.SubElement(suites, "testsuite", name=f"skillab.triggers.{summary.variant}")
@@ -222,5 +229,6 @@ def write_trigger_junit(report: TriggerReport, path: Path) -> None:
                 ET.SubElement(tc, "failure", message=reason[:500], type="skillab").text = reason
         suite.set("tests", str(len(summary.queries)))
         suite.set("failures", str(failures))
+    junit_validity(suites, report, require_valid)
     ET.indent(suites)
     atomic_write_text(path, ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")
