@@ -1,6 +1,8 @@
 """Graders tested against known answers, before any model call.
 
-A case may carry a reference output: what a correct answer looks like. Every deterministic grader of
+A sample may carry a reference output: what a correct answer looks like; an agentic task a reference
+solution, the folder of files a correct agent would leave (its checks are run on a copy of it, and on
+the untouched start: a check that passes there is decided before the agent acts). Every deterministic grader of
 the case (custom checks included) is run on it, and on mutants derived from it: the reference with
 what the grader asserts removed or violated (a ``contains`` value deleted, a ``not_contains`` value
 added, the text cut below a ``min_length``...) and the empty output. A grader that fails (or cannot
@@ -14,9 +16,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Literal
 
+from executors.contents import copy_file, copy_tree
+from executors.sandbox import Isolation
 from executors.schema import Frozen
+from executors.workspace import session_root
+from graders.agent_task import AgentTask
+from graders.checks import inside, run_checks, sandbox_files
+from graders.plugin_eval import FileExistsGrader, FileSource, RegexGrader, RunEvidence, grade_deterministic
 from graders.registry import is_judged, run_assertion
 from graders.schema import Assertion, NumberAssertion, Observation, Sample
 from graders.text import REGEX_TIMEOUT_S, compile_regex
@@ -34,9 +43,18 @@ class GraderFinding(Frozen):
     reason: str
 
     @property
-    def name(self) -> str:
+    def grader(self) -> str:
         """The grader as every report names an assertion: ``case#N (type)``."""
         return f"{self.case}#{self.index} ({self.type})"
+
+
+def broken_notices(findings: Sequence[GraderFinding]) -> list[str]:
+    """What the user is told before the run about the graders left out."""
+    return [
+        f"grader {f.grader} is broken and left out of the run: {f.reason}"
+        for f in findings
+        if f.status == "broken"
+    ]
 
 
 def _drop(text: str, needles: Sequence[object]) -> str:
@@ -157,3 +175,142 @@ def without_broken(samples: Sequence[Sample], findings: Sequence[GraderFinding])
         else s
         for s in samples
     ]
+
+
+# ----------------------------------------------------------------- agentic tasks
+
+#: Where a task's reference solution lives: a folder of the files a correct agent would leave.
+REFERENCES = "references"  # <task set>/references/<task id>/, beside the task files
+CASE_REFERENCE = "reference"  # a plugin eval case's own <case>/reference/
+
+
+def _finding(task: AgentTask, index: int, kind: str, status: GraderStatus, reason: str) -> GraderFinding:
+    return GraderFinding(case=task.task_id, index=index + 1, type=kind, status=status, reason=reason)
+
+
+def _verdict(
+    task: AgentTask,
+    index: int,
+    kind: str,
+    on_ref: bool | None,
+    on_start: bool | None,
+    why: str,
+    absence: bool = False,
+) -> GraderFinding:
+    """A check that fails its reference, or that passes the untouched start, is broken; one that
+    asserts an absence passes the start by design (untested: no violation of it is derived)."""
+    if on_ref is None:
+        return _finding(task, index, kind, "untested", f"could not be tried here: {why}")
+    if not on_ref:
+        return _finding(task, index, kind, "broken", f"fails the reference solution: {why}")
+    if on_start and absence:
+        return _finding(
+            task, index, kind, "untested", "asserts an absence: it passes the untouched start by design"
+        )
+    if on_start:
+        return _finding(
+            task, index, kind, "broken", "passes the untouched start: it is decided before the agent acts"
+        )
+    return _finding(task, index, kind, "ok", "passes the reference solution, fails the untouched start")
+
+
+def try_task(task: AgentTask, reference: Path, isolation: Isolation) -> list[GraderFinding]:
+    """A task's checks (a plugin case's file graders) on a copy of its reference solution and on the
+    untouched start (its input files only), each run as a session's are: confined, under ``isolation``."""
+    with session_root() as root:
+        ref, start = root / "reference", root / "start"
+        copy_tree(reference, ref, f"task {task.task_id}: reference solution")
+        start.mkdir()
+        for name in task.input_files:  # the start a session gets: the eval's input files
+            for folder in (ref, start):
+                copy_file(
+                    Path(task.input_root or ".") / name, folder / name, f"task {task.task_id}: input file"
+                )
+        if task.plugin_case is not None:
+            return _try_plugin_graders(task, ref, start)
+        on_ref, on_start = (run_checks(task, folder, isolation)["details"] for folder in (ref, start))
+    return [
+        _verdict(task, i, check.label, r["passed"], s["passed"], r["reason"])
+        for i, (check, r, s) in enumerate(zip(task.checks, on_ref, on_start, strict=True))
+    ]
+
+
+def _files(folder: Path) -> RunEvidence:
+    """What a session that left ``folder`` behind shows its file graders (no transcript)."""
+    paths = sorted(p.relative_to(folder).as_posix() for p in sandbox_files(folder))
+
+    def read(path: str) -> bytes | None:
+        found = inside(folder, path)
+        return found.read_bytes() if found is not None and found.is_file() else None
+
+    return RunEvidence(events=[], created_files=paths, read_file=read)
+
+
+def _try_plugin_graders(task: AgentTask, ref: Path, start: Path) -> list[GraderFinding]:
+    case = task.plugin_case
+    assert case is not None
+    out = []
+    for i, grader in enumerate(case.graders):
+        reads_files = isinstance(grader, FileExistsGrader) or (
+            isinstance(grader, RegexGrader)
+            and (grader.target == "files" or isinstance(grader.target, FileSource))
+        )
+        kind = f"{grader.type}: {grader.name}"
+        if not reads_files:
+            if grade_deterministic(grader, RunEvidence(events=[])) is not None:  # judged ones need a model
+                out.append(
+                    _finding(
+                        task,
+                        i,
+                        kind,
+                        "untested",
+                        "reads the session's transcript, which a reference folder does not hold",
+                    )
+                )
+            continue
+        on_ref, on_start = (grade_deterministic(grader, _files(folder)) for folder in (ref, start))
+        assert on_ref is not None and on_start is not None
+        absence = (isinstance(grader, FileExistsGrader) and not grader.exists) or (
+            isinstance(grader, RegexGrader) and grader.match == "not_contains"
+        )
+        passed = None if on_ref.error else on_ref.passed
+        out.append(_verdict(task, i, kind, passed, on_start.passed, on_ref.explanation, absence))
+    return out
+
+
+def reference_of(task: AgentTask, tasks_dir: Path) -> Path | None:
+    """The task's reference solution folder, when the suite has one."""
+    folder = Path(task.case_dir) / CASE_REFERENCE if task.case_dir else tasks_dir / REFERENCES / task.task_id
+    return folder if folder.is_dir() else None
+
+
+def validate_tasks(tasks: Sequence[AgentTask], tasks_dir: Path, isolation: Isolation) -> list[GraderFinding]:
+    """Every check of every task that has a reference solution."""
+    return [
+        finding
+        for task in tasks
+        if (reference := reference_of(task, tasks_dir)) is not None
+        for finding in try_task(task, reference, isolation)
+    ]
+
+
+def tasks_without_broken(tasks: Sequence[AgentTask], findings: Sequence[GraderFinding]) -> list[AgentTask]:
+    """The tasks with their broken checks (a plugin case's broken graders) taken out."""
+    broken = {(f.case, f.index - 1) for f in findings if f.status == "broken"}
+    out = []
+    for task in tasks:
+        drop = {i for case, i in broken if case == task.task_id}
+        if not drop:
+            out.append(task)
+        elif task.plugin_case is not None:
+            kept = tuple(g for i, g in enumerate(task.plugin_case.graders) if i not in drop)
+            out.append(
+                task.model_copy(update={"plugin_case": task.plugin_case.model_copy(update={"graders": kept})})
+            )
+        else:
+            out.append(
+                task.model_copy(
+                    update={"checks": tuple(c for i, c in enumerate(task.checks) if i not in drop)}
+                )
+            )
+    return out

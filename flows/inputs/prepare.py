@@ -23,7 +23,7 @@ from graders import registry
 from graders.judge import vendor_of
 from graders.leakage import ARTIFACT_WORDS, case_leaks, sample_fields
 from graders.schema import Sample
-from graders.validation import GraderFinding, validate_samples, without_broken
+from graders.validation import GraderFinding, broken_notices, validate_samples, without_broken
 from tasks.context import current
 from tasks.schema import CallPolicy, Unit
 
@@ -253,11 +253,7 @@ def prepare(options: BenchOptions, cwd: Path) -> Prepared:
     leaks = sample_leaks(samples, variants)
     notices += leaks
     graders = validate_samples(samples)
-    notices += [
-        f"grader {f.name} is broken and left out of the run: {f.reason}"
-        for f in graders
-        if f.status == "broken"
-    ]
+    notices += broken_notices(graders)
     samples = without_broken(samples, graders)
     judges, judge_notices = judge_targets(options, samples, target, executor)
     notices += judge_notices + batch_notices(options, target, judges)

@@ -132,6 +132,9 @@ def test_skill_run_end_to_end(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(project)
+    reference = project / "suite" / "references" / "task-01-easy"  # what a correct agent leaves
+    reference.mkdir(parents=True)
+    (reference / "calc.py").write_text("def add(a, b):\n    return a + b\n")
     with FakeProvider(judge, agent=agent, fault_for=faults) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
@@ -226,6 +229,9 @@ def test_skill_run_end_to_end(
         "leakage",
     ]
     assert validity["baseline"]["status"] == "PASS" and validity["judge"]["status"] == "WARN"
+    assert validity["graders"]["status"] == "PASS", validity["graders"]
+    tried = {g["grader"]: g["status"] for g in report["validity"]["graders"]}
+    assert tried and all(name.startswith("task-01-easy#") and s == "ok" for name, s in tried.items())
     assert validity["errors"]["value"] == 0.5 and validity["errors"]["status"] == "FAIL"
     assert "## Validity: not certified: errors" in md and "validity: not certified" in out
     # the report server shows agentic runs: checks, criteria, behaviour and the transcript

@@ -23,7 +23,7 @@ def sample(reference: str | None, *assertions: dict[str, Any], folder: Path = Pa
 
 
 def statuses(s: Sample) -> list[tuple[str, str]]:
-    return [(f.name, f.status) for f in validate_samples([s])]
+    return [(f.grader, f.status) for f in validate_samples([s])]
 
 
 def test_sound_graders_pass_the_reference_and_fail_their_violation() -> None:
@@ -46,7 +46,7 @@ def test_sound_graders_pass_the_reference_and_fail_their_violation() -> None:
 def test_a_regex_that_can_never_match_is_broken() -> None:
     findings = validate_samples([sample("Paris", {"type": "regex", "pattern": "x^"})])
     assert [f.status for f in findings] == ["broken"]
-    assert findings[0].name == "s#1 (regex)" and "fails the reference answer" in findings[0].reason
+    assert findings[0].grader == "s#1 (regex)" and "fails the reference answer" in findings[0].reason
 
 
 def test_a_grader_that_cannot_fail_is_broken() -> None:
@@ -71,7 +71,7 @@ def test_broken_graders_are_taken_out_and_cases_without_reference_are_not_tried(
     broken = sample("Paris", {"type": "contains", "value": "Paris"}, {"type": "regex", "pattern": "x^"})
     bare = sample(None, {"type": "regex", "pattern": "x^"})
     findings = validate_samples([broken, bare])
-    assert [f.name for f in findings] == ["s#1 (contains)", "s#2 (regex)"]
+    assert [f.grader for f in findings] == ["s#1 (contains)", "s#2 (regex)"]
     kept = without_broken([broken], findings)
     assert [a.type for a in kept[0].assertions] == ["contains"]
 
@@ -86,3 +86,104 @@ def test_a_numeric_reference_in_yaml_is_its_text() -> None:
         Sample.model_validate({"sample_id": "s", "prompt": "p", "reference_output": 100}).reference_output
         == "100"
     )
+
+
+TASK = """# Task: add function
+difficulty: easy
+category: python
+type: positive
+
+## Prompt
+Create calc.py with a function add(a, b).
+
+## Expected Outcome
+calc.py defines add returning a + b.
+
+## Verification Checks
+- file_exists: calc.py
+- file_contains: def add in calc.py
+- syntax_valid: python
+- runs_without_error: python3 -c "import calc; assert calc.add(2, 3) == 5"
+- runs_without_error: true
+- file_contains: def multiply in calc.py
+
+## Grading Rubric
+- Correctness: add works
+
+## Tags
+python
+"""
+
+
+def test_a_task_s_checks_on_its_reference_solution_and_its_untouched_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from flows.cli.main import main
+
+    suite = tmp_path / "suite"
+    (suite / "references" / "task-01").mkdir(parents=True)
+    (suite / "task-01.md").write_text(TASK)
+    (suite / "task-02.md").write_text(TASK.replace("add function", "no reference"))
+    (suite / "references" / "task-01" / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (suite / "references" / "task-01" / "leak").symlink_to("/etc/hostname")
+    code = main(["skill", "validate", "--tasks", str(suite)])
+    out = capsys.readouterr()
+    # a link that leaves the reference folder is refused before anything runs
+    assert code == 2 and "leak" in out.err and "reference solution" in out.err
+    (suite / "references" / "task-01" / "leak").unlink()
+    assert main(["skill", "validate", "--tasks", str(suite)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:6] == [
+        "ok       task-01#1 (file_exists: calc.py): passes the reference solution, fails the untouched start",
+        "ok       task-01#2 (file_contains: def add in calc.py): passes the reference solution, fails the untouched start",
+        "ok       task-01#3 (syntax_valid: python): passes the reference solution, fails the untouched start",
+        'ok       task-01#4 (runs_without_error: python3 -c "import calc; assert calc.add(2, 3) == 5"): passes the '
+        "reference solution, fails the untouched start",
+        "broken   task-01#5 (runs_without_error: true): passes the untouched start: it is decided before the agent acts",
+        "broken   task-01#6 (file_contains: def multiply in calc.py): fails the reference solution: 'def multiply' "
+        "not found in calc.py",
+    ]
+    assert lines[6] == "validate: 6 graders tried on 1 reference solution(s): 4 ok, 0 untested, 2 broken"
+    assert lines[7] == "validate: 1 case(s) have no reference solution, their graders were not tried: task-02"
+
+
+def test_broken_checks_are_taken_out_of_the_task(tmp_path: Path) -> None:
+    from graders.agent_task import parse_task
+    from graders.validation import tasks_without_broken, validate_tasks
+
+    (tmp_path / "references" / "task-01").mkdir(parents=True)
+    (tmp_path / "references" / "task-01" / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    task = parse_task(TASK, "task-01")
+    findings = validate_tasks([task], tmp_path, "bubblewrap")
+    (kept,) = tasks_without_broken([task], findings)
+    assert [c.label for c in kept.checks] == [c.label for c in task.checks[:4]]
+
+
+def test_a_plugin_case_s_file_graders_on_its_reference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from flows.cli.main import main
+
+    root = tmp_path / "plug"
+    (root / ".claude-plugin").mkdir(parents=True)
+    (root / ".claude-plugin" / "plugin.json").write_text('{"name": "plug"}')
+    (root / "skills" / "hello").mkdir(parents=True)
+    (root / "skills" / "hello" / "SKILL.md").write_text("---\nname: hello\ndescription: d\n---\nbody\n")
+    case = root / "evals" / "greet"
+    (case / "reference" / "out").mkdir(parents=True)
+    (case / "reference" / "out" / "hello.txt").write_text("hello, world\n")
+    (case / "case.yaml").write_text(
+        'schema_version: "1.0"\nname: greet\nexecution:\n  prompt: Write out/hello.txt.\ngraders:\n'
+        "  - {type: file_exists, name: made, path: 'out/*.txt'}\n"
+        "  - {type: regex, name: says, target: {source: file, path: out/hello.txt}, pattern: hello}\n"
+        "  - {type: file_exists, name: nothing, path: 'nothing.md', exists: false}\n"
+        "  - {type: regex, name: done, pattern: done}\n"
+        "  - {type: file_exists, name: always, path: '*'}\n"
+    )
+    assert main(["skill", "validate", "--tasks", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert "ok       greet#1 (file_exists: made)" in out and "ok       greet#2 (regex: says)" in out
+    assert "untested greet#3 (file_exists: nothing): asserts an absence" in out
+    assert "untested greet#4 (regex: done): reads the session's transcript" in out
+    # a glob that cannot match a file in a folder
+    assert "broken   greet#5 (file_exists: always): fails the reference solution: * missing" in out

@@ -351,13 +351,49 @@ def add_skill_options(p: argparse.ArgumentParser) -> None:
     add_model_flags(p, SkillBenchConfig, {"": names})
 
 
+def cmd_skill_validate(args: argparse.Namespace, command: Command) -> int:
+    """Every check of every task with a reference solution (``references/<task id>/`` beside the task
+    files; a plugin eval case's ``reference/``), tried on a copy of it and on the untouched start, as
+    a session's checks run (confined): no agent, no model. Exit 1 when a check is broken."""
+    from executors.sandbox import checked_isolation
+    from flows.cli.validate import print_findings
+    from flows.inputs.skill_config import load_tasks
+    from graders.validation import reference_of, validate_tasks
+
+    folder = Path(args.tasks)
+    tasks, _ = load_tasks(folder)
+    isolation = checked_isolation(not args.no_os_sandbox)
+    known = [t for t in tasks if reference_of(t, folder) is not None]
+    return print_findings(
+        validate_tasks(tasks, folder, isolation),
+        len(known),
+        "reference solution",
+        [t.task_id for t in tasks if t not in known],
+    )
+
+
 def add_commands(skill_sub: Any) -> None:
-    """``skill run`` and ``skill generate-tasks``: every key of the seed's config.yml is also a flag."""
+    """``skill run``, ``skill validate`` and ``skill generate-tasks``: every key of the seed's config.yml
+    is also a flag of ``run``."""
     srun = skill_sub.add_parser(
         "run", help="run the suite with and without the skill, grade, compare, report"
     )
     add_skill_options(srun)
     srun.set_defaults(handler=cmd_skill_run)
+    sval = skill_sub.add_parser(
+        "validate",
+        help="try every check on the tasks' reference solutions and untouched starts (no agent, no model); "
+        "exit 1 when one is broken",
+    )
+    sval.add_argument(
+        "--tasks", required=True, help="the task set (a folder of task files, or a plugin with evals/)"
+    )
+    sval.add_argument(
+        "--no-os-sandbox",
+        action="store_true",
+        help="run the checks without bubblewrap (as `skill run --no-os-sandbox`)",
+    )
+    sval.set_defaults(handler=cmd_skill_validate)
     gen = skill_sub.add_parser("generate-tasks", help="write a task suite with an LLM, for you to review")
     add_skill_options(gen)
     gen.add_argument("--out", required=True, help="folder to write the suite into (must not hold tasks yet)")

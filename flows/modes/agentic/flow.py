@@ -62,7 +62,7 @@ from flows.modes.agentic.report import REPORT_ARMS, AgenticRun, Graded, build_sk
 from flows.modes.agentic.sessions import contamination, init_event, write_outputs
 from flows.modes.explain import diagnose_skill_run
 from flows.report.logtext import figure_lines, state_message, verdict_lines
-from flows.report.schema import AgenticReport
+from flows.report.schema import AgenticReport, GraderCheck
 from flows.report.validity import certify
 from graders.agent_task import AgentTask
 from graders.behavior import analyze
@@ -78,6 +78,7 @@ from graders.expectations import (
 from graders.expectations import max_tokens as expectation_tokens
 from graders.plugin_eval import PluginCase, RunEvidence
 from graders.schema import Grade
+from graders.validation import broken_notices, tasks_without_broken, validate_tasks
 from tasks.agent import check_sandbox
 from tasks.context import current
 from tasks.schema import Arm, CallPolicy, Record, RunStats
@@ -409,6 +410,16 @@ def write_reports(
     return report_path
 
 
+async def tried_graders(
+    tasks: list[AgentTask], tasks_dir: Path, isolation: Isolation
+) -> tuple[list[AgentTask], list[GraderCheck], list[str]]:
+    """The tasks' checks tried on their reference solutions before any session; the broken ones
+    taken out, and named for the certificate and the report's warnings."""
+    findings = await asyncio.to_thread(validate_tasks, tasks, tasks_dir, isolation)
+    checks = [GraderCheck.model_validate(f, from_attributes=True) for f in findings]
+    return tasks_without_broken(tasks, findings), checks, broken_notices(findings)
+
+
 @flow(name="skill-bench", log_prints=False)
 async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str, tasks_dir: str) -> Any:
     skill = Skill(skill_name, Path(skill_path))
@@ -417,7 +428,8 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
     isolation = checked_isolation(config.os_sandbox)
     tasks, suite_hash = load_tasks(Path(tasks_dir))
     leaks = task_leaks(tasks := select_tasks(tasks, config), skill)
-    warnings = suite_warnings(tasks, config, skill.name, skill.plugin is not None) + leaks
+    tasks, graders, broken = await tried_graders(tasks, Path(tasks_dir), isolation)
+    warnings = suite_warnings(tasks, config, skill.name, skill.plugin is not None) + leaks + broken
     ablations = plan_skill_ablations(skill.path, config.ablate, config.ablate_sections)
     started = dt.datetime.now(dt.UTC)
     results = start_results(config, skill, tasks_dir, started)
@@ -445,7 +457,7 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
         report.diagnosis = await diagnose_skill_run(
             report, config, skill, {a.arm: a.skill_md for a in ablations}
         )
-        report.validity = certify(report, config.max_error_rate, leaks=leaks)
+        report.validity = certify(report, config.max_error_rate, graders, leaks)
         report_path = write_reports(report, results, config, tasks, tasks_dir, started, skill.plugin)
     finally:  # the sandboxes go however the run ends; a run killed with -9 leaves them to the sweep
         for root in roots:

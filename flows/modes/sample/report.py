@@ -59,7 +59,7 @@ async def finish(prepared: Prepared, executed: Executed) -> Outcome:
     if executed.shard_runs:
         report.meta.shards = executed.shard_runs
     await explain_sample_run(report, prepared, executed.runner, labels, executed.gold)
-    graders = [GraderCheck(grader=f.name, status=f.status, reason=f.reason) for f in prepared.graders]
+    graders = [GraderCheck.model_validate(f, from_attributes=True) for f in prepared.graders]
     report.validity = certify(report, prepared.options.max_error_rate, graders, prepared.leaks)
     if prepared.options.suite:
         report.regression = regression_against_previous(prepared.output_dir, report)

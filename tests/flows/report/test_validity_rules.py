@@ -10,7 +10,16 @@ from tasks.stats.figures import Verdict
 
 
 def named(label: VerdictLabel, mean: float, mde: float | None, min_effect: float = 0.3) -> Named:
-    verdict = Verdict.model_construct(label=label, mde=mde, min_effect=min_effect, cases_needed=40)
+    verdict = Verdict.model_construct(
+        label=label,
+        reason="",
+        margin=0.1,
+        min_effect=min_effect,
+        mde=mde,
+        cases_needed=40,
+        band=None,
+        delta_points=None,
+    )
     return Named("v2 vs v1", verdict, mean)
 
 
