@@ -57,7 +57,10 @@ async def nightly_triggers(config: str, suite: str) -> State:
     options = load_trigger_config(path, suite)
     result: dict[str, Any] = await trigger_bench.fn(options, str(path.parent), False)
     failures = gate_failures(
-        load_report(Path(result["report_path"]), TriggerReport), options.min_recall, options.max_false_fire
+        load_report(Path(result["report_path"]), TriggerReport),
+        options.min_recall,
+        options.max_false_fire,
+        options.require_valid,
     )
     if failures:
         return Failed(name="Missed gates", message=f"suite {suite!r}: " + "; ".join(failures))

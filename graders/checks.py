@@ -27,6 +27,7 @@ from executors.registry import AGENT_CLI_CLASSES
 from executors.sandbox import Isolation, executable_paths, host_env, require, run_sandboxed
 from executors.workspace import session_root
 from graders.agent_task import AgentTask, Check
+from graders.schema import GradingError
 
 RUN_TIMEOUT_S = 60.0
 OUTPUT_TAIL = 8192  # bytes of a command's output kept for the reason
@@ -153,8 +154,8 @@ def _syntax(path: Path, language: str, runner: CheckRunner) -> tuple[bool | None
     if not shutil.which(cmd[0], path=runner.env()["PATH"]):
         return None, f"{cmd[0]} is not installed"
     code, output = runner.run(cmd, cwd=path.parent)
-    if code is None:
-        return False, f"{path.name}: the {language} syntax check timed out after {runner.timeout_s:g}s"
+    if code is None:  # the checker hung, not the agent's code: no verdict
+        raise GradingError(f"{path.name}: the {language} syntax check timed out after {runner.timeout_s:g}s")
     err = output.strip().splitlines()
     return code == 0, "" if code == 0 else f"{path.name}: {err[-1] if err else 'syntax error'}"
 
@@ -221,9 +222,16 @@ def run_checks(
     out: dict[str, Any] = {}
     details = []
     warnings = []
+    undecided = []
     with check_runner(sandbox, isolation, timeout_s) as runner:
         for check in task.checks:
-            ok, reason = run_check(check, runner)
+            try:
+                ok, reason = run_check(check, runner)
+            except Exception as exc:  # a checker that hung or broke decides nothing (fail closed)
+                reason = str(exc) if isinstance(exc, GradingError) else f"{type(exc).__name__}: {exc}"
+                details.append({"check": check.label, "passed": None, "reason": reason, "error": True})
+                undecided.append(f"{check.label}: {reason}")
+                continue
             details.append({"check": check.label, "passed": ok, "reason": reason})
             if ok is None:
                 warnings.append(f"{check.label}: skipped: {reason}")
@@ -237,4 +245,6 @@ def run_checks(
     out["isolation"] = isolation
     if warnings:
         out["warnings"] = warnings
+    if undecided:
+        out["grading_error"] = "; ".join(undecided)
     return out

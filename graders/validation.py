@@ -25,7 +25,14 @@ from executors.schema import Frozen
 from executors.workspace import session_root
 from graders.agent_task import AgentTask
 from graders.checks import inside, run_checks, sandbox_files
-from graders.plugin_eval import FileExistsGrader, FileSource, RegexGrader, RunEvidence, grade_deterministic
+from graders.plugin_eval import (
+    FileExistsGrader,
+    FileSource,
+    PluginCase,
+    RegexGrader,
+    RunEvidence,
+    grade_deterministic,
+)
 from graders.registry import is_judged, run_assertion
 from graders.schema import Assertion, NumberAssertion, Observation, Sample
 from graders.text import REGEX_TIMEOUT_S, compile_regex
@@ -196,9 +203,13 @@ def _verdict(
     on_start: bool | None,
     why: str,
     absence: bool = False,
+    undecided: bool = False,
 ) -> GraderFinding:
-    """A check that fails its reference, or that passes the untouched start, is broken; one that
-    asserts an absence passes the start by design (untested: no violation of it is derived)."""
+    """A check that fails (or cannot decide on) its reference, or that passes the untouched start, is
+    broken; one that asserts an absence passes the start by design (untested: no violation of it is
+    derived); one with no checker here (``on_ref`` None) is untested."""
+    if undecided:
+        return _finding(task, index, kind, "broken", f"could not decide on the reference solution: {why}")
     if on_ref is None:
         return _finding(task, index, kind, "untested", f"could not be tried here: {why}")
     if not on_ref:
@@ -227,10 +238,10 @@ def try_task(task: AgentTask, reference: Path, isolation: Isolation) -> list[Gra
                     Path(task.input_root or ".") / name, folder / name, f"task {task.task_id}: input file"
                 )
         if task.plugin_case is not None:
-            return _try_plugin_graders(task, ref, start)
+            return _try_plugin_graders(task, task.plugin_case, ref, start)
         on_ref, on_start = (run_checks(task, folder, isolation)["details"] for folder in (ref, start))
     return [
-        _verdict(task, i, check.label, r["passed"], s["passed"], r["reason"])
+        _verdict(task, i, check.label, r["passed"], s["passed"], r["reason"], undecided=bool(r.get("error")))
         for i, (check, r, s) in enumerate(zip(task.checks, on_ref, on_start, strict=True))
     ]
 
@@ -246,9 +257,7 @@ def _files(folder: Path) -> RunEvidence:
     return RunEvidence(events=[], created_files=paths, read_file=read)
 
 
-def _try_plugin_graders(task: AgentTask, ref: Path, start: Path) -> list[GraderFinding]:
-    case = task.plugin_case
-    assert case is not None
+def _try_plugin_graders(task: AgentTask, case: PluginCase, ref: Path, start: Path) -> list[GraderFinding]:
     out = []
     for i, grader in enumerate(case.graders):
         reads_files = isinstance(grader, FileExistsGrader) or (
@@ -269,12 +278,14 @@ def _try_plugin_graders(task: AgentTask, ref: Path, start: Path) -> list[GraderF
                 )
             continue
         on_ref, on_start = (grade_deterministic(grader, _files(folder)) for folder in (ref, start))
-        assert on_ref is not None and on_start is not None
+        if on_ref is None or on_start is None:  # a file grader always gives a verdict
+            continue
         absence = (isinstance(grader, FileExistsGrader) and not grader.exists) or (
             isinstance(grader, RegexGrader) and grader.match == "not_contains"
         )
-        passed = None if on_ref.error else on_ref.passed
-        out.append(_verdict(task, i, kind, passed, on_start.passed, on_ref.explanation, absence))
+        out.append(
+            _verdict(task, i, kind, on_ref.passed, on_start.passed, on_ref.explanation, absence, on_ref.error)
+        )
     return out
 
 

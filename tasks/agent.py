@@ -30,5 +30,14 @@ async def run_agent_session(request: AgentRequest, base_url: str | None, label: 
 def check_sandbox(
     agent_task: AgentTask, sandbox: str, label: str, isolation: Isolation = "bubblewrap"
 ) -> dict[str, Any]:
-    """The task's checks on one sandbox, their commands under ``isolation`` (recorded in the result)."""
-    return run_checks(agent_task, Path(sandbox), isolation)
+    """The task's checks on one sandbox, their commands under ``isolation`` (recorded in the result).
+    Checks that could not run at all (the sandbox failed) are a grading error, not a failed session."""
+    try:
+        return run_checks(agent_task, Path(sandbox), isolation)
+    except Exception as exc:
+        return {
+            "all_passed": False,
+            "details": [],
+            "isolation": isolation,
+            "grading_error": f"the checks could not run: {type(exc).__name__}: {exc}",
+        }

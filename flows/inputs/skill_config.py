@@ -476,7 +476,14 @@ def load_tasks(folder: Path) -> tuple[list[AgentTask], str]:
 
 
 def task_leaks(tasks: list[AgentTask], skill: Skill) -> list[str]:
-    """Tasks whose prompt already holds a long run of the skill's text (graders/leakage.py)."""
+    """Tasks whose prompt already holds a long run of the skill's text (graders/leakage.py), and
+    files put in a session's sandbox whose path names the skill (a cue to the agent)."""
     source = "SKILL.md" if skill.plugin is None else "the plugin's text"
     cases = [(f"task {t.task_id}: prompt", t.prompt) for t in tasks]
-    return case_leaks(cases, [(source, skill.artifact_text)], ARTIFACT_WORDS)
+    named = [
+        f"leakage: task {t.task_id}: the input file {name!r} names the skill {skill.name!r}"
+        for t in tasks
+        for name in t.input_files
+        if skill.name.lower() in name.lower()
+    ]
+    return case_leaks(cases, [(source, skill.artifact_text)], ARTIFACT_WORDS) + named

@@ -36,12 +36,12 @@ def _named(items: Sequence[str]) -> str:
     return ", ".join(items[:SHOWN]) + more
 
 
-def _rate_line(check: str, what: str, rates: dict[str, float], limit: float) -> ValidityCheck:
-    """The worst variant's share of runs with ``what`` (a plural noun) against ``limit``: FAIL above
-    it, WARN above 0."""
+def _rate_line(check: str, what: tuple[str, str], rates: dict[str, float], limit: float) -> ValidityCheck:
+    """The worst variant's share of runs against ``limit``: FAIL above it, WARN above 0. ``what``:
+    the words for none, and for some (with ``{share}`` and ``{variant}``)."""
     variant, worst = max(rates.items(), key=lambda kv: kv[1]) if rates else ("", 0.0)
     status = CheckStatus.FAIL if worst > limit else CheckStatus.WARN if worst > 0 else CheckStatus.PASS
-    text = f"no {what}" if worst == 0 else f"{worst:.0%} of {variant}'s runs had {what}"
+    text = what[0] if worst == 0 else what[1].format(share=f"{worst:.0%}", variant=variant)
     return ValidityCheck(
         check=check,
         status=status,
@@ -263,16 +263,27 @@ def leakage_line(leaks: Sequence[str]) -> ValidityCheck:
     )
 
 
-def error_rates(report: Report) -> tuple[dict[str, float], dict[str, float]]:
-    """Per variant: the share of runs the model (or the session) failed, and the share whose
-    grading failed."""
+ERRORS = ("no run failed", "{share} of {variant}'s runs failed")
+GRADING_ERRORS = ("no grading error", "{share} of {variant}'s runs could not be graded")
+UNCOUNTED = (
+    "every session counted",
+    "{share} of {variant}'s sessions did not count (an error, or a skill missing from the listing)",
+)
+
+
+def error_lines(report: Report, limit: float) -> list[ValidityCheck]:
+    """The failed share of each variant's runs (a trigger session that did not count), and the share
+    whose grading failed, each against ``limit`` (--max-error-rate, as the verdict's cap)."""
     if isinstance(report, TriggerReport):
         summaries = report.triggers.summaries if report.triggers else []
-        return {s.variant: s.errors / s.sessions for s in summaries if s.sessions}, {}
-    return (
-        {v: s.error_rate for v, s in report.summary.items()},
-        {v: s.ungraded_rate for v, s in report.summary.items()},
-    )
+        rates = {s.variant: (s.sessions - s.counted) / s.sessions for s in summaries if s.sessions}
+        return [_rate_line("errors", UNCOUNTED, rates, limit)]
+    return [
+        _rate_line("errors", ERRORS, {v: s.error_rate for v, s in report.summary.items()}, limit),
+        _rate_line(
+            "grading errors", GRADING_ERRORS, {v: s.ungraded_rate for v, s in report.summary.items()}, limit
+        ),
+    ]
 
 
 def certify(
@@ -283,14 +294,10 @@ def certify(
 ) -> Validity:
     """The certificate of ``report`` (its figures final); ``graders``: its graders tried on the
     reference answers, ``leaks``: the leakage lint's findings."""
-    errors, grading = error_rates(report)
     named = verdicts(report)
     lines: Iterable[ValidityCheck | None] = [
         graders_line(report, graders),
-        _rate_line("errors", "errors", errors, max_error_rate),
-        None
-        if isinstance(report, TriggerReport)
-        else _rate_line("grading errors", "grading errors", grading, max_error_rate),
+        *error_lines(report, max_error_rate),
         power_line(named),
         judge_line(report),
         discrimination_line(report),

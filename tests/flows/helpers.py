@@ -57,6 +57,21 @@ def run_bench(
     return code, json.loads(reports[-1].read_text()) if reports else None
 
 
+def run_capitals(
+    project: Path, *args: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[int, dict[str, Any] | None]:
+    """`run_bench` of a capitals project on the scripted gpt-4o-mini, its cache in the project."""
+    return run_bench(
+        project,
+        "--model",
+        "gpt-4o-mini",
+        "--cache-dir",
+        str(project / "cache"),
+        *args,
+        monkeypatch=monkeypatch,
+    )
+
+
 def make_project(
     root: Path, *, n: int = 8, rubric: bool = False, extra: dict[str, Any] | None = None
 ) -> Path:

@@ -155,7 +155,11 @@ def test_junit_and_github_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         )
     assert code == 1  # v1 averages 3.0
     root = ET.parse(junit).getroot()
-    assert root.get("tests") == "6" and root.get("failures") == "3"
+    # 3 cases x 2 variants, and the validity certificate's 6 checks (none fails without --require-valid)
+    assert root.get("tests") == "12" and root.get("failures") == "3"
+    validity = root.find("testsuite[@name='skillab.validity']")
+    assert validity is not None and len(validity.findall("testcase")) == 6
+    assert not validity.findall("testcase/failure")
     v1 = root.find("testsuite[@name='skillab.v1']")
     assert v1 is not None and len(v1.findall("testcase")) == 3
     failure = v1.find("testcase/failure")

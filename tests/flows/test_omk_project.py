@@ -14,29 +14,10 @@ import pytest
 import yaml
 
 from tests.fakes.provider import FakeProvider
-from tests.flows.helpers import answer, make_project, run_bench, use_provider
+from tests.flows.helpers import make_project, run_capitals
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 OMK_CLI = Path("/work/cache/omk/node_modules/oh-my-knowledge/dist/cli/index.js")
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch):
-    with FakeProvider(answer) as s:
-        use_provider(monkeypatch, s.url)
-        yield s
-
-
-def run(project: Path, *args: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, dict | None]:
-    return run_bench(
-        project,
-        "--model",
-        "gpt-4o-mini",
-        "--cache-dir",
-        str(project / "cache"),
-        *args,
-        monkeypatch=monkeypatch,
-    )
 
 
 def omk_project(root: Path) -> Path:
@@ -86,7 +67,7 @@ def test_eval_yaml_runs_unchanged(
     tmp_path: Path, server: FakeProvider, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     project = omk_project(tmp_path / "p")
-    code, report = run(project, "--config", "eval.yaml", monkeypatch=monkeypatch)
+    code, report = run_capitals(project, "--config", "eval.yaml", monkeypatch=monkeypatch)
     assert code == 0 and report is not None
     assert "not used in a skillab sample-mode run: bootstrap" in capsys.readouterr().err
     assert report["meta"]["variants"] == ["plain", "terse"]  # control first
@@ -108,12 +89,14 @@ def test_control_and_treatment_flags(
     tmp_path: Path, server: FakeProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     project = make_project(tmp_path / "p", n=2)
-    code, report = run(project, "--control", "v1", "--treatment", "skills/v2.md", monkeypatch=monkeypatch)
+    code, report = run_capitals(
+        project, "--control", "v1", "--treatment", "skills/v2.md", monkeypatch=monkeypatch
+    )
     assert code == 0 and report is not None
     assert report["meta"]["variants"] == ["v1", "v2"] and report["comparisons"][0]["control"] == "v1"
     # On the command line the roles replace the eval.yaml's variants, as in oh-my-knowledge.
     omk = omk_project(tmp_path / "q")
-    code, report = run(
+    code, report = run_capitals(
         omk, "--config", "eval.yaml", "--control", "baseline", "--treatment", "v2", monkeypatch=monkeypatch
     )
     assert code == 0 and report is not None and report["meta"]["variants"] == ["baseline", "v2"]
@@ -123,9 +106,11 @@ def test_treatment_needs_a_control(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     project = make_project(tmp_path / "p", n=2)
-    code, _ = run(project, "--treatment", "v2", "--dry-run", monkeypatch=monkeypatch)
+    code, _ = run_capitals(project, "--treatment", "v2", "--dry-run", monkeypatch=monkeypatch)
     assert code == 2 and "--treatment: needs --control" in capsys.readouterr().err
-    code, _ = run(project, "--control", "v1", "--treatment", "v7", "--dry-run", monkeypatch=monkeypatch)
+    code, _ = run_capitals(
+        project, "--control", "v1", "--treatment", "v7", "--dry-run", monkeypatch=monkeypatch
+    )
     err = capsys.readouterr().err
     assert code == 2 and "--treatment: skill not found: " in err and "v7.md" in err
 
@@ -160,7 +145,7 @@ def test_a_bad_eval_yaml_is_one_line_and_exit_2(
     config = yaml.safe_load((project / "eval.yaml").read_text())
     edit(config)
     (project / "eval.yaml").write_text(yaml.safe_dump(config))
-    code, _ = run(project, "--config", "eval.yaml", "--dry-run", monkeypatch=monkeypatch)
+    code, _ = run_capitals(project, "--config", "eval.yaml", "--dry-run", monkeypatch=monkeypatch)
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and expected in err[0], err
     assert str(project / "eval.yaml") in err[0] or err[0].startswith("skillab: eval.yaml")
@@ -174,7 +159,7 @@ def test_unknown_assertion_type_in_an_omk_project_names_the_closest(
     samples = json.loads(path.read_text())
     samples[0]["assertions"].append({"type": "rouge_min", "reference": "x"})
     path.write_text(json.dumps(samples))
-    code, _ = run(project, "--config", "eval.yaml", "--dry-run", monkeypatch=monkeypatch)
+    code, _ = run_capitals(project, "--config", "eval.yaml", "--dry-run", monkeypatch=monkeypatch)
     err = capsys.readouterr().err
     assert (
         code == 2
@@ -200,7 +185,7 @@ def test_project_from_the_real_omk_init(
     )
     demo = tmp_path / "demo"
     assert (demo / "skills" / "code-review-v1" / "SKILL.md").is_file()
-    code, report = run(
+    code, report = run_capitals(
         demo,
         "--control",
         "code-review-v1",

@@ -12,35 +12,16 @@ import pytest
 
 from flows.cli.main import main
 from tests.fakes.provider import FakeProvider, Fault
-from tests.flows.helpers import answer, make_project, run_bench, subprocess_env, use_provider
+from tests.flows.helpers import make_project, run_capitals, subprocess_env
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch):
-    with FakeProvider(answer) as s:
-        use_provider(monkeypatch, s.url)
-        yield s
-
-
-def run_cli(project: Path, *args: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, dict | None]:
-    return run_bench(
-        project,
-        "--model",
-        "gpt-4o-mini",
-        "--cache-dir",
-        str(project / "cache"),
-        *args,
-        monkeypatch=monkeypatch,
-    )
 
 
 def test_end_to_end_with_assertions_and_judge(
     tmp_path: Path, server: FakeProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     project = make_project(tmp_path / "p", rubric=True)
-    code, report = run_cli(
+    code, report = run_capitals(
         project, "--judge-executor", "openai", "--judge-model", "gpt-4o", monkeypatch=monkeypatch
     )
     assert code == 0 and report is not None
@@ -69,7 +50,7 @@ def test_repeat_makes_real_calls_and_cache_resumes(
     tmp_path: Path, server: FakeProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     project = make_project(tmp_path / "p", n=3)
-    code, report = run_cli(project, "--repeat", "3", monkeypatch=monkeypatch)
+    code, report = run_capitals(project, "--repeat", "3", monkeypatch=monkeypatch)
     assert code == 0 and report is not None
     for country in ("France", "Japan", "Italy"):
         for artifact in ("Answer the question.", "Answer with one word."):
@@ -78,7 +59,7 @@ def test_repeat_makes_real_calls_and_cache_resumes(
     assert report["summary"]["v1"]["repeat"]["runMeans"] == [3.0, 3.0, 3.0]
     assert "welchRuns" in report["comparisons"][0]
     before = server.count()
-    code, again = run_cli(project, "--repeat", "3", monkeypatch=monkeypatch)
+    code, again = run_capitals(project, "--repeat", "3", monkeypatch=monkeypatch)
     assert code == 0 and server.count() == before  # a re-run calls nothing
     assert again is not None and again["meta"]["cacheHits"] == 18 and again["meta"]["calls"] == 0
 
@@ -89,7 +70,7 @@ def test_concurrency_caps_model_calls_at_the_server(
     # More task runs than slots are in flight; the cap on calls the server sees must still hold.
     server.delay = 0.15
     project = make_project(tmp_path / "p", n=8)
-    code, report = run_cli(
+    code, report = run_capitals(
         project, "--repeat", "2", "--concurrency", "3", "--no-judge", monkeypatch=monkeypatch
     )
     assert code == 0 and report is not None and report["meta"]["calls"] == 32
@@ -105,7 +86,7 @@ def test_transient_errors_retry_and_permanent_errors_are_recorded(
     server.fault_for = lambda call: (
         Fault(status=400) if bad in call.prompt and "one word" in call.system else None
     )
-    code, report = run_cli(project, "--no-cache", "--retries", "2", monkeypatch=monkeypatch)
+    code, report = run_capitals(project, "--no-cache", "--retries", "2", monkeypatch=monkeypatch)
     assert code == 0 and report is not None
     v2 = report["summary"]["v2"]
     assert v2["errorCount"] == 1 and v2["errorsByKind"] == {"permanent": 1}
@@ -118,7 +99,7 @@ def test_blind_mode_hides_names_and_keeps_mapping(
     tmp_path: Path, server: FakeProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     project = make_project(tmp_path / "p", n=2)
-    code, report = run_cli(project, "--blind", monkeypatch=monkeypatch)
+    code, report = run_capitals(project, "--blind", monkeypatch=monkeypatch)
     assert code == 0 and report is not None
     assert set(report["summary"]) == {"Variant A", "Variant B"}
     assert sorted(report["blindMapping"].values()) == ["v1", "v2"]
@@ -151,7 +132,7 @@ def test_dry_run_calls_nothing(
     tmp_path: Path, server: FakeProvider, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     project = make_project(tmp_path / "p", n=4)
-    code, report = run_cli(project, "--dry-run", "--repeat", "2", monkeypatch=monkeypatch)
+    code, report = run_capitals(project, "--dry-run", "--repeat", "2", monkeypatch=monkeypatch)
     assert code == 0 and report is None and server.count() == 0
     out = capsys.readouterr().out
     assert "4 samples x 2 variants (v1, v2) x 2 run(s) = 16 model calls" in out and "estimated cost" in out

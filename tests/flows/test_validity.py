@@ -13,16 +13,9 @@ import pytest
 
 from flows.cli.main import main
 from tests.fakes.provider import Call, FakeProvider, Fault
-from tests.flows.helpers import CAPITALS, ROOT, answer, make_project, report_runs, run_bench, use_provider
+from tests.flows.helpers import CAPITALS, ROOT, answer, make_project, report_runs, run_capitals, use_provider
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch):
-    with FakeProvider(answer) as s:
-        use_provider(monkeypatch, s.url)
-        yield s
 
 
 def edit_samples(project: Path, change: Any) -> None:
@@ -37,22 +30,8 @@ def checks(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["check"]: c for c in report["validity"]["checks"]}
 
 
-def run(project: Path, *args: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, dict[str, Any]]:
-    code, report = run_bench(
-        project,
-        "--model",
-        "gpt-4o-mini",
-        "--cache-dir",
-        str(project / "cache"),
-        *args,
-        monkeypatch=monkeypatch,
-    )
-    assert report is not None
-    return code, report
-
-
 def test_a_broken_grader_is_named_left_out_and_gates_under_require_valid(
-    tmp_path: Path, server: FakeProvider, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, server: FakeProvider, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     project = make_project(tmp_path / "p")
     long_v2 = (
@@ -68,10 +47,13 @@ def test_a_broken_grader_is_named_left_out_and_gates_under_require_valid(
             s["context"] = long_v2  # the artifact leaked into a case
 
     edit_samples(project, change)
-    code, report = run(
+    code, report = run_capitals(
         project, "--require-valid", "--junit", "j.xml", "--github-summary", "gh.md", monkeypatch=monkeypatch
     )
-    assert code == 1
+    assert code == 1 and report is not None
+    err = capsys.readouterr().err
+    assert "skillab: FAIL not certified: graders: 1 of 17 graders are broken" in err
+    assert "(the flow run is marked Failed)" in err  # a nightly run of it shows red in the UI
     validity = report["validity"]
     assert not validity["certified"] and validity["line"].startswith("not certified: graders")
     graders = checks(report)["graders"]
@@ -92,8 +74,13 @@ def test_a_broken_grader_is_named_left_out_and_gates_under_require_valid(
     summary = (project / "gh.md").read_text()
     assert "### Validity: not certified" in summary and "BETTER (band: USE) (not certified)" in summary
     # without the gate the same run passes: the certificate informs, --require-valid decides
-    code, again = run(project, monkeypatch=monkeypatch)
-    assert code == 0 and not again["validity"]["certified"] and again["meta"]["cacheHits"] == 16
+    code, again = run_capitals(project, monkeypatch=monkeypatch)
+    assert (
+        code == 0
+        and again is not None
+        and not again["validity"]["certified"]
+        and again["meta"]["cacheHits"] == 16
+    )
 
 
 def test_a_check_that_raises_is_a_grading_error_in_both_arms(
@@ -102,7 +89,8 @@ def test_a_check_that_raises_is_a_grading_error_in_both_arms(
     project = make_project(tmp_path / "p")
     (project / "boom.py").write_text("def check(output, ctx):\n    raise RuntimeError('the check broke')\n")
     edit_samples(project, lambda s: s["assertions"].append({"type": "custom", "fn": "boom.py"}))
-    _, report = run(project, "--no-cache", monkeypatch=monkeypatch)
+    _, report = run_capitals(project, "--no-cache", monkeypatch=monkeypatch)
+    assert report is not None
     for name in ("v1", "v2"):
         s = report["summary"][name]
         assert s["errorCount"] == 0 and s["ungradedCount"] == 8 and s["avgCompositeScore"] is None
@@ -139,7 +127,8 @@ def test_a_judge_that_fails_a_whole_arm_is_no_score_of_zero(
             "--retry-backoff",
             "0",
         )
-        _, report = run(project, "--no-cache", *args, monkeypatch=monkeypatch)
+        _, report = run_capitals(project, "--no-cache", *args, monkeypatch=monkeypatch)
+    assert report is not None
     v1, v2 = report["summary"]["v1"], report["summary"]["v2"]
     assert v1["ungradedCount"] == 0 and v1["avgCompositeScore"] is not None
     assert v2["ungradedCount"] == 8 and v2["errorCount"] == 0 and v2["avgCompositeScore"] is None

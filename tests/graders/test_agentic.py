@@ -87,6 +87,30 @@ def test_checks_in_a_sandbox(tmp_path: Path) -> None:
     assert run_checks(task, tmp_path)["syntax_valid"] is False
 
 
+def test_a_checker_that_cannot_decide_is_a_grading_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graders import checks
+    from graders.schema import GradingError
+    from tasks.agent import check_sandbox
+
+    task = parse_task(TASK, "t")
+    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+
+    def hung(*_args: object) -> tuple[bool, str]:
+        raise GradingError("calc.py: the python syntax check timed out after 1s")
+
+    monkeypatch.setattr(checks, "_syntax", hung)
+    result = run_checks(task, tmp_path)
+    undecided = next(d for d in result["details"] if d["check"] == "syntax_valid: python")
+    assert undecided["passed"] is None and undecided["error"] and "timed out" in result["grading_error"]
+    assert result["all_passed"]  # the other checks decided, and passed
+    # the sandbox itself failing: no check ran, a grading error rather than a failed session
+    monkeypatch.setenv("SKILLAB_BWRAP", "skillab-no-such-bwrap")
+    failed = check_sandbox.fn(task, str(tmp_path), "t", "bubblewrap")
+    assert failed["details"] == [] and "bubblewrap is not available" in failed["grading_error"]
+
+
 def test_other_languages(tmp_path: Path) -> None:
     t = parse_task(
         TASK.replace(

@@ -130,3 +130,44 @@ def test_an_agentic_task_that_repeats_skill_md_is_named_across_its_front_matter(
         'leakage: task t1: prompt repeats 13 words of SKILL.md: "writes small correct python modules calc '
         'always return the exact arithmetic result of"'
     ]
+    cued = AgentTask(
+        task_id="t3", prompt="Fix the module", input_files=("notes/Calc-Skill-hints.md",), **task
+    )
+    assert task_leaks([cued], skill) == [
+        "leakage: task t3: the input file 'notes/Calc-Skill-hints.md' names the skill 'calc-skill'"
+    ]
+
+
+def test_holdout_queries_seen_by_an_earlier_description_are_named(tmp_path: Path) -> None:
+    """Holdout reuse: the same suite's earlier run held out these queries while another description
+    was under test; the same description again, or another suite, is no reuse."""
+    from types import SimpleNamespace
+
+    from flows.modes.triggers.plan import TriggerOptions, holdout_reuse
+    from graders.queries import Query, split
+
+    queries = [Query(id=f"q{i}", query=f"ask {i}", expect="s" if i % 2 else None) for i in range(10)]
+    chosen = split(queries, 0.3, 7)
+    options = TriggerOptions.model_construct(suite=None, queries="queries.yaml")
+    now = (SimpleNamespace(sha256="new"),)
+
+    def earlier(name: str, hashes: dict[str, str], queries_file: str = "queries.yaml") -> None:
+        report = {
+            "id": name,
+            "mode": "trigger",
+            "meta": {"skillHashes": hashes},
+            "triggers": {"queriesFile": queries_file, "split": chosen.record()},
+        }
+        (tmp_path / f"{name}.json").write_text(json.dumps(report))
+
+    (tmp_path / "junk.json").write_text("{not json")
+    earlier("run-same", {"v1": "new"})
+    assert holdout_reuse(tmp_path, options, "queries.yaml", chosen, now) == []  # type: ignore[arg-type]
+    earlier("run-other-suite", {"v1": "old"}, "other.yaml")
+    assert holdout_reuse(tmp_path, options, "queries.yaml", chosen, now) == []  # type: ignore[arg-type]
+    earlier("run-old", {"v1": "old"})
+    (line,) = holdout_reuse(tmp_path, options, "queries.yaml", chosen, now)  # type: ignore[arg-type]
+    held = ", ".join(sorted(q.id for q in chosen.holdout))
+    assert line.startswith(
+        f"leakage: holdout reuse: 3 of 3 holdout queries ({held}) were held out in run run-old"
+    )

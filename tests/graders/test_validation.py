@@ -10,6 +10,7 @@ import pytest
 from graders.registry import parse
 from graders.schema import Sample
 from graders.validation import validate_samples, violation, without_broken
+from tests.graders.test_agentic import TASK as AGENTIC_TASK
 
 
 def sample(reference: str | None, *assertions: dict[str, Any], folder: Path = Path(".")) -> Sample:
@@ -88,31 +89,10 @@ def test_a_numeric_reference_in_yaml_is_its_text() -> None:
     )
 
 
-TASK = """# Task: add function
-difficulty: easy
-category: python
-type: positive
-
-## Prompt
-Create calc.py with a function add(a, b).
-
-## Expected Outcome
-calc.py defines add returning a + b.
-
-## Verification Checks
-- file_exists: calc.py
-- file_contains: def add in calc.py
-- syntax_valid: python
-- runs_without_error: python3 -c "import calc; assert calc.add(2, 3) == 5"
-- runs_without_error: true
-- file_contains: def multiply in calc.py
-
-## Grading Rubric
-- Correctness: add works
-
-## Tags
-python
-"""
+#: The agentic tests' task, with two checks no correct solution can settle.
+TASK = AGENTIC_TASK.replace(
+    '5"\n', '5"\n- runs_without_error: true\n- file_contains: def multiply in calc.py\n'
+)
 
 
 def test_a_task_s_checks_on_its_reference_solution_and_its_untouched_start(
@@ -133,18 +113,19 @@ def test_a_task_s_checks_on_its_reference_solution_and_its_untouched_start(
     (suite / "references" / "task-01" / "leak").unlink()
     assert main(["skill", "validate", "--tasks", str(suite)]) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert lines[:6] == [
-        "ok       task-01#1 (file_exists: calc.py): passes the reference solution, fails the untouched start",
-        "ok       task-01#2 (file_contains: def add in calc.py): passes the reference solution, fails the untouched start",
-        "ok       task-01#3 (syntax_valid: python): passes the reference solution, fails the untouched start",
-        'ok       task-01#4 (runs_without_error: python3 -c "import calc; assert calc.add(2, 3) == 5"): passes the '
-        "reference solution, fails the untouched start",
-        "broken   task-01#5 (runs_without_error: true): passes the untouched start: it is decided before the agent acts",
-        "broken   task-01#6 (file_contains: def multiply in calc.py): fails the reference solution: 'def multiply' "
+    sound = "passes the reference solution, fails the untouched start"
+    assert lines[:7] == [
+        f"ok       task-01#1 (file_exists: calc.py): {sound}",
+        f"ok       task-01#2 (file_contains: def add in calc.py): {sound}",
+        f"ok       task-01#3 (file_contains: return): {sound}",
+        f"ok       task-01#4 (syntax_valid: python): {sound}",
+        f'ok       task-01#5 (runs_without_error: python3 -c "import calc; assert calc.add(2, 3) == 5"): {sound}',
+        "broken   task-01#6 (runs_without_error: true): passes the untouched start: it is decided before the agent acts",
+        "broken   task-01#7 (file_contains: def multiply in calc.py): fails the reference solution: 'def multiply' "
         "not found in calc.py",
     ]
-    assert lines[6] == "validate: 6 graders tried on 1 reference solution(s): 4 ok, 0 untested, 2 broken"
-    assert lines[7] == "validate: 1 case(s) have no reference solution, their graders were not tried: task-02"
+    assert lines[7] == "validate: 7 graders tried on 1 reference solution(s): 5 ok, 0 untested, 2 broken"
+    assert lines[8] == "validate: 1 case(s) have no reference solution, their graders were not tried: task-02"
 
 
 def test_broken_checks_are_taken_out_of_the_task(tmp_path: Path) -> None:
@@ -156,19 +137,16 @@ def test_broken_checks_are_taken_out_of_the_task(tmp_path: Path) -> None:
     task = parse_task(TASK, "task-01")
     findings = validate_tasks([task], tmp_path, "bubblewrap")
     (kept,) = tasks_without_broken([task], findings)
-    assert [c.label for c in kept.checks] == [c.label for c in task.checks[:4]]
+    assert [c.label for c in kept.checks] == [c.label for c in task.checks[:5]]
 
 
 def test_a_plugin_case_s_file_graders_on_its_reference(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from flows.cli.main import main
+    from tests.graders.test_plugin_eval import replay_plugin
 
-    root = tmp_path / "plug"
-    (root / ".claude-plugin").mkdir(parents=True)
-    (root / ".claude-plugin" / "plugin.json").write_text('{"name": "plug"}')
-    (root / "skills" / "hello").mkdir(parents=True)
-    (root / "skills" / "hello" / "SKILL.md").write_text("---\nname: hello\ndescription: d\n---\nbody\n")
+    root = replay_plugin(tmp_path, "")  # its case "resume" has no reference
     case = root / "evals" / "greet"
     (case / "reference" / "out").mkdir(parents=True)
     (case / "reference" / "out" / "hello.txt").write_text("hello, world\n")
@@ -187,3 +165,4 @@ def test_a_plugin_case_s_file_graders_on_its_reference(
     assert "untested greet#4 (regex: done): reads the session's transcript" in out
     # a glob that cannot match a file in a folder
     assert "broken   greet#5 (file_exists: always): fails the reference solution: * missing" in out
+    assert "validate: 1 case(s) have no reference solution, their graders were not tried: resume" in out

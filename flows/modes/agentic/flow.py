@@ -235,7 +235,13 @@ async def judge_sessions(
     runner = UnitRunner(RunnerConfig(config.concurrency, cache_dir), Progress(0, "judging", enabled=False))
     policy = CallPolicy(cache_dir=str(cache_dir))
     clean = [i for i, (session, bad) in enumerate(outcomes) if session.ok and bad is None]
-    judged = [i for i in clean if plans[i].task.plugin_case is None]  # plugin cases: their own graders
+    # a check that could not decide leaves the session ungraded (fail closed): no judgement is paid for
+    undecided = {
+        i: {"status": "ungraded", "error": checks[i]["grading_error"]}
+        for i in clean
+        if checks[i].get("grading_error")
+    }
+    judged = [i for i in clean if plans[i].task.plugin_case is None and i not in undecided]
     plugin = await judge_plugin_runs(runner, target, policy, plugin_runs(plans, clean), checks)
     # One batch for the four-criterion judgements, one per skill-creator eval (its own expectations).
     groups: dict[str, list[int]] = {}
@@ -261,7 +267,7 @@ async def judge_sessions(
                 out[i] = expectations_grade(parsed)
             else:
                 out[i] = grade(parsed, bool(checks[i]["all_passed"]))
-    return plugin | out, runner.stats().spent_by_kind.get("judge", 0.0)
+    return plugin | out | undecided, runner.stats().spent_by_kind.get("judge", 0.0)
 
 
 async def plugin_setup(

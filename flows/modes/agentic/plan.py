@@ -57,6 +57,14 @@ def arm_root(isolated: Path, mode: str) -> Path:
     return isolated.with_name(digest[: len(isolated.name)])
 
 
+def arm_folder(isolated: Path, mode: str) -> str:
+    """The last folder of a session's working directory: a neutral name of one length for both arms
+    (the working directory is in the agent's system prompt: "with-skill" or "baseline" there would
+    tell the agent which arm it is in). An ablated arm's is the with-skill arm's, under its own root."""
+    kind = Arm.BASELINE if mode == Arm.BASELINE else Arm.WITH_SKILL
+    return hashlib.sha256(f"{isolated.name}/{kind}".encode()).hexdigest()[:10]
+
+
 def runs_of(task: AgentTask, runs: int, case_runs: bool) -> int:
     """Sessions per arm of a task: ``runs``, or with ``case_runs`` a plugin eval case's own ``runs``
     (as `claude plugin eval` runs it when --runs is not given)."""
@@ -90,10 +98,7 @@ def plan_sessions(
                 if mode != Arm.WITH_SKILL and single_arm(task):
                     continue
                 level = Path(f"task-{index:02d}") / (f"run-{run}" if count > 1 else "")
-                root, where = (
-                    arm_root(isolated, mode),
-                    str(Arm.BASELINE if mode == Arm.BASELINE else Arm.WITH_SKILL),
-                )
+                root, where = arm_root(isolated, mode), arm_folder(isolated, mode)
                 out.append(
                     Session(
                         task,

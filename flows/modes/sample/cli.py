@@ -172,7 +172,7 @@ def summary_and_gate(options: BenchOptions, path: Path, state: Any, *, ci: bool)
         for line in (failures := unmeasured(report)):
             print(f"skillab: FAIL {line}{marked}", file=sys.stderr)
         for line in (invalid := require_valid_failures(report) if options.require_valid else []):
-            print(f"skillab: FAIL {line}", file=sys.stderr)  # the flow run itself completed
+            print(f"skillab: FAIL {line}{marked}", file=sys.stderr)
         for line in (regressions := [] if failures else regression_failures(report)):
             print(f"skillab: REGRESSION {line}{marked}", file=sys.stderr)
         return EXIT_FAIL if failures or invalid or regressions else EXIT_OK

@@ -57,6 +57,10 @@ class NothingMeasuredError(FailedBench):
     """Every call of a variant failed (an endpoint down, a bad key): no figure stands for it."""
 
 
+class NotCertifiedError(FailedBench):
+    """--require-valid and the report's validity certificate has a FAIL."""
+
+
 async def execute(
     prepared: Prepared, runner: UnitRunner, units: list[Unit]
 ) -> list[tuple[Unit, Sample, RunResult]]:
@@ -189,10 +193,11 @@ async def sample_bench(options: BenchOptions, cwd: str = ".", show_progress: boo
 def final_state(options: BenchOptions, outcome: Any) -> State:
     """Completed, named after the verdict (the runs list shows a state's name, not its message);
     Failed (a state, not an exception: no traceback on the terminal or in the run's log) when nothing
-    was measured or the suite regressed against its previous run, its message stating the drop. The
-    report is written either way."""
+    was measured, the suite regressed against its previous run (its message stating the drop), or
+    --require-valid and the report is not certified. The report is written either way."""
     from flows.report.gates import unmeasured
     from flows.report.logtext import outcome_name, regression_outcome, state_message
+    from flows.report.validity import require_valid_failures
 
     report, path = outcome.report, str(outcome.path)
     regression = report.regression
@@ -201,6 +206,8 @@ def final_state(options: BenchOptions, outcome: Any) -> State:
         failed, name = NothingMeasuredError("; ".join(idle), path), "Errors"
     elif regression and regression.regressed:
         failed, name = RegressionError(regression_outcome(report), path), "Regressed"
+    elif options.require_valid and (invalid := require_valid_failures(report)):
+        failed, name = NotCertifiedError("; ".join(invalid), path), "Not certified"
     if failed is not None:
         return Failed(name=name, message=str(failed), data=current().keep(failed))
     result = current().keep({"report_path": str(outcome.path) if outcome.path else None, "id": report.id})

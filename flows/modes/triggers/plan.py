@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from executors.errors import InputError
+from executors.parsing import load_json
 from executors.registry import AGENT_CLIS
 from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP, Isolation, checked_isolation
 from flows.inputs.files import options_file, writable_folder
@@ -31,6 +32,7 @@ from flows.inputs.skill_config import (
     runner_default_model,
 )
 from graders.leakage import DESCRIPTION_WORDS, case_leaks
+from graders.loading import read_text
 from graders.queries import (
     Query,
     QuerySet,
@@ -273,14 +275,61 @@ def prepare_triggers(options: TriggerOptions, cwd: Path) -> TriggerPlan:
         for v in variants
     )
     isolation = checked_isolation(options.os_sandbox)
-    leaks = case_leaks(
+    leaks: list[str] = case_leaks(
         [(f"query {q.id}", q.query) for q in queries.queries],
         [(f"{s.name}'s description", s.description) for s in skills],
         DESCRIPTION_WORDS,
     )
+    if chosen is not None:
+        leaks += holdout_reuse(cwd / options.results_dir, options, queries.path, chosen, variants)
     return TriggerPlan(
         options, queries, variants, candidates, chosen, sessions, isolation, versions, tuple(leaks)
     )
+
+
+#: Earlier reports read for the holdout check, newest first (a results folder can hold thousands).
+EARLIER_REPORTS = 200
+
+
+def holdout_reuse(
+    results: Path,
+    options: TriggerOptions,
+    queries_file: str,
+    chosen: Split,
+    variants: tuple[TriggerVariant, ...],
+) -> list[str]:
+    """Holdout queries an earlier run of the same suite (``--suite``, else the same queries file)
+    already held out while another description was under test: their results were seen while the
+    description was being changed, so they no longer measure generalisation."""
+    held = {q.id for q in chosen.holdout}
+    current = {v.sha256 for v in variants}
+    files = sorted(results.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)[:EARLIER_REPORTS]
+    for path in files:
+        try:
+            data = load_json(read_text(path))
+        except (InputError, ValueError, OSError):
+            continue  # not a report of ours: nothing to compare
+        figures = data.get("triggers") if isinstance(data, dict) else None
+        meta = data.get("meta") if isinstance(data, dict) else None
+        if not isinstance(figures, dict) or not isinstance(meta, dict):
+            continue
+        same = (
+            meta.get("suite") == options.suite
+            if options.suite
+            else figures.get("queriesFile") == queries_file
+        )
+        split = figures.get("split") or {}
+        seen = held & set(split.get("holdout") or []) if isinstance(split, dict) else set()
+        hashes = meta.get("skillHashes")
+        earlier = set(hashes.values()) if isinstance(hashes, dict) else set()
+        if same and seen and not earlier <= current:
+            shown = ", ".join(sorted(seen)[:8]) + (" ..." if len(seen) > 8 else "")
+            return [
+                f"leakage: holdout reuse: {len(seen)} of {len(held)} holdout queries ({shown}) were held out in "
+                f"run {data.get('id')} of another description: the holdout has been seen while iterating; "
+                "draw a fresh one (another --seed) or add queries"
+            ]
+    return []
 
 
 def agent_label(label: str, runner: str, artifacts: int, runners: int) -> str:

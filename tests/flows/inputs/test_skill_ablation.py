@@ -105,11 +105,15 @@ def test_ablated_arms_run_the_same_tasks_and_runs(tmp_path: Path) -> None:
     assert grid == {(t.task_id, run, arm) for t in tasks for run in (1, 2) for arm in arms}
     cut = next(s for s in plans if s.mode == "with-skill-no-rules" and s.run == 2)
     full = next(s for s in plans if s.mode == Arm.WITH_SKILL and s.run == 2 and s.index == 1)
-    assert cut.kind == Arm.WITH_SKILL and cut.sandbox.name == "with-skill"  # the cwd names no section
+    assert cut.kind == Arm.WITH_SKILL and cut.sandbox.name == full.sandbox.name  # the cwd names no section
+    base = next(s for s in plans if s.mode == Arm.BASELINE and s.run == 2 and s.index == 1)
+    # nor the arm: one neutral name of one length for both
+    assert len(base.sandbox.name) == len(full.sandbox.name) and base.sandbox.name != full.sandbox.name
+    assert not {"with-skill", "baseline"} & {part for s in plans for part in s.sandbox.parts}
     assert len(str(cut.sandbox)) == len(str(full.sandbox)) and cut.sandbox != full.sandbox
     root = arm_root(iso, "with-skill-no-rules")
     assert root.parent == iso.parent and len(root.name) == len(iso.name) and root != iso
-    assert cut.home == root / "home" / "task-01" / "run-2" / "with-skill"
+    assert cut.home == root / "home" / "task-01" / "run-2" / full.sandbox.name
     assert arm_root(iso, Arm.BASELINE) == arm_root(iso, Arm.WITH_SKILL) == iso
     assert cut.outputs == tmp_path / "r" / "outputs" / "task-01" / "run-2" / "with-skill-no-rules"
     assert {s.kind for s in plans if s.mode == Arm.BASELINE} == {Arm.BASELINE}
