@@ -158,6 +158,12 @@ class SkillBenchConfig(BaseModel):
         "none", description="CI gate: the with-skill verdict required (exit 1 otherwise)"
     )
     require_valid: bool = Field(False, description=REQUIRE_VALID_HELP)
+    reuse_baseline: bool = Field(
+        True,
+        description="take a baseline session from an earlier run when nothing that decides it changed (the "
+        "agent CLI and its version, model, endpoint, task, run index, sandbox settings): iterating on the skill "
+        "re-runs only the with-skill arm; --no-reuse-baseline: run every baseline session again",
+    )
     ablate: bool = Field(
         False,
         description="also run the with-skill arm once per section of SKILL.md with that section left out, "

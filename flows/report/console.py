@@ -10,7 +10,7 @@ from rich.table import Table
 
 from flows.report.explain import explain_lines
 from flows.report.logtext import regression_lines, uncertified, validity_lines
-from flows.report.schema import Report, SampleMeta
+from flows.report.schema import AgenticMeta, Report, SampleMeta, SessionMeta
 
 COLUMNS = (
     "variant",
@@ -105,8 +105,12 @@ def economy_lines(report: Report) -> list[str]:
     """What caching and batching saved, and what this run left undone (budgets, pending batches)."""
     meta, lines = report.meta, []
     if meta.cache_hits:
+        made = "session(s) started" if isinstance(meta, SessionMeta) else "call(s) made"
+        lines.append(f"cache: {meta.cache_hits:,} result(s) taken from the cache, {meta.calls or 0:,} {made}")
+    if isinstance(meta, AgenticMeta) and meta.reused_sessions:
         lines.append(
-            f"cache: {meta.cache_hits:,} result(s) taken from the cache, {meta.calls or 0:,} call(s) made"
+            f"reused: {meta.reused_sessions} baseline session(s) from {', '.join(meta.reused_from or [])} "
+            "(nothing that decides them changed; --no-reuse-baseline runs them again)"
         )
     caching = meta.prompt_caching if isinstance(meta, SampleMeta) else None
     if caching:

@@ -333,6 +333,10 @@ class AgentRun(SessionRun):
     num_turns: int | None = None
     """turns the session took"""
     outputs: str | None = Field(default=None, description="folder of the session's raw outputs")
+    reused_from: str | None = Field(
+        default=None,
+        description="the earlier run this baseline session was taken from (nothing deciding it changed)",
+    )
 
     def plugin_eval(self) -> dict[str, Any]:
         """A plugin eval case's grading of this session (score, graders, pending); {} otherwise."""
@@ -559,6 +563,10 @@ class AgenticMeta(SessionMeta):
     """what the run could not do as its suite asked (a field run without, a grader bound to fail)"""
     case_settings: dict[str, str] | None = None
     """a plugin suite's cases that set their own model, turns, timeout or runs: case -> what ran"""
+    reused_sessions: int | None = None
+    """baseline sessions taken from earlier runs instead of run again (only the skill changed)"""
+    reused_from: list[str] | None = None
+    """the runs (results folders) they came from"""
 
 
 class TriggerMeta(SessionMeta):

@@ -370,3 +370,43 @@ def test_sessions_the_budget_kept_back_are_not_run_not_failures(
     assert summary["baseline"]["errorCount"] == summary["with-skill"]["errorCount"] == 0
     assert summary["baseline"]["executions"] + summary["with-skill"]["executions"] == 7
     assert "not run: 1 session(s): --max-calls or --budget-usd was reached" in out
+
+
+def test_an_unchanged_baseline_is_reused_when_only_the_skill_changed(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The second run of the suite with an edited skill runs only the with-skill arm: the baseline
+    sessions (same CLI and version, model, endpoint, task, run) come from the first run, restored and
+    graded as they were; --no-reuse-baseline runs them again."""
+    for path in (project / "suite").glob("task-0[34]*"):
+        path.unlink()
+    monkeypatch.chdir(project)
+
+    def baseline_requests(server: FakeProvider) -> int:
+        # the agent's requests carry its tools (the judge's do not), the skill arm's the forced Skill call
+        return sum(1 for c in server.calls if c.body.get("tools") and "MUST first call" not in str(c.body))
+
+    with FakeProvider(judge, agent=agent) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        args = [*skill_run(project, server.url), "--timeout", "30", "--concurrency", "4"]
+        assert main(args) == 0
+        first = baseline_requests(server)
+        skill_md = project / ".claude" / "skills" / "calc-skill" / "SKILL.md"
+        skill_md.write_text(skill_md.read_text() + "\nPrefer short functions.\n")
+        assert main(args) == 0
+        assert baseline_requests(server) == first  # no baseline session ran again
+        out = capsys.readouterr().out
+        assert main([*args, "--no-reuse-baseline"]) == 0
+        assert baseline_requests(server) > first
+    earlier, second, third = sorted((project / "results").glob("calc-skill-*"))
+    report = json.loads((second / "report.json").read_text())
+    meta = report["meta"]
+    assert meta["reusedSessions"] == 2 and meta["reusedFrom"] == [earlier.name] and meta["cacheHits"] == 2
+    assert f"reused: 2 baseline session(s) from {earlier.name}" in out
+    base = [c["variants"]["baseline"] for c in report["results"]]
+    assert all(b["reusedFrom"] == earlier.name and b["compositeScore"] == 40 for b in base)
+    assert all("reusedFrom" not in c["variants"]["with-skill"] for c in report["results"])
+    assert (second / "sandbox" / "task-01" / "baseline" / "calc.py").read_text().endswith("return a - b\n")
+    assert f"Reused: 2 baseline session(s) from {earlier.name}" in (second / "report.md").read_text()
+    assert "reusedSessions" not in json.loads((third / "report.json").read_text())["meta"]

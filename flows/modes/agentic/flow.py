@@ -59,6 +59,7 @@ from flows.modes.agentic.plugin_eval import (
 )
 from flows.modes.agentic.plugin_json import plugin_eval_json
 from flows.modes.agentic.report import REPORT_ARMS, AgenticRun, Graded, build_skill_report
+from flows.modes.agentic.reuse import Reuse
 from flows.modes.agentic.sessions import contamination, init_event, write_outputs
 from flows.modes.explain import diagnose_skill_run
 from flows.report.logtext import figure_lines, state_message, verdict_lines
@@ -122,11 +123,12 @@ async def run_sessions(
     isolation: Isolation,
     log: LogTarget | None = None,
     skill_dirs: dict[str, Path] | None = None,
+    reuse: Reuse | None = None,
 ) -> tuple[list[Session], list[tuple[AgentSession, str | None]], RunStats]:
     """Every session (every arm, every run) under the concurrency cap, with its contamination: the
     plans that ran, their outcomes, and what the runner counted (a session --max-calls or
     --budget-usd kept from starting is not run, not a failure). ``skill_dirs``: an ablated arm -> its
-    copy of the skill (the with-skill arm has the skill's own)."""
+    copy of the skill (the with-skill arm has the skill's own). ``reuse``: see agentic/reuse.py."""
     dirs = {str(Arm.WITH_SKILL): skill.path, **(skill_dirs or {})}
     progress = Progress(len(plans), "sessions", log=log)
     run_config = RunnerConfig(config.concurrency, max_calls=config.max_calls, budget_usd=config.budget_usd)
@@ -139,11 +141,15 @@ async def run_sessions(
 
     async def one(s: Session) -> tuple[AgentSession, str | None] | None:
         request = session_request(config, skill, s, dirs, isolation)
-        stage_inputs(s.task, s.sandbox)  # a skill-creator eval's input files, before the agent starts
-        unit = (s.task.task_id, s.mode, s.run)
-        session = await runner.session(
-            unit, s.label, request, config.base_url, lambda r: plugin_setup(s, r, isolation, skill.name)
-        )
+        key, kept = await reuse.take(s, request, config.base_url) if reuse else (None, None)
+        if kept is None:
+            stage_inputs(s.task, s.sandbox)  # a skill-creator eval's input files, before the agent starts
+            unit = (s.task.task_id, s.mode, s.run)
+            session = await runner.session(
+                unit, s.label, request, config.base_url, lambda r: plugin_setup(s, r, isolation, skill.name)
+            )
+        else:  # an earlier run's, restored; checked against this skill all the same
+            session = kept.session
         if isinstance(session, Refused):
             refused.add(session.reason)
             return None
@@ -153,11 +159,13 @@ async def run_sessions(
         write_outputs(s, session, skill.name, contaminated, raw)
         bad = None if contaminated is None else ("contaminated", contaminated)
         bad = bad or (None if session.ok else (session.status, session.error or session.status))
-        progress.advance(
-            ok=bad is None,
-            cost=session.cost_usd,
-            failure=None if bad is None else (s.label, str(bad[0]), str(bad[1])),
-        )
+        if kept is not None:
+            runner.hit(ok=bad is None)
+            return session, contaminated
+        if reuse is not None:
+            await reuse.keep(key, s, session, clean=contaminated is None)
+        failure = None if bad is None else (s.label, str(bad[0]), str(bad[1]))
+        progress.advance(ok=bad is None, cost=session.cost_usd, failure=failure)
         return session, contaminated
 
     try:
@@ -448,7 +456,8 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
     try:
         log = run_logger()
         log.info(f"{plan_line(config, skill, plans, isolation)}; results in {results}")
-        plans, outcomes, stats = await run_sessions(config, skill, plans, isolation, log, skill_dirs)
+        reuse = Reuse.of(config.reuse_baseline, results, version)
+        plans, outcomes, stats = await run_sessions(config, skill, plans, isolation, log, skill_dirs, reuse)
         checks = check_sessions(plans, isolation)
         try:
             grades, judge_cost = await judge_sessions(config, plans, outcomes, checks)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from flows.modes.agentic.matrix_report import matrix_markdown
 from flows.report.ci import validity_markdown
 from flows.report.explain import explain_markdown
-from flows.report.logtext import md
+from flows.report.logtext import md, uncertified
 from flows.report.schema import AgenticReport, AgentVariantResult, BehaviorSummary, CaseResult
 from graders.criteria import WEIGHTS
 from tasks.schema import Arm, VerdictLabel
@@ -72,13 +72,19 @@ def _header(report: AgenticReport, comp: Comparison | None) -> list[str]:
             if meta.network
             else []
         ),
+        *(
+            [f"Reused: {meta.reused_sessions} baseline session(s) from {', '.join(meta.reused_from or [])}"]
+            if meta.reused_sessions
+            else []
+        ),
         "",
-        f"## Verdict: {EMOJI.get(band, '')} {band}",
+        f"## Verdict: {EMOJI.get(band, '')} {band}{uncertified(report, verdict) if verdict else ''}",
         f"**Skill scores {abs(delta or 0):.1f} points {'higher' if (delta or 0) >= 0 else 'lower'} (0-100) than baseline {scope}.**"
         if delta is not None
         else "**Not enough completed sessions to compare.**",
         "",
-        f"Paired analysis over tasks: **{verdict.label if verdict else 'INSUFFICIENT DATA'}** — "
+        f"Paired analysis over tasks: **{verdict.label if verdict else 'INSUFFICIENT DATA'}"
+        f"{uncertified(report, verdict) if verdict else ''}** — "
         f"{verdict.reason if verdict else ''}",
         "",
         "## Summary",

@@ -99,6 +99,7 @@ def session_entry(g: Graded) -> AgentRun:
             for e in session.events
         ],
         outputs=str(s.outputs),
+        **({"reused_from": origin} if (origin := session.meta.get("reused_from")) else {}),
     )
 
 
@@ -268,7 +269,14 @@ def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -
             for g in graded
             if g.contaminated
         ],
+        **reused_meta(graded),
     )
+
+
+def reused_meta(graded: list[Graded]) -> dict[str, Any]:
+    """How many baseline sessions were taken from earlier runs, and which (absent when none was)."""
+    origins = [str(o) for g in graded if (o := g.session.meta.get("reused_from"))]
+    return {"reused_sessions": len(origins), "reused_from": sorted(set(origins))} if origins else {}
 
 
 def ablation_aggregate(run: AgenticRun, records: list[Record]) -> Aggregate | None:
