@@ -248,9 +248,14 @@ Assertion = Annotated[
 SetAssertion.model_rebuild()
 
 
-def _number_as_text(value: Any) -> Any:
-    """``reference_output: 100`` in YAML is the answer "100"."""
-    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+def _quoted(value: Any) -> Any:
+    """A reference answer is text as written: YAML turns ``1.50``, ``007`` or ``12:30:00`` into numbers
+    that print otherwise, and a date into a date; asked for in quotes instead of guessed."""
+    if value is not None and not isinstance(value, str):
+        raise invalid(
+            f"write the answer in quotes: the file gave a {type(value).__name__} ({value!r}), not text"
+        )
+    return value
 
 
 class Sample(Frozen):
@@ -261,7 +266,7 @@ class Sample(Frozen):
     context: str | None = None
     rubric: str | None = None
     assertions: tuple[Assertion, ...] = ()
-    reference_output: Annotated[str | None, BeforeValidator(_number_as_text)] = Field(
+    reference_output: Annotated[str | None, BeforeValidator(_quoted)] = Field(
         default=None, description="a correct answer: every grader is tried on it (and on its mutants)"
     )
     dimensions: dict[str, str] | None = None

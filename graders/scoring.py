@@ -31,7 +31,7 @@ def composite(assertions: float | None, judge: JudgeResult, judged: bool) -> flo
 def make_grade(results: Sequence[AssertionResult], judge: JudgeResult, judged: bool) -> Grade:
     """The run's grade; an assertion that could not decide leaves the run without a score (fail
     closed: its pass or fail would be a guess either way)."""
-    errors = [f"{r.assertion.type}: {r.message}" for r in results if r.error]
+    errors = [f"{r.assertion.type}: {r.message.removeprefix('grading error: ')}" for r in results if r.error]
     score = None if errors else assertion_score(results)
     return Grade(
         assertions=tuple(results),

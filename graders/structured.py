@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
+from jsonschema import ValidationError
 
 from executors.errors import InputError
-from graders.schema import JsonSchemaAssertion, JsonValidAssertion, Observation
+from graders.schema import GradingError, JsonSchemaAssertion, JsonValidAssertion, Observation
+from graders.text import REGEX_TIMEOUT_S
 
 Outcome = tuple[bool, str]
 
@@ -25,11 +28,42 @@ def json_valid(a: JsonValidAssertion, obs: Observation) -> Outcome:
     return not error, error
 
 
+def _search(pattern: str, text: str) -> bool:
+    """A schema's regular expression, under the time budget of the ``regex`` assertion (the standard
+    library's engine, which jsonschema uses, backtracks without a limit)."""
+    import regex
+
+    try:
+        return regex.search(pattern, text, timeout=REGEX_TIMEOUT_S) is not None
+    except TimeoutError:
+        raise GradingError(f"the schema's pattern /{pattern}/ timed out after {REGEX_TIMEOUT_S:g}s") from None
+    except regex.error as exc:
+        raise GradingError(f"the schema's pattern /{pattern}/ cannot run: {exc}") from None
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not _search(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(
+    validator: Any, patterns: dict[str, Any], instance: Any, schema: Any
+) -> Iterator[Any]:
+    if validator.is_type(instance, "object"):
+        for pattern, subschema in patterns.items():
+            for key, value in instance.items():
+                if _search(pattern, key):
+                    yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
 def json_schema(a: JsonSchemaAssertion, obs: Observation) -> Outcome:
     data, error = _parse(obs.output)
     if error:
         return False, error
-    validator_cls = jsonschema.validators.validator_for(a.json_schema)
+    validator_cls = jsonschema.validators.extend(
+        jsonschema.validators.validator_for(a.json_schema),
+        {"pattern": _pattern, "patternProperties": _pattern_properties},
+    )
     errors = sorted(validator_cls(a.json_schema).iter_errors(data), key=lambda e: list(e.path))
     if errors:
         first = errors[0]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from executors.contents import copy_file, copy_tree
+from executors.errors import InputError
 from executors.sandbox import Isolation
 from executors.schema import Frozen
 from executors.workspace import session_root
@@ -83,6 +84,12 @@ def _regex_dropped(a: Assertion, text: str) -> str:
     return str(compile_regex(a.pattern, a.flags).sub("", text, timeout=REGEX_TIMEOUT_S))  # type: ignore[union-attr]
 
 
+def _other(a: Assertion) -> str:
+    """A word that neither starts nor ends like the assertion's value."""
+    value = str(getattr(a, "value", "")).lower()
+    return next(w for w in ("~", "#", "%") if not value.startswith(w) and not value.endswith(w))
+
+
 def _count(a: Assertion) -> int:
     return int(float(a.value)) if isinstance(a, NumberAssertion) else 0
 
@@ -95,8 +102,8 @@ MUTANTS: dict[str, Callable[[Assertion, str], str]] = {
     "contains_any": lambda a, t: _drop(t, _values(a)),
     "regex": _regex_dropped,
     "not_contains": lambda a, t: _add(t, _values(a)),
-    "starts_with": lambda a, t: "x " + _drop(t, _values(a)),
-    "ends_with": lambda a, t: _drop(t, _values(a)) + " x",
+    "starts_with": lambda a, t: _other(a) + " " + _drop(t, _values(a)),
+    "ends_with": lambda a, t: _drop(t, _values(a)) + " " + _other(a),
     "equals": lambda a, t: _add(t, ["x"]),
     "not_equals": lambda a, t: str(getattr(a, "value", "")),
     "min_length": lambda a, t: t[: max(_count(a) - 1, 0)],
@@ -116,10 +123,17 @@ NEGATED: dict[str, Callable[[Assertion, str], str]] = {
 }
 
 
+#: The longest text a mutant may grow to (a max_length of two billion is no reason to allocate it).
+MUTANT_MAX_CHARS = 1_000_000
+
+
 def violation(a: Assertion, reference: str) -> str | None:
-    """The reference made to break ``a``, or None where no such mutant is derived."""
+    """The reference made to break ``a``, or None where no such mutant is derived (or it would be
+    too long to build)."""
     mutate = (NEGATED if a.negate else MUTANTS).get(a.type)
-    return None if mutate is None else mutate(a, reference)
+    if mutate is None or len(reference) + _count(a) * 5 > MUTANT_MAX_CHARS:
+        return None
+    return mutate(a, reference)
 
 
 def try_grader(sample: Sample, index: int, a: Assertion, reference: str) -> GraderFinding:
@@ -138,7 +152,8 @@ def try_grader(sample: Sample, index: int, a: Assertion, reference: str) -> Grad
     if error:
         return found("broken", f"could not decide on the reference answer: {message}")
     if not passed:
-        return found("broken", f"fails the reference answer: {message or 'failed'}")
+        negated = " (with not: true the reference must not satisfy it)" if a.negate else ""
+        return found("broken", f"fails the reference answer: {message or 'failed'}{negated}")
     try:
         mutant = violation(a, reference)
     except TimeoutError:
@@ -148,8 +163,10 @@ def try_grader(sample: Sample, index: int, a: Assertion, reference: str) -> Grad
         if passed and not error:
             return found("broken", "passes the reference with what it asserts removed: it cannot fail")
         return found("ok", "passes the reference, fails its violation")
-    passed, error, _ = run("")
-    if passed and not error:
+    passed, error, message = run("")
+    if error:
+        return found("untested", f"passes the reference, could not decide on an empty output: {message}")
+    if passed:
         return found("untested", "passes the reference and an empty output: it may not read the output")
     return found("ok", "passes the reference, fails an empty output")
 
@@ -230,7 +247,12 @@ def try_task(task: AgentTask, reference: Path, isolation: Isolation) -> list[Gra
     untouched start (its input files only), each run as a session's are: confined, under ``isolation``."""
     with session_root() as root:
         ref, start = root / "reference", root / "start"
-        copy_tree(reference, ref, f"task {task.task_id}: reference solution")
+        try:
+            copy_tree(reference, ref, f"task {task.task_id}: reference solution")
+        except OSError as exc:  # a path too long once copied, a file that vanished: refused, one line
+            raise InputError(
+                f"task {task.task_id}: reference solution: cannot copy: {exc.strerror or exc}"
+            ) from None
         start.mkdir()
         for name in task.input_files:  # the start a session gets: the eval's input files
             for folder in (ref, start):

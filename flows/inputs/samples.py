@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from executors.contents import inspect_file
 from executors.errors import InputError, where
 from flows.inputs.files import closest, located, options_file, parse_data, read_text, validation_lines
 from flows.inputs.options import BenchOptions
@@ -116,6 +117,8 @@ OMK_SAMPLE_FIELDS = frozenset(
 
 
 def load_samples(path: Path) -> list[Sample]:
+    if path.exists():  # a fifo would hang the read, /dev/zero fill the memory: refused, one line
+        inspect_file(path.resolve(), f"samples file {path}")
     data = parse_data(path, read_text(path))
     if isinstance(data, dict) and isinstance(data.get("samples"), list):
         data = data["samples"]  # oh-my-knowledge's wrapper: {requires: ..., samples: [...]}

@@ -10,9 +10,9 @@ from flows.report.explain import explain_markdown
 from flows.report.logtext import (
     artifact_change_lines,
     change_figures,
+    headline,
     md,
     regression_outcome,
-    uncertified,
 )
 from flows.report.schema import CheckStatus, Report, SampleReport, SampleVariantResult
 from tasks.store.files import atomic_write_text
@@ -148,9 +148,7 @@ def summary_markdown(report: Report, threshold: float | None = None) -> str:
     lines += ["", *economy, *([""] if economy else [])]
     for c in report.comparisons:
         v = c.verdict
-        lines.append(
-            f"**{md(c.treatment)} vs {md(c.control)}: {v.headline()}{uncertified(report, v)}** — {md(v.reason)}"
-        )
+        lines.append(f"**{md(c.treatment)} vs {md(c.control)}: {headline(report, v)}** — {md(v.reason)}")
     lines += validity_markdown(report)
     lines += regression_markdown(report)
     lines += explain_markdown(report)

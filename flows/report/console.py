@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from flows.report.explain import explain_lines
-from flows.report.logtext import regression_lines, uncertified, validity_lines
+from flows.report.logtext import headline, regression_lines, validity_lines
 from flows.report.schema import AgenticMeta, Report, SampleMeta, SessionMeta
 
 COLUMNS = (
@@ -66,7 +66,7 @@ def print_summary(report: Report, path: Path | None, console: Console | None = N
     for comp in report.comparisons:
         v, p = comp.verdict, comp.paired
         console.print(
-            f"[bold]{comp.treatment} vs {comp.control}[/bold]: [bold]{v.headline()}{uncertified(report, v)}[/bold] — "
+            f"[bold]{comp.treatment} vs {comp.control}[/bold]: [bold]{headline(report, v)}[/bold] — "
             f"{v.reason}  "
             f"improved {p.improved} / regressed {p.regressed} / unchanged {p.unchanged} cases",
             highlight=False,

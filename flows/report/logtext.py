@@ -36,6 +36,13 @@ def uncertified(report: Report, verdict: Verdict) -> str:
     )
 
 
+def headline(report: Report, verdict: Verdict) -> str:
+    """The verdict as summary lines show it; a BETTER or WORSE the certificate leaves unproven loses
+    its band (no USE beside "not certified")."""
+    mark = uncertified(report, verdict)
+    return f"{verdict.label}{mark}" if mark else verdict.headline()
+
+
 def verdict_lines(report: Report) -> list[str]:
     """The verdict of each comparison, with its reason."""
     return [

@@ -25,6 +25,7 @@ from flows.report.schema import (
 )
 from tasks.schema import Arm, VerdictLabel
 from tasks.stats.figures import Verdict
+from tasks.stats.statistics import MIN_SETTLED_CASES
 
 #: Items a line names at most (the rest are counted).
 SHOWN = 10
@@ -60,18 +61,22 @@ class Named:
     name: str
     verdict: Verdict
     mean: float | None
+    cases: int  # paired cases the verdict rests on
 
 
 def verdicts(report: Report) -> list[Named]:
     """Every verdict of the report."""
-    out = [Named(f"{c.treatment} vs {c.control}", c.verdict, c.paired.mean) for c in report.comparisons]
+    out = [
+        Named(f"{c.treatment} vs {c.control}", c.verdict, c.paired.mean, c.paired.n)
+        for c in report.comparisons
+    ]
     if isinstance(report, TriggerReport) and report.triggers is not None:
         for comp in report.triggers.comparisons:
             for part, figures in comp.parts.items():
                 for metric in (figures.recall, figures.false_fire):
                     scope = comp.skill or "all skills"
                     name = f"{comp.treatment} vs {comp.control}: {scope} {metric.metric} ({part})"
-                    out.append(Named(name, metric.verdict, metric.comparison.mean))
+                    out.append(Named(name, metric.verdict, metric.comparison.mean, metric.comparison.n))
     return out
 
 
@@ -89,7 +94,11 @@ def power_line(named: Sequence[Named]) -> ValidityCheck | None:
         if n.verdict.label in DECIDED
         and (n.verdict.mde is None or n.mean is None or abs(n.mean) < n.verdict.mde)
     ]
-    short = [n for n in named if n.verdict.mde is None or n.verdict.mde > n.verdict.min_effect]
+    short = [
+        n
+        for n in named
+        if n.cases < MIN_SETTLED_CASES or n.verdict.mde is None or n.verdict.mde > n.verdict.min_effect
+    ]
     worst = max((n.verdict.mde for n in named if n.verdict.mde is not None), default=None)
     if lucky:
         n = lucky[0]
@@ -103,6 +112,17 @@ def power_line(named: Sequence[Named]) -> ValidityCheck | None:
             line=f"{n.name}: {n.verdict.label} at a difference of {shown}, below the smallest effect this "
             f"run detects with 80% power ({mde}): a lucky draw, its size likely inflated",
             items=[x.name for x in lucky],
+        )
+    few = [n for n in short if n.cases < MIN_SETTLED_CASES]
+    if few:
+        n = few[0]
+        return ValidityCheck(
+            check="power",
+            status=CheckStatus.WARN,
+            value=float(n.cases),
+            limit=float(MIN_SETTLED_CASES),
+            line=f"{n.name}: {n.cases} paired case(s), fewer than the {MIN_SETTLED_CASES} any verdict needs",
+            items=[x.name for x in few],
         )
     if short:
         n = short[0]
@@ -235,16 +255,18 @@ def graders_line(report: Report, findings: Sequence[GraderCheck]) -> ValidityChe
             check="graders",
             status=CheckStatus.FAIL,
             value=float(len(broken)),
-            line=f"{len(broken)} of {len(findings)} graders are broken and were left out: {_named(broken)}",
+            line=f"{len(broken)} of the {len(findings)} graders tried on reference answers are broken and were "
+            f"left out: {_named(broken)}",
             items=broken,
         )
     return ValidityCheck(
         check="graders",
         status=CheckStatus.WARN if untested else CheckStatus.PASS,
         value=0.0,
-        line=f"{len(findings)} graders pass their reference answers and fail their violations"
+        line=f"the {len(findings)} graders tried on reference answers pass them and fail their violations"
         if not untested
-        else f"{len(untested)} of {len(findings)} graders pass an empty output: {_named(untested)}",
+        else f"{len(untested)} of the {len(findings)} graders tried on reference answers are untested: "
+        f"{_named(untested)}",
         items=untested,
     )
 

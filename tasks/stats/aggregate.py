@@ -243,13 +243,14 @@ def compare(
 
 
 def assertion_insights(
-    samples: list[Sample], variants: list[str], details: dict[tuple[str, str, int], list[bool]]
+    samples: list[Sample], variants: list[str], details: dict[tuple[str, str, int], list[bool | None]]
 ) -> tuple[list[Insight], list[str], list[str]]:
     """Assertions that pass everywhere, fail everywhere, or never tell variants apart."""
     by_assertion: dict[tuple[str, int], dict[str, list[bool]]] = {}
     for (sample_id, variant, _run), passes in details.items():
         for i, passed in enumerate(passes):
-            by_assertion.setdefault((sample_id, i), {}).setdefault(variant, []).append(passed)
+            if passed is not None:
+                by_assertion.setdefault((sample_id, i), {}).setdefault(variant, []).append(passed)
     low_disc, all_pass, all_fail = [], [], []
     types = {s.sample_id: [a.type for a in s.assertions] for s in samples}
     for (sample_id, i), per_variant in sorted(by_assertion.items()):
@@ -370,7 +371,7 @@ def analysis(
     samples: list[Sample],
     variants: list[str],
     scale: Scale,
-    details: dict[tuple[str, str, int], list[bool]],
+    details: dict[tuple[str, str, int], list[bool | None]],
     comparisons: list[Comparison],
     max_error_rate: float,
 ) -> Analysis:
@@ -431,10 +432,13 @@ def aggregate(
             )
         )
         comparisons.append(compare(df, control, treatment, found, verdict))
-    details: dict[tuple[str, str, int], list[bool]] = {}
+    details: dict[tuple[str, str, int], list[bool | None]] = {}
     for r in records:
         if r.result.ok and r.grade is not None:
-            details[(r.sample_id, r.variant, r.run)] = [a.passed for a in r.grade.assertions]
+            # an assertion that could not decide is no pass and no failure: left out of the insights
+            details[(r.sample_id, r.variant, r.run)] = [
+                None if a.error else a.passed for a in r.grade.assertions
+            ]
     judge = judge_summary(records, variants)
     out = rounded(
         Aggregate(

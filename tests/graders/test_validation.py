@@ -82,11 +82,9 @@ def test_judged_criteria_need_a_model_and_are_not_tried(judged: dict[str, Any]) 
     assert validate_samples([sample("Paris", judged)]) == []
 
 
-def test_a_numeric_reference_in_yaml_is_its_text() -> None:
-    assert (
-        Sample.model_validate({"sample_id": "s", "prompt": "p", "reference_output": 100}).reference_output
-        == "100"
-    )
+def test_a_reference_that_yaml_made_a_number_is_asked_for_in_quotes() -> None:
+    with pytest.raises(ValueError, match=r"write the answer in quotes: the file gave a float \(1.5\)"):
+        Sample.model_validate({"sample_id": "s", "prompt": "p", "reference_output": 1.5})
 
 
 #: The agentic tests' task, with two checks no correct solution can settle.
@@ -166,3 +164,35 @@ def test_a_plugin_case_s_file_graders_on_its_reference(
     # a glob that cannot match a file in a folder
     assert "broken   greet#5 (file_exists: always): fails the reference solution: * missing" in out
     assert "validate: 1 case(s) have no reference solution, their graders were not tried: resume" in out
+
+
+def test_what_a_hostile_samples_file_cannot_do(tmp_path: Path) -> None:
+    """Mutants stay small, a schema's pattern has the regex budget, a prefix is never faked, a check
+    that raises on an empty output is untested (not ok), and a fifo is no samples file."""
+    import os
+    import time
+
+    from flows.inputs.samples import load_samples
+
+    huge = sample(
+        "Paris", {"type": "max_length", "value": 2_000_000_000}, {"type": "word_count_max", "value": 3e8}
+    )
+    assert [f.status for f in validate_samples([huge])] == ["untested", "untested"]  # no mutant of 2 GB
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a|aa)+$"}}}
+    started = time.monotonic()
+    slow = sample('{"s": "' + "a" * 58 + '!"}', {"type": "json_schema", "schema": schema})
+    (finding,) = validate_samples([slow])
+    assert finding.status == "broken" and "timed out" in finding.reason
+    assert time.monotonic() - started < 30
+    prefixed = sample(
+        "x-ray vision", {"type": "starts_with", "value": "x"}, {"type": "ends_with", "value": "n"}
+    )
+    assert [f.status for f in validate_samples([prefixed])] == ["ok", "ok"]
+    (tmp_path / "empty.py").write_text(
+        "def check(output, ctx):\n    if not output:\n        raise ValueError\n    return True\n"
+    )
+    (raises,) = validate_samples([sample("Paris", {"type": "custom", "fn": "empty.py"}, folder=tmp_path)])
+    assert raises.status == "untested" and "could not decide on an empty output" in raises.reason
+    os.mkfifo(tmp_path / "samples.yaml")
+    with pytest.raises(ValueError, match="not a regular file"):
+        load_samples(tmp_path / "samples.yaml")

@@ -255,13 +255,13 @@ def matrix_summarized(config: Any, outcome: dict[str, str]) -> int:
 def summarized(config: Any, outcome: dict[str, str]) -> int:
     """The verdict and ablation lines, the report's path, then the CI gate's exit code."""
     from flows.report.console import economy_lines
-    from flows.report.logtext import uncertified, validity_lines
+    from flows.report.logtext import headline, validity_lines
     from flows.report.schema import load_report
 
     report = load_report(Path(outcome["report_path"]))
     for comp in report.comparisons:
         v = comp.verdict
-        print(f"with-skill vs baseline: {v.headline()}{uncertified(report, v)} — {v.reason}")
+        print(f"with-skill vs baseline: {headline(report, v)} — {v.reason}")
     for section in report.ablation.sections if report.ablation else []:
         print(section.line)
     for line in [*economy_lines(report), *validity_lines(report)]:  # economy: sessions a budget kept back

@@ -46,6 +46,8 @@ def _header(report: AgenticReport, comp: Comparison | None) -> list[str]:
     verdict = comp.verdict if comp else None
     # the headline is the band only where the verdict settles it, else the verdict itself
     band = (verdict.band or str(verdict.label)) if verdict else "INSUFFICIENT DATA"
+    mark = uncertified(report, verdict) if verdict else ""
+    band = str(verdict.label) if verdict and mark else band  # no USE beside "not certified"
     mean_s = skill.avg_composite_score if skill else None
     mean_b = base.avg_composite_score if base else None
     delta = None if mean_s is None or mean_b is None else mean_s - mean_b
@@ -78,13 +80,12 @@ def _header(report: AgenticReport, comp: Comparison | None) -> list[str]:
             else []
         ),
         "",
-        f"## Verdict: {EMOJI.get(band, '')} {band}{uncertified(report, verdict) if verdict else ''}",
+        f"## Verdict: {EMOJI.get(band, '')} {band}{mark}",
         f"**Skill scores {abs(delta or 0):.1f} points {'higher' if (delta or 0) >= 0 else 'lower'} (0-100) than baseline {scope}.**"
         if delta is not None
         else "**Not enough completed sessions to compare.**",
         "",
-        f"Paired analysis over tasks: **{verdict.label if verdict else 'INSUFFICIENT DATA'}"
-        f"{uncertified(report, verdict) if verdict else ''}** — "
+        f"Paired analysis over tasks: **{verdict.label if verdict else 'INSUFFICIENT DATA'}{mark}** — "
         f"{verdict.reason if verdict else ''}",
         "",
         "## Summary",

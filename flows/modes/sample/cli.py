@@ -268,8 +268,9 @@ def cmd_validate(args: argparse.Namespace, command: Command) -> int:
     from graders.registry import is_judged
     from graders.validation import validate_samples
 
-    base = Path(args.project or ".")
-    samples = load_samples(find_samples(args.samples and str(base / args.samples), base))
+    cwd = Path.cwd()
+    options = options_from(args, cwd)  # the samples file `run` would read: --samples, skillab.yaml, a project
+    samples = load_samples(find_samples(options.samples and str(cwd / options.samples), cwd))
     known = [s for s in samples if s.reference_output is not None]
     judged = sum(1 for s in known for a in s.assertions if is_judged(a))
     return print_findings(
@@ -282,8 +283,14 @@ def cmd_validate(args: argparse.Namespace, command: Command) -> int:
 
 
 def add_validate_command(validate: argparse.ArgumentParser) -> None:
-    validate.add_argument("--samples", help="the samples file (default: the project's eval-samples file)")
-    validate.add_argument("--project", help="the project folder (default: here)")
+    """The inputs that name the samples file, as ``run`` reads them (from the current folder)."""
+    validate.add_argument(
+        "--config",
+        default=argparse.SUPPRESS,
+        metavar="PATH",
+        help="options file (default: ./skillab.yaml if present), or an oh-my-knowledge eval.yaml",
+    )
+    add_model_flags(validate, BenchOptions, {"inputs": ("samples", "project")})
     validate.set_defaults(handler=cmd_validate)
 
 

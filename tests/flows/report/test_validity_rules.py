@@ -9,7 +9,9 @@ from tasks.schema import VerdictLabel
 from tasks.stats.figures import Verdict
 
 
-def named(label: VerdictLabel, mean: float, mde: float | None, min_effect: float = 0.3) -> Named:
+def named(
+    label: VerdictLabel, mean: float, mde: float | None, min_effect: float = 0.3, cases: int = 20
+) -> Named:
     verdict = Verdict.model_construct(
         label=label,
         reason="",
@@ -20,7 +22,7 @@ def named(label: VerdictLabel, mean: float, mde: float | None, min_effect: float
         band=None,
         delta_points=None,
     )
-    return Named("v2 vs v1", verdict, mean)
+    return Named("v2 vs v1", verdict, mean, cases)
 
 
 def test_power_passes_warns_and_fails() -> None:
@@ -38,6 +40,9 @@ def test_power_passes_warns_and_fails() -> None:
     worse = power_line([named(VerdictLabel.WORSE, -0.5, None)])
     assert worse is not None and worse.status == CheckStatus.FAIL
     assert power_line([]) is None
+    # too few cases for any verdict: never a PASS, whatever the spread
+    few = power_line([named(VerdictLabel.UNDERPOWERED, 0.0, 0.1, cases=2)])
+    assert few is not None and few.status == CheckStatus.WARN and "2 paired case(s)" in few.line
 
 
 def certificate(*statuses: CheckStatus) -> Validity:
