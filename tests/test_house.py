@@ -85,7 +85,7 @@ FOREIGN_FORMATS = {
     "executors/copilot_cli.py": "Copilot CLI's event log",
     "executors/opencode.py": "OpenCode's config file",
 }
-JSON_SCHEMA_WORDS = {"maxLength", "minItems", "maxItems", "additionalProperties"}
+JSON_SCHEMA_WORDS = {"maxLength", "minItems", "maxItems", "additionalProperties", "patternProperties"}
 
 
 def camel_keys(path: Path) -> list[str]:

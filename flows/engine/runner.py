@@ -23,6 +23,7 @@ from prefect.utilities.annotations import quote
 from executors.errors import TransientError
 from executors.schema import AgentRequest, AgentSession, RunResult
 from flows.engine.economy import BatchMode, over_budget, run_batched, warm_up
+from flows.engine.fleet import Fleet
 from flows.engine.gc import lean_gc
 from flows.engine.progress import Progress
 from flows.engine.runlog import quiet_call_failures
@@ -82,6 +83,7 @@ class RunnerConfig:
     warm_up: bool = False  # one call per shared cacheable prefix before the fan-out
     batch: BatchMode | None = None  # through the provider's batch API first (--batch)
     units_per_task: int | None = None  # units sharing one Prefect task run; None: see TASK_RUNS
+    fleet_sessions: int | None = None  # sessions at once across every run on this account (--fleet-sessions)
 
     @classmethod
     def of(cls, prepared: Prepared) -> RunnerConfig:
@@ -130,6 +132,7 @@ class UnitRunner:
         self.cache_errors: list[str] = []
         self.warm_ups = 0
         self.batched = 0
+        self.fleet = Fleet(config.fleet_sessions) if config.fleet_sessions else None
 
     def over_budget(self) -> bool:
         return over_budget(self.calls, self.spent, self.config.max_calls, self.config.budget_usd)
@@ -180,7 +183,8 @@ class UnitRunner:
                 return Refused(refused)
             from tasks.agent import run_agent_session
 
-            session = await run_agent_session(request, base_url, label)
+            async with self.fleet.slot(request.cli) if self.fleet else contextlib.nullcontext():
+                session = await run_agent_session(request, base_url, label)
         self.spend(UnitKind.SESSION, session.cost_usd)
         return session
 

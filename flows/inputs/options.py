@@ -10,6 +10,10 @@ from executors.registry import AGENT_CLIS, EXECUTORS
 from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP
 from tasks.schema import SAMPLE_SCALE
 
+FLEET_SESSIONS_HELP = (
+    "at most this many agent sessions at once across every run on this Prefect server (all the "
+    "workers of a pool), per provider and API account: a Prefect global concurrency limit"
+)
 REQUIRE_VALID_HELP = (
     "CI gate: exit 1 unless the report's validity certificate has no FAIL (broken graders, too many "
     "errors or grading errors, too little power, an unreliable judge, a contaminated baseline)"

@@ -28,7 +28,7 @@ from flows.inputs.files import (
     read_text,
     validation_lines,
 )
-from flows.inputs.options import REQUIRE_VALID_HELP
+from flows.inputs.options import FLEET_SESSIONS_HELP, REQUIRE_VALID_HELP
 from flows.inputs.suites.skill_creator import evals_file, load_evals
 from graders.agent_task import AgentTask, parse_task
 from graders.leakage import ARTIFACT_WORDS, case_leaks
@@ -158,6 +158,7 @@ class SkillBenchConfig(BaseModel):
         "none", description="CI gate: the with-skill verdict required (exit 1 otherwise)"
     )
     require_valid: bool = Field(False, description=REQUIRE_VALID_HELP)
+    fleet_sessions: int | None = Field(None, ge=1, description=FLEET_SESSIONS_HELP)
     reuse_baseline: bool = Field(
         True,
         description="take a baseline session from an earlier run when nothing that decides it changed (the "

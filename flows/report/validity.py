@@ -87,62 +87,68 @@ def power_line(named: Sequence[Named]) -> ValidityCheck | None:
     size is likely inflated by the luck that made it significant (FAIL)."""
     if not named:
         return None
-    asked = named[0].verdict.min_effect
     lucky = [
         n
         for n in named
         if n.verdict.label in DECIDED
         and (n.verdict.mde is None or n.mean is None or abs(n.mean) < n.verdict.mde)
     ]
-    short = [
-        n
-        for n in named
-        if n.cases < MIN_SETTLED_CASES or n.verdict.mde is None or n.verdict.mde > n.verdict.min_effect
-    ]
-    worst = max((n.verdict.mde for n in named if n.verdict.mde is not None), default=None)
     if lucky:
-        n = lucky[0]
-        mde = "unknown" if n.verdict.mde is None else f"{n.verdict.mde:.3g}"
-        shown = "unknown" if n.mean is None else f"{abs(n.mean):.3g}"
-        return ValidityCheck(
-            check="power",
-            status=CheckStatus.FAIL,
-            value=n.verdict.mde,
-            limit=n.verdict.min_effect,
-            line=f"{n.name}: {n.verdict.label} at a difference of {shown}, below the smallest effect this "
-            f"run detects with 80% power ({mde}): a lucky draw, its size likely inflated",
-            items=[x.name for x in lucky],
-        )
-    few = [n for n in short if n.cases < MIN_SETTLED_CASES]
-    if few:
-        n = few[0]
-        return ValidityCheck(
-            check="power",
-            status=CheckStatus.WARN,
-            value=float(n.cases),
-            limit=float(MIN_SETTLED_CASES),
-            line=f"{n.name}: {n.cases} paired case(s), fewer than the {MIN_SETTLED_CASES} any verdict needs",
-            items=[x.name for x in few],
-        )
-    if short:
-        n = short[0]
-        found = "cannot be computed" if n.verdict.mde is None else f"is {n.verdict.mde:.3g}"
-        more = f" (about {n.verdict.cases_needed} cases would reach it)" if n.verdict.cases_needed else ""
-        return ValidityCheck(
-            check="power",
-            status=CheckStatus.WARN,
-            value=n.verdict.mde,
-            limit=n.verdict.min_effect,
-            line=f"{n.name}: the smallest effect detectable with 80% power {found}, above the "
-            f"{n.verdict.min_effect:g} asked for{more}; no verdict here rests on a smaller difference",
-            items=[x.name for x in short],
-        )
+        return _lucky(lucky)
+    if few := [n for n in named if n.cases < MIN_SETTLED_CASES]:
+        return _few(few)
+    if short := [n for n in named if n.verdict.mde is None or n.verdict.mde > n.verdict.min_effect]:
+        return _short(short)
+    worst = max(n.verdict.mde for n in named if n.verdict.mde is not None)
+    asked = named[0].verdict.min_effect
     return ValidityCheck(
         check="power",
         status=CheckStatus.PASS,
         value=worst,
         limit=asked,
         line=f"an effect of {asked:g} is detected with 80% power (smallest detectable {worst:.3g})",
+    )
+
+
+def _lucky(lucky: Sequence[Named]) -> ValidityCheck:
+    n = lucky[0]
+    mde = "unknown" if n.verdict.mde is None else f"{n.verdict.mde:.3g}"
+    shown = "unknown" if n.mean is None else f"{abs(n.mean):.3g}"
+    return ValidityCheck(
+        check="power",
+        status=CheckStatus.FAIL,
+        value=n.verdict.mde,
+        limit=n.verdict.min_effect,
+        line=f"{n.name}: {n.verdict.label} at a difference of {shown}, below the smallest effect this "
+        f"run detects with 80% power ({mde}): a lucky draw, its size likely inflated",
+        items=[x.name for x in lucky],
+    )
+
+
+def _few(few: Sequence[Named]) -> ValidityCheck:
+    n = few[0]
+    return ValidityCheck(
+        check="power",
+        status=CheckStatus.WARN,
+        value=float(n.cases),
+        limit=float(MIN_SETTLED_CASES),
+        line=f"{n.name}: {n.cases} paired case(s), fewer than the {MIN_SETTLED_CASES} any verdict needs",
+        items=[x.name for x in few],
+    )
+
+
+def _short(short: Sequence[Named]) -> ValidityCheck:
+    n = short[0]
+    found = "cannot be computed" if n.verdict.mde is None else f"is {n.verdict.mde:.3g}"
+    more = f" (about {n.verdict.cases_needed} cases would reach it)" if n.verdict.cases_needed else ""
+    return ValidityCheck(
+        check="power",
+        status=CheckStatus.WARN,
+        value=n.verdict.mde,
+        limit=n.verdict.min_effect,
+        line=f"{n.name}: the smallest effect detectable with 80% power {found}, above the "
+        f"{n.verdict.min_effect:g} asked for{more}; no verdict here rests on a smaller difference",
+        items=[x.name for x in short],
     )
 
 

@@ -319,3 +319,58 @@ def test_the_trigger_page_in_chromium(tmp_path: Path, monkeypatch: pytest.Monkey
         shot = page.screenshot(path=str(tmp_path / "triggers.png"), full_page=True)
         assert shot[:8] == b"\x89PNG\r\n\x1a\n" and len(shot) > 20_000
     assert not problems, problems
+
+
+def test_one_session_limit_across_two_runs_on_one_account(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--fleet-sessions 1 in two runs at once, each allowed 4 sessions of its own: the scripted server
+    never answers two sessions at a time, through a Prefect global concurrency limit named after the
+    provider and a digest of the key (never the key)."""
+    from prefect.client.orchestration import get_client
+
+    from flows.engine.fleet import fleet_name
+
+    root = project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."})
+    monkeypatch.chdir(root)
+    skill = str(root / "skills" / "v1" / NAME)
+    with FakeProvider() as server:
+        SkillScript(NAME, p=0.5).install(server)
+        server.delay = 1.0  # long enough for sessions to overlap without the limit
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-fleet-test")
+        args = ["skill", "triggers", "run", "--queries", "queries.yaml", "--base-url", server.url, "--quiet"]
+        args += ["--skill", skill, "--runs", "2", "--concurrency", "4", "--no-cache", "--timeout", "120"]
+        other = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "flows.bench",
+                *args,
+                "--results-dir",
+                str(root / "r2"),
+                "--fleet-sessions",
+                "1",
+            ],
+            cwd=root,
+            env=subprocess_env() | {"ANTHROPIC_API_KEY": "sk-fleet-test"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        try:
+            assert main([*args, "--results-dir", str(root / "r1"), "--fleet-sessions", "1"]) == 0
+        finally:
+            _, err = other.communicate(timeout=600)
+        assert other.returncode == 0, err.decode()[-2000:]
+        fleet_peak = server.peak
+        server.peak = 0
+        assert main([*args, "--results-dir", str(root / "r3")]) == 0  # the same without the limit
+        free_peak = server.peak
+
+    async def limit() -> Any:
+        async with get_client() as client:
+            return await client.read_global_concurrency_limit_by_name(fleet_name("claude"))
+
+    gcl = asyncio.run(limit())
+    assert gcl.limit == 1 and gcl.active_slots == 0 and "sk-fleet-test" not in gcl.name
+    assert fleet_peak == 1 and free_peak > 1, (fleet_peak, free_peak)

@@ -116,6 +116,16 @@ def session_request(
     )
 
 
+def sessions_config(config: SkillBenchConfig) -> RunnerConfig:
+    """What bounds a run's sessions: its concurrency, its budgets, the fleet's limit."""
+    return RunnerConfig(
+        config.concurrency,
+        max_calls=config.max_calls,
+        budget_usd=config.budget_usd,
+        fleet_sessions=config.fleet_sessions,
+    )
+
+
 async def run_sessions(
     config: SkillBenchConfig,
     skill: Skill,
@@ -131,8 +141,7 @@ async def run_sessions(
     copy of the skill (the with-skill arm has the skill's own). ``reuse``: see agentic/reuse.py."""
     dirs = {str(Arm.WITH_SKILL): skill.path, **(skill_dirs or {})}
     progress = Progress(len(plans), "sessions", log=log)
-    run_config = RunnerConfig(config.concurrency, max_calls=config.max_calls, budget_usd=config.budget_usd)
-    runner = UnitRunner(run_config, progress)
+    runner = UnitRunner(sessions_config(config), progress)
     refused: set[str] = set()  # why the budget kept sessions from starting
     plugin = skill.plugin  # a whole plugin: loaded by the CLI's own mechanism, in the with-arm only
     cli = agent_cli(config.runner)

@@ -34,6 +34,7 @@ async def trigger_bench(
         cache_dir if options.cache else None,
         max_calls=options.max_calls,
         budget_usd=options.budget_usd,
+        fleet_sessions=options.fleet_sessions,
     )
     runner = UnitRunner(config, progress)
     try:
