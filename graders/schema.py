@@ -218,7 +218,9 @@ class DistanceAssertion(AssertionBase):
 class CustomAssertion(AssertionBase):
     type: Literal["custom"]
     fn: str
-    timeout_s: float | None = None
+    timeout_s: (
+        Annotated[float, Field(allow_inf_nan=False), rule(lambda t: t > 0, "must be > 0, got {}")] | None
+    ) = Field(default=None, description="custom: seconds the check may take (default 10)")
 
 
 class SetAssertion(AssertionBase):

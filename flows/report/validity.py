@@ -221,7 +221,7 @@ def _criteria(case: str, run: RunEntry) -> list[tuple[str, bool]]:
 
 def baseline_line(report: AgenticReport, limit: float) -> ValidityCheck:
     """Agentic runs: did the baseline arm stay blind to the skill (and the other arm see it)?"""
-    bad = [c for c in report.meta.contaminated]
+    bad = list(report.meta.contaminated)
     base = report.summary.get(Arm.BASELINE)
     sessions = (base.executions if base else 0) + sum(1 for c in bad if c.mode == Arm.BASELINE)
     share = sum(1 for c in bad if c.mode == Arm.BASELINE) / sessions if sessions else 0.0
@@ -261,8 +261,8 @@ def graders_line(report: Report, findings: Sequence[GraderCheck]) -> ValidityChe
             check="graders",
             status=CheckStatus.FAIL,
             value=float(len(broken)),
-            line=f"{len(broken)} of the {len(findings)} graders tried on reference answers are broken and were "
-            f"left out: {_named(broken)}",
+            line=f"{len(broken)} of the {len(findings)} graders tried on reference answers "
+            f"{'is' if len(broken) == 1 else 'are'} broken, left out of the run: {_named(broken)}",
             items=broken,
         )
     return ValidityCheck(
@@ -271,8 +271,8 @@ def graders_line(report: Report, findings: Sequence[GraderCheck]) -> ValidityChe
         value=0.0,
         line=f"the {len(findings)} graders tried on reference answers pass them and fail their violations"
         if not untested
-        else f"{len(untested)} of the {len(findings)} graders tried on reference answers are untested: "
-        f"{_named(untested)}",
+        else f"{len(untested)} of the {len(findings)} graders tried on reference answers "
+        f"{'is' if len(untested) == 1 else 'are'} untested: {_named(untested)}",
         items=untested,
     )
 

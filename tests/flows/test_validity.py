@@ -47,13 +47,16 @@ def test_a_broken_grader_is_named_left_out_and_gates_under_require_valid(
             s["context"] = long_v2  # the artifact leaked into a case
 
     edit_samples(project, change)
+    # the plan already knows: a broken grader fails --require-valid before any call
+    assert run_capitals(project, "--dry-run", "--require-valid", monkeypatch=monkeypatch) == (1, None)
+    assert "--require-valid: 1 broken grader(s)" in capsys.readouterr().err and not server.calls
     code, report = run_capitals(
         project, "--require-valid", "--junit", "j.xml", "--github-summary", "gh.md", monkeypatch=monkeypatch
     )
     assert code == 1 and report is not None
     err = capsys.readouterr().err
     assert (
-        "skillab: FAIL not certified: graders: 1 of the 17 graders tried on reference answers are broken"
+        "skillab: FAIL not certified: graders: 1 of the 17 graders tried on reference answers is broken"
         in err
     )
     assert "(the flow run is marked Failed)" in err  # a nightly run of it shows red in the UI

@@ -67,6 +67,10 @@ def test_wrong_return_type_is_a_grading_error(tmp_path: Path) -> None:
 
 
 def test_load_time_errors(tmp_path: Path) -> None:
+    (tmp_path / "check.py").write_text("def check(output, ctx):\n    return True\n")
+    for bad in (-1, 0, float("nan")):
+        with pytest.raises(ValueError, match="timeout_s"):
+            parse(dict(type="custom", fn="check.py", timeout_s=bad), str(tmp_path))
     with pytest.raises(ValueError, match="not found"):
         parse(dict(type="custom", fn="missing.py"), str(tmp_path))
     (tmp_path / "nocheck.py").write_text("def other(): pass\n")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from executors.contents import archive_tree, copy_tree
+from executors.errors import InputError
 from executors.parsing import load_json
 from executors.schema import AgentRequest, AgentSession
 from flows.modes.agentic.plan import Session
@@ -115,11 +116,14 @@ class BaselineCache:
             origin = str(data["origin"])
         except (OSError, ValueError, KeyError, TypeError):
             return None  # absent, or half written by a run that was killed: run it again
-        copy_tree(entry / "outputs", s.outputs, "cached baseline session")
-        if (entry / "sandbox").is_dir():
-            copy_tree(entry / "sandbox", s.sandbox, "cached baseline session")
-        else:  # the session left nothing
-            s.sandbox.mkdir(parents=True, exist_ok=True)
+        try:
+            copy_tree(entry / "outputs", s.outputs, "cached baseline session")
+            if (entry / "sandbox").is_dir():
+                copy_tree(entry / "sandbox", s.sandbox, "cached baseline session")
+            else:  # the session left nothing
+                s.sandbox.mkdir(parents=True, exist_ok=True)
+        except (OSError, InputError):
+            return None  # a cache entry that cannot be restored is run again (its files are overwritten)
         return Reused(session.model_copy(update={"meta": {**session.meta, "reused_from": origin}}), origin)
 
     def put(self, key: str, s: Session, session: AgentSession, origin: str) -> None:

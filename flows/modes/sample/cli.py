@@ -54,6 +54,10 @@ def execute(args: argparse.Namespace, command: Command, *, ci: bool) -> int:
         print(f"skillab: {notice}", file=sys.stderr)
     if options.dry_run:
         print_plan(prepared)
+        broken = [f for f in prepared.graders if f.status == "broken"]
+        if options.require_valid and broken:  # the certificate would FAIL whatever the calls say
+            print(f"skillab: FAIL --require-valid: {len(broken)} broken grader(s)", file=sys.stderr)
+            return EXIT_FAIL
         return EXIT_OK
 
     def ending(outcome: Any, state: Any) -> int:
@@ -249,13 +253,17 @@ RUN_GROUPS: dict[str, tuple[str, ...]] = {
 CI_GROUPS: dict[str, tuple[str, ...]] = {"ci gate": ("threshold", "require")}
 
 
-def add_run_options(p: argparse.ArgumentParser) -> set[str]:
+def add_config_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config",
         default=argparse.SUPPRESS,
         metavar="PATH",
         help="options file (default: ./skillab.yaml if present), or an oh-my-knowledge eval.yaml",
     )
+
+
+def add_run_options(p: argparse.ArgumentParser) -> set[str]:
+    add_config_flag(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return add_model_flags(p, BenchOptions, RUN_GROUPS)
 
@@ -284,12 +292,7 @@ def cmd_validate(args: argparse.Namespace, command: Command) -> int:
 
 def add_validate_command(validate: argparse.ArgumentParser) -> None:
     """The inputs that name the samples file, as ``run`` reads them (from the current folder)."""
-    validate.add_argument(
-        "--config",
-        default=argparse.SUPPRESS,
-        metavar="PATH",
-        help="options file (default: ./skillab.yaml if present), or an oh-my-knowledge eval.yaml",
-    )
+    add_config_flag(validate)
     add_model_flags(validate, BenchOptions, {"inputs": ("samples", "project")})
     validate.set_defaults(handler=cmd_validate)
 
