@@ -25,6 +25,7 @@ DEFAULT_TIMEOUT_S = 10.0
 _RUNNER = r"""
 import importlib.util, json, sys
 payload = json.loads(open(sys.argv[1], encoding="utf-8").read())
+sys.path.insert(0, payload["path"].rsplit("/", 1)[0])  # a helper module beside the check imports
 spec = importlib.util.spec_from_file_location("skillab_custom_check", payload["path"])
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)

@@ -314,6 +314,8 @@ def _try_plugin_graders(task: AgentTask, case: PluginCase, ref: Path, start: Pat
 def reference_of(task: AgentTask, tasks_dir: Path) -> Path | None:
     """The task's reference solution folder, when the suite has one."""
     folder = Path(task.case_dir) / CASE_REFERENCE if task.case_dir else tasks_dir / REFERENCES / task.task_id
+    if folder.exists() and not folder.is_dir():  # a file (or a link) where the folder belongs
+        raise InputError(f"task {task.task_id}: {folder}: a reference solution is a folder of files")
     return folder if folder.is_dir() else None
 
 

@@ -60,6 +60,15 @@ def test_hang_times_out(tmp_path: Path) -> None:
     assert not result.passed and result.error and "timed out after 2s" in result.message
 
 
+def test_a_helper_module_beside_the_check_imports(tmp_path: Path) -> None:
+    (tmp_path / "words.py").write_text("GREETING = 'hello'\n")
+    a = write(
+        tmp_path, "from words import GREETING\ndef check(output, ctx):\n    return GREETING in output\n"
+    )
+    result = run(tmp_path, a)
+    assert result.passed and not result.error
+
+
 def test_wrong_return_type_is_a_grading_error(tmp_path: Path) -> None:
     a = write(tmp_path, "def check(output, ctx):\n    return 'yes'\n")
     result = run(tmp_path, a)

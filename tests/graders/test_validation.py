@@ -123,6 +123,10 @@ def test_a_task_s_checks_on_its_reference_solution_and_its_untouched_start(
         "not found in calc.py",
     ]
     assert lines[7] == "validate: 7 graders tried on 1 reference solution(s): 5 ok, 0 untested, 2 broken"
+    (suite / "references" / "task-02").write_text("not a folder")
+    assert main(["skill", "validate", "--tasks", str(suite)]) == 2
+    assert "task task-02" in capsys.readouterr().err
+    (suite / "references" / "task-02").unlink()
     assert lines[8] == "validate: 1 case(s) have no reference solution, their graders were not tried: task-02"
 
 
