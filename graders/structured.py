@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -56,14 +57,20 @@ def _pattern_properties(
                     yield from validator.descend(value, subschema, path=key, schema_path=pattern)
 
 
+@functools.cache
+def _budgeted(draft: Any) -> Any:
+    """A draft's validator class with the regex keywords under the time budget (made once per draft,
+    not once per output graded)."""
+    return jsonschema.validators.extend(
+        draft, {"pattern": _pattern, "patternProperties": _pattern_properties}
+    )
+
+
 def json_schema(a: JsonSchemaAssertion, obs: Observation) -> Outcome:
     data, error = _parse(obs.output)
     if error:
         return False, error
-    validator_cls = jsonschema.validators.extend(
-        jsonschema.validators.validator_for(a.json_schema),
-        {"pattern": _pattern, "patternProperties": _pattern_properties},
-    )
+    validator_cls = _budgeted(jsonschema.validators.validator_for(a.json_schema))
     errors = sorted(validator_cls(a.json_schema).iter_errors(data), key=lambda e: list(e.path))
     if errors:
         first = errors[0]

@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from flows.report.explain import explain_lines
-from flows.report.logtext import headline, regression_lines, validity_lines
-from flows.report.schema import AgenticMeta, Report, SampleMeta, SessionMeta
+from flows.report.logtext import headline, regression_lines, reused_text, validity_lines
+from flows.report.schema import Report, SampleMeta, SessionMeta
 
 COLUMNS = (
     "variant",
@@ -107,10 +107,9 @@ def economy_lines(report: Report) -> list[str]:
     if meta.cache_hits:
         made = "session(s) started" if isinstance(meta, SessionMeta) else "call(s) made"
         lines.append(f"cache: {meta.cache_hits:,} result(s) taken from the cache, {meta.calls or 0:,} {made}")
-    if isinstance(meta, AgenticMeta) and meta.reused_sessions:
+    if reused := reused_text(report):
         lines.append(
-            f"reused: {meta.reused_sessions} baseline session(s) from {', '.join(meta.reused_from or [])} "
-            "(nothing that decides them changed; --no-reuse-baseline runs them again)"
+            f"reused: {reused} (nothing that decides them changed; --no-reuse-baseline runs them again)"
         )
     caching = meta.prompt_caching if isinstance(meta, SampleMeta) else None
     if caching:

@@ -363,12 +363,9 @@ def cmd_skill_validate(args: argparse.Namespace, command: Command) -> int:
     folder = Path(args.tasks)
     tasks, _ = load_tasks(folder)
     isolation = checked_isolation(not args.no_os_sandbox)
-    known = [t for t in tasks if reference_of(t, folder) is not None]
+    bare = [t.task_id for t in tasks if reference_of(t, folder) is None]
     return print_findings(
-        validate_tasks(tasks, folder, isolation),
-        len(known),
-        "reference solution",
-        [t.task_id for t in tasks if t not in known],
+        validate_tasks(tasks, folder, isolation), len(tasks) - len(bare), "reference solution", bare
     )
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from flows.modes.agentic.matrix_report import matrix_markdown
 from flows.report.ci import validity_markdown
 from flows.report.explain import explain_markdown
-from flows.report.logtext import md, uncertified
+from flows.report.logtext import md, reused_text, uncertified
 from flows.report.schema import AgenticReport, AgentVariantResult, BehaviorSummary, CaseResult
 from graders.criteria import WEIGHTS
 from tasks.schema import Arm, VerdictLabel
@@ -74,11 +74,7 @@ def _header(report: AgenticReport, comp: Comparison | None) -> list[str]:
             if meta.network
             else []
         ),
-        *(
-            [f"Reused: {meta.reused_sessions} baseline session(s) from {', '.join(meta.reused_from or [])}"]
-            if meta.reused_sessions
-            else []
-        ),
+        *([f"Reused: {reused}"] if (reused := reused_text(report)) else []),
         "",
         f"## Verdict: {EMOJI.get(band, '')} {band}{mark}",
         f"**Skill scores {abs(delta or 0):.1f} points {'higher' if (delta or 0) >= 0 else 'lower'} (0-100) than baseline {scope}.**"

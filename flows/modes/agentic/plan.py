@@ -33,9 +33,14 @@ class Session:
 
     @property
     def kind(self) -> Arm:
-        """What the arm is for the sandbox and the contamination check: an ablated arm is a
-        with-skill arm (the skill installed and forced, only its SKILL.md shorter)."""
-        return Arm.BASELINE if self.mode == Arm.BASELINE else Arm.WITH_SKILL
+        """What the arm is for the sandbox and the contamination check (``arm_kind``)."""
+        return arm_kind(self.mode)
+
+
+def arm_kind(mode: str) -> Arm:
+    """What an arm is for the sandbox and the contamination check: an ablated arm is a with-skill
+    arm (the skill installed and forced, only its SKILL.md shorter)."""
+    return Arm.BASELINE if mode == Arm.BASELINE else Arm.WITH_SKILL
 
 
 def isolation_root() -> Path:
@@ -61,8 +66,7 @@ def arm_folder(isolated: Path, mode: str) -> str:
     """The last folder of a session's working directory: a neutral name of one length for both arms
     (the working directory is in the agent's system prompt: "with-skill" or "baseline" there would
     tell the agent which arm it is in). An ablated arm's is the with-skill arm's, under its own root."""
-    kind = Arm.BASELINE if mode == Arm.BASELINE else Arm.WITH_SKILL
-    return hashlib.sha256(f"{isolated.name}/{kind}".encode()).hexdigest()[:10]
+    return hashlib.sha256(f"{isolated.name}/{arm_kind(mode)}".encode()).hexdigest()[:10]
 
 
 def runs_of(task: AgentTask, runs: int, case_runs: bool) -> int:
