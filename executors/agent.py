@@ -44,6 +44,7 @@ from executors.schema import (
     RunRequest,
     RunResult,
     SessionStatus,
+    SkillListing,
     Usage,
 )
 from executors.versions import version_problem
@@ -211,7 +212,16 @@ class AgentExecutor(Executor):
         )
         argv, env = self.prepare(request, route.url(EGRESS_PORT))
         with pids_cgroup(isolation) as group:
-            return await self._run(request, binary, argv, env, isolation, network, route, group)
+            session = await self._run(request, binary, argv, env, isolation, network, route, group)
+        sid = session.meta.get("session_id")
+        listing = forwarder().listing(str(sid)) if sid and self.provider.observe else None
+        if listing is None:
+            return session
+        return session.model_copy(update={"listing": self.budgeted(listing, session, request)})
+
+    def budgeted(self, listing: SkillListing, session: AgentSession, request: AgentRequest) -> SkillListing:
+        """The listing with the CLI's budget for it, where the CLI's rule and the session tell it."""
+        return listing
 
     async def _run(
         self,

@@ -9,6 +9,8 @@ is always passed: the CLI's default alias resolves to a different model from rel
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -16,9 +18,10 @@ from executors.agent import ADD_DIRS, AgentExecutor, install_skill, plugin_copy
 from executors.case_env import case_env
 from executors.contents import copy_file, copy_tree
 from executors.egress import ANTHROPIC, PLACEHOLDER_KEY
-from executors.plugin import read_plugin
+from executors.listing import claude_budget
+from executors.plugin import prepared_copy, read_plugin
 from executors.pricing import ANTHROPIC_RATIOS
-from executors.schema import AgentEvent, AgentRequest, AgentSession
+from executors.schema import ENVIRONMENT_PARTS, AgentEvent, AgentRequest, AgentSession, SkillListing
 from executors.versions import CLAUDE_BUILTIN_SKILLS
 
 TOOLS = "Read,Edit,Bash,Grep,Glob,Write"
@@ -91,6 +94,8 @@ class ClaudeCodeExecutor(AgentExecutor):
             str(request.max_turns),
         ]
         appended = []
+        for loaded in install_environment(request):
+            argv += ["--plugin-dir", str(loaded)]
         installed = install_skill(request, *self.skills_home)
         plugin = plugin_copy(request)
         if plugin is not None:  # loaded for this session only, through the CLI's own mechanism
@@ -127,11 +132,51 @@ class ClaudeCodeExecutor(AgentExecutor):
             env["CLAUDE_CODE_SUBAGENT_MODEL"] = request.model
         return argv, env
 
+    def budgeted(self, listing: SkillListing, session: AgentSession, request: AgentRequest) -> SkillListing:
+        fraction = None
+        for settings in (Path(request.home) / ".claude", Path(request.sandbox) / ".claude"):
+            value = read_settings(settings / "settings.json").get("skillListingBudgetFraction")
+            if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= 1:
+                fraction = float(value)  # the project's settings, read last, win as in the CLI
+        budget = claude_budget(session.meta.get("context_window"), fraction)
+        return listing.model_copy(update={"budget": budget})
+
     def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
         if request.plugin_dir:
             plugin = read_plugin(Path(request.plugin_dir))
             return parse_claude(events, plugin=plugin.name, plugin_skills=plugin.skills)
         return parse_claude(events, request.skill_name)
+
+
+def install_environment(request: AgentRequest) -> list[Path]:
+    """The request's environment snapshot put in place: its home/ copied into HOME, project/ into the
+    working folder, minus any skill the request installs itself (the version under test replaces the
+    installed one); its plugins copied for --plugin-dir, MCP servers left out, one of the same name as
+    the plugin under test left out. Returns the plugin copies."""
+    if not request.environment:
+        return []
+    root = Path(request.environment)
+    home, project, plugins = (root / part for part in ENVIRONMENT_PARTS)
+    for part, into in ((home, request.home), (project, request.sandbox)):
+        if part.is_dir():
+            copy_tree(part, into, "environment")
+    own = {s.name for s in request.skills} | ({request.skill_name} if request.skill_name else set())
+    for base in (Path(request.home), Path(request.sandbox)):
+        for name in own:
+            shutil.rmtree(base / ".claude" / "skills" / name, ignore_errors=True)
+    under_test = read_plugin(Path(request.plugin_dir)).name if request.plugin_dir else None
+    folders = sorted(p for p in plugins.iterdir() if p.name != under_test) if plugins.is_dir() else []
+    dest = Path(request.home) / "skillab-environment-plugins"
+    return [prepared_copy(folder, dest / folder.name, mcp=False) for folder in folders]
+
+
+def read_settings(path: Path) -> dict[str, Any]:
+    """A settings.json of the session's as a mapping ({} when absent or not one)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _text(content: Any) -> str:
@@ -249,8 +294,12 @@ def parse_claude(
             "errors",
         )
     }
-    if result.get("modelUsage"):
-        meta["model"] = next(iter(result["modelUsage"]))
+    usage = result.get("modelUsage")
+    if isinstance(usage, dict) and usage:
+        meta["model"] = next(iter(usage))
+        first = next(iter(usage.values()))
+        if isinstance(first, dict) and isinstance(first.get("contextWindow"), int):
+            meta["context_window"] = first["contextWindow"]
     if subtype == "success" and not is_error:
         status = "success"
     elif subtype == "error_max_turns":

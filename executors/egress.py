@@ -25,7 +25,8 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Awaitable
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,6 +34,7 @@ from typing import Any, TypeVar
 import h11
 import httpx
 
+from executors.listing import SESSION_HEADER, SkillListing, observe_claude
 from executors.sandbox import alive
 
 #: Headers that carry a credential in one provider's protocol or another: dropped when the route
@@ -45,6 +47,7 @@ HOP_BY_HOP = frozenset(
 MAX_BODY = 64 * 1024 * 1024  # a request larger than this is no model call
 PLACEHOLDER_KEY = "skillab-sandbox"  # what a session is given where its CLI insists on a key
 PREFIX = "skillab-egress-"
+OBSERVED_SESSIONS = 4096  # listings kept for sessions not yet collected (a crashed run's are forgotten)
 
 T = TypeVar("T")
 
@@ -63,6 +66,10 @@ class Provider:
     name: str
     default_url: str
     credentials: tuple[Credential, ...]
+    #: The header naming the agent session a request belongs to, and what is read of the request
+    #: body for that session (its skill listing): recorded once per session.
+    session_header: str | None = None
+    observe: Callable[[bytes], SkillListing | None] | None = None
 
     def headers(self) -> dict[str, str]:
         """The first credential set in this process's environment, as headers; {} when none is."""
@@ -83,6 +90,8 @@ ANTHROPIC = Provider(
         Credential("ANTHROPIC_API_KEY", "x-api-key"),
         Credential("ANTHROPIC_AUTH_TOKEN", "authorization", "Bearer "),
     ),
+    SESSION_HEADER,
+    observe_claude,
 )
 OPENAI = Provider(
     "openai",
@@ -126,6 +135,8 @@ class Forwarder:
         self._routes: dict[tuple[str, str, bool], Route] = {}
         self._lock = threading.Lock()
         self._client: httpx.AsyncClient | None = None
+        self._listings: OrderedDict[str, SkillListing] = OrderedDict()
+        self._listings_lock = threading.Lock()  # not _lock: route() holds that while the loop works
         atexit.register(shutil.rmtree, self._dir, True)
 
     def _call(self, coro: Awaitable[T]) -> T:
@@ -150,6 +161,26 @@ class Forwarder:
         await asyncio.start_unix_server(handler, str(path))
         path.chmod(0o600)
         return Route(upstream, path, None)
+
+    def listing(self, session_id: str) -> SkillListing | None:
+        """The first skill listing a session's requests carried (taken: asked once per session)."""
+        with self._listings_lock:
+            return self._listings.pop(session_id, None)
+
+    def _observe(self, provider: Provider, request: h11.Request, body: bytes) -> None:
+        if provider.observe is None or provider.session_header is None:
+            return
+        name = provider.session_header.encode()
+        session = next((v.decode("latin-1") for k, v in request.headers if k.lower() == name), None)
+        with self._listings_lock:
+            if not session or session in self._listings:
+                return
+        listing = provider.observe(body)
+        if listing is not None:
+            with self._listings_lock:
+                self._listings.setdefault(session, listing)
+                while len(self._listings) > OBSERVED_SESSIONS:
+                    self._listings.popitem(last=False)
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
@@ -199,6 +230,7 @@ class Forwarder:
         request: h11.Request,
         body: bytes,
     ) -> None:
+        self._observe(provider, request, body)
         credential = provider.headers()
         headers = [
             (k.decode("latin-1"), v.decode("latin-1"))

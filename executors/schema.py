@@ -142,6 +142,11 @@ class InstalledSkill(Frozen):
         return name
 
 
+#: The parts of an environment snapshot (flows/inputs/environment.py): copied over the session's
+#: HOME and working folder, and plugin folders loaded beside them.
+ENVIRONMENT_PARTS = ("home", "project", "plugins")
+
+
 class AgentRequest(Frozen):
     """One headless agent session in its own sandbox."""
 
@@ -195,6 +200,11 @@ class AgentRequest(Frozen):
         default=None, description="the only built-in tools offered to the model (claude --tools)"
     )
     disallowed_tools: tuple[str, ...] = Field(default=(), description="tools withheld (--disallowedTools)")
+    environment: str | None = Field(
+        default=None,
+        description="a snapshot of a user's setup (Claude Code): its home/ copied into HOME, project/ into "
+        "the working folder, plugins/<name>/ loaded; the request's own skills replace any of the same name",
+    )
     resume: str | None = Field(
         default=None,
         description="a recorded Claude Code session (.jsonl) this session continues, the prompt being "
@@ -218,6 +228,36 @@ class AgentEvent(Frozen):
     exit_code: int | None = None
 
 
+class ListingState(StrEnum):
+    FULL = "full"  # listed with its whole description
+    TRUNCATED = "truncated"  # listed with its description cut short
+    DROPPED = "dropped"  # listed by name alone: the model saw no description
+    ABSENT = "absent"  # not in the listing at all
+
+
+class ListedSkill(Frozen):
+    name: str
+    state: ListingState
+    chars: int  # of its description as listed
+
+
+class SkillListing(Frozen):
+    """One session's skill listing as the model received it (descriptions are not kept: only how much
+    of each arrived)."""
+
+    skills: tuple[ListedSkill, ...]
+    chars: int  # the listing's size, its heading excluded
+    budget: int | None = None  # the CLI's budget for it, where the session told its context window
+
+    def state(self, name: str) -> ListingState:
+        return next((s.state for s in self.skills if s.name == name), ListingState.ABSENT)
+
+    @property
+    def over_budget(self) -> bool:
+        """Descriptions were left out to fit (a name-only entry); known from the listing alone."""
+        return any(s.state == ListingState.DROPPED for s in self.skills)
+
+
 class AgentSession(Frozen):
     """A parsed session; ``ok`` only when ``status`` is SUCCESS."""
 
@@ -229,6 +269,9 @@ class AgentSession(Frozen):
         default=None, description="skills the CLI announced, if it does"
     )
     skill_invoked: bool = False
+    listing: SkillListing | None = Field(
+        default=None, description="the skill listing the model received, read from the session's request"
+    )
     meta: dict[str, Any] = Field(default_factory=dict)
     exit_code: int | None = None
     error: str | None = None

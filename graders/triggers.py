@@ -24,7 +24,7 @@ import yaml
 
 from executors.parsing import load_yaml
 from executors.registry import AGENT_CLI_CLASSES
-from executors.schema import AgentEvent, AgentSession, Frozen
+from executors.schema import AgentEvent, AgentSession, Frozen, SkillListing
 
 MODEL_OUTPUT = ("text", "tool_use")
 
@@ -55,6 +55,7 @@ class SessionTriggers(Frozen):
     firings: tuple[Firing, ...] = ()
     listed: tuple[str, ...] | None = None  # the session's skill listing, when the CLI shows it
     missing: tuple[str, ...] = ()  # skills under test absent from that listing
+    listing: SkillListing | None = None  # what the model's request listed, description by description
 
     @property
     def counted(self) -> bool:
@@ -139,16 +140,26 @@ def firings(events: Sequence[AgentEvent], candidates: Iterable[str] = ()) -> lis
     return out
 
 
-def detect(session: AgentSession, skills: Sequence[str] = ()) -> SessionTriggers:
+def detect(
+    session: AgentSession, skills: Sequence[str] = (), required: Sequence[str] | None = None
+) -> SessionTriggers:
     """Which skills fired in ``session``, and whether it counts.
 
-    ``skills`` are the skills under test (the candidates): each must be in the session's listing
-    under exactly its name when the CLI shows a listing (Claude does; Codex and Gemini do not, see
-    :func:`install_problem` for a check before the run)."""
+    ``skills`` are the candidates, firings matched to their names. The ``required`` ones (default:
+    all; in an environment, the skills under test only: an installed skill the CLI leaves out is a
+    finding, not a setup failure) must be in the session's listing under exactly their names when
+    the CLI shows a listing (Claude does; Codex and Gemini do not, see :func:`install_problem` for
+    a check before the run)."""
     listed = tuple(session.skills_listed) if session.skills_listed is not None else None
     found = tuple(firings(session.events, [*skills, *(listed or ())]))
-    common = {"session_status": str(session.status), "firings": found, "listed": listed}
-    missing = tuple(s for s in skills if listed is not None and s not in listed)
+    common = {
+        "session_status": str(session.status),
+        "firings": found,
+        "listed": listed,
+        "listing": session.listing,
+    }
+    needed = skills if required is None else required
+    missing = tuple(s for s in needed if listed is not None and s not in listed)
     if missing:
         hints = [_hint(s, listed or ()) for s in missing]
         return SessionTriggers(

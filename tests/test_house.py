@@ -84,6 +84,8 @@ FOREIGN_FORMATS = {
     "executors/claude_code.py": "Claude Code's result event",
     "executors/copilot_cli.py": "Copilot CLI's event log",
     "executors/opencode.py": "OpenCode's config file",
+    "flows/inputs/environment.py": "Claude Code's installed_plugins.json",
+    "flows/modes/triggers/fill.py": "Claude Code's recorded session file",
 }
 JSON_SCHEMA_WORDS = {"maxLength", "minItems", "maxItems", "additionalProperties", "patternProperties"}
 

@@ -42,7 +42,7 @@ from tasks.stats.figures import (
     Verdict,
 )
 from tasks.stats.models import Figures, Model
-from tasks.stats.trigger_stats import TriggerSummary, VariantComparison
+from tasks.stats.trigger_stats import ListingShift, TriggerSummary, VariantComparison
 
 #: 3: the JSON of version 2; its schema tells the modes apart (each mode's run entries and meta are
 #: their own models), so a version 2 file is read as it is.
@@ -572,6 +572,13 @@ class AgenticMeta(SessionMeta):
 class TriggerMeta(SessionMeta):
     """Trigger mode's run (the variants' skills are hashed in ``skill_hashes``)."""
 
+    environment: dict[str, Any] | None = None
+    """the user's setup every session ran in (--environment): its source, hash and what it holds"""
+    context_fill: float | None = None
+    """share of the context window a neutral earlier turn took in the filled variants"""
+    context_window: int | None = None
+    """the window (tokens) that share is of"""
+
 
 class BehaviorSummary(Model):
     """Transcript analysis of one arm, averaged over its sessions."""
@@ -619,6 +626,12 @@ class TriggerFigures(Model):
     """one per variant"""
     comparisons: list[VariantComparison] = Field(default_factory=list)
     """each variant against the first, paired by query"""
+    neighbours: list[VariantComparison] = Field(default_factory=list)
+    """in an environment: each installed skill's recall and false-fire rate without and with the
+    skill under test, paired by query (who steals from whom)"""
+    listing_shifts: list[ListingShift] = Field(default_factory=list)
+    """installed skills whose description the listing kept without the skill under test and cut or
+    dropped with it"""
 
 
 # ---------------------------------------------------------------- why did it score that way?

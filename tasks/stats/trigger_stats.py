@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from executors.schema import Frozen
+from executors.schema import Frozen, ListingState
 from graders.queries import NONE, Query
 from graders.triggers import SessionTriggers, TriggerStatus
 from tasks.schema import TRIGGER_SCALE
@@ -51,16 +51,25 @@ class Trial(Frozen):
     tags: tuple[str, ...] = ()
     variant: str = DEFAULT_VARIANT
     part: str | None = None  # "train" | "holdout" when the queries were split
+    # What the model's request listed: skill -> full | truncated | dropped (absent: not there);
+    # None when the CLI's requests could not be read (then nothing is said of the listing).
+    listing: dict[str, str] | None = None
+    listing_chars: int | None = None
+    listing_budget: int | None = None
 
     @property
     def counted(self) -> bool:
         return self.status == TriggerStatus.OK
+
+    def listed_as(self, skill: str) -> str:
+        return (self.listing or {}).get(skill, ListingState.ABSENT)
 
 
 def trial(
     query: Query, triggers: SessionTriggers, *, variant: str = DEFAULT_VARIANT, part: str | None = None
 ) -> Trial:
     """The trial of one detected session of ``query``."""
+    seen = triggers.listing
     return Trial(
         query_id=query.id,
         expect=query.expect,
@@ -69,6 +78,9 @@ def trial(
         tags=query.tags,
         variant=variant,
         part=part,
+        listing=None if seen is None else {s.name: str(s.state) for s in seen.skills},
+        listing_chars=None if seen is None else seen.chars,
+        listing_budget=None if seen is None else seen.budget,
     )
 
 
@@ -136,6 +148,40 @@ class Routing(Frozen):
     other_fired: int  # counted sessions in which a skill outside the candidates fired
 
 
+class ListingStats(Frozen):
+    """How one skill was listed to the model over a variant's counted sessions whose request was read,
+    and how often it fired on its own should-fire queries in each state (sessions, Wilson intervals)."""
+
+    skill: str
+    sessions: int
+    full: int
+    truncated: int
+    dropped: int  # listed by name alone
+    absent: int
+    recall_when: dict[str, Rate]  # state -> fired / should-fire sessions in that state
+
+    @property
+    def state(self) -> str:
+        """The state of most sessions (full on a tie with the others)."""
+        counts = {
+            "full": self.full,
+            "truncated": self.truncated,
+            "dropped": self.dropped,
+            "absent": self.absent,
+        }
+        return max(counts, key=lambda k: (counts[k], k == "full"))
+
+
+class ListingFigures(Frozen):
+    """The listing's size against the CLI's budget, and each skill's place in it."""
+
+    sessions: int  # counted sessions whose request was read
+    chars: int  # the largest listing among them
+    budget: int | None  # the CLI's budget for it (None: the session did not tell its context window)
+    over_budget: int  # sessions in which descriptions were dropped to fit
+    skills: tuple[ListingStats, ...]
+
+
 class TriggerSummary(Frozen):
     variant: str
     skills: tuple[str, ...]
@@ -148,6 +194,7 @@ class TriggerSummary(Frozen):
     per_skill: tuple[SkillStats, ...]
     routing: Routing
     seed: int
+    listing: ListingFigures | None = None
 
 
 # ---------------------------------------------------------------- helpers
@@ -343,7 +390,73 @@ def summarize(
         per_skill=tuple(_skill_stats(s, groups, skills, seed, with_tags=True) for s in skills),
         routing=_routing(groups, skills, seed),
         seed=seed,
+        listing=listing_figures(chosen, skills),
     )
+
+
+def listing_figures(trials: Sequence[Trial], skills: Sequence[str]) -> ListingFigures | None:
+    """Per skill, how the counted sessions whose request was read listed it, and its firing rate on
+    its should-fire queries in each state: a skill whose description was dropped could not be chosen,
+    which is not the same finding as a skill the model passes over."""
+    seen = [t for t in trials if t.counted and t.listing is not None]
+    if not seen:
+        return None
+    stats = []
+    for skill in skills:
+        states = [t.listed_as(skill) for t in seen]
+        recall_when = {}
+        for state in ListingState:
+            own = [skill in t.fired for t in seen if t.expect == skill and t.listed_as(skill) == state]
+            if own:
+                recall_when[str(state)] = wilson(sum(own), len(own))
+        stats.append(
+            ListingStats(
+                skill=skill,
+                sessions=len(seen),
+                recall_when=recall_when,
+                **{str(state): states.count(state) for state in ListingState},
+            )
+        )
+    budgets = [t.listing_budget for t in seen if t.listing_budget]
+    return ListingFigures(
+        sessions=len(seen),
+        chars=max(t.listing_chars or 0 for t in seen),
+        budget=max(set(budgets), key=budgets.count) if budgets else None,
+        over_budget=sum(1 for t in seen if ListingState.DROPPED in (t.listing or {}).values()),
+        skills=tuple(stats),
+    )
+
+
+class ListingShift(Frozen):
+    """A skill listed with its description in most sessions of the control and without it (cut or
+    dropped) in most sessions of the treatment: adding the new skill pushed it out."""
+
+    skill: str
+    control: str
+    treatment: str
+    full_before: float  # share of sessions that listed its whole description
+    full_after: float
+
+
+def listing_shifts(control: TriggerSummary, treatment: TriggerSummary) -> list[ListingShift]:
+    before = {s.skill: s for s in control.listing.skills} if control.listing else {}
+    out = []
+    for after in treatment.listing.skills if treatment.listing else ():
+        was = before.get(after.skill)
+        if was is None or not was.sessions or not after.sessions:
+            continue
+        share_before, share_after = was.full / was.sessions, after.full / after.sessions
+        if share_before > 0.5 >= share_after and after.absent < after.sessions:
+            out.append(
+                ListingShift(
+                    skill=after.skill,
+                    control=control.variant,
+                    treatment=treatment.variant,
+                    full_before=share_before,
+                    full_after=share_after,
+                )
+            )
+    return out
 
 
 # ---------------------------------------------------------------- description A/B

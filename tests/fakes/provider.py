@@ -37,6 +37,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from executors.listing import SESSION_HEADER, skill_listing
+
 
 @dataclass
 class Fault:
@@ -843,44 +845,11 @@ def anthropic_text(body: dict[str, Any]) -> tuple[str, str]:
 
 # ------------------------------------------------------------ scripted skill triggering (Claude Code)
 
-SKILL_LISTING = "The following skills are available for use with the Skill tool"
-SESSION_HEADER = "x-claude-code-session-id"
-
 
 def _texts(content: Any) -> list[str]:
     if isinstance(content, str):
         return [content]
     return [str(b.get("text", "")) for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
-
-
-def skill_listing(body: dict[str, Any]) -> dict[str, str]:
-    """The skills Claude Code lists to the model in a Messages request, name -> description.
-
-    The listing is one text (2.1.x: a ``role: "system"`` message inside ``messages``) that starts
-    with SKILL_LISTING and continues with ``- <name>: <description>`` lines."""
-    system = body.get("system") or ""
-    texts = _texts(system if isinstance(system, str | list) else "")
-    for message in body.get("messages") or []:
-        texts += _texts(message.get("content"))
-    for text in texts:
-        start = text.find(SKILL_LISTING)
-        if start < 0:
-            continue
-        listing: dict[str, str] = {}
-        last: str | None = None
-        for line in text[start:].splitlines()[1:]:
-            if line.startswith("- "):
-                # A plugin's skill is listed as "plugin:skill: description": split at ": ".
-                name, _, description = line[2:].partition(": ")
-                last = name.strip().removesuffix(":")
-                listing[last] = description.strip()
-            elif not line.strip():
-                if listing:
-                    break
-            elif last is not None:
-                listing[last] += " " + line.strip()
-        return listing
-    return {}
 
 
 def session_id(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> str:
@@ -901,6 +870,15 @@ def user_query(body: dict[str, Any]) -> str:
     return "\n".join(
         t for t in _texts(first.get("content")) if not t.lstrip().startswith("<system-reminder>")
     )
+
+
+def latest_query(body: dict[str, Any]) -> str:
+    """The prompt of a session's first request: the last user message's text without Claude Code's
+    system reminders (a resumed session's earlier turns come before it)."""
+    last: dict[str, Any] = next(
+        (m for m in reversed(body.get("messages") or []) if m.get("role") == "user"), {}
+    )
+    return "\n".join(t for t in _texts(last.get("content")) if not t.lstrip().startswith("<system-reminder>"))
 
 
 def coin(seed: int, *parts: str) -> float:
@@ -1007,6 +985,66 @@ class SkillScript:
                 "input": {"command": "ls -a", "description": "List files"},
             }
         raise ValueError(f"SkillScript: no scripted call for tool {name!r}")
+
+
+@dataclass
+class RouteScript:
+    """A Claude model that routes among many skills the way the listing lets it: once per session it
+    picks the first skill of the query's preference list whose description the request lists in
+    full (a description cut or dropped was not seen) and whose seeded coin comes up, and calls
+    Skill for it; install with :meth:`install`.
+
+    - ``prefs``: query text -> [(skill, chance), ...] in order of preference.
+    - ``crowded``: (characters, factor): when the request is larger than that (a filled window),
+      every chance is multiplied by the factor.
+
+    ``picks`` records each session's choice, ``listings`` what it was shown, ``sizes`` its first
+    request's size."""
+
+    prefs: dict[str, list[tuple[str, float]]]
+    seed: int = 0
+    crowded: tuple[int, float] | None = None
+    picks: dict[str, str | None] = field(default_factory=dict)
+    listings: dict[str, dict[str, str]] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def install(self, server: FakeProvider) -> RouteScript:
+        server.claude_agent = self
+        return self
+
+    def pick(self, body: dict[str, Any], headers: Mapping[str, str]) -> str | None:
+        sid = session_id(body, headers)
+        with self.lock:
+            if sid in self.picks:
+                return self.picks[sid]
+            listing, size = skill_listing(body), len(json.dumps(body))
+            factor = self.crowded[1] if self.crowded and size > self.crowded[0] else 1.0
+            query = latest_query(body)
+            choice = next(
+                (
+                    skill
+                    for skill, chance in self.prefs.get(query, [])
+                    if listing.get(skill)
+                    and not listing[skill].endswith("\u2026")
+                    and coin(self.seed, sid, query, skill) < chance * factor
+                ),
+                None,
+            )
+            self.picks[sid], self.listings[sid], self.sizes[sid] = choice, listing, size
+            return choice
+
+    def __call__(self, body: dict[str, Any], headers: Mapping[str, str]) -> list[dict[str, Any]]:
+        choice = self.pick(body, headers)
+        answered = any(
+            isinstance(b, dict) and b.get("type") == "tool_result"
+            for m in body.get("messages") or []
+            if m.get("role") == "user" and isinstance(m.get("content"), list)
+            for b in m["content"]
+        )
+        if choice is not None and not answered:
+            return [{"type": "tool_use", "name": "Skill", "input": {"skill": choice}}]
+        return [{"type": "text", "text": "Done." if choice else "Answered without a skill."}]
 
 
 def _free_port() -> int:

@@ -8,7 +8,15 @@ from scipy import stats
 
 from graders.queries import Query
 from graders.triggers import SessionTriggers, TriggerStatus
-from tasks.stats.trigger_stats import Trial, compare_variants, skill_figures, summarize, trial, wilson
+from tasks.stats.trigger_stats import (
+    Trial,
+    compare_variants,
+    listing_shifts,
+    skill_figures,
+    summarize,
+    trial,
+    wilson,
+)
 
 OK, ERR, UNLISTED = TriggerStatus.OK, TriggerStatus.ERROR, TriggerStatus.NOT_LISTED
 SKILLS = ("a", "b")
@@ -200,3 +208,44 @@ def test_ab_without_split_and_unknown_variant() -> None:
 def test_expected_skills_must_be_candidates() -> None:
     with pytest.raises(ValueError, match="not candidates: c"):
         summarize(runs("q", "c", ("c",)), ["a"])
+
+
+def listed(variant: str, states: dict[str, str], fired: tuple[str, ...], expect: str | None, q: str) -> Trial:
+    return Trial(
+        query_id=q,
+        expect=expect,
+        status=OK,
+        fired=fired,
+        variant=variant,
+        listing=states,
+        listing_chars=7900,
+        listing_budget=8000,
+    )
+
+
+def test_listing_figures_tell_dropped_from_passed_over_and_find_the_skills_pushed_out() -> None:
+    before = [
+        listed("env", {"a": "full", "b": "full"}, ("a",), "a", "q1"),
+        listed("env", {"a": "full", "b": "full"}, (), "b", "q2"),
+    ]
+    after = [
+        listed("new", {"a": "full", "b": "dropped", "n": "full"}, ("a",), "a", "q1"),
+        listed("new", {"a": "full", "b": "dropped", "n": "full"}, (), "b", "q2"),
+    ]
+    env = summarize(before, ["a", "b", "n"], variant="env")
+    new = summarize(after, ["a", "b", "n"], variant="new")
+    assert env.listing is not None and new.listing is not None
+    b = next(s for s in new.listing.skills if s.skill == "b")
+    assert (b.full, b.dropped, b.state, b.recall_when["dropped"].k, b.recall_when["dropped"].n) == (
+        0,
+        2,
+        "dropped",
+        0,
+        1,
+    )
+    n = next(s for s in env.listing.skills if s.skill == "n")
+    assert n.absent == 2 and n.state == "absent"
+    assert new.listing.over_budget == 2 and env.listing.over_budget == 0 and new.listing.budget == 8000
+    (shift,) = listing_shifts(env, new)
+    assert (shift.skill, shift.full_before, shift.full_after) == ("b", 1.0, 0.0)
+    assert summarize([Trial(query_id="q", expect="a", status=OK)], ["a"]).listing is None

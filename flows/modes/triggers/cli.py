@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from executors.base import ExecutorSettings
 from executors.errors import ExecutorError, InputError
+from executors.listing import CHARS_PER_TOKEN, claude_budget
 from executors.pricing import PriceTable
 from executors.registry import agent_cli, usable_executor
 from executors.schema import RunRequest
@@ -23,7 +24,7 @@ from flows.cli.run import FlowCall, run_flow
 from flows.engine.task_generation import GenerationError
 from flows.inputs.files import validation_lines
 from flows.inputs.skill_config import find_skill
-from flows.modes.triggers.plan import TriggerOptions, TriggerPlan, prepare_triggers
+from flows.modes.triggers.plan import TriggerOptions, TriggerPlan, TriggerVariant, prepare_triggers
 from graders.queries import dump_queries, parse_queries
 
 #: Requests per session (the decision, then an answer), each of the CLI's request_tokens: an
@@ -43,12 +44,25 @@ def trigger_options(args: argparse.Namespace) -> TriggerOptions:
         raise InputError(validation_lines(exc, flag)) from None
 
 
+def context_tokens(plan: TriggerPlan, variant: TriggerVariant) -> int:
+    """What a variant adds to every request: its environment's listing (up to Claude Code's budget)
+    and instruction files, and the filled window."""
+    o, env = plan.options, variant.environment
+    chars = 0
+    if env is not None:
+        budget = claude_budget(o.context_window, env.budget_fraction) or env.listing_chars
+        chars += min(env.listing_chars, budget) + env.context_chars
+    return chars // CHARS_PER_TOKEN + int(variant.fill * o.context_window)
+
+
 def plan_cost(plan: TriggerPlan) -> tuple[int, int, float | None]:
     """(input tokens, output tokens, USD or None when the model's price is unknown), all sessions."""
     tokens_in = tokens_out = 0
     cost: float | None = 0.0
+    extra = {v.label: context_tokens(plan, v) for v in plan.variants}
     for s in plan.sessions:
-        session_in = agent_cli(s.variant.runner).request_tokens * REQUESTS_PER_SESSION
+        request = agent_cli(s.variant.runner).request_tokens + extra[s.variant.label]
+        session_in = request * REQUESTS_PER_SESSION
         tokens_in, tokens_out = tokens_in + session_in, tokens_out + OUTPUT_TOKENS_PER_SESSION
         price = PriceTable().lookup(agent_cli(s.variant.runner).priced_as(s.variant.model))
         cost = (
@@ -74,6 +88,19 @@ def print_trigger_plan(plan: TriggerPlan) -> None:
     )
     print(f"variants: {variants}; candidates: {', '.join(plan.candidates)}")
     print(f"queries: {plan.queries.path} sha256 {plan.queries.sha256[:12]}")
+    env = next((v.environment for v in plan.variants if v.environment), None)
+    if env is not None:
+        budget = claude_budget(o.context_window, env.budget_fraction)
+        print(
+            f"environment: {env.source} sha256 {env.sha256[:12]}: {len(env.skills)} skills, "
+            f"{len(env.plugins)} plugins, instructions {', '.join(env.memory) or 'none'}; its listing "
+            f"{env.listing_chars:,} characters in full (budget {budget:,} at a {o.context_window:,}-token window)"
+        )
+    if o.context_fill:
+        print(
+            f"context fill: {o.context_fill:.0%} of a {o.context_window:,}-token window taken by a neutral "
+            "earlier turn in each filled variant"
+        )
     if plan.split:
         print(f"holdout: {o.holdout:g} of the queries (stratified by expectation and tag, seed {o.seed})")
     shown = "unknown price" if cost is None else f"${cost:.2f}"
@@ -120,6 +147,7 @@ def cmd_triggers_run(args: argparse.Namespace, command: Command) -> int:
 
 
 def print_trigger_summary(report: Any) -> None:
+    from flows.modes.triggers.report import listing_words, neighbour_sentence
     from flows.report.logtext import uncertified, validity_lines
 
     def pct(v: float | None) -> str:
@@ -131,11 +159,31 @@ def print_trigger_summary(report: Any) -> None:
             f"({summary.errors} errors, {summary.not_listed} not listed); routing accuracy "
             f"{pct(summary.routing.accuracy.value)}"
         )
-        for s in summary.per_skill:
+        listing = summary.listing
+        if listing is not None:
+            budget = f" of a {listing.budget:,}-character budget" if listing.budget else ""
+            print(
+                f"  listing: up to {listing.chars:,} characters{budget}; descriptions dropped to fit in "
+                f"{listing.over_budget}/{listing.sessions} sessions"
+            )
+        placed = {x.skill: x for x in listing.skills} if listing else {}
+        shown = [s for s in summary.per_skill if s.should_fire or s.false_fire.value]
+        for s in shown:
             print(
                 f"  {s.skill}: recall {pct(s.recall.value)} [{pct(s.recall.low)}, {pct(s.recall.high)}] "
                 f"· false-fire {pct(s.false_fire.value)} [{pct(s.false_fire.low)}, {pct(s.false_fire.high)}] "
                 f"· precision {pct(s.precision.value)} · F1 {pct(s.f1.value)}"
+            )
+            words = listing_words(placed[s.skill]) if s.skill in placed else None
+            if words:
+                print(f"    {words}")
+        quiet = [s.skill for s in summary.per_skill if s not in shown]
+        if quiet:
+            hidden = [n for n in quiet if n in placed and placed[n].state == "dropped"]
+            print(
+                f"  {len(quiet)} more installed skills without queries of their own, none fired"
+                + (f"; {len(hidden)} listed by name alone: {', '.join(hidden[:8])}" if hidden else "")
+                + (" ..." if len(hidden) > 8 else "")
             )
     for comp in report.triggers.comparisons if report.triggers else []:
         for part, figures in comp.parts.items():
@@ -147,6 +195,15 @@ def print_trigger_summary(report: Any) -> None:
                 )
         for warning in comp.warnings:
             print(f"  warning: {warning}")
+    for comp in report.triggers.neighbours if report.triggers else []:
+        for metric in (comp.parts["all"].recall, comp.parts["all"].false_fire):
+            if metric.queries:
+                print(neighbour_sentence(comp, metric))
+    for shift in report.triggers.listing_shifts if report.triggers else []:
+        print(
+            f"adding {shift.treatment} pushed {shift.skill}'s description out of the listing: in full in "
+            f"{shift.full_before:.0%} of the sessions without it, {shift.full_after:.0%} with it"
+        )
     for line in validity_lines(report):
         print(line)
 

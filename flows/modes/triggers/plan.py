@@ -18,6 +18,7 @@ from executors.errors import InputError
 from executors.parsing import load_json
 from executors.registry import AGENT_CLIS
 from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP, Isolation, checked_isolation
+from flows.inputs.environment import Environment, snapshot
 from flows.inputs.files import options_file, writable_folder
 from flows.inputs.options import FLEET_SESSIONS_HELP, REQUIRE_VALID_HELP
 from flows.inputs.skill_config import (
@@ -48,6 +49,7 @@ from tasks.stats.models import Model
 from tasks.store.cache import cache_key
 
 DEFAULT_VARIANT = "default"
+ENVIRONMENT_VARIANT = "environment"  # the user's setup without the skill under test
 
 
 class TriggerOptions(BaseModel):
@@ -116,6 +118,30 @@ class TriggerOptions(BaseModel):
         description="start the MCP servers of a plugin under test (without it they are left out of the "
         "copy loaded, and the report says so)",
     )
+    environment: str | None = Field(
+        None,
+        description="a HOME whose Claude Code setup every session runs in: its skills, enabled plugins, "
+        "CLAUDE.md and listing settings, snapshotted and hashed (never credentials or history); with "
+        "--skill, each query runs with and without the skill in it",
+    )
+    environment_project: str | None = Field(
+        None,
+        description="a project folder whose .claude/skills, CLAUDE.md, AGENTS.md and listing settings "
+        "join the environment",
+    )
+    from_home: bool = Field(
+        False, description="the environment is yours: --environment ~ --environment-project ."
+    )
+    context_fill: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="also run every variant with this share of the context window taken by a neutral "
+        "prior turn (a long log file), paired by query with the empty window (Claude Code)",
+    )
+    context_window: int = Field(
+        200_000, ge=1000, description="the model's context window in tokens, for --context-fill"
+    )
 
 
 def load_trigger_config(path: Path, suite: str | None = None) -> TriggerOptions:
@@ -134,13 +160,29 @@ class TriggerVariant:
     runner: str = "claude"
     model: str = ""
     base_url: str | None = None
+    environment: Environment | None = None  # the user's setup every session of the variant runs in
+    fill: float = 0.0  # share of the context window pre-filled (--context-fill)
+    filled_from: str | None = None  # the label of the same variant with an empty window
 
     @property
     def sha256(self) -> str:
+        """The variant's skills; with an environment, the environment's too (its hash)."""
         digest = hashlib.sha256()
         for s in self.skills:
             digest.update(s.name.encode() + b"\0" + s.sha256.encode())
+        if self.environment is not None:
+            digest.update(b"environment\0" + self.environment.sha256.encode())
         return digest.hexdigest()
+
+    @property
+    def own(self) -> tuple[str, ...]:
+        """The names its own skills are listed by: the skills under test it installs."""
+        return tuple(n for s in self.skills for n in candidate_names(s))
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        """Every skill the variant's sessions can fire: its own and the environment's."""
+        return tuple(dict.fromkeys((*self.own, *(self.environment.skills if self.environment else ()))))
 
 
 @dataclass(frozen=True)
@@ -203,7 +245,9 @@ def variants_of(options: TriggerOptions, cwd: Path) -> tuple[tuple[TriggerVarian
                 raise InputError(f"--skills-dir: {root / s.name}: a link that leaves the folder: refused")
         return (TriggerVariant(DEFAULT_VARIANT, found),), tuple(s.name for s in found)
     if not options.skill:
-        raise InputError("--skill: name the skill (or --skills-dir for routing)")
+        if options.environment or options.from_home:
+            return (), ()  # the environment alone: how its own skills route
+        raise InputError("--skill: name the skill (or --skills-dir for routing, or --environment)")
     skills = [find_skill(name, cwd) for name in options.skill]
     names = list(dict.fromkeys(s.name for s in skills))
     if sum(1 for s in skills if s.plugin is not None) > 1 and len(names) > 1:
@@ -221,6 +265,66 @@ def variants_of(options: TriggerOptions, cwd: Path) -> tuple[tuple[TriggerVarian
     return (TriggerVariant(DEFAULT_VARIANT, tuple(skills)),), candidates
 
 
+def environment_of(options: TriggerOptions, cwd: Path) -> Environment | None:
+    """The snapshot of --environment / --environment-project / --from-home, None without them."""
+    if options.from_home and (options.environment or options.environment_project):
+        raise InputError("--from-home: takes your HOME and this folder; give it or --environment, not both")
+    if options.from_home:
+        home: Path | None = Path.home()
+        project: Path | None = cwd
+        source = f"--from-home ({home}, {cwd})"
+    else:
+        home = cwd / Path(options.environment).expanduser() if options.environment else None
+        project = (
+            cwd / Path(options.environment_project).expanduser() if options.environment_project else None
+        )
+        source = ", ".join(str(p) for p in (home, project) if p is not None)
+    if home is None and project is None:
+        return None
+    return snapshot(home, project, cwd / options.results_dir / ".environments", source)
+
+
+def with_environment(artifacts: tuple[TriggerVariant, ...], env: Environment) -> tuple[TriggerVariant, ...]:
+    """The environment alone (the control), then each artifact variant installed into it."""
+    control = TriggerVariant(ENVIRONMENT_VARIANT, (), environment=env)
+    tested = tuple(
+        replace(
+            v,
+            label=f"+{'+'.join(s.name for s in v.skills)}" if v.label == DEFAULT_VARIANT else v.label,
+            environment=env,
+        )
+        for v in artifacts
+    )
+    return (control, *tested)
+
+
+def with_fill(variants: tuple[TriggerVariant, ...], fill: float | None) -> tuple[TriggerVariant, ...]:
+    """Each variant, then (--context-fill) each again with the window pre-filled."""
+    if not fill:
+        return variants
+    filled = tuple(
+        replace(v, label=f"{v.label}@fill{fill:.0%}", fill=fill, filled_from=v.label) for v in variants
+    )
+    return variants + filled
+
+
+def claude_only(options: TriggerOptions, runners: list[str]) -> None:
+    """An environment and a filled window are Claude Code's layout and session format."""
+    wanted = [
+        flag
+        for flag, on in (
+            ("--environment", options.environment or options.environment_project or options.from_home),
+            ("--context-fill", options.context_fill),
+        )
+        if on
+    ]
+    others = [r for r in runners if r != "claude"]
+    if wanted and others:
+        raise InputError(
+            f"{wanted[0]}: Claude Code's skills, plugins and sessions (--runner claude); not {', '.join(others)}"
+        )
+
+
 def session_key(options: TriggerOptions, query: Query, variant: TriggerVariant, run: int) -> str:
     """Everything that determines a session's outcome, and the run index (repeats are real)."""
     return cache_key(
@@ -234,8 +338,9 @@ def session_key(options: TriggerOptions, query: Query, variant: TriggerVariant, 
             "max_turns": options.max_turns,
             "timeout": options.timeout,
             "run": run,
-            # Only when set, so the keys of sessions cached before this option stay valid.
+            # Only when set, so the keys of sessions cached before these options stay valid.
             **({"plugin_mcp": True} if options.plugin_mcp else {}),
+            **({"fill": variant.fill, "window": options.context_window} if variant.fill else {}),
         },
     )
 
@@ -246,9 +351,16 @@ def prepare_triggers(options: TriggerOptions, cwd: Path) -> TriggerPlan:
         raise InputError("--queries: name the queries file (`skill triggers generate` drafts one)")
     queries = load_queries(cwd / options.queries)
     runners = agent_list(options.runner)
+    claude_only(options, runners)
     urls = endpoints(options.base_url, runners)
     models = agent_models(options.runner_model, runners)
-    artifacts, candidates = variants_of(options, cwd)
+    artifacts, tested = variants_of(options, cwd)
+    candidates = tested
+    writable_folder(cwd / options.results_dir, "--results-dir")  # before the snapshot is written there
+    env = environment_of(options, cwd)
+    if env is not None:
+        artifacts = with_environment(artifacts, env)
+        candidates = tuple(dict.fromkeys((*tested, *env.skills)))
     variants = tuple(
         replace(
             v,
@@ -260,14 +372,14 @@ def prepare_triggers(options: TriggerOptions, cwd: Path) -> TriggerPlan:
         for runner in runners
         for v in artifacts
     )
-    queries = resolve_under_test(queries, candidates, str(cwd / options.queries))
+    variants = with_fill(variants, options.context_fill)
+    queries = resolve_under_test(queries, tested, str(cwd / options.queries))
     problems = [p for v in variants for s in v.skills for p in artifact_problems(s)]
     if problems:
         raise InputError(problems)
     skills = {s.path: s for v in artifacts for s in v.skills}.values()
     versions = {r: next((v for s in skills if (v := check_artifact(s, r))), None) for r in runners}
     check_expectations(queries.queries, candidates, str(cwd / options.queries))
-    writable_folder(cwd / options.results_dir, "--results-dir")
     chosen = split(queries.queries, options.holdout, options.seed) if options.holdout else None
     sessions = tuple(
         TriggerSession(q, v, run, chosen.part(q.id) if chosen else None, session_key(options, q, v, run))

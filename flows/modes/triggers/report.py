@@ -31,7 +31,15 @@ from flows.report.schema import (
 from flows.report.validity import certify, require_valid_failures
 from graders.triggers import TriggerStatus
 from tasks.schema import TRIGGER_SCALE, RunStats
-from tasks.stats.trigger_stats import compare_variants, summarize, trial
+from tasks.stats.trigger_stats import (
+    ListingStats,
+    MetricComparison,
+    VariantComparison,
+    compare_variants,
+    listing_shifts,
+    summarize,
+    trial,
+)
 from tasks.store.files import atomic_write_text
 
 
@@ -78,15 +86,29 @@ def query_results(
 
 def comparison_pairs(variants: Sequence[TriggerVariant]) -> list[tuple[str, str]]:
     """(control, treatment) labels, each pair differing in one thing only: on each agent, every skill
-    variant against that agent's first; across agents, each agent's first variant against the first
-    agent's (with one agent or one skill variant, every variant against the first)."""
+    variant against that agent's first (in an environment, the environment alone); across agents,
+    each agent's first variant against the first agent's (with one agent or one skill variant, every
+    variant against the first); each variant with a filled window against itself with an empty one."""
     first_of: dict[str, TriggerVariant] = {}
-    for v in variants:
+    empty = [v for v in variants if v.filled_from is None]
+    for v in empty:
         first_of.setdefault(v.runner, v)
-    within = [(first_of[v.runner].label, v.label) for v in variants if v is not first_of[v.runner]]
+    within = [(first_of[v.runner].label, v.label) for v in empty if v is not first_of[v.runner]]
     leads = list(first_of.values())
     across = [(leads[0].label, v.label) for v in leads[1:]]
-    return within + across
+    filled = [(v.filled_from, v.label) for v in variants if v.filled_from is not None]
+    return within + across + filled
+
+
+def neighbour_pairs(plan: TriggerPlan, present: Sequence[TriggerVariant]) -> list[tuple[str, str]]:
+    """(environment alone, environment with a skill under test): the pairs whose difference is
+    what adding the skill did to the skills already installed."""
+    by_label = {v.label: v for v in present}
+    return [
+        (c, t)
+        for c, t in comparison_pairs(present)
+        if by_label[c].environment is not None and not by_label[c].skills and by_label[t].skills
+    ]
 
 
 def figures(plan: TriggerPlan, outcomes: dict[str, TriggerOutcome]) -> TriggerFigures:
@@ -117,7 +139,29 @@ def figures(plan: TriggerPlan, outcomes: dict[str, TriggerOutcome]) -> TriggerFi
         )
         for control, treatment in comparison_pairs(present)
     ]
+    installed = [s for s in plan.candidates if any(q.expect == s for q in plan.queries.queries)]
+    installed = [s for s in installed if not any(s in v.own for v in present)]
+    pairs = neighbour_pairs(plan, present)
+    neighbours = [
+        compare_variants(
+            trials,
+            plan.candidates,
+            control,
+            treatment,
+            skill=skill,
+            margin=o.margin,
+            min_effect=o.min_effect,
+            max_error_rate=o.max_error_rate,
+            seed=o.seed,
+        )
+        for control, treatment in pairs
+        for skill in installed
+    ]
+    by_variant = {s.variant: s for s in summaries}
+    shifts = [x for c, t in pairs for x in listing_shifts(by_variant[c], by_variant[t])]
     return TriggerFigures(
+        neighbours=neighbours,
+        listing_shifts=shifts,
         candidates=list(plan.candidates),
         queries_file=plan.queries.path,
         queries_sha256=plan.queries.sha256,
@@ -165,6 +209,9 @@ def build_trigger_report(
         **trigger_cli_meta(plan, outcomes),
         plugin="; ".join(p.summary(o.plugin_mcp) for v in plan.variants for s in v.skills if (p := s.plugin))
         or None,
+        environment=next((v.environment.record() for v in plan.variants if v.environment), None),
+        context_fill=o.context_fill,
+        context_window=o.context_window if o.context_fill else None,
         **run_stats_meta(stats),
         **({"notices": list(plan.notices)} if plan.notices else {}),  # absent when none, as before
     )
@@ -179,6 +226,44 @@ def build_trigger_report(
     )
     report.validity = certify(report, o.max_error_rate, leaks=plan.notices)
     return report
+
+
+def listing_words(stats: ListingStats) -> str | None:
+    """What the listing did to a skill, when it did anything: a dropped description is a skill the
+    model could not choose, not one it passes over."""
+    if not stats.sessions or stats.full == stats.sessions:
+        return None
+    parts = [
+        f"{n} {state}"
+        for state, n in (("cut", stats.truncated), ("dropped", stats.dropped), ("absent", stats.absent))
+        if n
+    ]
+    words = f"listed in full in {stats.full}/{stats.sessions} sessions ({', '.join(parts)})"
+    if stats.state == "dropped":
+        words += "; its description was dropped to fit the listing budget: the model could not choose it"
+    rates = [f"{state} {r.k}/{r.n}" for state, r in stats.recall_when.items()]
+    return words + (f"; fired on its own queries when {', '.join(rates)}" if rates else "")
+
+
+def neighbour_sentence(comp: VariantComparison, metric: MetricComparison) -> str:
+    """'adding +x lowered y's recall from 82% to 41% (-41 points [-60, -22]): WORSE'."""
+    name = "recall" if metric.metric == "recall" else "false-fire rate"
+    if metric.control is None or metric.treatment is None or metric.difference is None:
+        return f"adding {comp.treatment}: {comp.skill}'s {name}: no query measured in both"
+    verb = "raised" if metric.difference > 0 else "lowered" if metric.difference < 0 else "left"
+    c = metric.comparison
+    sign = 1 if metric.higher_is_better else -1  # the comparison is on the improvement
+    ends = sorted(v * sign * 100 for v in (c.ci_low, c.ci_high) if v is not None)
+    interval = f" [{ends[0]:+.0f}, {ends[1]:+.0f}]" if len(ends) == 2 else ""
+    moved = (
+        f"at {metric.control:.0%}"
+        if verb == "left"
+        else f"from {metric.control:.0%} to {metric.treatment:.0%}"
+    )
+    return (
+        f"adding {comp.treatment} {verb} {comp.skill}'s {name} {moved} "
+        f"({metric.difference * 100:+.0f} points{interval}, {metric.queries} queries): {metric.verdict.label}"
+    )
 
 
 def gate_failures(

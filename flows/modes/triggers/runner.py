@@ -5,6 +5,7 @@ repeats none), budgets honoured; each session reduced to what fired, when, and h
 from __future__ import annotations
 
 import asyncio
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from pydantic import ValidationError
 from executors.schema import AgentRequest, AgentSession, InstalledSkill
 from executors.workspace import session_root, sweep
 from flows.engine.runner import Refused, UnitRunner
+from flows.modes.triggers.fill import fill_history
 from flows.modes.triggers.plan import TriggerOutcome, TriggerPlan, TriggerSession
 from graders.triggers import SessionTriggers, TriggerStatus, detect
 from tasks.schema import TranscriptStep
@@ -62,6 +64,12 @@ class TriggerRunner:
     def request(self, s: TriggerSession, root: Path) -> AgentRequest:
         o = self.plan.options
         sandbox = root / s.key[:16]
+        v = s.variant
+        history = (
+            fill_history(sandbox / "fill.jsonl", v.fill, o.context_window, o.seed, str(uuid.uuid4()))
+            if v.fill
+            else None
+        )
         return AgentRequest(
             cli=s.variant.runner,
             model=s.variant.model,
@@ -79,6 +87,8 @@ class TriggerRunner:
             raw_stream=str(sandbox / "raw_stream.jsonl"),
             isolation=self.plan.isolation,
             allow_network=self.plan.options.allow_network,
+            environment=str(v.environment.path) if v.environment else None,
+            resume=str(history) if history else None,
         )
 
     def cached(self, s: TriggerSession) -> TriggerOutcome | None:
@@ -104,7 +114,7 @@ class TriggerRunner:
         session = await self.runner.session(unit, s.label, request, self.base_urls.get(request.cli))
         if isinstance(session, Refused):
             return None
-        out = outcome_of(session, detect(session, self.plan.candidates))
+        out = outcome_of(session, detect(session, s.variant.candidates, required=s.variant.own))
         cache = self.runner.cache
         if cache is not None and out.status != TriggerStatus.ERROR:
             try:

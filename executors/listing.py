@@ -1,0 +1,112 @@
+"""What the model was shown of the installed skills, read from the request itself.
+
+Claude Code lists skills to the model in one text of the request ("The following skills are available
+for use with the Skill tool:" then ``- name: description`` lines). Its listing has a budget: by
+default 1% of the model's context window at 4 characters a token (8,000 characters for a 200,000-token
+window; ``skillListingBudgetFraction`` in settings changes the share), each description capped at
+1,536 characters (``skillListingMaxDescChars``) and cut with an ellipsis. Past the budget, the CLI's
+own skills keep their descriptions and the others are listed by name alone, in its priority order,
+until the rest fits. (Read from the 2.1.332 binary and checked against its requests here.)
+
+The system/init event lists every loaded skill whatever happened to its description, so only the
+request tells whether the model could have chosen a skill: skillab's model forwarder sees every
+request, and keeps each session's first listing (:func:`observe_claude`), keyed by the session id
+Claude Code sends in a header.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from executors.schema import ListedSkill, ListingState, SkillListing
+
+LISTING_START = "The following skills are available for use with the Skill tool"
+SESSION_HEADER = "x-claude-code-session-id"
+ELLIPSIS = "\u2026"
+#: Claude Code's defaults (see the module's docstring).
+BUDGET_FRACTION = 0.01
+CHARS_PER_TOKEN = 4
+
+
+def _texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        return []
+    return [str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"]
+
+
+def listing_text(body: Mapping[str, Any]) -> str | None:
+    """The listing's lines (heading excluded) in a Messages request, None when it has none."""
+    texts = _texts(body.get("system"))
+    for message in body.get("messages") or []:
+        if isinstance(message, dict):
+            texts += _texts(message.get("content"))
+    for text in texts:
+        start = text.find(LISTING_START)
+        if start >= 0:
+            return text[start:].split("\n", 1)[1] if "\n" in text[start:] else ""
+    return None
+
+
+def parse_listing(text: str) -> dict[str, str]:
+    """name -> description as listed ("" when listed by name alone). A description may run over
+    several lines; the listing ends at the first blank line after an entry, or its closing tag."""
+    listing: dict[str, str] = {}
+    last: str | None = None
+    for line in text.splitlines():
+        if line.startswith("</"):
+            break
+        if line.startswith("- "):
+            # A plugin's skill is listed as "plugin:skill: description": split at ": ".
+            name, sep, description = line[2:].partition(": ")
+            last = name.strip().removesuffix(":")
+            listing[last] = description.strip() if sep else ""
+        elif not line.strip():
+            if listing:
+                break
+        elif last is not None:
+            listing[last] = f"{listing[last]} {line.strip()}".strip()
+    return listing
+
+
+def skill_listing(body: Mapping[str, Any]) -> dict[str, str]:
+    """name -> description of the skills a Claude Code request lists ({} when it lists none)."""
+    text = listing_text(body)
+    return parse_listing(text) if text is not None else {}
+
+
+def listing_record(listed: Mapping[str, str], chars: int) -> SkillListing:
+    def state(description: str) -> ListingState:
+        if not description:
+            return ListingState.DROPPED
+        return ListingState.TRUNCATED if description.endswith(ELLIPSIS) else ListingState.FULL
+
+    skills = tuple(ListedSkill(name=n, state=state(d), chars=len(d)) for n, d in listed.items())
+    return SkillListing(skills=skills, chars=chars)
+
+
+def observe_claude(body: bytes) -> SkillListing | None:
+    """The listing a Claude Code request carries, None when it carries none. Cheap on every other
+    request: the body is parsed only when it holds the listing's heading."""
+    if LISTING_START.encode() not in body:
+        return None
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    text = listing_text(data) if isinstance(data, dict) else None
+    if text is None:
+        return None
+    listed = parse_listing(text)
+    entries = (f"- {n}: {d}" if d else f"- {n}" for n, d in listed.items())
+    return listing_record(listed, len("\n".join(entries)))
+
+
+def claude_budget(context_window: int | None, fraction: float | None) -> int | None:
+    """Claude Code's listing budget in characters for a context window (tokens), None when unknown."""
+    if not context_window:
+        return None
+    return max(1, int(context_window * CHARS_PER_TOKEN * (fraction or BUDGET_FRACTION)))

@@ -1,0 +1,136 @@
+"""The environment snapshot (flows/inputs/environment.py): an allowlist copied under the hostile-input
+rules, hashed by content; what it refuses, each in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from executors.errors import InputError
+from flows.inputs.environment import snapshot
+
+CANARY = "CANARY-e5b1-never-copied"
+
+
+def skill(folder: Path, name: str, description: str = "Does a thing.") -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n---\nbody\n")
+
+
+def a_home(root: Path) -> Path:
+    home = root / "home"
+    skill(home / ".claude" / "skills" / "notes", "notes")
+    (home / ".claude" / "CLAUDE.md").write_text("Be brief.\n")
+    settings = {
+        "skillListingBudgetFraction": 0.02,
+        "env": {"ANTHROPIC_API_KEY": CANARY},
+        "apiKeyHelper": CANARY,
+    }
+    (home / ".claude" / "settings.json").write_text(json.dumps(settings))
+    for secret in (
+        ".claude/.credentials.json",
+        ".claude.json",
+        ".claude/history.jsonl",
+        ".claude/todos/t.json",
+    ):
+        (home / secret).parent.mkdir(parents=True, exist_ok=True)
+        (home / secret).write_text(CANARY)
+    return home
+
+
+def test_only_the_allowlist_is_copied_and_the_hash_names_the_content(tmp_path: Path) -> None:
+    home = a_home(tmp_path)
+    project = tmp_path / "project"
+    skill(project / ".claude" / "skills" / "deploy", "deploy", "Deploys the app. " * 200)
+    (project / "AGENTS.md").write_text("Run the tests first.\n")
+    env = snapshot(home, project, tmp_path / "store", "given")
+    files = sorted(str(p.relative_to(env.path)) for p in env.path.rglob("*") if p.is_file())
+    assert files == [
+        "home/.claude/CLAUDE.md",
+        "home/.claude/settings.json",
+        "home/.claude/skills/notes/SKILL.md",
+        "project/.claude/skills/deploy/SKILL.md",
+        "project/AGENTS.md",
+    ]
+    assert not any(CANARY in (env.path / f).read_text() for f in files)
+    assert json.loads((env.path / "home/.claude/settings.json").read_text()) == {
+        "skillListingBudgetFraction": 0.02
+    }
+    assert env.skills == ("notes", "deploy") and env.settings == ("home:skillListingBudgetFraction",)
+    assert env.memory == ("home/.claude/CLAUDE.md", "project/AGENTS.md") and env.budget_fraction == 0.02
+    assert env.listing_chars == len("- notes: Does a thing.") + len("- deploy: ") + 1536  # capped as listed
+    again = snapshot(home, project, tmp_path / "store", "given")
+    assert again.sha256 == env.sha256 and again.path == env.path
+    (project / "AGENTS.md").write_text("Run the tests last.\n")
+    assert snapshot(home, project, tmp_path / "store", "given").sha256 != env.sha256
+    assert [p.name for p in (tmp_path / "store").iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.parametrize(
+    "case", ["skill link", "link inside", "fifo", "plugin outside", "bad settings", "twice"]
+)
+def test_hostile_or_broken_setups_are_refused_in_one_line(tmp_path: Path, case: str) -> None:
+    home = a_home(tmp_path)
+    skills = home / ".claude" / "skills"
+    outside = tmp_path / "outside"
+    skill(outside, "elsewhere")
+    if case == "skill link":
+        os.symlink(outside, skills / "elsewhere")
+    elif case == "link inside":
+        os.symlink("/etc/passwd", skills / "notes" / "passwd")
+    elif case == "fifo":
+        os.mkfifo(skills / "notes" / "pipe")
+    elif case == "plugin outside":
+        record = {"scope": "user", "installPath": "/etc/.claude/plugins/../../.."}
+        (home / ".claude" / "plugins").mkdir(parents=True)
+        (home / ".claude" / "plugins" / "installed_plugins.json").write_text(
+            json.dumps({"plugins": {"x@m": [record]}})
+        )
+    elif case == "bad settings":
+        (home / ".claude" / "settings.json").write_text("{not json")
+    else:
+        skill(tmp_path / "project" / ".claude" / "skills" / "notes", "notes")
+    with pytest.raises(InputError) as caught:
+        snapshot(home, tmp_path / "project" if case == "twice" else None, tmp_path / "store", "given")
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("--environment")
+    expected = {
+        "skill link": "the skill is a link",
+        "link inside": "a link that leaves the folder",
+        "fifo": "not a regular file",
+        "plugin outside": "not inside",
+        "bad settings": "not JSON",
+        "twice": "at both user and project level",
+    }[case]
+    assert expected in message
+    assert not [p for p in (tmp_path / "store").iterdir()]  # nothing half-made is left
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--environment", "home", "--runner", "claude,codex"], "--environment: Claude Code's skills"),
+        (["--context-fill", "0.5", "--runner", "gemini-cli"], "--context-fill: Claude Code's skills"),
+        (["--from-home", "--environment", "home"], "--from-home: takes your HOME and this folder"),
+        (["--environment", "missing"], "--environment: "),
+        (["--context-fill", "1.5"], "--context-fill"),
+    ],
+)
+def test_bad_environment_flags_stop_before_any_session(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    flags: list[str],
+    words: str,
+) -> None:
+    from flows.cli.main import main
+
+    a_home(tmp_path)
+    (tmp_path / "queries.yaml").write_text("queries:\n  - {id: q1, query: hello, expect: none}\n")
+    monkeypatch.chdir(tmp_path)
+    code = main(["skill", "triggers", "run", "--queries", "queries.yaml", "--dry-run", *flags])
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err

@@ -1,0 +1,236 @@
+"""Trigger mode in the user's real environment: the real claude CLI with an installed setup (skills,
+settings, instruction files) snapshotted from a HOME, against a scripted model that can only pick a
+skill whose description its request lists in full; the listing's budget, who steals from whom, a
+filled window, and a HOME's secrets never copied."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from executors.agent import find_binary
+from flows.cli.main import main
+from tests.browser import chromium, serving
+from tests.fakes.provider import FakeProvider, RouteScript
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+CANARY = "CANARY-7f3a9e-do-not-copy"
+FILLER = "Handles the {topic} chores of the team, " + "routine upkeep and notes " * 20
+
+
+def skill(folder: Path, name: str, description: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "SKILL.md").write_text(
+        f"---\nname: {name}\ndescription: {description}\n---\n# {name}\nDo it.\n"
+    )
+    return folder
+
+
+def queries(root: Path, rows: list[tuple[str, str, str]]) -> None:
+    data = [{"id": i, "query": q, "expect": e} for i, q, e in rows]
+    (root / "queries.yaml").write_text(yaml.safe_dump({"queries": data}))
+
+
+def run(root: Path, server: FakeProvider, *args: str) -> int:
+    if find_binary("claude") is None:
+        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    common = ["skill", "triggers", "run", "--queries", "queries.yaml", "--base-url", server.url, "--quiet"]
+    common += ["--results-dir", str(root / "results"), "--cache-dir", str(root / "cache"), "--timeout", "90"]
+    return main([*common, *args])
+
+
+def report_of(root: Path) -> dict[str, object]:
+    (path,) = sorted((root / "results").glob("*.json"))
+    data: dict[str, object] = json.loads(path.read_text())
+    return data
+
+
+def test_a_skill_dropped_from_an_over_budget_listing_is_reported_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    team = tmp_path / "team-project"  # project skills, listed in name order like the skill under test
+    for i in range(40):  # 40 x ~520 characters: far over the 8,000 of a 200,000-token window
+        skill(team / ".claude" / "skills" / f"s{i:02d}", f"s{i:02d}", FILLER.format(topic=f"topic{i}"))
+    # as long as the others: the CLI keeps whole descriptions, greedily, while they fit the budget
+    new = skill(
+        tmp_path / "new" / "zz-late", "zz-late", "Writes release notes, " + "from the merged work " * 30
+    )
+    queries(
+        tmp_path,
+        [
+            ("r1", "Write the release notes", "zz-late"),
+            ("r2", "Draft notes for the release", "zz-late"),
+            ("t0", "Do the topic0 chores", "s00"),
+            ("n1", "What is 17 times 3?", "none"),
+        ],
+    )
+    monkeypatch.chdir(tmp_path)
+    prefs = {"Write the release notes": [("zz-late", 1.0)], "Draft notes for the release": [("zz-late", 1.0)]}
+    prefs["Do the topic0 chores"] = [("s00", 1.0)]
+    with FakeProvider() as server:
+        script = RouteScript(prefs).install(server)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        args = ["--skill", str(new), "--environment-project", str(team), "--runner-model", "claude-haiku-4-5"]
+        assert run(tmp_path, server, *args, "--runs", "1", "--dry-run") == 0
+        plan = capsys.readouterr().out
+        assert "= 8 sessions of claude" in plan and "40 skills, 0 plugins" in plan
+        assert "budget 8,000 at a 200,000-token window" in plan and not server.calls
+        code = run(tmp_path, server, *args, "--runs", "1")
+        out = capsys.readouterr().out
+    assert code == 0, out
+    assert all(
+        listing.get("zz-late") == "" for sid, listing in script.listings.items() if "zz-late" in listing
+    )
+    report = report_of(tmp_path)
+    summaries = {s["variant"]: s for s in report["triggers"]["summaries"]}  # type: ignore[index]
+    assert set(summaries) == {"environment", "+zz-late"}
+    listing = summaries["+zz-late"]["listing"]
+    assert listing["budget"] == 8000 and listing["chars"] <= 8000 and listing["over_budget"] == 4
+    late = next(s for s in listing["skills"] if s["skill"] == "zz-late")
+    assert (late["dropped"], late["full"], late["recall_when"]["dropped"]["k"]) == (4, 0, 0)
+    s00 = next(s for s in listing["skills"] if s["skill"] == "s00")
+    assert s00["full"] == 4 and s00["recall_when"]["full"]["k"] == 1
+    assert "zz-late: recall 0%" in out
+    assert "its description was dropped to fit the listing budget: the model could not choose it" in out
+    assert report["meta"]["environment"]["skills"][:2] == ["s00", "s01"]  # type: ignore[index]
+
+
+def test_a_neighbour_that_loses_its_queries_is_found_and_no_secret_is_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    skill(home / ".claude" / "skills" / "changelog-bot", "changelog-bot", "Keeps CHANGELOG.md up to date.")
+    skill(home / ".claude" / "skills" / "lint-fixer", "lint-fixer", "Fixes lint warnings in Python code.")
+    (home / ".claude" / "CLAUDE.md").write_text("Prefer short answers.\n")
+    plugin = home / ".claude" / "plugins" / "cache" / "team-market" / "helper" / "1.0.0"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": "helper", "version": "1.0.0"}))
+    skill(plugin / "skills" / "tidy", "tidy", "Tidies import blocks.")
+    installed = {
+        "scope": "user",
+        "installPath": f"/home/someone-else/.claude/plugins/{plugin.relative_to(home / '.claude' / 'plugins')}",
+    }
+    (home / ".claude" / "plugins" / "installed_plugins.json").write_text(
+        json.dumps({"version": 2, "plugins": {"helper@team-market": [installed]}})
+    )
+    (home / ".claude" / "settings.json").write_text(
+        json.dumps(
+            {
+                "skillListingMaxDescChars": 900,
+                "enabledPlugins": {"helper@team-market": True},
+                "apiKeyHelper": f"echo {CANARY}",
+                "env": {"ANTHROPIC_API_KEY": CANARY},
+                "hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": f"echo {CANARY}"}]}]},
+            }
+        )
+    )
+    for secret in (
+        ".claude/.credentials.json",
+        ".claude.json",
+        ".claude/history.jsonl",
+        ".claude/projects/p/s.jsonl",
+    ):
+        (home / secret).parent.mkdir(parents=True, exist_ok=True)
+        (home / secret).write_text(json.dumps({"token": CANARY}))
+    new = skill(tmp_path / "new" / "release-notes", "release-notes", "Writes release notes and changelogs.")
+    asks = [
+        "Update the changelog",
+        "Add this fix to CHANGELOG.md",
+        "Log the new feature in the changelog",
+        "Record the API break in the changelog",
+        "Changelog entry for the login bug",
+        "Note the dependency bump in CHANGELOG.md",
+    ]
+    rows = [(f"c{i}", q, "changelog-bot") for i, q in enumerate(asks)]
+    rows += [
+        ("r1", "Write the release notes", "release-notes"),
+        ("l1", "Fix the lint warnings", "lint-fixer"),
+    ]
+    rows += [("t1", "Tidy the imports", "helper:tidy")]
+    queries(tmp_path, [*rows, ("n1", "What is 17 times 3?", "none")])
+    prefs = {q: [("release-notes", 1.0), ("changelog-bot", 1.0)] for q in asks}
+    prefs |= {
+        "Write the release notes": [("release-notes", 1.0)],
+        "Fix the lint warnings": [("lint-fixer", 1.0)],
+    }
+    prefs["Tidy the imports"] = [("helper:tidy", 1.0)]
+    monkeypatch.chdir(tmp_path)
+    with FakeProvider() as server:
+        RouteScript(prefs).install(server)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        code = run(tmp_path, server, "--skill", str(new), "--environment", str(home), "--runs", "1")
+        out = capsys.readouterr().out
+        bodies = [json.dumps(c.body) for c in server.calls]
+    assert code == 0, out
+    line = next(x for x in out.splitlines() if "changelog-bot's recall" in x)
+    assert line.startswith(
+        "adding +release-notes lowered changelog-bot's recall from 100% to 0% (-100 points"
+    )
+    assert line.endswith("6 queries): WORSE")
+    assert "lint-fixer's recall at 100%" in out and "helper:tidy's recall at 100%" in out
+    assert any("Prefer short answers." in b for b in bodies)  # the user's CLAUDE.md reached the model
+    assert not any(CANARY in b for b in bodies)
+    leaked = [p for p in tmp_path.rglob("*") if p.is_file() and p.is_relative_to(tmp_path / "results")]
+    assert leaked and not any(CANARY in p.read_text(errors="replace") for p in leaked)
+    env = report_of(tmp_path)["meta"]["environment"]  # type: ignore[index]
+    assert env["settings"] == ["home:skillListingMaxDescChars"] and env["memory"] == [
+        "home/.claude/CLAUDE.md"
+    ]
+    assert env["skills"] == ["changelog-bot", "lint-fixer", "helper:tidy"] and env["plugins"] == ["helper"]
+    assert len(env["sha256"]) == 64
+    page_shows_the_steal(tmp_path)
+
+
+def page_shows_the_steal(root: Path) -> None:
+    """The run's page as a reader sees it: the steal table with its verdict, no script error."""
+    from flows.report.server import create_app
+
+    run_id = next((root / "results").glob("*.json")).stem
+    problems: list[str] = []
+    with serving(lambda port: create_app(root / "results", port=port)) as url, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1366, "height": 768})
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        page.goto(f"{url}/run/{run_id}")
+        table = page.locator("table", has=page.locator("td", has_text="changelog-bot")).last
+        assert page.locator("h3", has_text="Who steals from whom").is_visible()
+        row = table.locator("tr", has_text="recall").filter(has_text="changelog-bot").first
+        assert "WORSE" in row.inner_text() and "100%" in row.inner_text()
+        assert page.get_by_text("Listing the model received").first.is_visible()
+    assert not problems, problems
+
+
+def test_a_filled_window_is_a_paired_factor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    new = skill(tmp_path / "new" / "greeting-files", "greeting-files", "Writes greeting files.")
+    asks = [
+        "Write me a greeting file",
+        "Put a hello into a text file",
+        "Make a welcome note file",
+        "Greet the new team in a file",
+        "Save a birthday greeting to disk",
+        "A text file that says hello, please",
+    ]
+    queries(
+        tmp_path, [*((f"g{i}", q, "greeting-files") for i, q in enumerate(asks)), ("n1", "17 x 3?", "none")]
+    )
+    monkeypatch.chdir(tmp_path)
+    with FakeProvider() as server:
+        # fires in an empty window, never once the window holds more than 150,000 characters
+        script = RouteScript({q: [("greeting-files", 1.0)] for q in asks}, crowded=(150_000, 0.0)).install(
+            server
+        )
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        args = ["--skill", str(new), "--context-fill", "0.5", "--context-window", "100000"]
+        code = run(tmp_path, server, *args, "--runs", "1")
+        out = capsys.readouterr().out
+    assert code == 0, out
+    sizes = sorted(script.sizes.values())
+    assert sizes[0] < 150_000 < sizes[-1] and len(sizes) == 14  # 7 queries x (empty, filled)
+    assert "default@fill50% vs default [all] recall: WORSE" in out
+    report = report_of(tmp_path)
+    assert report["meta"]["contextFill"] == 0.5 and report["meta"]["contextWindow"] == 100000  # type: ignore[index]
