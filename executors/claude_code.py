@@ -151,7 +151,7 @@ class ClaudeCodeExecutor(AgentExecutor):
 def install_environment(request: AgentRequest) -> list[Path]:
     """The request's environment snapshot put in place: its home/ copied into HOME, project/ into the
     working folder, minus any skill the request installs itself (the version under test replaces the
-    installed one); its plugins copied for --plugin-dir, MCP servers left out, one of the same name as
+    installed one) or leaves out; its plugins copied for --plugin-dir, MCP servers left out, one of the same name as
     the plugin under test left out. Returns the plugin copies."""
     if not request.environment:
         return []
@@ -161,6 +161,7 @@ def install_environment(request: AgentRequest) -> list[Path]:
         if part.is_dir():
             copy_tree(part, into, "environment")
     own = {s.name for s in request.skills} | ({request.skill_name} if request.skill_name else set())
+    own |= set(request.environment_skip)
     for base in (Path(request.home), Path(request.sandbox)):
         for name in own:
             shutil.rmtree(base / ".claude" / "skills" / name, ignore_errors=True)

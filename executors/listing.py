@@ -30,7 +30,8 @@ BUDGET_FRACTION = 0.01
 CHARS_PER_TOKEN = 4
 
 
-def _texts(content: Any) -> list[str]:
+def text_blocks(content: Any) -> list[str]:
+    """The texts of a Messages content (a string, or a list of blocks)."""
     if isinstance(content, str):
         return [content]
     if not isinstance(content, list):
@@ -40,10 +41,10 @@ def _texts(content: Any) -> list[str]:
 
 def listing_text(body: Mapping[str, Any]) -> str | None:
     """The listing's lines (heading excluded) in a Messages request, None when it has none."""
-    texts = _texts(body.get("system"))
+    texts = text_blocks(body.get("system"))
     for message in body.get("messages") or []:
         if isinstance(message, dict):
-            texts += _texts(message.get("content"))
+            texts += text_blocks(message.get("content"))
     for text in texts:
         start = text.find(LISTING_START)
         if start >= 0:
@@ -79,6 +80,9 @@ def skill_listing(body: Mapping[str, Any]) -> dict[str, str]:
 
 
 def listing_record(listed: Mapping[str, str], chars: int) -> SkillListing:
+    """Each listed skill's state: dropped when listed by name alone, cut when its description ends
+    with the CLI's ellipsis."""
+
     def state(description: str) -> ListingState:
         if not description:
             return ListingState.DROPPED

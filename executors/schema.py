@@ -205,6 +205,9 @@ class AgentRequest(Frozen):
         description="a snapshot of a user's setup (Claude Code): its home/ copied into HOME, project/ into "
         "the working folder, plugins/<name>/ loaded; the request's own skills replace any of the same name",
     )
+    environment_skip: tuple[str, ...] = Field(
+        default=(), description="installed skills of the environment left out of this session"
+    )
     resume: str | None = Field(
         default=None,
         description="a recorded Claude Code session (.jsonl) this session continues, the prompt being "

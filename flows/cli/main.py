@@ -96,10 +96,11 @@ def build_parser(command: str | None = None) -> Parser:
     if command in (None, "skill"):
         from flows.modes.agentic.cli import add_commands as add_agentic_commands
         from flows.modes.triggers.cli import add_commands as add_trigger_commands
+        from flows.modes.triggers.tune import add_command as add_tune_command
 
         skill_sub = skill.add_subparsers(dest="skill_command", required=True, parser_class=Parser)
         add_agentic_commands(skill_sub)
-        add_trigger_commands(skill_sub)
+        add_tune_command(add_trigger_commands(skill_sub))
     add_plan_command(sub)
     add_report_commands(sub)
     add_server_command(sub)

@@ -23,11 +23,11 @@ import json
 import os
 import shutil
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from executors.contents import copy_file, copy_tree, inspect_file
+from executors.contents import Bounds, copy_file, copy_tree, inspect_file
 from executors.errors import InputError
 from executors.plugin import looks_like_plugin, read_plugin
 from executors.schema import ENVIRONMENT_PARTS
@@ -62,6 +62,11 @@ class Environment:
     context_chars: int = 0  # its instruction files, sent with every request
     budget_fraction: float | None = None  # skillListingBudgetFraction, where its settings set it
 
+    def skill_dir(self, name: str) -> Path | None:
+        """The snapshot's folder of an installed (not a plugin's) skill, None when it has none."""
+        found = [self.path / part / ".claude" / "skills" / name for part in (HOME_PART, PROJECT_PART)]
+        return next((f for f in found if (f / "SKILL.md").is_file()), None)
+
     def record(self) -> dict[str, Any]:
         """What the report keeps: the hash and what the snapshot holds (never a path's content)."""
         return {
@@ -74,7 +79,28 @@ class Environment:
         }
 
 
-def _skills(root: Path, dest: Path, where: str) -> list[str]:
+@dataclass
+class Tally:
+    """What a snapshot has copied so far, against one bound for the whole of it (the same as one
+    copied folder's: a HOME of a thousand skills of 50 MB each is refused, not copied)."""
+
+    bounds: Bounds = field(default_factory=Bounds.from_env)
+    size: int = 0
+    files: int = 0
+
+    def copy(self, source: Path, dest: Path, what: str) -> None:
+        copy_tree(source, dest, what)
+        for path in dest.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                self.size, self.files = self.size + path.stat().st_size, self.files + 1
+        if self.size > self.bounds.max_bytes or self.files > self.bounds.max_files:
+            raise InputError(
+                f"{what}: the environment passes {self.bounds.max_bytes // (1024 * 1024)} MB or "
+                f"{self.bounds.max_files:,} files ($SKILLAB_COPY_MAX_MB, $SKILLAB_COPY_MAX_FILES): refused"
+            )
+
+
+def _skills(root: Path, dest: Path, where: str, tally: Tally) -> list[str]:
     folder = root / ".claude" / "skills"
     if not folder.is_dir():
         return []
@@ -89,7 +115,7 @@ def _skills(root: Path, dest: Path, where: str) -> list[str]:
             raise InputError(
                 f"{where}: {entry}: the skill is a link (-> {os.readlink(entry)}): refused; copy the folder in"
             )
-        copy_tree(entry, dest / ".claude" / "skills" / entry.name, f"{where} skill {entry.name}")
+        tally.copy(entry, dest / ".claude" / "skills" / entry.name, f"{where} skill {entry.name}")
         names.append(entry.name)
     return names
 
@@ -129,7 +155,9 @@ def _memory(root: Path, dest: Path, names: tuple[str, ...], where: str) -> list[
     return taken
 
 
-def _plugins(home: Path, settings: dict[str, Any], project: Path | None, dest: Path) -> list[str]:
+def _plugins(
+    home: Path, settings: dict[str, Any], project: Path | None, dest: Path, tally: Tally
+) -> list[str]:
     """The enabled installed plugins' folders, each copied to ``dest/<plugin name>``."""
     base = home / ".claude" / "plugins"
     index = base / "installed_plugins.json"
@@ -147,7 +175,7 @@ def _plugins(home: Path, settings: dict[str, Any], project: Path | None, dest: P
             if folder is None:
                 continue
             name = read_plugin(folder).name
-            copy_tree(folder, dest / name, f"--environment: plugin {key}")
+            tally.copy(folder, dest / name, f"--environment: plugin {key}")
             names.append(name)
             break
     return names
@@ -251,18 +279,19 @@ def _stage(
     memory: list[str] = []
     settings: list[str] = []
     plugin_names: list[str] = []
+    tally = Tally()
     for root, part, files in ((home, HOME_PART, USER_MEMORY), (project, PROJECT_PART, PROJECT_MEMORY)):
         if root is None:
             continue
         where = "--environment" if part == HOME_PART else "--environment-project"
         dest = stage / part
         dest.mkdir(parents=True, exist_ok=True)
-        skills += _skills(root, dest, where)
+        skills += _skills(root, dest, where, tally)
         memory += [f"{part}/{m}" for m in _memory(root, dest, files, where)]
         kept, data = _settings(root, dest, where)
         settings += [f"{part}:{k}" for k in kept]
         if part == HOME_PART:
-            plugin_names = _plugins(root, data, project, stage / PLUGINS_PART)
+            plugin_names = _plugins(root, data, project, stage / PLUGINS_PART, tally)
     for name in plugin_names:
         plugin = read_plugin(stage / PLUGINS_PART / name)
         skills += plugin.namespaced(plugin.skills)

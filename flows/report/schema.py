@@ -42,7 +42,7 @@ from tasks.stats.figures import (
     Verdict,
 )
 from tasks.stats.models import Figures, Model
-from tasks.stats.trigger_stats import ListingShift, TriggerSummary, VariantComparison
+from tasks.stats.trigger_stats import DescriptionDecision, ListingShift, TriggerSummary, VariantComparison
 
 #: 3: the JSON of version 2; its schema tells the modes apart (each mode's run entries and meta are
 #: their own models), so a version 2 file is read as it is.
@@ -629,6 +629,8 @@ class TriggerFigures(Model):
     neighbours: list[VariantComparison] = Field(default_factory=list)
     """in an environment: each installed skill's recall and false-fire rate without and with the
     skill under test, paired by query (who steals from whom)"""
+    decisions: list[DescriptionDecision] = Field(default_factory=list)
+    """an A/B of one skill's descriptions with a holdout: each variant kept over the first or not, and why"""
     listing_shifts: list[ListingShift] = Field(default_factory=list)
     """installed skills whose description the listing kept without the skill under test and cut or
     dropped with it"""

@@ -29,7 +29,7 @@ from pydantic import Field
 from executors.schema import Frozen, ListingState
 from graders.queries import NONE, Query
 from graders.triggers import SessionTriggers, TriggerStatus
-from tasks.schema import TRIGGER_SCALE
+from tasks.schema import TRIGGER_SCALE, VerdictLabel
 from tasks.stats.figures import Paired, Verdict
 from tasks.stats.statistics import BOOTSTRAP_DRAWS, VerdictInputs, paired, verdict
 
@@ -646,3 +646,77 @@ def _improvement(m: MetricComparison) -> float | None:
     if m.difference is None:
         return None
     return m.difference if m.higher_is_better else -m.difference
+
+
+# ---------------------------------------------------------------- description tuning
+
+
+class DescriptionDecision(Frozen):
+    """Whether a rewritten description of ``skill`` (variant ``treatment``) is kept over the current
+    one (``control``): it must win on the holdout queries, hurt no other skill's recall beyond the
+    margin, and push no other description out of the listing."""
+
+    skill: str
+    control: str
+    treatment: str
+    kept: bool
+    reasons: tuple[str, ...]
+    train_recall: float | None  # difference in the skill's recall on the train queries
+    holdout_recall: float | None  # and on the holdout queries
+    description: str = ""  # the treatment's description
+
+
+def _difference(metric: MetricComparison) -> str:
+    return "no data" if metric.difference is None else f"{metric.difference:+.2f}"
+
+
+def description_decision(
+    trials: Sequence[Trial],
+    skills: Sequence[str],
+    control: str,
+    treatment: str,
+    skill: str,
+    shifts: Sequence[ListingShift] = (),
+    description: str = "",
+    **settings: Any,
+) -> DescriptionDecision:
+    """The keep rule (``settings``: margin, min_effect, max_error_rate, seed as for
+    :func:`compare_variants`)."""
+    margin = settings.get("margin", DEFAULT_MARGIN)
+    comp = compare_variants(trials, skills, control, treatment, skill=skill, **settings)
+    train, hold = comp.parts.get("train"), comp.parts.get("holdout")
+    reasons: list[str] = []
+    if hold is None:
+        reasons.append(
+            "no holdout queries: a description is kept only when it wins on queries it was not written for"
+        )
+    else:
+        verdict = hold.recall.verdict.label
+        if verdict != VerdictLabel.BETTER:
+            shown = f"; on train {_difference(train.recall)}" if train is not None else ""
+            reasons.append(f"holdout recall {_difference(hold.recall)}: {verdict}{shown}")
+        if hold.false_fire.verdict.label == VerdictLabel.WORSE:
+            reasons.append(f"holdout false-fire rate {_difference(hold.false_fire)}: WORSE")
+    for other in (s for s in skills if s != skill):
+        recall = (
+            compare_variants(trials, skills, control, treatment, skill=other, **settings).parts["all"].recall
+        )
+        if recall.difference is not None and recall.difference < -margin:
+            reasons.append(f"lowers {other}'s recall by {-recall.difference:.2f} (margin {margin:g})")
+    reasons += [f"pushes {x.skill}'s description out of the listing" for x in shifts]
+    kept = not reasons
+    if kept and hold is not None:
+        reasons.append(
+            f"holdout recall {_difference(hold.recall)}: BETTER; no other skill's recall falls beyond the "
+            "margin; no description pushed out of the listing"
+        )
+    return DescriptionDecision(
+        skill=skill,
+        control=control,
+        treatment=treatment,
+        kept=kept,
+        reasons=(*reasons, *comp.warnings),
+        train_recall=train.recall.difference if train is not None else None,
+        holdout_recall=hold.recall.difference if hold is not None else None,
+        description=description,
+    )

@@ -37,7 +37,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from executors.listing import SESSION_HEADER, skill_listing
+from executors.listing import SESSION_HEADER, skill_listing, text_blocks
 
 
 @dataclass
@@ -846,12 +846,6 @@ def anthropic_text(body: dict[str, Any]) -> tuple[str, str]:
 # ------------------------------------------------------------ scripted skill triggering (Claude Code)
 
 
-def _texts(content: Any) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    return [str(b.get("text", "")) for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
-
-
 def session_id(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> str:
     """Claude Code's session id: the X-Claude-Code-Session-Id header, else metadata.user_id's JSON."""
     if headers is not None and headers.get(SESSION_HEADER):
@@ -868,7 +862,7 @@ def user_query(body: dict[str, Any]) -> str:
     """The session's prompt: the first user message's text without Claude Code's system reminders."""
     first: dict[str, Any] = next((m for m in body.get("messages") or [] if m.get("role") == "user"), {})
     return "\n".join(
-        t for t in _texts(first.get("content")) if not t.lstrip().startswith("<system-reminder>")
+        t for t in text_blocks(first.get("content")) if not t.lstrip().startswith("<system-reminder>")
     )
 
 
@@ -878,7 +872,9 @@ def latest_query(body: dict[str, Any]) -> str:
     last: dict[str, Any] = next(
         (m for m in reversed(body.get("messages") or []) if m.get("role") == "user"), {}
     )
-    return "\n".join(t for t in _texts(last.get("content")) if not t.lstrip().startswith("<system-reminder>"))
+    return "\n".join(
+        t for t in text_blocks(last.get("content")) if not t.lstrip().startswith("<system-reminder>")
+    )
 
 
 def coin(seed: int, *parts: str) -> float:
@@ -997,6 +993,8 @@ class RouteScript:
     - ``prefs``: query text -> [(skill, chance), ...] in order of preference.
     - ``crowded``: (characters, factor): when the request is larger than that (a filled window),
       every chance is multiplied by the factor.
+    - ``needs``: query text -> a phrase its skill's listed description must contain to be picked
+      (a description that fits some queries and not others).
 
     ``picks`` records each session's choice, ``listings`` what it was shown, ``sizes`` its first
     request's size."""
@@ -1004,6 +1002,7 @@ class RouteScript:
     prefs: dict[str, list[tuple[str, float]]]
     seed: int = 0
     crowded: tuple[int, float] | None = None
+    needs: dict[str, str] = field(default_factory=dict)
     picks: dict[str, str | None] = field(default_factory=dict)
     listings: dict[str, dict[str, str]] = field(default_factory=dict)
     sizes: dict[str, int] = field(default_factory=dict)
@@ -1027,6 +1026,7 @@ class RouteScript:
                     for skill, chance in self.prefs.get(query, [])
                     if listing.get(skill)
                     and not listing[skill].endswith("\u2026")
+                    and self.needs.get(query, "") in listing[skill]
                     and coin(self.seed, sid, query, skill) < chance * factor
                 ),
                 None,

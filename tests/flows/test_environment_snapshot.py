@@ -134,3 +134,15 @@ def test_bad_environment_flags_stop_before_any_session(
     code = main(["skill", "triggers", "run", "--queries", "queries.yaml", "--dry-run", *flags])
     err = capsys.readouterr().err
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_the_whole_environment_is_bounded_not_only_each_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    for i in range(5):
+        skill(home / ".claude" / "skills" / f"s{i}", f"s{i}")  # one file each: every folder is small
+    monkeypatch.setenv("SKILLAB_COPY_MAX_FILES", "3")
+    with pytest.raises(InputError, match=r"the environment passes 50 MB or 3 files .*: refused"):
+        snapshot(home, None, tmp_path / "store", "given")
+    assert not list((tmp_path / "store").iterdir())

@@ -137,6 +137,10 @@ def test_a_neighbour_that_loses_its_queries_is_found_and_no_secret_is_copied(
         (home / secret).parent.mkdir(parents=True, exist_ok=True)
         (home / secret).write_text(json.dumps({"token": CANARY}))
     new = skill(tmp_path / "new" / "release-notes", "release-notes", "Writes release notes and changelogs.")
+    # also installed, unchanged: the environment arm leaves it out, so the comparison is "adding it"
+    skill(
+        home / ".claude" / "skills" / "release-notes", "release-notes", "Writes release notes and changelogs."
+    )
     asks = [
         "Update the changelog",
         "Add this fix to CHANGELOG.md",
@@ -163,7 +167,7 @@ def test_a_neighbour_that_loses_its_queries_is_found_and_no_secret_is_copied(
         RouteScript(prefs).install(server)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
         code = run(tmp_path, server, "--skill", str(new), "--environment", str(home), "--runs", "1")
-        out = capsys.readouterr().out
+        out, err = capsys.readouterr()
         bodies = [json.dumps(c.body) for c in server.calls]
     assert code == 0, out
     line = next(x for x in out.splitlines() if "changelog-bot's recall" in x)
@@ -180,13 +184,17 @@ def test_a_neighbour_that_loses_its_queries_is_found_and_no_secret_is_copied(
     assert env["settings"] == ["home:skillListingMaxDescChars"] and env["memory"] == [
         "home/.claude/CLAUDE.md"
     ]
-    assert env["skills"] == ["changelog-bot", "lint-fixer", "helper:tidy"] and env["plugins"] == ["helper"]
+    assert env["skills"] == ["changelog-bot", "lint-fixer", "release-notes", "helper:tidy"]
+    assert env["plugins"] == ["helper"] and "release-notes is installed in the environment unchanged" in err
     assert len(env["sha256"]) == 64
-    page_shows_the_steal(tmp_path)
+    page = page_text(tmp_path)
+    assert "Who steals from whom" in page and "Listing the model received" in page
+    row = next(x for x in page.splitlines() if x.startswith("changelog-bot") and "recall" in x)
+    assert "100%" in row and "WORSE" in row, row
 
 
-def page_shows_the_steal(root: Path) -> None:
-    """The run's page as a reader sees it: the steal table with its verdict, no script error."""
+def page_text(root: Path) -> str:
+    """The run's page as a reader sees it (its visible text), with no script error."""
     from flows.report.server import create_app
 
     run_id = next((root / "results").glob("*.json")).stem
@@ -195,12 +203,9 @@ def page_shows_the_steal(root: Path) -> None:
         page = browser.new_page(viewport={"width": 1366, "height": 768})
         page.on("pageerror", lambda e: problems.append(str(e)))
         page.goto(f"{url}/run/{run_id}")
-        table = page.locator("table", has=page.locator("td", has_text="changelog-bot")).last
-        assert page.locator("h3", has_text="Who steals from whom").is_visible()
-        row = table.locator("tr", has_text="recall").filter(has_text="changelog-bot").first
-        assert "WORSE" in row.inner_text() and "100%" in row.inner_text()
-        assert page.get_by_text("Listing the model received").first.is_visible()
+        text: str = page.locator("body").inner_text()
     assert not problems, problems
+    return text
 
 
 def test_a_filled_window_is_a_paired_factor(
@@ -234,3 +239,62 @@ def test_a_filled_window_is_a_paired_factor(
     assert "default@fill50% vs default [all] recall: WORSE" in out
     report = report_of(tmp_path)
     assert report["meta"]["contextFill"] == 0.5 and report["meta"]["contextWindow"] == 100000  # type: ignore[index]
+
+
+def test_tune_keeps_the_rewrite_that_wins_on_holdout_and_drops_the_one_that_fits_train_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from graders.queries import load_queries, split
+
+    home = tmp_path / "home"
+    skill(home / ".claude" / "skills" / "lint-fixer", "lint-fixer", "Fixes lint warnings in Python code.")
+    mine = skill(tmp_path / "mine" / "greeting-files", "greeting-files", "Writes files.")
+    asks = [f"Write a greeting file for team {c}" for c in "ABCDEFGHIJKL"]
+    rows = [(f"g{i:02d}", q, "greeting-files") for i, q in enumerate(asks)]
+    rows += [("l1", "Fix the lint warnings", "lint-fixer")] + [
+        (f"n{i}", f"What is {i} times 3?", "none") for i in range(3)
+    ]
+    queries(tmp_path, rows)
+    train, holdout = split(load_queries(tmp_path / "queries.yaml").queries, 0.5, 0)
+    # a train query fires on a description that says "greeting"; a holdout one only on "welcome"
+    needs = {q.query: "greeting" for q in train if q.query in asks}
+    needs |= {q.query: "welcome" for q in holdout if q.query in asks}
+    prefs = {q: [("greeting-files", 1.0)] for q in asks} | {"Fix the lint warnings": [("lint-fixer", 1.0)]}
+    rewrites = [
+        "Writes greeting files for a team.",
+        "Writes greeting and welcome files for a team or a person.",
+    ]
+    monkeypatch.chdir(tmp_path)
+    with FakeProvider(lambda system, prompt: json.dumps(rewrites)) as drafter, FakeProvider() as server:
+        RouteScript(prefs, needs=needs).install(server)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", drafter.url)  # the drafting model's endpoint
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        common = ["skill", "triggers", "tune", "--skill", str(mine), "--queries", "queries.yaml", "--quiet"]
+        common += ["--environment", str(home), "--holdout", "0.5", "--base-url", server.url, "--runs", "1"]
+        common += [
+            "--results-dir",
+            str(tmp_path / "results"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--candidates",
+            "2",
+        ]
+        assert main([*common, "--dry-run"]) == 0 and not drafter.calls
+        assert "x 4 variant(s) x 1 run(s) = 64 sessions" in capsys.readouterr().out
+        code = main(common)
+        out = capsys.readouterr().out
+        prompt = drafter.calls[0].prompt
+    assert code == 0, out
+    assert all(q.query in prompt for q in train) and not any(q.query in prompt for q in holdout)
+    c1 = next(x for x in out.splitlines() if x.startswith("c1 over current"))
+    c2 = next(x for x in out.splitlines() if x.startswith("c2 over current"))
+    assert ": not kept: holdout recall +0.00" in c1 and "on train +1.00" in c1 and "overfit" in c1
+    assert ": kept: holdout recall +1.00: BETTER" in c2 and "lint-fixer's recall at 100%" in out
+    assert (mine / "SKILL.md").read_text().count("Writes files.") == 1  # the user's skill is untouched
+    (kept,) = (tmp_path / "results" / ".tune").glob("*/c2/greeting-files/SKILL.md")
+    assert "welcome files" in kept.read_text() and kept.read_text().endswith("# greeting-files\nDo it.\n")
+    decisions = report_of(tmp_path)["triggers"]["decisions"]  # type: ignore[index]
+    assert [(d["treatment"], d["kept"]) for d in decisions] == [("c1", False), ("c2", True)]
+    page = page_text(tmp_path)
+    row = next(x for x in page.splitlines() if x.startswith("c2\tcurrent"))
+    assert rewrites[1] in row and "\tkept" in row, row

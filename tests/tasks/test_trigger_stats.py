@@ -9,8 +9,10 @@ from scipy import stats
 from graders.queries import Query
 from graders.triggers import SessionTriggers, TriggerStatus
 from tasks.stats.trigger_stats import (
+    ListingShift,
     Trial,
     compare_variants,
+    description_decision,
     listing_shifts,
     skill_figures,
     summarize,
@@ -249,3 +251,46 @@ def test_listing_figures_tell_dropped_from_passed_over_and_find_the_skills_pushe
     (shift,) = listing_shifts(env, new)
     assert (shift.skill, shift.full_before, shift.full_after) == ("b", 1.0, 0.0)
     assert summarize([Trial(query_id="q", expect="a", status=OK)], ["a"]).listing is None
+
+
+def test_a_rewrite_is_kept_only_when_it_wins_on_holdout_and_harms_nobody() -> None:
+    def arm(variant: str, fires_s: bool, fires_o: bool) -> list[Trial]:
+        out = []
+        for i in range(12):
+            part = "train" if i % 2 else "holdout"
+            out.append(
+                Trial(
+                    query_id=f"s{i}",
+                    expect="s",
+                    status=OK,
+                    fired=("s",) if fires_s else (),
+                    variant=variant,
+                    part=part,
+                )
+            )
+            out.append(
+                Trial(
+                    query_id=f"o{i}",
+                    expect="o",
+                    status=OK,
+                    fired=("o",) if fires_o else (),
+                    variant=variant,
+                    part=part,
+                )
+            )
+        return out
+
+    trials = arm("current", False, True) + arm("good", True, True) + arm("greedy", True, False)
+    good = description_decision(trials, ["s", "o"], "current", "good", "s")
+    assert (
+        good.kept
+        and good.holdout_recall == 1.0
+        and good.reasons[0].startswith("holdout recall +1.00: BETTER")
+    )
+    greedy = description_decision(trials, ["s", "o"], "current", "greedy", "s")
+    assert not greedy.kept and greedy.reasons == ("lowers o's recall by 1.00 (margin 0.05)",)
+    shift = ListingShift(skill="o", control="current", treatment="good", full_before=1.0, full_after=0.0)
+    pushed = description_decision(trials, ["s", "o"], "current", "good", "s", [shift])
+    assert not pushed.kept and pushed.reasons == ("pushes o's description out of the listing",)
+    unsplit = [t.model_copy(update={"part": None}) for t in trials]
+    assert not description_decision(unsplit, ["s", "o"], "current", "good", "s").kept

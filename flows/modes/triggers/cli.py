@@ -1,4 +1,5 @@
-"""``skill triggers run`` and ``skill triggers generate``: does the skill fire when it should?"""
+"""``skill triggers run`` and ``skill triggers generate`` (``tune`` in tune.py): does the skill fire
+when it should?"""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -29,6 +31,8 @@ from graders.queries import dump_queries, parse_queries
 
 #: Requests per session (the decision, then an answer), each of the CLI's request_tokens: an
 #: upper-bound estimate for --dry-run.
+T = TypeVar("T")
+
 REQUESTS_PER_SESSION = 2
 OUTPUT_TOKENS_PER_SESSION = 400
 
@@ -86,7 +90,10 @@ def print_trigger_plan(plan: TriggerPlan) -> None:
         f"plan: {len(plan.queries.queries)} queries x {len(plan.variants)} variant(s) x {o.runs} run(s) "
         f"= {len(plan.sessions)} sessions of {agents(plan)}, {o.concurrency} at once"
     )
-    print(f"variants: {variants}; candidates: {', '.join(plan.candidates)}")
+    named = ", ".join(plan.candidates[:12]) + (
+        f", ... ({len(plan.candidates)})" if len(plan.candidates) > 12 else ""
+    )
+    print(f"variants: {variants}; candidates: {named}")
     print(f"queries: {plan.queries.path} sha256 {plan.queries.sha256[:12]}")
     env = next((v.environment for v in plan.variants if v.environment), None)
     if env is not None:
@@ -111,16 +118,26 @@ def print_trigger_plan(plan: TriggerPlan) -> None:
 
 
 def cmd_triggers_run(args: argparse.Namespace, command: Command) -> int:
+    return run_triggers(trigger_options(args), command, args.quiet)
+
+
+def run_triggers(options: TriggerOptions, command: Command, quiet: bool) -> int:
+    """Plan (--dry-run: print it), run the trigger flow, print the summary, apply the gates."""
     from flows.modes.triggers.report import gate_failures
     from flows.report.schema import TriggerReport, load_report
 
-    options = trigger_options(args)
     cwd = Path.cwd()
     plan = prepare_triggers(options, cwd)
     for runner in dict.fromkeys(v.runner for v in plan.variants):
         usable_executor(runner, "--runner", agentic=True)
     for notice in plan.notices:
         print(f"skillab: {notice}", file=sys.stderr)
+    for v in plan.variants:
+        for name in v.hidden:
+            print(
+                f"skillab: {name} is installed in the environment unchanged: {v.label} runs without it",
+                file=sys.stderr,
+            )
     if options.dry_run:
         print_trigger_plan(plan)
         return EXIT_OK
@@ -130,7 +147,7 @@ def cmd_triggers_run(args: argparse.Namespace, command: Command) -> int:
 
         name = f"triggers {', '.join(plan.candidates)} · {agents(plan)}"
         flow = trigger_bench.with_options(flow_run_name=name)
-        return lambda: flow(options, str(cwd), not args.quiet, return_state=True)
+        return lambda: flow(options, str(cwd), not quiet, return_state=True)
 
     def ending(outcome: Any, state: Any) -> int:
         if isinstance(outcome, BaseException):
@@ -147,11 +164,7 @@ def cmd_triggers_run(args: argparse.Namespace, command: Command) -> int:
 
 
 def print_trigger_summary(report: Any) -> None:
-    from flows.modes.triggers.report import listing_words, neighbour_sentence
     from flows.report.logtext import uncertified, validity_lines
-
-    def pct(v: float | None) -> str:
-        return "—" if v is None else f"{v:.0%}"
 
     for summary in report.triggers.summaries if report.triggers else []:
         print(
@@ -159,32 +172,8 @@ def print_trigger_summary(report: Any) -> None:
             f"({summary.errors} errors, {summary.not_listed} not listed); routing accuracy "
             f"{pct(summary.routing.accuracy.value)}"
         )
-        listing = summary.listing
-        if listing is not None:
-            budget = f" of a {listing.budget:,}-character budget" if listing.budget else ""
-            print(
-                f"  listing: up to {listing.chars:,} characters{budget}; descriptions dropped to fit in "
-                f"{listing.over_budget}/{listing.sessions} sessions"
-            )
-        placed = {x.skill: x for x in listing.skills} if listing else {}
-        shown = [s for s in summary.per_skill if s.should_fire or s.false_fire.value]
-        for s in shown:
-            print(
-                f"  {s.skill}: recall {pct(s.recall.value)} [{pct(s.recall.low)}, {pct(s.recall.high)}] "
-                f"· false-fire {pct(s.false_fire.value)} [{pct(s.false_fire.low)}, {pct(s.false_fire.high)}] "
-                f"· precision {pct(s.precision.value)} · F1 {pct(s.f1.value)}"
-            )
-            words = listing_words(placed[s.skill]) if s.skill in placed else None
-            if words:
-                print(f"    {words}")
-        quiet = [s.skill for s in summary.per_skill if s not in shown]
-        if quiet:
-            hidden = [n for n in quiet if n in placed and placed[n].state == "dropped"]
-            print(
-                f"  {len(quiet)} more installed skills without queries of their own, none fired"
-                + (f"; {len(hidden)} listed by name alone: {', '.join(hidden[:8])}" if hidden else "")
-                + (" ..." if len(hidden) > 8 else "")
-            )
+        for line in skill_lines(summary):
+            print(f"  {line}")
     for comp in report.triggers.comparisons if report.triggers else []:
         for part, figures in comp.parts.items():
             for metric in (figures.recall, figures.false_fire):
@@ -195,17 +184,73 @@ def print_trigger_summary(report: Any) -> None:
                 )
         for warning in comp.warnings:
             print(f"  warning: {warning}")
-    for comp in report.triggers.neighbours if report.triggers else []:
-        for metric in (comp.parts["all"].recall, comp.parts["all"].false_fire):
+    for line in environment_lines(report):
+        print(line)
+    for line in validity_lines(report):
+        print(line)
+
+
+def pct(v: float | None) -> str:
+    return "—" if v is None else f"{v:.0%}"
+
+
+def skill_lines(summary: Any) -> list[str]:
+    """A variant's listing, then each skill with queries of its own (the rest rolled into one line)."""
+    from flows.modes.triggers.report import listing_words
+
+    lines = []
+    listing = summary.listing
+    if listing is not None:
+        budget = f" of a {listing.budget:,}-character budget" if listing.budget else ""
+        lines.append(
+            f"listing: up to {listing.chars:,} characters{budget}; descriptions dropped to fit in "
+            f"{listing.over_budget}/{listing.sessions} sessions"
+        )
+    placed = {x.skill: x for x in listing.skills} if listing else {}
+    shown = [s for s in summary.per_skill if s.should_fire or s.false_fire.value]
+    for s in shown:
+        lines.append(
+            f"{s.skill}: recall {pct(s.recall.value)} [{pct(s.recall.low)}, {pct(s.recall.high)}] "
+            f"· false-fire {pct(s.false_fire.value)} [{pct(s.false_fire.low)}, {pct(s.false_fire.high)}] "
+            f"· precision {pct(s.precision.value)} · F1 {pct(s.f1.value)}"
+        )
+        words = listing_words(placed[s.skill]) if s.skill in placed else None
+        lines += [f"  {words}"] if words else []
+    quiet = [s.skill for s in summary.per_skill if s not in shown]
+    if quiet:
+        hidden = [n for n in quiet if n in placed and placed[n].state == "dropped"]
+        lines.append(
+            f"{len(quiet)} more installed skills without queries of their own, none fired"
+            + (f"; {len(hidden)} listed by name alone: {', '.join(hidden[:8])}" if hidden else "")
+            + (" ..." if len(hidden) > 8 else "")
+        )
+    return lines
+
+
+def environment_lines(report: Any) -> list[str]:
+    """Who steals from whom, the description decisions, and the skills pushed out of the listing."""
+    from flows.modes.triggers.report import neighbour_sentence
+
+    figures = report.triggers
+    if figures is None:
+        return []
+    lines = []
+    for comp in figures.neighbours:
+        recall, false_fire = comp.parts["all"].recall, comp.parts["all"].false_fire
+        # the false-fire rate only when it moved: every other query is one, so the line is always there
+        for metric in (recall, *([false_fire] if false_fire.difference else [])):
             if metric.queries:
-                print(neighbour_sentence(comp, metric))
-    for shift in report.triggers.listing_shifts if report.triggers else []:
-        print(
+                lines.append(neighbour_sentence(comp, metric))
+    for d in figures.decisions:
+        lines.append(
+            f"{d.treatment} over {d.control} ({d.skill}): {'kept' if d.kept else 'not kept'}: {'; '.join(d.reasons)}"
+        )
+    for shift in figures.listing_shifts:
+        lines.append(
             f"adding {shift.treatment} pushed {shift.skill}'s description out of the listing: in full in "
             f"{shift.full_before:.0%} of the sessions without it, {shift.full_after:.0%} with it"
         )
-    for line in validity_lines(report):
-        print(line)
+    return lines
 
 
 GENERATE_SYSTEM = (
@@ -225,7 +270,8 @@ def generate_prompt(name: str, skill_text: str, count: int) -> str:
     )
 
 
-async def draft_queries(args: argparse.Namespace, name: str, skill_text: str) -> str:
+async def ask_drafter(args: argparse.Namespace, system: str, prompt: str, parse: Callable[[str], T]) -> T:
+    """The drafting model's answer, as JSON, through ``parse``; one retry on a malformed draft."""
     ex = usable_executor(args.executor, "--executor", ExecutorSettings(timeout_s=300))
     last = ""
     for attempt in range(2):
@@ -234,18 +280,25 @@ async def draft_queries(args: argparse.Namespace, name: str, skill_text: str) ->
                 RunRequest(
                     executor=args.executor,
                     model=args.model or ex.default_model,
-                    system=GENERATE_SYSTEM,
-                    prompt=generate_prompt(name, skill_text, args.count),
+                    system=system,
+                    prompt=prompt,
                     temperature=0.7,
                     max_tokens=4000,
                     seed=attempt,
                 )
             )
             text = result.output.strip().removeprefix("```json").removeprefix("```").removesuffix("```")
-            return dump_queries(parse_queries(json.loads(text), "<drafted>"))
+            return parse(text)
         except (ExecutorError, ValueError) as exc:  # InputError is a ValueError: a malformed draft
             last = str(exc).splitlines()[0][:300]
-    raise GenerationError(f"the model could not draft usable queries: {last}")
+    raise GenerationError(f"the model could not draft a usable answer: {last}")
+
+
+async def draft_queries(args: argparse.Namespace, name: str, skill_text: str) -> str:
+    prompt = generate_prompt(name, skill_text, args.count)
+    return await ask_drafter(
+        args, GENERATE_SYSTEM, prompt, lambda text: dump_queries(parse_queries(json.loads(text), "<drafted>"))
+    )
 
 
 def cmd_triggers_generate(args: argparse.Namespace, command: Command) -> int:
@@ -271,8 +324,9 @@ def cmd_triggers_generate(args: argparse.Namespace, command: Command) -> int:
     return EXIT_OK
 
 
-def add_commands(skill_sub: Any) -> None:
-    """``skill triggers run`` and ``skill triggers generate``."""
+def add_commands(skill_sub: Any) -> Any:
+    """``skill triggers run`` and ``skill triggers generate``; returns the ``triggers`` subparsers
+    (``tune`` joins them from tune.py)."""
     triggers = skill_sub.add_parser("triggers", help="trigger mode: does the skill fire when it should?")
     trig_sub = triggers.add_subparsers(dest="triggers_command", required=True, parser_class=Parser)
     trun = trig_sub.add_parser(
@@ -292,3 +346,4 @@ def add_commands(skill_sub: Any) -> None:
     )
     tgen.add_argument("--model", default=None, help="drafting model (default: the executor's default)")
     tgen.set_defaults(handler=cmd_triggers_generate)
+    return trig_sub

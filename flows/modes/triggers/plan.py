@@ -161,6 +161,7 @@ class TriggerVariant:
     model: str = ""
     base_url: str | None = None
     environment: Environment | None = None  # the user's setup every session of the variant runs in
+    hidden: tuple[str, ...] = ()  # installed skills of the environment this variant leaves out
     fill: float = 0.0  # share of the context window pre-filled (--context-fill)
     filled_from: str | None = None  # the label of the same variant with an empty window
 
@@ -172,6 +173,7 @@ class TriggerVariant:
             digest.update(s.name.encode() + b"\0" + s.sha256.encode())
         if self.environment is not None:
             digest.update(b"environment\0" + self.environment.sha256.encode())
+            digest.update("\0".join(self.hidden).encode())
         return digest.hexdigest()
 
     @property
@@ -182,7 +184,8 @@ class TriggerVariant:
     @property
     def candidates(self) -> tuple[str, ...]:
         """Every skill the variant's sessions can fire: its own and the environment's."""
-        return tuple(dict.fromkeys((*self.own, *(self.environment.skills if self.environment else ()))))
+        installed = [s for s in self.environment.skills if s not in self.hidden] if self.environment else []
+        return tuple(dict.fromkeys((*self.own, *installed)))
 
 
 @dataclass(frozen=True)
@@ -285,8 +288,19 @@ def environment_of(options: TriggerOptions, cwd: Path) -> Environment | None:
 
 
 def with_environment(artifacts: tuple[TriggerVariant, ...], env: Environment) -> tuple[TriggerVariant, ...]:
-    """The environment alone (the control), then each artifact variant installed into it."""
-    control = TriggerVariant(ENVIRONMENT_VARIANT, (), environment=env)
+    """The environment alone (the control), then each artifact variant installed into it. A skill
+    under test already installed there unchanged (``--from-home`` with your own skill) is left out
+    of the control: the question is then what adding it does; installed in another version, the
+    control keeps that version (the new one replaces it)."""
+    unchanged = tuple(
+        s.name
+        for v in artifacts
+        for s in v.skills
+        if s.plugin is None
+        and (d := env.skill_dir(s.name)) is not None
+        and Skill(s.name, d).sha256 == s.sha256
+    )
+    control = TriggerVariant(ENVIRONMENT_VARIANT, (), environment=env, hidden=tuple(dict.fromkeys(unchanged)))
     tested = tuple(
         replace(
             v,

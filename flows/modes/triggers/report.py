@@ -32,10 +32,14 @@ from flows.report.validity import certify, require_valid_failures
 from graders.triggers import TriggerStatus
 from tasks.schema import TRIGGER_SCALE, RunStats
 from tasks.stats.trigger_stats import (
+    DescriptionDecision,
     ListingStats,
     MetricComparison,
+    Trial,
+    TriggerSummary,
     VariantComparison,
     compare_variants,
+    description_decision,
     listing_shifts,
     summarize,
     trial,
@@ -86,28 +90,68 @@ def query_results(
 
 def comparison_pairs(variants: Sequence[TriggerVariant]) -> list[tuple[str, str]]:
     """(control, treatment) labels, each pair differing in one thing only: on each agent, every skill
-    variant against that agent's first (in an environment, the environment alone); across agents,
-    each agent's first variant against the first agent's (with one agent or one skill variant, every
-    variant against the first); each variant with a filled window against itself with an empty one."""
-    first_of: dict[str, TriggerVariant] = {}
-    empty = [v for v in variants if v.filled_from is None]
-    for v in empty:
-        first_of.setdefault(v.runner, v)
-    within = [(first_of[v.runner].label, v.label) for v in empty if v is not first_of[v.runner]]
-    leads = list(first_of.values())
+    variant against that agent's first (in an environment: the first skill variant against the
+    environment alone, and the others against the first skill variant); across agents, each agent's
+    first variant against the first agent's; each variant with a filled window against itself with
+    an empty one."""
+    by_runner: dict[str, list[TriggerVariant]] = {}
+    for v in variants:
+        if v.filled_from is None:
+            by_runner.setdefault(v.runner, []).append(v)
+    within = []
+    for group in by_runner.values():
+        alone = group[0].environment is not None and not group[0].skills
+        reference = group[1] if alone and len(group) > 2 else group[0]
+        within += [(group[0].label, group[1].label)] if reference is not group[0] else []
+        within += [(reference.label, v.label) for v in group if v is not group[0] and v is not reference]
+    leads = [group[0] for group in by_runner.values()]
     across = [(leads[0].label, v.label) for v in leads[1:]]
     filled = [(v.filled_from, v.label) for v in variants if v.filled_from is not None]
     return within + across + filled
 
 
-def neighbour_pairs(plan: TriggerPlan, present: Sequence[TriggerVariant]) -> list[tuple[str, str]]:
-    """(environment alone, environment with a skill under test): the pairs whose difference is
-    what adding the skill did to the skills already installed."""
-    by_label = {v.label: v for v in present}
+def neighbour_pairs(present: Sequence[TriggerVariant]) -> list[tuple[str, str]]:
+    """(environment alone, environment with a skill variant), per agent and window: the pairs whose
+    difference is what adding the skill did to the skills already installed."""
+    alone = {(v.runner, v.fill): v for v in present if v.environment is not None and not v.skills}
     return [
-        (c, t)
-        for c, t in comparison_pairs(present)
-        if by_label[c].environment is not None and not by_label[c].skills and by_label[t].skills
+        (alone[(v.runner, v.fill)].label, v.label)
+        for v in present
+        if v.skills and (v.runner, v.fill) in alone
+    ]
+
+
+def description_decisions(
+    plan: TriggerPlan,
+    present: Sequence[TriggerVariant],
+    trials: Sequence[Trial],
+    summaries: Sequence[TriggerSummary],
+) -> list[DescriptionDecision]:
+    """An A/B of one skill's descriptions: each variant against the first, on the keep rule of
+    tasks.stats.trigger_stats.description_decision."""
+    o = plan.options
+    by_variant = {s.variant: s for s in summaries}
+    groups: dict[tuple[str, float], list[TriggerVariant]] = {}
+    for v in present:
+        if len(v.own) == 1 and not any(s.plugin for s in v.skills):
+            groups.setdefault((v.runner, v.fill), []).append(v)
+    return [
+        description_decision(
+            trials,
+            plan.candidates,
+            group[0].label,
+            v.label,
+            group[0].own[0],
+            listing_shifts(by_variant[group[0].label], by_variant[v.label]),
+            v.skills[0].description,
+            margin=o.margin,
+            min_effect=o.min_effect,
+            max_error_rate=o.max_error_rate,
+            seed=o.seed,
+        )
+        for group in groups.values()
+        if len({g.own for g in group}) == 1
+        for v in group[1:]
     ]
 
 
@@ -141,7 +185,7 @@ def figures(plan: TriggerPlan, outcomes: dict[str, TriggerOutcome]) -> TriggerFi
     ]
     installed = [s for s in plan.candidates if any(q.expect == s for q in plan.queries.queries)]
     installed = [s for s in installed if not any(s in v.own for v in present)]
-    pairs = neighbour_pairs(plan, present)
+    pairs = neighbour_pairs(present)
     neighbours = [
         compare_variants(
             trials,
@@ -160,6 +204,7 @@ def figures(plan: TriggerPlan, outcomes: dict[str, TriggerOutcome]) -> TriggerFi
     by_variant = {s.variant: s for s in summaries}
     shifts = [x for c, t in pairs for x in listing_shifts(by_variant[c], by_variant[t])]
     return TriggerFigures(
+        decisions=description_decisions(plan, present, trials, summaries) if plan.split else [],
         neighbours=neighbours,
         listing_shifts=shifts,
         candidates=list(plan.candidates),
@@ -253,7 +298,7 @@ def neighbour_sentence(comp: VariantComparison, metric: MetricComparison) -> str
     verb = "raised" if metric.difference > 0 else "lowered" if metric.difference < 0 else "left"
     c = metric.comparison
     sign = 1 if metric.higher_is_better else -1  # the comparison is on the improvement
-    ends = sorted(v * sign * 100 for v in (c.ci_low, c.ci_high) if v is not None)
+    ends = sorted(v * sign * 100 + 0.0 for v in (c.ci_low, c.ci_high) if v is not None)  # no "-0"
     interval = f" [{ends[0]:+.0f}, {ends[1]:+.0f}]" if len(ends) == 2 else ""
     moved = (
         f"at {metric.control:.0%}"
@@ -262,7 +307,8 @@ def neighbour_sentence(comp: VariantComparison, metric: MetricComparison) -> str
     )
     return (
         f"adding {comp.treatment} {verb} {comp.skill}'s {name} {moved} "
-        f"({metric.difference * 100:+.0f} points{interval}, {metric.queries} queries): {metric.verdict.label}"
+        f"({metric.difference * 100 + 0.0:+.0f} points{interval}, {metric.queries} "
+        f"quer{'y' if metric.queries == 1 else 'ies'}): {metric.verdict.label}"
     )
 
 

@@ -88,6 +88,7 @@ class TriggerRunner:
             isolation=self.plan.isolation,
             allow_network=self.plan.options.allow_network,
             environment=str(v.environment.path) if v.environment else None,
+            environment_skip=v.hidden,
             resume=str(history) if history else None,
         )
 

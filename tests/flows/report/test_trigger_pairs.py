@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from flows.modes.triggers.plan import TriggerVariant
 from flows.modes.triggers.report import comparison_pairs
 
@@ -26,3 +28,31 @@ def test_skills_and_agents_never_change_both_in_one_pair() -> None:
     assert pairs == [("v1@claude", "v2@claude"), ("v1@codex", "v2@codex"), ("v1@claude", "v1@codex")]
     for a, b in pairs:  # the skill or the agent, not both
         assert (a.split("@")[0] == b.split("@")[0]) != (a.split("@")[1] == b.split("@")[1])
+
+
+def test_in_an_environment_rewrites_are_compared_with_the_first_and_fills_with_their_empty_window() -> None:
+    from dataclasses import replace
+
+    from flows.inputs.environment import Environment
+    from flows.inputs.skill_config import Skill
+    from flows.modes.triggers.report import neighbour_pairs
+
+    env = Environment(Path("/snap"), "0" * 64, "given", ("a",), (), (), ())
+    mine = (Skill("x", Path("/x")),)
+    alone = TriggerVariant("environment", (), environment=env)
+    current, c1, c2 = (TriggerVariant(n, mine, environment=env) for n in ("current", "c1", "c2"))
+    filled = [replace(v, label=f"{v.label}@fill50%", fill=0.5, filled_from=v.label) for v in (alone, current)]
+    vs = [alone, current, c1, c2, *filled]
+    assert comparison_pairs(vs) == [
+        ("environment", "current"),
+        ("current", "c1"),
+        ("current", "c2"),
+        ("environment", "environment@fill50%"),
+        ("current", "current@fill50%"),
+    ]
+    assert neighbour_pairs(vs) == [
+        ("environment", "current"),
+        ("environment", "c1"),
+        ("environment", "c2"),
+        ("environment@fill50%", "current@fill50%"),
+    ]
