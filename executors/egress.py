@@ -106,6 +106,9 @@ GEMINI = Provider(
     "https://generativelanguage.googleapis.com",
     (Credential("GEMINI_API_KEY", "x-goog-api-key"), Credential("GOOGLE_API_KEY", "x-goog-api-key")),
 )
+#: Each provider by name: the API executors of the same name use the same accounts (a judge on
+#: Anthropic's API and Claude Code share one key's rate limit).
+PROVIDERS = {p.name: p for p in (ANTHROPIC, OPENAI, GEMINI)}
 
 
 @dataclass(frozen=True)

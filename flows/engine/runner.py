@@ -279,7 +279,8 @@ class RunSink:
 
     @contextlib.asynccontextmanager
     async def slot(self, unit: Unit) -> AsyncIterator[bool]:
-        """A concurrency slot for the unit's call; False (no call) once a budget is spent."""
+        """A concurrency slot for the unit's call (and one of the fleet's limit, with --fleet-sessions);
+        False (no call) once a budget is spent."""
         runner = self.runner
         async with runner.semaphore:
             if unit.key in self.early:  # paid already: counted, never refused
@@ -289,7 +290,9 @@ class RunSink:
                 self.skipped.add(unit.key)
                 yield False
                 return
-            yield True
+            # a judge call shares its provider's fleet limit with the agent sessions (--fleet-sessions)
+            async with runner.fleet.slot(unit.request.executor) if runner.fleet else contextlib.nullcontext():
+                yield True
 
     def has(self, unit: Unit) -> bool:
         return unit.key in self.results or unit.key in self.skipped

@@ -11,8 +11,8 @@ from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP
 from tasks.schema import SAMPLE_SCALE
 
 FLEET_SESSIONS_HELP = (
-    "at most this many agent sessions at once across every run on this Prefect server (all the "
-    "workers of a pool), per provider and API account: a Prefect global concurrency limit"
+    "at most this many agent sessions and judge calls at once across every run on this Prefect server "
+    "(all the workers of a pool), per provider and API account: a Prefect global concurrency limit"
 )
 REQUIRE_VALID_HELP = (
     "CI gate: exit 1 unless the report's validity certificate has no FAIL (broken graders, too many "
