@@ -138,8 +138,8 @@ class ClaudeCodeExecutor(AgentExecutor):
             value = read_settings(settings / "settings.json").get("skillListingBudgetFraction")
             if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= 1:
                 fraction = float(value)  # the project's settings, read last, win as in the CLI
-        budget = claude_budget(session.meta.get("context_window"), fraction)
-        return listing.model_copy(update={"budget": budget})
+        window = session.meta.get("context_window")
+        return listing.model_copy(update={"budget": claude_budget(window, fraction), "window": window})
 
     def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
         if request.plugin_dir:

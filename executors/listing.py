@@ -28,6 +28,9 @@ ELLIPSIS = "\u2026"
 #: Claude Code's defaults (see the module's docstring).
 BUDGET_FRACTION = 0.01
 CHARS_PER_TOKEN = 4
+#: The listing of a session with no skill installed: Claude Code's own skills (2.1.332, measured here).
+#: A --dry-run estimate adds it to the environment's own entries.
+CLAUDE_OWN_LISTING_CHARS = 6_210
 
 
 def text_blocks(content: Any) -> list[str]:

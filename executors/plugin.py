@@ -216,10 +216,16 @@ def prepared_copy(plugin_dir: str | Path, dest: Path, mcp: bool) -> Path:
         shutil.rmtree(dest)
     copy_tree(plugin_dir, dest, "plugin")
     if not mcp:
-        (dest / MCP_FILE).unlink(missing_ok=True)
-        manifest = dest / MANIFEST
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-        if isinstance(data, dict) and "mcpServers" in data:
-            data.pop("mcpServers")
-            manifest.write_text(json.dumps(data, indent=2), encoding="utf-8")
+        strip_mcp(dest)
     return dest
+
+
+def strip_mcp(folder: Path) -> None:
+    """A copied plugin's ``.mcp.json`` and manifest ``mcpServers`` removed: no server of it can start,
+    and no token an MCP configuration holds stays in the copy."""
+    (folder / MCP_FILE).unlink(missing_ok=True)
+    manifest = folder / MANIFEST
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    if isinstance(data, dict) and "mcpServers" in data:
+        data.pop("mcpServers")
+        manifest.write_text(json.dumps(data, indent=2), encoding="utf-8")

@@ -251,6 +251,7 @@ class SkillListing(Frozen):
     skills: tuple[ListedSkill, ...]
     chars: int  # the listing's size, its heading excluded
     budget: int | None = None  # the CLI's budget for it, where the session told its context window
+    window: int | None = None  # the model's context window (tokens), as the session told it
 
     def state(self, name: str) -> ListingState:
         return next((s.state for s in self.skills if s.name == name), ListingState.ABSENT)

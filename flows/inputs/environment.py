@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import uuid
 from dataclasses import dataclass, field
@@ -29,7 +30,8 @@ from typing import Any
 
 from executors.contents import Bounds, copy_file, copy_tree, inspect_file
 from executors.errors import InputError
-from executors.plugin import looks_like_plugin, read_plugin
+from executors.plugin import looks_like_plugin, read_plugin, strip_mcp
+from executors.sandbox import alive
 from executors.schema import ENVIRONMENT_PARTS
 from graders.triggers import front_matter
 
@@ -42,6 +44,8 @@ LISTING_SETTINGS = (
 )
 USER_MEMORY = (".claude/CLAUDE.md",)
 PROJECT_MEMORY = ("CLAUDE.md", ".claude/CLAUDE.md", "AGENTS.md")
+STAGING = ".staging-"
+DESCRIPTION_LINE = re.compile(r"^description:\s*(.+)$", re.MULTILINE)
 MAX_DESCRIPTION_CHARS = 1536  # Claude Code's skillListingMaxDescChars default
 MAX_SKILLS = 1000  # a skills folder larger than this is not a setup anyone lists: refused
 HOME_PART, PROJECT_PART, PLUGINS_PART = ENVIRONMENT_PARTS
@@ -100,8 +104,20 @@ class Tally:
             )
 
 
+def inside(path: Path, root: Path, where: str) -> Path:
+    """``path``, refused (one line) when it is a link that leads out of ``root``: ``~/.claude`` or
+    its ``skills`` linked elsewhere would bring in what the folder given does not hold."""
+    if path.is_symlink() and not Path(os.path.realpath(path)).is_relative_to(os.path.realpath(root)):
+        raise InputError(
+            f"{where}: {path}: a link that leaves the folder (-> {os.readlink(path)}): refused; give the "
+            "folder it leads to"
+        )
+    return path
+
+
 def _skills(root: Path, dest: Path, where: str, tally: Tally) -> list[str]:
-    folder = root / ".claude" / "skills"
+    inside(root / ".claude", root, where)
+    folder = inside(root / ".claude" / "skills", root, where)
     if not folder.is_dir():
         return []
     entries = sorted(folder.iterdir())
@@ -149,7 +165,7 @@ def _json(path: Path, where: str) -> dict[str, Any]:
 def _memory(root: Path, dest: Path, names: tuple[str, ...], where: str) -> list[str]:
     taken = []
     for rel in names:
-        if (root / rel).is_file() or (root / rel).is_symlink():
+        if os.path.lexists(root / rel):  # a link or a fifo is refused by copy_file, never skipped
             copy_file(root / rel, dest / rel, f"{where} {rel}")
             taken.append(rel)
     return taken
@@ -159,7 +175,7 @@ def _plugins(
     home: Path, settings: dict[str, Any], project: Path | None, dest: Path, tally: Tally
 ) -> list[str]:
     """The enabled installed plugins' folders, each copied to ``dest/<plugin name>``."""
-    base = home / ".claude" / "plugins"
+    base = inside(home / ".claude" / "plugins", home, "--environment")
     index = base / "installed_plugins.json"
     if not index.is_file():
         return []
@@ -176,6 +192,7 @@ def _plugins(
                 continue
             name = read_plugin(folder).name
             tally.copy(folder, dest / name, f"--environment: plugin {key}")
+            strip_mcp(dest / name)  # the snapshot never holds an MCP configuration (nor its tokens)
             names.append(name)
             break
     return names
@@ -212,17 +229,20 @@ def snapshot(home: Path | None, project: Path | None, store: Path, source: str) 
     """Copy what the module's docstring lists from ``home`` and ``project`` into ``store/<hash>``."""
     for given, flag in ((home, "--environment"), (project, "--environment-project")):
         if given is not None and not given.is_dir():
-            raise InputError(f"{flag}: {given}: no such folder")
+            raise InputError(f"{flag}: {given}: {'not a folder' if given.exists() else 'no such folder'}")
     store.mkdir(parents=True, exist_ok=True)
-    stage = store / f".staging-{uuid.uuid4().hex}"
+    _sweep(store)
+    stage = store / f"{STAGING}{os.getpid()}-{uuid.uuid4().hex}"
     try:
         skills, memory, settings, plugins = _stage(home, project, stage)
         sha = _digest(stage)
         final = store / sha[:16]
-        if final.exists():
-            shutil.rmtree(stage)
-        else:
+        if final.exists() and _digest(final) != sha:  # changed since it was made: made again
+            shutil.rmtree(final)
+        try:
             stage.rename(final)
+        except OSError:  # made meanwhile by a run snapshotting the same setup: the same content
+            shutil.rmtree(stage)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return Environment(
@@ -254,8 +274,12 @@ def descriptions(root: Path) -> dict[str, str]:
         plugin = read_plugin(plugin_dir)
         found += [(f"{plugin.name}:{n}", Path(d)) for n, d in plugin.skill_dirs().items()]
     for name, folder in found:
-        meta = front_matter((folder / "SKILL.md").read_text(encoding="utf-8", errors="replace")) or {}
-        out[name] = str(meta.get("description") or "")[:MAX_DESCRIPTION_CHARS]
+        text = (folder / "SKILL.md").read_text(encoding="utf-8", errors="replace")
+        meta = front_matter(text) or {}
+        # Front matter that is not valid YAML ("description: a: b") is still listed by the CLI.
+        line = DESCRIPTION_LINE.search(text.split("\n---", 1)[0]) if "description" not in meta else None
+        description = str(meta.get("description") or (line[1] if line else ""))
+        out[name] = description[:MAX_DESCRIPTION_CHARS]
     return out
 
 
@@ -270,6 +294,14 @@ def _fraction(root: Path) -> float | None:
         if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= 1:
             found = float(value)
     return found
+
+
+def _sweep(store: Path) -> None:
+    """Staging folders of snapshots whose process is gone (a run killed while copying)."""
+    for folder in store.glob(f"{STAGING}*"):
+        owner = folder.name.removeprefix(STAGING).split("-", 1)[0]
+        if owner.isdigit() and not alive(int(owner)):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _stage(

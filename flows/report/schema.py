@@ -629,6 +629,8 @@ class TriggerFigures(Model):
     neighbours: list[VariantComparison] = Field(default_factory=list)
     """in an environment: each installed skill's recall and false-fire rate without and with the
     skill under test, paired by query (who steals from whom)"""
+    warnings: list[str] = Field(default_factory=list)
+    """what makes a figure mean less than its label says (a filled window of another size than asked)"""
     decisions: list[DescriptionDecision] = Field(default_factory=list)
     """an A/B of one skill's descriptions with a holdout: each variant kept over the first or not, and why"""
     listing_shifts: list[ListingShift] = Field(default_factory=list)

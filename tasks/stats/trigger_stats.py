@@ -178,7 +178,7 @@ class ListingFigures(Frozen):
     sessions: int  # counted sessions whose request was read
     chars: int  # the largest listing among them
     budget: int | None  # the CLI's budget for it (None: the session did not tell its context window)
-    over_budget: int  # sessions in which descriptions were dropped to fit
+    over_budget: int  # sessions in which a candidate's description was dropped to fit
     skills: tuple[ListingStats, ...]
 
 
@@ -422,7 +422,8 @@ def listing_figures(trials: Sequence[Trial], skills: Sequence[str]) -> ListingFi
         sessions=len(seen),
         chars=max(t.listing_chars or 0 for t in seen),
         budget=max(set(budgets), key=budgets.count) if budgets else None,
-        over_budget=sum(1 for t in seen if ListingState.DROPPED in (t.listing or {}).values()),
+        # a candidate's description dropped: the CLI lists some entries by name by design, not for the budget
+        over_budget=sum(1 for t in seen if any(t.listed_as(s) == ListingState.DROPPED for s in skills)),
         skills=tuple(stats),
     )
 
@@ -661,8 +662,8 @@ class DescriptionDecision(Frozen):
     treatment: str
     kept: bool
     reasons: tuple[str, ...]
-    train_recall: float | None  # difference in the skill's recall on the train queries
-    holdout_recall: float | None  # and on the holdout queries
+    recall_change_train: float | None  # the skill's recall, treatment minus control, on the train queries
+    recall_change_holdout: float | None  # and on the holdout queries
     description: str = ""  # the treatment's description
 
 
@@ -716,7 +717,7 @@ def description_decision(
         treatment=treatment,
         kept=kept,
         reasons=(*reasons, *comp.warnings),
-        train_recall=train.recall.difference if train is not None else None,
-        holdout_recall=hold.recall.difference if hold is not None else None,
+        recall_change_train=train.recall.difference if train is not None else None,
+        recall_change_holdout=hold.recall.difference if hold is not None else None,
         description=description,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -70,7 +71,17 @@ def test_only_the_allowlist_is_copied_and_the_hash_names_the_content(tmp_path: P
 
 
 @pytest.mark.parametrize(
-    "case", ["skill link", "link inside", "fifo", "plugin outside", "bad settings", "twice"]
+    "case",
+    [
+        "skill link",
+        "skills link",
+        "link inside",
+        "fifo",
+        "plugin outside",
+        "bad settings",
+        "twice",
+        "fifo memo",
+    ],
 )
 def test_hostile_or_broken_setups_are_refused_in_one_line(tmp_path: Path, case: str) -> None:
     home = a_home(tmp_path)
@@ -79,6 +90,12 @@ def test_hostile_or_broken_setups_are_refused_in_one_line(tmp_path: Path, case: 
     skill(outside, "elsewhere")
     if case == "skill link":
         os.symlink(outside, skills / "elsewhere")
+    elif case == "skills link":
+        shutil.rmtree(skills)
+        os.symlink(tmp_path, skills)
+    elif case == "fifo memo":
+        (home / ".claude" / "CLAUDE.md").unlink()
+        os.mkfifo(home / ".claude" / "CLAUDE.md")
     elif case == "link inside":
         os.symlink("/etc/passwd", skills / "notes" / "passwd")
     elif case == "fifo":
@@ -99,6 +116,8 @@ def test_hostile_or_broken_setups_are_refused_in_one_line(tmp_path: Path, case: 
     assert "\n" not in message and message.startswith("--environment")
     expected = {
         "skill link": "the skill is a link",
+        "skills link": "a link that leaves the folder",
+        "fifo memo": "not a regular file",
         "link inside": "a link that leaves the folder",
         "fifo": "not a regular file",
         "plugin outside": "not inside",
@@ -146,3 +165,77 @@ def test_the_whole_environment_is_bounded_not_only_each_folder(
     with pytest.raises(InputError, match=r"the environment passes 50 MB or 3 files .*: refused"):
         snapshot(home, None, tmp_path / "store", "given")
     assert not list((tmp_path / "store").iterdir())
+
+
+def test_a_changed_snapshot_is_made_again_and_a_plugins_mcp_configuration_never_copied(
+    tmp_path: Path,
+) -> None:
+    home = a_home(tmp_path)
+    plugin = home / ".claude" / "plugins" / "cache" / "m" / "helper" / "1.0.0"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    manifest = {"name": "helper", "mcpServers": {"db": {"command": "db", "env": {"TOKEN": CANARY}}}}
+    (plugin / ".claude-plugin" / "plugin.json").write_text(json.dumps(manifest))
+    (plugin / ".mcp.json").write_text(json.dumps({"mcpServers": {"x": {"env": {"TOKEN": CANARY}}}}))
+    skill(plugin / "skills" / "tidy", "tidy", "Tidies: imports, blocks.")  # not valid YAML: listed anyway
+    record = {"scope": "user", "installPath": str(plugin)}
+    (home / ".claude" / "plugins" / "installed_plugins.json").write_text(
+        json.dumps({"plugins": {"helper@m": [record]}})
+    )
+    env = snapshot(home, None, tmp_path / "store", "given")
+    assert env.skills == ("notes", "helper:tidy") and env.plugins == ("helper",)
+    assert not any(CANARY in p.read_text() for p in env.path.rglob("*") if p.is_file())
+    assert env.listing_chars == len("- notes: Does a thing.") + len("- helper:tidy: Tidies: imports, blocks.")
+    (env.path / "home/.claude/skills/notes/SKILL.md").write_text(
+        "---\nname: notes\ndescription: Edited.\n---\n"
+    )
+    (env.path / "home/.claude/skills/injected").mkdir()
+    again = snapshot(home, None, tmp_path / "store", "given")
+    assert again.sha256 == env.sha256 and not (again.path / "home/.claude/skills/injected").exists()
+    assert "Does a thing." in (again.path / "home/.claude/skills/notes/SKILL.md").read_text()
+
+
+def test_from_home_run_in_the_home_itself_reads_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flows.modes.triggers.plan import TriggerOptions, environment_of
+
+    home = a_home(tmp_path)
+    monkeypatch.setenv("HOME", str(home))
+    env = environment_of(TriggerOptions(from_home=True, results_dir=str(tmp_path / "r")), home)
+    assert env is not None and env.skills == ("notes",) and env.source == f"--from-home: {home.resolve()}"
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--holdout", "0"], "--holdout: tune keeps a rewrite only when it wins on held-out queries"),
+        (["--candidates", "11"], "--candidates: 1 to 10 rewrites"),
+        (["--holdout", "0.5", "--seed", "3"], "--queries: no "),
+    ],
+)
+def test_tune_refuses_what_could_keep_nothing(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    flags: list[str],
+    words: str,
+) -> None:
+    from flows.cli.main import main
+
+    skill(tmp_path / "mine" / "notes", "notes")
+    (tmp_path / "queries.yaml").write_text(
+        "queries:\n  - {id: q1, query: take a note, expect: notes}\n  - {id: q2, query: hello, expect: none}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    code = main(["skill", "triggers", "tune", "--skill", "mine/notes", "--queries", "queries.yaml", *flags])
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_rewrite_over_the_length_limit_is_left_out(capsys: pytest.CaptureFixture[str]) -> None:
+    from flows.modes.triggers.tune import parse_rewrites
+
+    assert parse_rewrites(json.dumps(["short one", "x" * 300, "short one"]), 3, 200) == ["short one"]
+    assert "a rewrite of 300 characters left out (at most 200)" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="no rewrite within 200 characters"):
+        parse_rewrites(json.dumps(["y" * 201]), 2, 200)

@@ -237,6 +237,11 @@ def test_a_filled_window_is_a_paired_factor(
     sizes = sorted(script.sizes.values())
     assert sizes[0] < 150_000 < sizes[-1] and len(sizes) == 14  # 7 queries x (empty, filled)
     assert "default@fill50% vs default [all] recall: WORSE" in out
+    # the model's own window is not the 100,000 tokens asked: the share filled is said as it was
+    assert (
+        "warning: --context-fill: the sessions reported a 1,000,000-token window, not --context-window 100,000: the filled variants took 5% of it, not 50%"
+        in out
+    )
     report = report_of(tmp_path)
     assert report["meta"]["contextFill"] == 0.5 and report["meta"]["contextWindow"] == 100000  # type: ignore[index]
 

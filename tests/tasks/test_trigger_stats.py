@@ -284,7 +284,7 @@ def test_a_rewrite_is_kept_only_when_it_wins_on_holdout_and_harms_nobody() -> No
     good = description_decision(trials, ["s", "o"], "current", "good", "s")
     assert (
         good.kept
-        and good.holdout_recall == 1.0
+        and good.recall_change_holdout == 1.0
         and good.reasons[0].startswith("holdout recall +1.00: BETTER")
     )
     greedy = description_decision(trials, ["s", "o"], "current", "greedy", "s")

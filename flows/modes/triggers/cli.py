@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from executors.base import ExecutorSettings
 from executors.errors import ExecutorError, InputError
-from executors.listing import CHARS_PER_TOKEN, claude_budget
+from executors.listing import CHARS_PER_TOKEN, CLAUDE_OWN_LISTING_CHARS, claude_budget
 from executors.pricing import PriceTable
 from executors.registry import agent_cli, usable_executor
 from executors.schema import RunRequest
@@ -55,7 +55,7 @@ def context_tokens(plan: TriggerPlan, variant: TriggerVariant) -> int:
     chars = 0
     if env is not None:
         budget = claude_budget(o.context_window, env.budget_fraction) or env.listing_chars
-        chars += min(env.listing_chars, budget) + env.context_chars
+        chars += min(env.listing_chars + CLAUDE_OWN_LISTING_CHARS, budget) + env.context_chars
     return chars // CHARS_PER_TOKEN + int(variant.fill * o.context_window)
 
 
@@ -85,7 +85,9 @@ def agents(plan: TriggerPlan) -> str:
 def print_trigger_plan(plan: TriggerPlan) -> None:
     o = plan.options
     tokens_in, tokens_out, cost = plan_cost(plan)
-    variants = ", ".join(f"{v.label} ({', '.join(s.name for s in v.skills)})" for v in plan.variants)
+    variants = ", ".join(
+        f"{v.label} ({', '.join(s.name for s in v.skills) or 'its installed skills'})" for v in plan.variants
+    )
     print(
         f"plan: {len(plan.queries.queries)} queries x {len(plan.variants)} variant(s) x {o.runs} run(s) "
         f"= {len(plan.sessions)} sessions of {agents(plan)}, {o.concurrency} at once"
@@ -100,8 +102,9 @@ def print_trigger_plan(plan: TriggerPlan) -> None:
         budget = claude_budget(o.context_window, env.budget_fraction)
         print(
             f"environment: {env.source} sha256 {env.sha256[:12]}: {len(env.skills)} skills, "
-            f"{len(env.plugins)} plugins, instructions {', '.join(env.memory) or 'none'}; its listing "
-            f"{env.listing_chars:,} characters in full (budget {budget:,} at a {o.context_window:,}-token window)"
+            f"{len(env.plugins)} plugins, instructions {', '.join(env.memory) or 'none'}; the listing "
+            f"~{env.listing_chars + CLAUDE_OWN_LISTING_CHARS:,} characters in full with Claude Code's own "
+            f"skills (budget {budget:,} at a {o.context_window:,}-token window)"
         )
     if o.context_fill:
         print(
@@ -234,7 +237,7 @@ def environment_lines(report: Any) -> list[str]:
     figures = report.triggers
     if figures is None:
         return []
-    lines = []
+    lines = [f"warning: {w}" for w in figures.warnings]
     for comp in figures.neighbours:
         recall, false_fire = comp.parts["all"].recall, comp.parts["all"].false_fire
         # the false-fire rate only when it moved: every other query is one, so the line is always there

@@ -7,7 +7,10 @@ optional holdout split, and the sessions: one per query x variant x run.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
+import shutil
+import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -135,7 +138,7 @@ class TriggerOptions(BaseModel):
     context_fill: float | None = Field(
         None,
         gt=0,
-        lt=1,
+        le=0.9,  # the system prompt, the tools and the listing need the rest
         description="also run every variant with this share of the context window taken by a neutral "
         "prior turn (a long log file), paired by query with the empty window (Claude Code)",
     )
@@ -258,7 +261,7 @@ def variants_of(options: TriggerOptions, cwd: Path) -> tuple[tuple[TriggerVarian
     if len(skills) > 1 and len(names) == 1:
         labels = [s.path.parent.name for s in skills]
         if len(set(labels)) < len(labels):
-            labels = [f"{chr(ord('A') + i)}" for i in range(len(skills))]
+            labels = [chr(ord("A") + i) if len(skills) <= 26 else f"v{i + 1}" for i in range(len(skills))]
         candidates = tuple(dict.fromkeys(n for s in skills for n in candidate_names(s)))
         variants = tuple(TriggerVariant(label, (s,)) for label, s in zip(labels, skills, strict=True))
         return variants, candidates
@@ -273,18 +276,25 @@ def environment_of(options: TriggerOptions, cwd: Path) -> Environment | None:
     if options.from_home and (options.environment or options.environment_project):
         raise InputError("--from-home: takes your HOME and this folder; give it or --environment, not both")
     if options.from_home:
-        home: Path | None = Path.home()
-        project: Path | None = cwd
-        source = f"--from-home ({home}, {cwd})"
+        home: Path | None = Path.home().resolve()
+        project: Path | None = cwd.resolve()
     else:
-        home = cwd / Path(options.environment).expanduser() if options.environment else None
+        home = (cwd / Path(options.environment).expanduser()).resolve() if options.environment else None
         project = (
-            cwd / Path(options.environment_project).expanduser() if options.environment_project else None
+            (cwd / Path(options.environment_project).expanduser()).resolve()
+            if options.environment_project
+            else None
         )
-        source = ", ".join(str(p) for p in (home, project) if p is not None)
+    if project is not None and project == home:
+        project = None  # run from the HOME itself: its .claude is the user level, once
     if home is None and project is None:
         return None
-    return snapshot(home, project, cwd / options.results_dir / ".environments", source)
+    source = ("--from-home: " if options.from_home else "") + ", ".join(str(p) for p in (home, project) if p)
+    # --dry-run writes nothing where results go: its snapshot is made in a temporary folder
+    store = Path(tempfile.mkdtemp(prefix="skillab-env-")) if options.dry_run else cwd / options.results_dir
+    if options.dry_run:
+        atexit.register(shutil.rmtree, store, True)
+    return snapshot(home, project, store / ".environments", source)
 
 
 def with_environment(artifacts: tuple[TriggerVariant, ...], env: Environment) -> tuple[TriggerVariant, ...]:

@@ -204,6 +204,7 @@ def figures(plan: TriggerPlan, outcomes: dict[str, TriggerOutcome]) -> TriggerFi
     by_variant = {s.variant: s for s in summaries}
     shifts = [x for c, t in pairs for x in listing_shifts(by_variant[c], by_variant[t])]
     return TriggerFigures(
+        warnings=fill_warnings(plan, outcomes),
         decisions=description_decisions(plan, present, trials, summaries) if plan.split else [],
         neighbours=neighbours,
         listing_shifts=shifts,
@@ -214,6 +215,25 @@ def figures(plan: TriggerPlan, outcomes: dict[str, TriggerOutcome]) -> TriggerFi
         summaries=summaries,
         comparisons=comparisons,
     )
+
+
+def fill_warnings(plan: TriggerPlan, outcomes: dict[str, TriggerOutcome]) -> list[str]:
+    """--context-fill is a share of --context-window: a model whose sessions report another window
+    was filled by another share."""
+    o = plan.options
+    windows = {
+        listing.window
+        for s in plan.sessions
+        if s.variant.fill and s.key in outcomes
+        if (listing := outcomes[s.key].triggers.listing) is not None and listing.window
+    }
+    return [
+        f"--context-fill: the sessions reported a {w:,}-token window, not --context-window "
+        f"{o.context_window:,}: the filled variants took {o.context_fill * o.context_window / w:.0%} of it, "
+        f"not {o.context_fill:.0%}"
+        for w in sorted(windows)
+        if o.context_fill and w != o.context_window
+    ]
 
 
 def trigger_cli_meta(plan: TriggerPlan, outcomes: dict[str, TriggerOutcome]) -> dict[str, str | None]:

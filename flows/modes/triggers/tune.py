@@ -18,6 +18,7 @@ import asyncio
 import hashlib
 import json
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from graders.queries import Query
 from graders.triggers import front_matter
 
 TUNE_HOLDOUT = 0.4  # when --holdout is not given: tuning without held-out queries keeps nothing
+MAX_CANDIDATES = 10
 CURRENT = "current"
 TUNE_SYSTEM = (
     "You rewrite the description of an agent skill: the one text an agent reads when it decides whether "
@@ -54,18 +56,28 @@ def tune_prompt(skill: Skill, text: str, train: tuple[Query, ...], count: int) -
         f"Requests and whether an agent should load the skill for them:\n{asks}\n\n"
         f"Write {count} different rewrites of the description as a JSON array of strings. Each says what "
         "the skill does and when to use it, in words a user's request would share, and when not to. Each "
-        f"at most {max(len(current), 200)} characters, so the listing of installed skills grows no longer; "
+        f"at most {length_limit(current)} characters, so the listing of installed skills grows no longer; "
         "no request may be quoted."
     )
 
 
-def parse_rewrites(text: str, count: int) -> list[str]:
+def length_limit(current: str) -> int:
+    """A rewrite's most characters: the current description's (at least 200), so the listing of
+    installed skills grows no longer."""
+    return max(len(current), 200)
+
+
+def parse_rewrites(text: str, count: int, limit: int) -> list[str]:
+    """The drafted rewrites, those over ``limit`` left out (each said); none left is a bad draft."""
     data = json.loads(text)
     if not isinstance(data, list) or not all(isinstance(d, str) and d.strip() for d in data):
         raise ValueError("expected a JSON array of non-empty strings")
-    rewrites = list(dict.fromkeys(" ".join(d.split()) for d in data))[:count]
+    drafted = list(dict.fromkeys(" ".join(d.split()) for d in data))
+    for long in (d for d in drafted if len(d) > limit):
+        print(f"skillab: a rewrite of {len(long):,} characters left out (at most {limit:,}): {long[:80]}...")
+    rewrites = [d for d in drafted if len(d) <= limit][:count]
     if not rewrites:
-        raise ValueError("no rewrite")
+        raise ValueError(f"no rewrite within {limit:,} characters")
     return rewrites
 
 
@@ -85,10 +97,16 @@ def with_description(skill: Skill, description: str, dest: Path) -> Path:
 
 def tuning_options(args: argparse.Namespace) -> TriggerOptions:
     options = trigger_options(args)
-    if args.candidates < 1:
-        raise InputError("--candidates: at least 1 rewrite")
+    if not 1 <= args.candidates <= MAX_CANDIDATES:
+        raise InputError(f"--candidates: 1 to {MAX_CANDIDATES} rewrites (each is a whole arm of sessions)")
     if len(options.skill) != 1 or options.skills_dir:
         raise InputError("--skill: name the one skill whose description to tune")
+    if "holdout" in vars(args) and not options.holdout:
+        raise InputError(
+            "--holdout: tune keeps a rewrite only when it wins on held-out queries; give a share above 0"
+        )
+    if not options.holdout:
+        print(f"holdout: {TUNE_HOLDOUT:g} of the queries (tune's default; --holdout to change it)")
     return options if options.holdout else options.model_copy(update={"holdout": TUNE_HOLDOUT})
 
 
@@ -98,14 +116,21 @@ def candidates(options: TriggerOptions, args: argparse.Namespace, cwd: Path) -> 
     skill = next(s for v in plan.variants for s in v.skills)
     if skill.plugin is not None:
         raise InputError("--skill: tune one skill of a plugin at a time (--skill <plugin>/skills/<name>)")
-    if plan.split is None or not any(q.expect == skill.name for q in plan.split.train):
-        raise InputError(
-            f"--queries: no train query expects {skill.name}: nothing to tune the description on"
-        )
+    split = plan.split
+    if split is None:  # tuning_options set a holdout: a split is always made
+        raise InputError("--holdout: tune needs held-out queries")
+    for part, queries in (("train", split.train), ("holdout", split.holdout)):
+        if not any(q.expect == skill.name for q in queries):
+            verb = "written" if part == "train" else "judged"
+            raise InputError(
+                f"--queries: no {part} query expects {skill.name} (--holdout {plan.options.holdout:g}, --seed "
+                f"{plan.options.seed}): a rewrite is {verb} on those; add queries"
+            )
     text = (skill.path / "SKILL.md").read_text(encoding="utf-8", errors="replace")
-    prompt = tune_prompt(skill, text, plan.split.train, args.candidates)
+    prompt = tune_prompt(skill, text, split.train, args.candidates)
+    limit = length_limit(skill.description)
     drafted = asyncio.run(
-        ask_drafter(args, TUNE_SYSTEM, prompt, lambda t: parse_rewrites(t, args.candidates))
+        ask_drafter(args, TUNE_SYSTEM, prompt, lambda t: parse_rewrites(t, args.candidates, limit))
     )
     digest = hashlib.sha256(json.dumps([skill.sha256, drafted]).encode()).hexdigest()[:16]
     root = cwd / options.results_dir / ".tune" / digest
@@ -121,11 +146,15 @@ def candidates(options: TriggerOptions, args: argparse.Namespace, cwd: Path) -> 
 def cmd_triggers_tune(args: argparse.Namespace, command: Command) -> int:
     options = tuning_options(args)
     cwd = Path.cwd()
-    if options.dry_run:  # the run's size, without paying for the draft
+    if options.dry_run:  # the run's size, without paying for the draft: copies stand for the rewrites
         print(f"tune: 1 drafting call, then the current description and {args.candidates} rewrites:")
-        return run_triggers(
-            options.model_copy(update={"skill": options.skill * (args.candidates + 1)}), command, True
-        )
+        skill = next(s for v in prepare_triggers(options, cwd).variants for s in v.skills)
+        with tempfile.TemporaryDirectory(prefix="skillab-tune-") as tmp:
+            labels = [CURRENT, *(f"c{i}" for i in range(1, args.candidates + 1))]
+            copies = [
+                str(with_description(skill, skill.description, Path(tmp) / x / skill.name)) for x in labels
+            ]
+            return run_triggers(options.model_copy(update={"skill": tuple(copies)}), command, True)
     try:
         folders = candidates(options, args, cwd)
     except GenerationError as exc:
