@@ -84,7 +84,7 @@ class Progress:
             self.log.info(self.line())
         if not self.enabled:
             return
-        stats = f"errors {self.errors} · cached {self.cached} · ${self.cost:.4f}"
+        stats = f"errors {self.errors} · cached {self.cached} · spent ${self.cost:.4f}"  # this run's calls
         if self._bar is not None:
             self._bar.update(self._task, advance=1, stats=stats)
         elif self.done == self.total or time.monotonic() - self._last_line > 5:
@@ -118,7 +118,7 @@ class Progress:
         text += f" · errors {self.errors}" + (f" ({counted(self.failures)})" if self.failures else "")
         if self.retries:
             text += f" · retries {self.retries} ({counted(self.retry_causes)})"
-        text += f" · cached {self.cached:,} · ${self.cost:.4f} · {duration(elapsed)}"
+        text += f" · cached {self.cached:,} · spent ${self.cost:.4f} · {duration(elapsed)}"
         if 0 < self.done < self.total:
             text += f", about {duration(elapsed / self.done * (self.total - self.done))} left"
         return text

@@ -291,6 +291,38 @@ def leakage_line(leaks: Sequence[str]) -> ValidityCheck:
     )
 
 
+def listing_line(report: Report) -> ValidityCheck | None:
+    """Trigger mode: skills with queries of their own whose description the listing cut or dropped
+    in most of a variant's sessions (where it listed them): their rates measure the listing's budget,
+    not the description. None when no session's listing could be read."""
+    if not isinstance(report, TriggerReport) or report.triggers is None:
+        return None
+    summaries = [s for s in report.triggers.summaries if s.listing is not None]
+    if not summaries:
+        return None
+    queried = {(s.variant, k.skill) for s in summaries for k in s.per_skill if k.should_fire}
+    hidden = [
+        f"{s.variant}: {x.skill} (cut {x.truncated}, dropped {x.dropped} of {x.sessions - x.absent})"
+        for s in summaries
+        for x in s.listing.skills  # type: ignore[union-attr]
+        if (s.variant, x.skill) in queried and x.truncated + x.dropped > (x.sessions - x.absent) / 2
+    ]
+    if not hidden:
+        return ValidityCheck(
+            check="listing",
+            status=CheckStatus.PASS,
+            line="every skill with queries was listed with its description",
+        )
+    return ValidityCheck(
+        check="listing",
+        status=CheckStatus.WARN,
+        value=float(len(hidden)),
+        line=f"{len(hidden)} skill(s) with queries listed without their whole description in most sessions: "
+        "their rates measure the listing's budget, not the description",
+        items=hidden,
+    )
+
+
 ERRORS = ("no run failed", "{share} of {variant}'s runs failed")
 GRADING_ERRORS = ("no grading error", "{share} of {variant}'s runs could not be graded")
 UNCOUNTED = (
@@ -330,6 +362,7 @@ def certify(
         judge_line(report),
         discrimination_line(report),
         baseline_line(report, max_error_rate) if isinstance(report, AgenticReport) else None,
+        listing_line(report),
         leakage_line(leaks),
     ]
     checks = [line for line in lines if line is not None]

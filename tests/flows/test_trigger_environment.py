@@ -96,6 +96,9 @@ def test_a_skill_dropped_from_an_over_budget_listing_is_reported_dropped(
     assert s00["full"] == 4 and s00["recall_when"]["full"]["k"] == 1
     assert "zz-late: recall 0%" in out
     assert "its description was dropped to fit the listing budget: the model could not choose it" in out
+    assert (
+        "WARN listing: 1 skill(s) with queries listed without their whole description in most sessions" in out
+    )
     assert report["meta"]["environment"]["skills"][:2] == ["s00", "s01"]  # type: ignore[index]
 
 
