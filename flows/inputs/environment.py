@@ -127,6 +127,10 @@ def _skills(root: Path, dest: Path, where: str, tally: Tally) -> list[str]:
     for entry in entries:
         if not (entry / "SKILL.md").is_file():
             continue
+        if ":" in entry.name:
+            raise InputError(
+                f"{where}: {entry}: a skill folder name with ':' (plugin skills are named so): refused"
+            )
         if entry.is_symlink():
             raise InputError(
                 f"{where}: {entry}: the skill is a link (-> {os.readlink(entry)}): refused; copy the folder in"
@@ -330,6 +334,6 @@ def _stage(
     twice = sorted({s for s in skills if skills.count(s) > 1})
     if twice:
         raise InputError(
-            f"--environment: skill {twice[0]!r} is installed at both user and project level; keep one"
+            f"--environment: skill {twice[0]!r} is installed twice (user, project or plugin); keep one"
         )
     return skills, memory, settings, plugin_names

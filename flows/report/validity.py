@@ -302,7 +302,7 @@ def listing_line(report: Report) -> ValidityCheck | None:
         return None
     queried = {(s.variant, k.skill) for s in summaries for k in s.per_skill if k.should_fire}
     hidden = [
-        f"{s.variant}: {x.skill} (cut {x.truncated}, dropped {x.dropped} of {x.sessions - x.absent})"
+        (s.variant, x)
         for s in summaries
         for x in s.listing.skills  # type: ignore[union-attr]
         if (s.variant, x.skill) in queried and x.truncated + x.dropped > (x.sessions - x.absent) / 2
@@ -313,13 +313,18 @@ def listing_line(report: Report) -> ValidityCheck | None:
             status=CheckStatus.PASS,
             line="every skill with queries was listed with its description",
         )
+    skills = {x.skill for _, x in hidden}
     return ValidityCheck(
         check="listing",
         status=CheckStatus.WARN,
-        value=float(len(hidden)),
-        line=f"{len(hidden)} skill(s) with queries listed without their whole description in most sessions: "
-        "their rates measure the listing's budget, not the description",
-        items=hidden,
+        value=float(len(skills)),
+        line=f"{len(skills)} skill(s) with queries listed without their whole description in most sessions "
+        f"(of {len({v for v, _ in hidden})} variant(s)): their rates measure the listing's budget, not the "
+        "description",
+        items=[
+            f"{v}: {x.skill} (cut {x.truncated}, dropped {x.dropped} of {x.sessions - x.absent})"
+            for v, x in hidden
+        ],
     )
 
 

@@ -122,7 +122,7 @@ def test_hostile_or_broken_setups_are_refused_in_one_line(tmp_path: Path, case: 
         "fifo": "not a regular file",
         "plugin outside": "not inside",
         "bad settings": "not JSON",
-        "twice": "at both user and project level",
+        "twice": "is installed twice (user, project or plugin)",
     }[case]
     assert expected in message
     assert not [p for p in (tmp_path / "store").iterdir()]  # nothing half-made is left

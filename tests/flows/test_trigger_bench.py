@@ -124,7 +124,7 @@ def test_description_ab_finds_the_better_description(
     assert recall["control"] == 0.0 and recall["treatment"] == 1.0 and recall["difference"] == 1.0
     assert "v2 vs v1 [all] recall:" in out
     validity = {c["check"]: c["status"] for c in report["validity"]["checks"]}
-    assert validity == {"errors": "PASS", "power": validity["power"], "leakage": "PASS"}
+    assert validity == {"errors": "PASS", "power": validity["power"], "listing": "PASS", "leakage": "PASS"}
     assert "validity: " in out
 
 

@@ -78,7 +78,10 @@ def test_a_skill_dropped_from_an_over_budget_listing_is_reported_dropped(
         assert run(tmp_path, server, *args, "--runs", "1", "--dry-run") == 0
         plan = capsys.readouterr().out
         assert "= 8 sessions of claude" in plan and "40 skills, 0 plugins" in plan
-        assert "budget 8,000 at a 200,000-token window" in plan and not server.calls
+        assert (
+            "budget 8,000 at a 200,000-token window); over the budget: descriptions will be dropped" in plan
+        )
+        assert not server.calls
         code = run(tmp_path, server, *args, "--runs", "1")
         out = capsys.readouterr().out
     assert code == 0, out

@@ -24,6 +24,7 @@ from flows.cli.command import Command
 from flows.cli.flags import Parser, add_model_flags
 from flows.cli.run import FlowCall, run_flow
 from flows.engine.task_generation import GenerationError
+from flows.inputs.environment import Environment
 from flows.inputs.files import validation_lines
 from flows.inputs.skill_config import find_skill
 from flows.modes.triggers.plan import TriggerOptions, TriggerPlan, TriggerVariant, prepare_triggers
@@ -55,8 +56,13 @@ def context_tokens(plan: TriggerPlan, variant: TriggerVariant) -> int:
     chars = 0
     if env is not None:
         budget = claude_budget(o.context_window, env.budget_fraction) or env.listing_chars
-        chars += min(env.listing_chars + CLAUDE_OWN_LISTING_CHARS, budget) + env.context_chars
+        chars += min(listing_in_full(env), budget) + env.context_chars
     return chars // CHARS_PER_TOKEN + int(variant.fill * o.context_window)
+
+
+def listing_in_full(env: Environment) -> int:
+    """The environment's listing in full, Claude Code's own skills included (--dry-run's estimate)."""
+    return env.listing_chars + CLAUDE_OWN_LISTING_CHARS
 
 
 def plan_cost(plan: TriggerPlan) -> tuple[int, int, float | None]:
@@ -103,8 +109,13 @@ def print_trigger_plan(plan: TriggerPlan) -> None:
         print(
             f"environment: {env.source} sha256 {env.sha256[:12]}: {len(env.skills)} skills, "
             f"{len(env.plugins)} plugins, instructions {', '.join(env.memory) or 'none'}; the listing "
-            f"~{env.listing_chars + CLAUDE_OWN_LISTING_CHARS:,} characters in full with Claude Code's own "
+            f"~{listing_in_full(env):,} characters in full with Claude Code's own "
             f"skills (budget {budget:,} at a {o.context_window:,}-token window)"
+            + (
+                "; over the budget: descriptions will be dropped"
+                if budget and listing_in_full(env) > budget
+                else ""
+            )
         )
     if o.context_fill:
         print(

@@ -158,62 +158,58 @@ def description_decisions(
 def figures(plan: TriggerPlan, outcomes: dict[str, TriggerOutcome]) -> TriggerFigures:
     o = plan.options
     trials = [
-        trial(
-            s.query,
-            outcomes[s.key].triggers,
-            variant=s.variant.label,
-            part=s.part,
-        )
+        trial(s.query, outcomes[s.key].triggers, variant=s.variant.label, part=s.part)
         for s in plan.sessions
         if s.key in outcomes
     ]
     ran = {t.variant for t in trials}
     present = [v for v in plan.variants if v.label in ran]
     summaries = [summarize(trials, plan.candidates, variant=v.label, seed=o.seed) for v in present]
+    alone = {v.label for v in present if v.environment is not None and not v.skills}
+    # against the environment alone the skill is added, not reworded: "overfit" does not apply
     comparisons = [
-        compare_variants(
-            trials,
-            plan.candidates,
-            control,
-            treatment,
-            margin=o.margin,
-            min_effect=o.min_effect,
-            max_error_rate=o.max_error_rate,
-            seed=o.seed,
+        c.model_copy(
+            update={"overfit": False, "warnings": tuple(w for w in c.warnings if not w.startswith("overfit"))}
         )
-        for control, treatment in comparison_pairs(present)
+        if c.control in alone
+        else c
+        for c in (
+            compared(plan, trials, control, treatment) for control, treatment in comparison_pairs(present)
+        )
     ]
     installed = [s for s in plan.candidates if any(q.expect == s for q in plan.queries.queries)]
     installed = [s for s in installed if not any(s in v.own for v in present)]
     pairs = neighbour_pairs(present)
-    neighbours = [
-        compare_variants(
-            trials,
-            plan.candidates,
-            control,
-            treatment,
-            skill=skill,
-            margin=o.margin,
-            min_effect=o.min_effect,
-            max_error_rate=o.max_error_rate,
-            seed=o.seed,
-        )
-        for control, treatment in pairs
-        for skill in installed
-    ]
     by_variant = {s.variant: s for s in summaries}
-    shifts = [x for c, t in pairs for x in listing_shifts(by_variant[c], by_variant[t])]
     return TriggerFigures(
         warnings=fill_warnings(plan, outcomes),
         decisions=description_decisions(plan, present, trials, summaries) if plan.split else [],
-        neighbours=neighbours,
-        listing_shifts=shifts,
+        neighbours=[compared(plan, trials, c, t, skill) for c, t in pairs for skill in installed],
+        listing_shifts=[x for c, t in pairs for x in listing_shifts(by_variant[c], by_variant[t])],
         candidates=list(plan.candidates),
         queries_file=plan.queries.path,
         queries_sha256=plan.queries.sha256,
         split=plan.split.record() if plan.split else None,
         summaries=summaries,
         comparisons=comparisons,
+    )
+
+
+def compared(
+    plan: TriggerPlan, trials: Sequence[Trial], control: str, treatment: str, skill: str | None = None
+) -> VariantComparison:
+    """One paired comparison of the run's trials (of one skill, or pooled), at the run's settings."""
+    o = plan.options
+    return compare_variants(
+        trials,
+        plan.candidates,
+        control,
+        treatment,
+        skill=skill,
+        margin=o.margin,
+        min_effect=o.min_effect,
+        max_error_rate=o.max_error_rate,
+        seed=o.seed,
     )
 
 
@@ -318,7 +314,10 @@ def neighbour_sentence(comp: VariantComparison, metric: MetricComparison) -> str
     verb = "raised" if metric.difference > 0 else "lowered" if metric.difference < 0 else "left"
     c = metric.comparison
     sign = 1 if metric.higher_is_better else -1  # the comparison is on the improvement
-    ends = sorted(v * sign * 100 + 0.0 for v in (c.ci_low, c.ci_high) if v is not None)  # no "-0"
+    # a difference of two rates lies within +-100 points, whatever a t-interval on few queries says
+    ends = sorted(
+        min(100.0, max(-100.0, v * sign * 100)) + 0.0 for v in (c.ci_low, c.ci_high) if v is not None
+    )
     interval = f" [{ends[0]:+.0f}, {ends[1]:+.0f}]" if len(ends) == 2 else ""
     moved = (
         f"at {metric.control:.0%}"
