@@ -25,6 +25,7 @@ import os
 import shutil
 import tempfile
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -139,6 +140,7 @@ class Forwarder:
         self._lock = threading.Lock()
         self._client: httpx.AsyncClient | None = None
         self._listings: OrderedDict[str, SkillListing] = OrderedDict()
+        self._throttled: list[weakref.WeakMethod[Callable[[str], None]]] = []
         self._listings_lock = threading.Lock()  # not _lock: route() holds that while the loop works
         atexit.register(shutil.rmtree, self._dir, True)
 
@@ -164,6 +166,19 @@ class Forwarder:
         await asyncio.start_unix_server(handler, str(path))
         path.chmod(0o600)
         return Route(upstream, path, None)
+
+    def on_rate_limited(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(provider name)`` (a bound method, held weakly) on every 429 an upstream
+        answers a session with: the fleet's pace slows every run (flows/engine/fleet.py)."""
+        with self._listings_lock:
+            self._throttled = [w for w in self._throttled if w() is not None]
+            self._throttled.append(weakref.WeakMethod(listener))  # type: ignore[arg-type]
+
+    def _rate_limited(self, provider: Provider) -> None:
+        with self._listings_lock:
+            listeners = [f for w in self._throttled if (f := w()) is not None]
+        for listener in listeners:
+            listener(provider.name)
 
     def listing(self, session_id: str) -> SkillListing | None:
         """The first skill listing a session's requests carried (taken: asked once per session)."""
@@ -263,6 +278,8 @@ class Forwarder:
             async with self._http().stream(
                 request.method.decode(), url, headers=headers, content=body
             ) as response:
+                if response.status_code == 429:
+                    self._rate_limited(provider)
                 # Raw bytes, as the upstream encoded them: its content-length and -encoding hold.
                 out = [
                     (k, v)

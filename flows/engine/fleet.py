@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from executors.egress import PROVIDERS, Provider
+from executors.egress import PROVIDERS, Provider, forwarder
 from executors.registry import agent_cli
 
 PREFIX = "skillab-sessions"
+RATE_PREFIX = "skillab-rate"
 
 
 def provider_of(executor: str) -> Provider | None:
@@ -33,26 +35,41 @@ def provider_of(executor: str) -> Provider | None:
         return PROVIDERS.get(executor)
 
 
-def fleet_name(cli: str) -> str:
-    """The limit of ``cli``'s provider and account: ``skillab-sessions-<provider>-<key digest>``."""
+def fleet_name(cli: str, prefix: str = PREFIX) -> str:
+    """The limit of ``cli``'s provider and account: ``skillab-sessions-<provider>-<key digest>``
+    (``skillab-rate-...`` for the pace)."""
     provider = provider_of(cli)
     if provider is None:
         raise ValueError(f"{cli}: no provider account to limit")
     secrets = provider.secrets()
     account = hashlib.sha256("\0".join(secrets).encode()).hexdigest()[:12] if secrets else "no-key"
-    return f"{PREFIX}-{provider.name}-{account}"
+    return f"{prefix}-{provider.name}-{account}"
 
 
 class Fleet:
-    """The slots of one run's sessions in the fleet's limits (one per provider and account)."""
+    """The slots of one run's sessions and judge calls in the fleet's limits (one per provider and
+    account): at most ``limit`` at once (--fleet-sessions) and at most ``rpm`` started a minute
+    (--fleet-rpm), each a Prefect global concurrency limit."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int | None, rpm: int | None = None) -> None:
         self.limit = limit
+        self.rpm = rpm
         self.ensured: set[str] = set()
         self.lock = asyncio.Lock()  # the sessions of a run start together: one of them creates it
+        self.cooling: set[str] = set()  # providers a 429 came from, their pause not yet taken
+        self.cooling_lock = threading.Lock()  # rate_limited() is called from the forwarder's thread
+        if rpm:
+            forwarder().on_rate_limited(self.rate_limited)
 
-    async def ensure(self, name: str) -> None:
-        """The limit on the server, at this run's size (another run may have made it: then resized)."""
+    def rate_limited(self, provider: str) -> None:
+        """A 429 came back (a session's, through the forwarder, or a judge call's): the next start of
+        that provider's work takes the pause for the whole fleet (any thread)."""
+        with self.cooling_lock:
+            self.cooling.add(provider)
+
+    async def ensure(self, name: str, limit: int, decay: float | None = None) -> None:
+        """The limit on the server, at this run's size (another run may have made it: then resized);
+        ``decay``: slots freed a second (a rate), else slots are held while the work lasts."""
         from prefect.client.orchestration import get_client
         from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate, GlobalConcurrencyLimitUpdate
         from prefect.exceptions import ObjectAlreadyExists
@@ -60,27 +77,47 @@ class Fleet:
         async with self.lock:
             if name in self.ensured:
                 return
+            rate = {"slot_decay_per_second": decay} if decay else {}
             async with get_client() as client:
                 try:
                     await client.create_global_concurrency_limit(
-                        GlobalConcurrencyLimitCreate(name=name, limit=self.limit)
+                        GlobalConcurrencyLimitCreate(name=name, limit=limit, **rate)
                     )
                 except ObjectAlreadyExists:
                     await client.update_global_concurrency_limit(
-                        name, GlobalConcurrencyLimitUpdate(limit=self.limit)
+                        name, GlobalConcurrencyLimitUpdate(limit=limit, **rate)
                     )
             self.ensured.add(name)
 
+    async def pace(self, executor: str, provider: str) -> None:
+        """Wait for a start within the fleet's --fleet-rpm. After a 429 the pause is a whole minute's
+        starts taken at once: every run on the account waits while they decay."""
+        from prefect.concurrency.asyncio import rate_limit
+
+        if not self.rpm:
+            return
+        name = fleet_name(executor, RATE_PREFIX)
+        await self.ensure(name, self.rpm, decay=self.rpm / 60)
+        with self.cooling_lock:
+            cool = provider in self.cooling
+            self.cooling.discard(provider)
+        await rate_limit(name, occupy=self.rpm if cool else 1, strict=True)
+
     @asynccontextmanager
     async def slot(self, executor: str) -> AsyncIterator[None]:
-        """Hold one slot of the limit of ``executor``'s provider and account while the body runs
-        (waiting for one when all are taken); no slot for an executor of no known provider."""
+        """Start within the pace, then hold one slot of the at-once limit of ``executor``'s provider
+        and account while the body runs; no slot for an executor of no known provider."""
         from prefect.concurrency.asyncio import concurrency
 
-        if provider_of(executor) is None:
+        provider = provider_of(executor)
+        if provider is None:
+            yield
+            return
+        await self.pace(executor, provider.name)
+        if not self.limit:
             yield
             return
         name = fleet_name(executor)
-        await self.ensure(name)
+        await self.ensure(name, self.limit)
         async with concurrency(name, occupy=1, strict=True):
             yield

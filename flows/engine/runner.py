@@ -23,7 +23,7 @@ from prefect.utilities.annotations import quote
 from executors.errors import TransientError
 from executors.schema import AgentRequest, AgentSession, RunResult
 from flows.engine.economy import BatchMode, over_budget, run_batched, warm_up
-from flows.engine.fleet import Fleet
+from flows.engine.fleet import Fleet, provider_of
 from flows.engine.gc import lean_gc
 from flows.engine.progress import Progress
 from flows.engine.runlog import quiet_call_failures
@@ -84,6 +84,7 @@ class RunnerConfig:
     batch: BatchMode | None = None  # through the provider's batch API first (--batch)
     units_per_task: int | None = None  # units sharing one Prefect task run; None: see TASK_RUNS
     fleet_sessions: int | None = None  # sessions at once across every run on this account (--fleet-sessions)
+    fleet_rpm: int | None = None  # sessions and judge calls started a minute on this account (--fleet-rpm)
 
     @classmethod
     def of(cls, prepared: Prepared) -> RunnerConfig:
@@ -100,11 +101,17 @@ class RunnerConfig:
 
 
 @contextlib.contextmanager
-def retries_told_to(progress: Progress) -> Iterator[None]:
+def retries_told_to(progress: Progress, throttled: Callable[[], None] | None = None) -> Iterator[None]:
     """While the units run, this flow run's retries are counted (and the first of each cause
-    logged) by ``progress``."""
+    logged) by ``progress``; a retry after an HTTP 429 also calls ``throttled``."""
     run = current()
-    run.on_retry = progress.retried
+
+    def retried(label: str, cause_kind: str, cause: str) -> None:
+        progress.retried(label, cause_kind, cause)
+        if throttled is not None and cause_kind == "HTTP 429":
+            throttled()
+
+    run.on_retry = retried
     try:
         yield
     finally:
@@ -132,7 +139,8 @@ class UnitRunner:
         self.cache_errors: list[str] = []
         self.warm_ups = 0
         self.batched = 0
-        self.fleet = Fleet(config.fleet_sessions) if config.fleet_sessions else None
+        fleet = config.fleet_sessions or config.fleet_rpm
+        self.fleet = Fleet(config.fleet_sessions, config.fleet_rpm) if fleet else None
 
     def over_budget(self) -> bool:
         return over_budget(self.calls, self.spent, self.config.max_calls, self.config.budget_usd)
@@ -187,6 +195,19 @@ class UnitRunner:
                 session = await run_agent_session(request, base_url, label)
         self.spend(UnitKind.SESSION, session.cost_usd)
         return session
+
+    def throttled(self, units: list[Unit]) -> Callable[[], None] | None:
+        """What a 429 retry of these units tells the fleet's pace: their providers were rate limited."""
+        fleet = self.fleet
+        if fleet is None or not fleet.rpm:
+            return None
+        providers = {p.name for u in units if (p := provider_of(u.request.executor)) is not None}
+
+        def throttled() -> None:
+            for name in providers:
+                fleet.rate_limited(name)
+
+        return throttled
 
     def cached(self, unit: Unit) -> RunResult | None:
         if self.cache is None:
@@ -256,7 +277,7 @@ class UnitRunner:
             elif unit.key in batched:
                 self.calls += 1
                 sink.put(unit, batched[unit.key])
-        with lean_gc(), retries_told_to(self.progress):
+        with lean_gc(), retries_told_to(self.progress, self.throttled(units)):
             if size > 1:
                 await asyncio.gather(*(sink.group(fresh[i : i + size]) for i in range(0, len(fresh), size)))
             else:

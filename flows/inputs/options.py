@@ -14,6 +14,11 @@ FLEET_SESSIONS_HELP = (
     "at most this many agent sessions and judge calls at once across every run on this Prefect server "
     "(all the workers of a pool), per provider and API account: a Prefect global concurrency limit"
 )
+FLEET_RPM_HELP = (
+    "at most this many agent sessions and judge calls started a minute across every run on this Prefect "
+    "server, per provider and API account (a global concurrency limit with slot decay); a 429 from any of "
+    "them makes every run wait a minute's starts"
+)
 REQUIRE_VALID_HELP = (
     "CI gate: exit 1 unless the report's validity certificate has no FAIL (broken graders, too many "
     "errors or grading errors, too little power, an unreliable judge, a contaminated baseline)"

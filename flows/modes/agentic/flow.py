@@ -123,6 +123,7 @@ def sessions_config(config: SkillBenchConfig) -> RunnerConfig:
         max_calls=config.max_calls,
         budget_usd=config.budget_usd,
         fleet_sessions=config.fleet_sessions,
+        fleet_rpm=config.fleet_rpm,
     )
 
 

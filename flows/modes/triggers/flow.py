@@ -35,6 +35,7 @@ async def trigger_bench(
         max_calls=options.max_calls,
         budget_usd=options.budget_usd,
         fleet_sessions=options.fleet_sessions,
+        fleet_rpm=options.fleet_rpm,
     )
     runner = UnitRunner(config, progress)
     try:

@@ -23,7 +23,7 @@ from executors.registry import AGENT_CLIS
 from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP, Isolation, checked_isolation
 from flows.inputs.environment import Environment, snapshot
 from flows.inputs.files import options_file, writable_folder
-from flows.inputs.options import FLEET_SESSIONS_HELP, REQUIRE_VALID_HELP
+from flows.inputs.options import FLEET_RPM_HELP, FLEET_SESSIONS_HELP, REQUIRE_VALID_HELP
 from flows.inputs.skill_config import (
     BASE_URL_HELP,
     RUNNER_MODEL_HELP,
@@ -114,6 +114,7 @@ class TriggerOptions(BaseModel):
     )
     require_valid: bool = Field(False, description=REQUIRE_VALID_HELP)
     fleet_sessions: int | None = Field(None, ge=1, description=FLEET_SESSIONS_HELP)
+    fleet_rpm: int | None = Field(None, ge=1, description=FLEET_RPM_HELP)
     junit: str | None = Field(None, description="write JUnit XML (one test per query and variant)")
     suite: str | None = Field(None, description="suite name, recorded in the report")
     plugin_mcp: bool = Field(

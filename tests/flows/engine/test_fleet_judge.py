@@ -1,8 +1,10 @@
-"""--fleet-sessions bounds judge calls too: two runs judging at once on one account share the slots."""
+"""The fleet's limits: --fleet-sessions bounds judge calls too (two runs judging at once on one account
+share the slots); --fleet-rpm paces starts, and a 429 pauses every run."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from prefect import flow
@@ -51,3 +53,41 @@ def test_judge_calls_of_two_runs_share_the_fleet_limit(monkeypatch: pytest.Monke
         assert asyncio.run(two_runs(server.url, None)) == [3, 3]
         free = server.peak
     assert limited == 1 and free > 1, (limited, free)
+
+
+def test_a_429_of_one_session_takes_a_minute_of_starts_from_every_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--fleet-rpm: each start takes a slot of a limit whose slots decay at rpm/60 a second; a 429 that
+    comes back through the model forwarder makes the next start take the whole minute's slots, so
+    every run on the account waits while they decay."""
+    import httpx
+    from prefect.client.orchestration import get_client
+
+    from executors.egress import ANTHROPIC, forwarder
+    from flows.engine.fleet import RATE_PREFIX, Fleet, fleet_name
+    from tests.fakes.provider import Fault
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-fleet-rate")
+
+    async def go(url: str) -> Any:
+        fleet = Fleet(None, rpm=6000)
+        async with fleet.slot("claude"):  # a session's start: one slot
+            pass
+        route = forwarder().route(ANTHROPIC, url, tcp=True)
+        async with httpx.AsyncClient() as client:
+            answer = await client.post(
+                route.url(0) + "/v1/messages",
+                json={"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]},
+            )
+        assert answer.status_code == 429 and fleet.cooling == {"anthropic"}
+        async with fleet.slot("claude"):  # the next start takes the pause for every run
+            pass
+        async with get_client() as client:
+            return await client.read_global_concurrency_limit_by_name(fleet_name("claude", RATE_PREFIX))
+
+    with FakeProvider() as server:
+        server.fault_for = lambda call: Fault(status=429)
+        gcl = asyncio.run(go(server.url))
+    assert gcl.limit == 6000 and gcl.slot_decay_per_second == 100 and "sk-fleet-rate" not in gcl.name
+    assert gcl.active_slots > 3000  # a minute's starts taken at once (decaying by 100 a second)
