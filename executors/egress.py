@@ -35,7 +35,13 @@ from typing import Any, TypeVar
 import h11
 import httpx
 
-from executors.listing import SESSION_HEADER, SkillListing, observe_claude
+from executors.listing import (
+    CODEX_SESSION_HEADER,
+    SESSION_HEADER,
+    SkillListing,
+    observe_claude,
+    observe_codex,
+)
 from executors.sandbox import alive
 
 #: Headers that carry a credential in one provider's protocol or another: dropped when the route
@@ -101,6 +107,8 @@ OPENAI = Provider(
         Credential("OPENAI_API_KEY", "authorization", "Bearer "),
         Credential("CODEX_API_KEY", "authorization", "Bearer "),
     ),
+    CODEX_SESSION_HEADER,
+    observe_codex,
 )
 GEMINI = Provider(
     "gemini",

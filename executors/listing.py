@@ -17,13 +17,15 @@ Claude Code sends in a header.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from executors.schema import ListedSkill, ListingState, SkillListing
 
 LISTING_START = "The following skills are available for use with the Skill tool"
 SESSION_HEADER = "x-claude-code-session-id"
+CODEX_SESSION_HEADER = "session-id"  # Codex's thread id, as its thread.started event gives it
 ELLIPSIS = "\u2026"
 #: Claude Code's defaults (see the module's docstring).
 BUDGET_FRACTION = 0.01
@@ -108,6 +110,53 @@ def observe_claude(body: bytes) -> SkillListing | None:
     if text is None:
         return None
     listed = parse_listing(text)
+    entries = (f"- {n}: {d}" if d else f"- {n}" for n, d in listed.items())
+    return listing_record(listed, len("\n".join(entries)))
+
+
+CODEX_START, CODEX_END = "<skills_instructions>", "</skills_instructions>"
+CODEX_SKILLS = "### Available skills"
+CODEX_FILE = re.compile(r" \(file: [^)]*\)$")
+
+
+def _strings(data: Any) -> Iterator[str]:
+    if isinstance(data, str):
+        yield data
+    elif isinstance(data, dict):
+        for value in data.values():
+            yield from _strings(value)
+    elif isinstance(data, list):
+        for value in data:
+            yield from _strings(value)
+
+
+def parse_codex(text: str) -> dict[str, str]:
+    """name -> description of Codex's ``### Available skills`` lines (``- name: description (file:
+    r1/name/SKILL.md)``), up to the next heading or the block's end."""
+    listing: dict[str, str] = {}
+    block = text.split(CODEX_SKILLS, 1)[1] if CODEX_SKILLS in text else ""
+    for line in block.splitlines():
+        if line.startswith(("###", CODEX_END)):
+            break
+        if line.startswith("- "):
+            name, _, description = CODEX_FILE.sub("", line[2:]).partition(": ")
+            listing[name.strip()] = description.strip()
+    return listing
+
+
+def observe_codex(body: bytes) -> SkillListing | None:
+    """The skills a Codex request lists (in its ``<skills_instructions>``), None when it lists none.
+    Codex states no budget for them; a description it leaves out reads as dropped."""
+    if CODEX_START.encode() not in body:
+        return None
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    text = next((s for s in _strings(data) if CODEX_START in s), None)
+    if text is None:
+        return None
+    listed = parse_codex(text)
     entries = (f"- {n}: {d}" if d else f"- {n}" for n, d in listed.items())
     return listing_record(listed, len("\n".join(entries)))
 

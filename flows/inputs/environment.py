@@ -13,7 +13,8 @@ settings are never read):
 Every folder is copied under the hostile-input rules (executors/contents.py: a link that leaves it,
 a special file or an oversized tree is refused, one line), into a snapshot folder named by the hash
 of its content. A session's HOME and working folder receive a copy of it; a skill under test of the
-same name replaces the installed one (a new version), or is added.
+same name replaces the installed one (a new version), or is added; one installed unchanged is left
+out of the control arm (flows/modes/triggers/plan.with_environment).
 """
 
 from __future__ import annotations

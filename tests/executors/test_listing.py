@@ -73,3 +73,21 @@ def test_the_forwarder_keeps_each_sessions_first_listing_once() -> None:
     assert forwarder().listing("s-1") is None  # taken once
     two = forwarder().listing("s-2")
     assert two is not None and [s.name for s in two.skills] == ["other"]
+
+
+def test_codexs_listing_and_its_file_notes() -> None:
+    from executors.listing import observe_codex
+
+    block = (
+        "<skills_instructions>\n## Skills\nA skill is ...\n### Skill roots\n- `r0` = `/h/.codex/skills`\n"
+        "### Available skills\n- notes: Takes notes. Use for notes: meetings. (file: r1/notes/SKILL.md)\n"
+        "- bare (file: r1/bare/SKILL.md)\n</skills_instructions>"
+    )
+    body = {"input": [{"role": "developer", "content": [{"type": "input_text", "text": block}]}]}
+    seen = observe_codex(json.dumps(body).encode())
+    assert seen is not None and [(s.name, s.state) for s in seen.skills] == [
+        ("notes", ListingState.FULL),
+        ("bare", ListingState.DROPPED),
+    ]
+    assert seen.skills[0].chars == len("Takes notes. Use for notes: meetings.")
+    assert observe_codex(b'{"input": "no skills here"}') is None

@@ -18,7 +18,7 @@ import pytest
 
 from executors.agent import find_binary
 from executors.base import ExecutorSettings
-from executors.schema import AgentRequest, AgentSession, InstalledSkill
+from executors.schema import AgentRequest, AgentSession, InstalledSkill, ListingState
 from graders.triggers import TriggerStatus, detect
 from tests.fakes.provider import FakeProvider
 
@@ -102,6 +102,9 @@ def test_codex_reading_the_skill_is_a_trigger_naming_it_is_not(tmp_path: Path) -
     found, none = detect(fire, [NAME]), detect(prose, [NAME])
     assert fire.ok and found.status == TriggerStatus.OK and found.fired == (NAME,), fire.events
     assert prose.ok and NAME in prose.final_text and none.fired == ()
+    # what the model saw, read from the request by the forwarder (keyed by Codex's session-id header)
+    assert fire.listing is not None and fire.listing.state(NAME) == ListingState.FULL
+    assert found.listing == fire.listing and fire.listing.budget is None  # Codex states no budget
 
 
 def test_gemini_activate_skill_is_a_trigger_naming_it_is_not(tmp_path: Path) -> None:
