@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from executors.schema import ListedSkill, ListingState, SkillListing
@@ -97,23 +97,6 @@ def listing_record(listed: Mapping[str, str], chars: int) -> SkillListing:
     return SkillListing(skills=skills, chars=chars)
 
 
-def observe_claude(body: bytes) -> SkillListing | None:
-    """The listing a Claude Code request carries, None when it carries none. Cheap on every other
-    request: the body is parsed only when it holds the listing's heading."""
-    if LISTING_START.encode() not in body:
-        return None
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return None
-    text = listing_text(data) if isinstance(data, dict) else None
-    if text is None:
-        return None
-    listed = parse_listing(text)
-    entries = (f"- {n}: {d}" if d else f"- {n}" for n, d in listed.items())
-    return listing_record(listed, len("\n".join(entries)))
-
-
 CODEX_START, CODEX_END = "<skills_instructions>", "</skills_instructions>"
 CODEX_SKILLS = "### Available skills"
 CODEX_FILE = re.compile(r" \(file: [^)]*\)$")
@@ -144,21 +127,38 @@ def parse_codex(text: str) -> dict[str, str]:
     return listing
 
 
-def observe_codex(body: bytes) -> SkillListing | None:
-    """The skills a Codex request lists (in its ``<skills_instructions>``), None when it lists none.
-    Codex states no budget for them; a description it leaves out reads as dropped."""
-    if CODEX_START.encode() not in body:
+def _observed(
+    body: bytes, marker: str, text_of: Callable[[Any], str | None], parse: Callable[[str], dict[str, str]]
+) -> SkillListing | None:
+    """The listing of a request body that holds ``marker`` (cheap on every other request: only such
+    a body is parsed), None when it lists none."""
+    if marker.encode() not in body:
         return None
     try:
         data = json.loads(body)
     except ValueError:
         return None
-    text = next((s for s in _strings(data) if CODEX_START in s), None)
+    text = text_of(data)
     if text is None:
         return None
-    listed = parse_codex(text)
+    listed = parse(text)
     entries = (f"- {n}: {d}" if d else f"- {n}" for n, d in listed.items())
     return listing_record(listed, len("\n".join(entries)))
+
+
+def observe_claude(body: bytes) -> SkillListing | None:
+    """The listing a Claude Code request carries, None when it carries none."""
+    return _observed(
+        body, LISTING_START, lambda d: listing_text(d) if isinstance(d, dict) else None, parse_listing
+    )
+
+
+def observe_codex(body: bytes) -> SkillListing | None:
+    """The skills a Codex request lists (in its ``<skills_instructions>``), None when it lists none.
+    Codex states no budget for them; a description it leaves out reads as dropped."""
+    return _observed(
+        body, CODEX_START, lambda d: next((t for t in _strings(d) if CODEX_START in t), None), parse_codex
+    )
 
 
 def claude_budget(context_window: int | None, fraction: float | None) -> int | None:
