@@ -133,11 +133,7 @@ class ClaudeCodeExecutor(AgentExecutor):
         return argv, env
 
     def budgeted(self, listing: SkillListing, session: AgentSession, request: AgentRequest) -> SkillListing:
-        fraction = None
-        for settings in (Path(request.home) / ".claude", Path(request.sandbox) / ".claude"):
-            value = read_settings(settings / "settings.json").get("skillListingBudgetFraction")
-            if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= 1:
-                fraction = float(value)  # the project's settings, read last, win as in the CLI
+        fraction = budget_fraction(Path(request.home), Path(request.sandbox))
         window = session.meta.get("context_window")
         return listing.model_copy(update={"budget": claude_budget(window, fraction), "window": window})
 
@@ -169,6 +165,17 @@ def install_environment(request: AgentRequest) -> list[Path]:
     folders = sorted(p for p in plugins.iterdir() if p.name != under_test) if plugins.is_dir() else []
     dest = Path(request.home) / "skillab-environment-plugins"
     return [prepared_copy(folder, dest / folder.name, mcp=False) for folder in folders]
+
+
+def budget_fraction(home: Path, project: Path) -> float | None:
+    """``skillListingBudgetFraction`` as the user's and the project's ``.claude/settings.json`` set
+    it (the project's, read last, wins as in the CLI); None when neither sets a share in (0, 1]."""
+    fraction = None
+    for root in (home, project):
+        value = read_settings(root / ".claude" / "settings.json").get("skillListingBudgetFraction")
+        if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= 1:
+            fraction = float(value)
+    return fraction
 
 
 def read_settings(path: Path) -> dict[str, Any]:

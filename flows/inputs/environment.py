@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from executors.claude_code import budget_fraction
 from executors.contents import Bounds, copy_file, copy_tree, inspect_file
 from executors.errors import InputError
 from executors.plugin import looks_like_plugin, read_plugin, strip_mcp
@@ -260,7 +261,7 @@ def snapshot(home: Path | None, project: Path | None, store: Path, source: str) 
         tuple(settings),
         listing_chars=sum(len(f"- {name}: {text}") for name, text in descriptions(final).items()),
         context_chars=sum((final / m).stat().st_size for m in memory),
-        budget_fraction=_fraction(final),
+        budget_fraction=budget_fraction(final / HOME_PART, final / PROJECT_PART),
     )
 
 
@@ -286,19 +287,6 @@ def descriptions(root: Path) -> dict[str, str]:
         description = str(meta.get("description") or (line[1] if line else ""))
         out[name] = description[:MAX_DESCRIPTION_CHARS]
     return out
-
-
-def _fraction(root: Path) -> float | None:
-    """The listing budget's share of the window the snapshot's settings set (the project's wins)."""
-    found = None
-    for part in (HOME_PART, PROJECT_PART):
-        path = root / part / ".claude" / "settings.json"
-        value = (
-            json.loads(path.read_text(encoding="utf-8")).get(LISTING_SETTINGS[0]) if path.is_file() else None
-        )
-        if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= 1:
-            found = float(value)
-    return found
 
 
 def _sweep(store: Path) -> None:

@@ -145,12 +145,17 @@ def test_bad_environment_flags_stop_before_any_session(
     flags: list[str],
     words: str,
 ) -> None:
-    from flows.cli.main import main
-
     a_home(tmp_path)
     (tmp_path / "queries.yaml").write_text("queries:\n  - {id: q1, query: hello, expect: none}\n")
     monkeypatch.chdir(tmp_path)
-    code = main(["skill", "triggers", "run", "--queries", "queries.yaml", "--dry-run", *flags])
+    refused(capsys, ["skill", "triggers", "run", "--queries", "queries.yaml", "--dry-run", *flags], words)
+
+
+def refused(capsys: pytest.CaptureFixture[str], argv: list[str], words: str) -> None:
+    """The command stops with exit 2 and one line saying ``words``."""
+    from flows.cli.main import main
+
+    code = main(argv)
     err = capsys.readouterr().err
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
 
@@ -220,16 +225,16 @@ def test_tune_refuses_what_could_keep_nothing(
     flags: list[str],
     words: str,
 ) -> None:
-    from flows.cli.main import main
-
     skill(tmp_path / "mine" / "notes", "notes")
     (tmp_path / "queries.yaml").write_text(
         "queries:\n  - {id: q1, query: take a note, expect: notes}\n  - {id: q2, query: hello, expect: none}\n"
     )
     monkeypatch.chdir(tmp_path)
-    code = main(["skill", "triggers", "tune", "--skill", "mine/notes", "--queries", "queries.yaml", *flags])
-    err = capsys.readouterr().err
-    assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+    refused(
+        capsys,
+        ["skill", "triggers", "tune", "--skill", "mine/notes", "--queries", "queries.yaml", *flags],
+        words,
+    )
 
 
 def test_a_rewrite_over_the_length_limit_is_left_out(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,6 +10,7 @@ window differ in their length only.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import uuid
@@ -30,8 +31,10 @@ EVENTS = (
 )
 
 
+@functools.lru_cache(maxsize=4)
 def neutral_log(chars: int, seed: int = 0) -> str:
-    """About ``chars`` characters of routine service log lines, the same for the same seed."""
+    """About ``chars`` characters of routine service log lines, the same for the same seed (made
+    once per run: every filled session of a run resumes the same earlier turn)."""
     rng = random.Random(seed)
     lines, size, second = [], 0, 0
     while size < chars:
