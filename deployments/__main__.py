@@ -2,6 +2,8 @@
 
 python -m deployments [--file deployments.yaml]          serve them (needs PREFECT_API_URL)
 python -m deployments --check [--file deployments.yaml]  validate and list, serve nothing
+python -m deployments --build-image [--fleet-cli claude,codex]       the fleet's session image
+python -m deployments --register-fleet POOL --fleet-storage URL     its Docker pool and deployment
 """
 
 from __future__ import annotations
@@ -25,7 +27,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--register-shards", metavar="POOL", help="deploy the shard flow to this process work pool"
     )
+    parser.add_argument("--build-image", action="store_true", help="build the fleet's session image (cached)")
+    parser.add_argument(
+        "--register-fleet",
+        metavar="POOL",
+        help="build the image; make the Docker pool and session deployment",
+    )
+    parser.add_argument(
+        "--fleet-storage",
+        metavar="URL",
+        help="where sessions travel: a folder (mounted) or s3://bucket/prefix",
+    )
+    parser.add_argument("--fleet-cli", default="claude", help="agent CLIs in the image, comma-separated")
     args = parser.parse_args(argv)
+    clis = tuple(c.strip() for c in args.fleet_cli.split(",") if c.strip())
+    if args.build_image or args.register_fleet:
+        try:
+            return fleet_command(args.register_fleet, args.fleet_storage, clis)
+        except InputError as exc:
+            print(f"skillab: error: {exc}", file=sys.stderr)
+            return 2
     configure_prefect()
     from prefect import serve
 
@@ -52,6 +73,27 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skillab: error: {line}", file=sys.stderr)
         return 2
     serve(*deployments, pause_on_shutdown=False)
+    return 0
+
+
+def fleet_command(pool: str | None, storage: str | None, clis: tuple[str, ...]) -> int:
+    if pool is None:
+        from deployments.image import build
+
+        built = build(clis)
+    else:
+        if not storage:
+            raise InputError("--register-fleet needs --fleet-storage URL (a folder, or s3://bucket/prefix)")
+        configure_prefect()
+        from deployments.fleet import register
+
+        built, deployment = register(pool, storage, clis)
+        print(
+            f"deployment {deployment} on Docker pool {pool}; start workers with "
+            f"`prefect worker start --pool {pool} --type docker`"
+        )
+    made = ", ".join(built.made) or "nothing (every layer was there)"
+    print(f"image {built.tag}: {built.seconds:.1f} s, made {made}")
     return 0
 
 

@@ -6,12 +6,24 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev
 # Debian's chromium for the browser tests (Playwright drives it; it never downloads a browser),
 # bubblewrap, the OS sandbox of agent sessions and task checks, and ripgrep, which OpenCode's skill,
-# grep and glob tools run (without it OpenCode downloads one from GitHub).
-if ! command -v chromium >/dev/null 2>&1 || ! command -v bwrap >/dev/null 2>&1 || ! command -v rg >/dev/null 2>&1; then
-  echo "test: installing Debian's chromium, bubblewrap and ripgrep" >&2
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium bubblewrap ripgrep >/dev/null
+# grep and glob tools run (without it OpenCode downloads one from GitHub); docker.io and debootstrap
+# for the fleet's tests (sessions in containers of a Docker work pool, the image built here).
+need=()
+for tool in chromium:chromium bwrap:bubblewrap rg:ripgrep dockerd:docker.io debootstrap:debootstrap; do
+  command -v "${tool%%:*}" >/dev/null 2>&1 || need+=("${tool#*:}")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "test: installing Debian's ${need[*]}" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 bash scripts/install-agent-clis.sh
+# The Docker daemon, started here when it is not running, and stopped (by its pid) when the tests end.
+if ! docker info >/dev/null 2>&1; then
+  dockerd >"${TMPDIR:-/tmp}/skillab-dockerd.log" 2>&1 &
+  dockerd_pid=$!
+  trap 'kill "$dockerd_pid" 2>/dev/null || true' EXIT
+  for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
+fi
 export PREFECT_SERVER_ANALYTICS_ENABLED=false
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

@@ -26,8 +26,10 @@ from flows.engine.economy import BatchMode, over_budget, run_batched, warm_up
 from flows.engine.fleet import Fleet, provider_of
 from flows.engine.gc import lean_gc
 from flows.engine.progress import Progress
+from flows.engine.remote import FleetPool
 from flows.engine.runlog import quiet_call_failures
 from flows.inputs.prepare import Prepared
+from flows.inputs.skill_config import SkillBenchConfig
 from tasks.context import current
 from tasks.execute import failed_result, with_policy
 from tasks.schema import CallPolicy, NotRun, NotRunReason, Record, RunStats, ShardRun, Unit, UnitKind
@@ -85,6 +87,15 @@ class RunnerConfig:
     units_per_task: int | None = None  # units sharing one Prefect task run; None: see TASK_RUNS
     fleet_sessions: int | None = None  # sessions at once across every run on this account (--fleet-sessions)
     fleet_rpm: int | None = None  # sessions and judge calls started a minute on this account (--fleet-rpm)
+    fleet_pool: str | None = None  # sessions run in containers of this Docker work pool (--fleet-pool)
+
+    @classmethod
+    def judging(cls, config: SkillBenchConfig, cache_dir: Path) -> RunnerConfig:
+        """Agentic mode's judge and diagnosis calls: here, never in the pool, within the account's
+        fleet limits like its sessions."""
+        return cls(
+            config.concurrency, cache_dir, fleet_sessions=config.fleet_sessions, fleet_rpm=config.fleet_rpm
+        )
 
     @classmethod
     def of(cls, prepared: Prepared) -> RunnerConfig:
@@ -141,6 +152,7 @@ class UnitRunner:
         self.batched = 0
         fleet = config.fleet_sessions or config.fleet_rpm
         self.fleet = Fleet(config.fleet_sessions, config.fleet_rpm) if fleet else None
+        self.pool = FleetPool(config.fleet_pool) if config.fleet_pool else None
 
     def over_budget(self) -> bool:
         return over_budget(self.calls, self.spent, self.config.max_calls, self.config.budget_usd)
@@ -189,12 +201,22 @@ class UnitRunner:
             if (refused := self.refusal()) is not None:
                 self.kept_back(unit)
                 return Refused(refused)
-            from tasks.agent import run_agent_session
-
             async with self.fleet.slot(request.cli) if self.fleet else contextlib.nullcontext():
-                session = await run_agent_session(request, base_url, label)
+                session = await self.run_session(request, base_url, label)
         self.spend(UnitKind.SESSION, session.cost_usd)
         return session
+
+    async def run_session(self, request: AgentRequest, base_url: str | None, label: str) -> AgentSession:
+        """Here, as a Prefect task, or in a container of the fleet's pool; a 429 a container's session
+        met slows the fleet as one met here does."""
+        if self.pool is None:
+            from tasks.agent import run_agent_session
+
+            return await run_agent_session(request, base_url, label)
+        dispatched = await self.pool.session(request, base_url, label)
+        if dispatched.rate_limited and self.fleet is not None and (p := provider_of(request.cli)):
+            self.fleet.rate_limited(p.name)
+        return dispatched.session
 
     def throttled(self, units: list[Unit]) -> Callable[[], None] | None:
         """What a 429 retry of these units tells the fleet's pace: their providers were rate limited."""

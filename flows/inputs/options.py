@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from executors.errors import InputError
 from executors.registry import AGENT_CLIS, EXECUTORS
 from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP
 from tasks.schema import SAMPLE_SCALE
@@ -19,6 +20,23 @@ FLEET_RPM_HELP = (
     "server, per provider and API account (a global concurrency limit with slot decay); a 429 from any of "
     "them makes every run wait a minute's starts"
 )
+FLEET_POOL_HELP = (
+    "run every agent session in a container of this Prefect Docker work pool (its workers on this machine "
+    "or others); register it once with `python -m deployments --register-fleet POOL --fleet-storage URL`"
+)
+
+
+def fleet_sandbox(pool: str | None, os_sandbox: bool, allow_network: bool) -> None:
+    """Sessions in the fleet's containers keep bubblewrap and the model endpoint alone: the
+    container shares its machine's network and holds what bubblewrap needs (exit 2 otherwise)."""
+    if pool and (not os_sandbox or allow_network):
+        flag = "--no-os-sandbox" if not os_sandbox else "--allow-network"
+        raise InputError(
+            f"--fleet-pool: not with {flag} (a session in the fleet's containers always runs in "
+            "bubblewrap, reaching only its model)"
+        )
+
+
 REQUIRE_VALID_HELP = (
     "CI gate: exit 1 unless the report's validity certificate has no FAIL (broken graders, too many "
     "errors or grading errors, too little power, an unreliable judge, a contaminated baseline)"

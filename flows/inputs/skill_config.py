@@ -28,7 +28,7 @@ from flows.inputs.files import (
     read_text,
     validation_lines,
 )
-from flows.inputs.options import FLEET_RPM_HELP, FLEET_SESSIONS_HELP, REQUIRE_VALID_HELP
+from flows.inputs.options import FLEET_POOL_HELP, FLEET_RPM_HELP, FLEET_SESSIONS_HELP, REQUIRE_VALID_HELP
 from flows.inputs.suites.skill_creator import evals_file, load_evals
 from graders.agent_task import AgentTask, parse_task
 from graders.leakage import ARTIFACT_WORDS, case_leaks
@@ -160,6 +160,7 @@ class SkillBenchConfig(BaseModel):
     require_valid: bool = Field(False, description=REQUIRE_VALID_HELP)
     fleet_sessions: int | None = Field(None, ge=1, description=FLEET_SESSIONS_HELP)
     fleet_rpm: int | None = Field(None, ge=1, description=FLEET_RPM_HELP)
+    fleet_pool: str | None = Field(None, description=FLEET_POOL_HELP)
     reuse_baseline: bool = Field(
         True,
         description="take a baseline session from an earlier run when nothing that decides it changed (the "

@@ -133,7 +133,7 @@ async def diagnose_skill_run(
     executor = usable_executor(config.judge_executor, "--judge-executor")
     endpoint = executor.base_url if isinstance(executor, HttpExecutor) else "in-process"
     cache_dir = Path(config.results_dir) / ".cache"
-    runner = UnitRunner(RunnerConfig(config.concurrency, cache_dir), Progress(0, "diagnosis", enabled=False))
+    runner = UnitRunner(RunnerConfig.judging(config, cache_dir), Progress(0, "diagnosis", enabled=False))
     policy = CallPolicy(cache_dir=str(cache_dir))
     try:
         return await diagnose(

@@ -124,9 +124,11 @@ def agent_cli_meta(runner: str, reported: list[Any], probed: str | None) -> dict
     return {"agent_cli_version": f"{runner} {version}" if version else None}
 
 
-def isolation_meta(isolation: sandbox.Isolation, allow_network: bool = False) -> dict[str, str | None]:
-    """The report's record of the OS sandbox agents and checks ran in, with its version, and what
-    of the network the sessions could reach."""
+def isolation_meta(
+    isolation: sandbox.Isolation, allow_network: bool = False, pool: str | None = None
+) -> dict[str, str | None]:
+    """The report's record of the OS sandbox agents and checks ran in, with its version, what of the
+    network the sessions could reach, and the work pool whose containers ran them (--fleet-pool)."""
     if isolation == "none":
         network = "host network (no OS sandbox: the sessions could reach anything this machine can)"
     elif allow_network:
@@ -137,4 +139,5 @@ def isolation_meta(isolation: sandbox.Isolation, allow_network: bool = False) ->
         "isolation": isolation,
         "sandbox_version": sandbox.version() if isolation != "none" else None,
         "network": network,
+        "fleet_pool": pool,
     }

@@ -538,6 +538,8 @@ class SessionMeta(Meta):
     """the sandbox's version (e.g. bubblewrap 0.8.0)"""
     network: str | None = None
     """what the agent sessions could reach: the model endpoint only, or the host's network"""
+    fleet_pool: str | None = None
+    """the Prefect Docker work pool whose containers ran the agent sessions (--fleet-pool); None: here"""
     plugin: str | None = None
     """the artifact is a whole plugin: what it holds and whether its MCP servers ran"""
 

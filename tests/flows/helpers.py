@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,55 @@ def subprocess_env(server_url: str | None = None) -> dict[str, str]:
 
     env = os.environ | {"PREFECT_API_URL": str(PREFECT_API_URL.value()), "PYTHONPATH": str(ROOT)}
     return env | provider_env(server_url) if server_url else env
+
+
+class Workers:
+    """Prefect workers of one pool (``kind``: process, docker), each running one flow run at a time,
+    polling every second; stopped by their own process group, never by name."""
+
+    def __init__(self, pool: str, kind: str, log_dir: Path | None = None) -> None:
+        self.pool, self.kind, self.log_dir = pool, kind, log_dir
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, name: str) -> None:
+        env = subprocess_env() | {
+            "PREFECT_WORKER_QUERY_SECONDS": "1",
+            "PREFECT_WORKER_HEARTBEAT_SECONDS": "5",
+        }
+        log = open(self.log_dir / f"{name}.log", "wb") if self.log_dir else subprocess.DEVNULL  # noqa: SIM115
+        command = [
+            "worker",
+            "start",
+            "--pool",
+            self.pool,
+            "--type",
+            self.kind,
+            "--limit",
+            "1",
+            "--name",
+            name,
+        ]
+        self.procs[name] = subprocess.Popen(
+            [sys.executable, "-m", "prefect", *command],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        proc = self.procs.pop(name)
+        os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    def stop(self) -> None:
+        for name in list(self.procs):
+            self.kill(name, signal.SIGTERM)
 
 
 def provider_env(server_url: str) -> dict[str, str]:

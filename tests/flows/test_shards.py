@@ -5,10 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +13,7 @@ import pytest
 
 from flows.cli.main import main
 from tests.fakes.provider import FakeProvider
-from tests.flows.helpers import ROOT, answer, make_project, subprocess_env, use_provider
+from tests.flows.helpers import Workers, answer, make_project, use_provider
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 POOL = "skillab-test-pool"
@@ -41,43 +37,13 @@ def workers(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProvider]:
     register(POOL)
     with FakeProvider(answer) as server:
         use_provider(monkeypatch, server.url)
-        env = subprocess_env()
-        procs = [
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "prefect",
-                    "worker",
-                    "start",
-                    "--pool",
-                    POOL,
-                    "--type",
-                    "process",
-                    "--name",
-                    f"worker-{i}",
-                    "--limit",
-                    "1",
-                ],
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-            for i in range(2)
-        ]
+        workers = Workers(POOL, "process")
+        for i in range(2):
+            workers.start(f"worker-{i}")
         try:
             yield server
         finally:
-            for p in procs:
-                os.killpg(p.pid, signal.SIGTERM)
-            for p in procs:
-                try:
-                    p.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    os.killpg(p.pid, signal.SIGKILL)
-                    p.wait()
+            workers.stop()
 
 
 def comparable(report: dict) -> dict:

@@ -48,6 +48,7 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
     from executors.registry import usable_executor
     from executors.sandbox import checked_isolation
     from flows.inputs.ablation import plan_skill_ablations
+    from flows.inputs.options import fleet_sandbox
     from flows.inputs.skill_config import (
         agent_models,
         check_artifact,
@@ -78,6 +79,7 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
         print(f"skillab: warning: {warning}", file=sys.stderr)
     plan_skill_ablations(skill.path, config.ablate, config.ablate_sections)  # a SKILL.md without headings
     checked_isolation(config.os_sandbox)  # exit 2 before any session when bubblewrap cannot run
+    fleet_sandbox(config.fleet_pool, config.os_sandbox, config.allow_network)
     # the judge too, before any session is paid for (its key, its package)
     usable_executor(config.judge_executor, "--judge-executor", agentic=False)
     return config, skill, tasks

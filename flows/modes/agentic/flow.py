@@ -124,6 +124,7 @@ def sessions_config(config: SkillBenchConfig) -> RunnerConfig:
         budget_usd=config.budget_usd,
         fleet_sessions=config.fleet_sessions,
         fleet_rpm=config.fleet_rpm,
+        fleet_pool=config.fleet_pool,
     )
 
 
@@ -250,7 +251,7 @@ async def judge_sessions(
     endpoint = executor.base_url if isinstance(executor, HttpExecutor) else "in-process"
     target = Target(executor, config.judge_model, endpoint)
     cache_dir = Path(config.results_dir) / ".cache"
-    runner = UnitRunner(RunnerConfig(config.concurrency, cache_dir), Progress(0, "judging", enabled=False))
+    runner = UnitRunner(RunnerConfig.judging(config, cache_dir), Progress(0, "judging", enabled=False))
     policy = CallPolicy(cache_dir=str(cache_dir))
     clean = [i for i, (session, bad) in enumerate(outcomes) if session.ok and bad is None]
     # a check that could not decide leaves the session ungraded (fail closed): no judgement is paid for

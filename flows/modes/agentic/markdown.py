@@ -70,7 +70,10 @@ def _header(report: AgenticReport, comp: Comparison | None) -> list[str]:
         *([f"Agent CLI: {meta.agent_cli_version}"] if meta.agent_cli_version else []),
         *([f"Plugin: {md(meta.plugin)}"] if meta.plugin else []),
         *(
-            [f"Sandbox: {meta.sandbox_version or meta.isolation}; network: {meta.network}"]
+            [
+                f"Sandbox: {meta.sandbox_version or meta.isolation}; network: {meta.network}"
+                + (f"; in containers of the work pool {meta.fleet_pool}" if meta.fleet_pool else "")
+            ]
             if meta.network
             else []
         ),

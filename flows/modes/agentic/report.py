@@ -257,7 +257,7 @@ def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -
         timestamp=timestamp(started),
         cli_version=cli_version(),
         total_cost_usd=sum(r.result.cost_usd for r in records),
-        **isolation_meta(run.isolation, config.allow_network),
+        **isolation_meta(run.isolation, config.allow_network, config.fleet_pool),
         warnings=run.warnings,
         judge_cost_usd=round(run.judge_cost, 6),
         case_settings=case_settings(run.tasks, config) or None,

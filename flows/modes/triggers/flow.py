@@ -36,6 +36,7 @@ async def trigger_bench(
         budget_usd=options.budget_usd,
         fleet_sessions=options.fleet_sessions,
         fleet_rpm=options.fleet_rpm,
+        fleet_pool=options.fleet_pool,
     )
     runner = UnitRunner(config, progress)
     try:

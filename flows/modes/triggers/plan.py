@@ -23,7 +23,13 @@ from executors.registry import AGENT_CLIS
 from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP, Isolation, checked_isolation
 from flows.inputs.environment import Environment, snapshot
 from flows.inputs.files import options_file, writable_folder
-from flows.inputs.options import FLEET_RPM_HELP, FLEET_SESSIONS_HELP, REQUIRE_VALID_HELP
+from flows.inputs.options import (
+    FLEET_POOL_HELP,
+    FLEET_RPM_HELP,
+    FLEET_SESSIONS_HELP,
+    REQUIRE_VALID_HELP,
+    fleet_sandbox,
+)
 from flows.inputs.skill_config import (
     BASE_URL_HELP,
     RUNNER_MODEL_HELP,
@@ -115,6 +121,7 @@ class TriggerOptions(BaseModel):
     require_valid: bool = Field(False, description=REQUIRE_VALID_HELP)
     fleet_sessions: int | None = Field(None, ge=1, description=FLEET_SESSIONS_HELP)
     fleet_rpm: int | None = Field(None, ge=1, description=FLEET_RPM_HELP)
+    fleet_pool: str | None = Field(None, description=FLEET_POOL_HELP)
     junit: str | None = Field(None, description="write JUnit XML (one test per query and variant)")
     suite: str | None = Field(None, description="suite name, recorded in the report")
     plugin_mcp: bool = Field(
@@ -413,6 +420,7 @@ def prepare_triggers(options: TriggerOptions, cwd: Path) -> TriggerPlan:
         for v in variants
     )
     isolation = checked_isolation(options.os_sandbox)
+    fleet_sandbox(options.fleet_pool, options.os_sandbox, options.allow_network)
     leaks: list[str] = case_leaks(
         [(f"query {q.id}", q.query) for q in queries.queries],
         [(f"{s.name}'s description", s.description) for s in skills],

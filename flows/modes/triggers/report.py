@@ -266,7 +266,7 @@ def build_trigger_report(
         suite=o.suite,
         skill_hashes={v.label: v.sha256 for v in plan.variants},
         max_turns=o.max_turns,
-        **isolation_meta(plan.isolation, o.allow_network),
+        **isolation_meta(plan.isolation, o.allow_network, o.fleet_pool),
         **trigger_cli_meta(plan, outcomes),
         plugin="; ".join(p.summary(o.plugin_mcp) for v in plan.variants for s in v.skills if (p := s.plugin))
         or None,

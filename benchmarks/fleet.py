@@ -1,0 +1,127 @@
+"""Sessions in containers of a Docker work pool against sessions here in bubblewrap: the whole
+``skill run`` command, wall clock, at 1, 2 and 4 workers (and the same concurrency here), and the
+fleet image's build time, cold (every layer removed first) and cached.
+
+    .venv/bin/python -m benchmarks.fleet                       # 16 sessions, 1/2/4 workers
+    .venv/bin/python -m benchmarks.fleet --cold --workers 1,2,4 --sessions 16
+
+The suite is agentic (tasks x 2 arms) with the real claude CLI in each session, against the scripted
+model server of the tests in this process (its replies take ``--delay`` seconds each, three turns a
+session); a temporary Prefect server; workers are ``prefect worker start --type docker --limit 1``.
+Sessions per minute count the whole command (plan, sessions, checks, judge, report), as a user
+waits for it. Needs the Docker daemon and debootstrap (scripts/test.sh installs both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from flows.cli.main import main
+from tests.fakes.provider import FakeProvider
+from tests.flows.helpers import Workers
+from tests.flows.test_fleet import POOL
+from tests.flows.test_skill_bench import SKILL, agent, judge, task_md
+
+
+def suite(root: Path, tasks: int) -> Path:
+    (root / ".claude" / "skills" / "calc-skill").mkdir(parents=True)
+    (root / ".claude" / "skills" / "calc-skill" / "SKILL.md").write_text(SKILL)
+    (root / "suite").mkdir()
+    for i in range(tasks):
+        (root / "suite" / f"task-{i + 1:02d}-easy.md").write_text(task_md(f"add {i}", f"Write calc.py #{i}."))
+    return root
+
+
+def timed_run(root: Path, url: str, concurrency: int, *extra: str) -> float:
+    args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", url]
+    args += ["--judge-model", "claude-opus-4", "--results-dir", str(root / "results"), "--no-diagnose"]
+    args += ["--concurrency", str(concurrency), "--no-reuse-baseline", *extra]
+    os.chdir(root)  # the skill is found in the project's .claude/skills
+    started = time.perf_counter()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = main(args)
+    if code not in (0, 1):
+        raise SystemExit(f"skill run exited {code}: {out.getvalue()[-2000:]}")
+    return time.perf_counter() - started
+
+
+def image_times(cold: bool) -> tuple[float | None, float]:
+    from deployments.image import build
+
+    cold_s = None
+    if cold:
+        for repo in ("skillab-session", "skillab-base", "skillab-rootfs"):
+            tags = subprocess.run(
+                ["docker", "images", "-q", repo], capture_output=True, text=True, check=True
+            ).stdout.split()
+            if tags:
+                subprocess.run(["docker", "rmi", "-f", *set(tags)], capture_output=True, check=False)
+        cold_s = build().seconds
+    return cold_s, build().seconds
+
+
+def main_(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sessions", type=int, default=16, help="sessions (tasks x 2 arms)")
+    parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--delay", type=float, default=0.5, help="seconds per scripted model reply")
+    parser.add_argument("--cold", action="store_true", help="also time the image build from nothing")
+    args = parser.parse_args(argv)
+    os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="skillab-bench-prefect-")
+    from flows.cli.prefect_env import configure_prefect
+
+    configure_prefect()
+    from prefect.testing.utilities import prefect_test_harness
+
+    from deployments.fleet import register
+
+    cold_s, cached_s = image_times(args.cold)
+    print(
+        f"image build: cold {cold_s:.0f} s, cached {cached_s:.2f} s"
+        if cold_s
+        else f"image build: cached {cached_s:.2f} s"
+    )
+    rows = []
+    with prefect_test_harness(server_startup_timeout=180), tempfile.TemporaryDirectory() as tmp:
+        register(POOL, str(Path(tmp) / "storage"), ("claude",))
+        workers = Workers(POOL, "docker")
+        with FakeProvider(judge, agent=agent, delay=args.delay) as server:
+            os.environ.update(ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="sk-bench")
+            for n in (int(w) for w in args.workers.split(",")):
+                local = timed_run(suite(Path(tmp) / f"local-{n}", args.sessions // 2), server.url, n)
+                for i in range(n):
+                    workers.start(f"bench-{i}")
+                try:
+                    fleet = timed_run(
+                        suite(Path(tmp) / f"fleet-{n}", args.sessions // 2),
+                        server.url,
+                        n,
+                        "--fleet-pool",
+                        POOL,
+                    )
+                finally:
+                    workers.stop()
+                rows.append((n, local, fleet))
+    print(f"{args.sessions} sessions, whole `skill run` command, wall clock:")
+    print("workers | here (bwrap) sessions/min | fleet (containers) sessions/min | fleet/here time")
+    for n, local, fleet in rows:
+        print(
+            f"{n} | {args.sessions / local * 60:.1f} | {args.sessions / fleet * 60:.1f} | {fleet / local:.2f}x"
+        )
+    n1 = next(((local, fleet) for n, local, fleet in rows if n == 1), None)
+    if n1:
+        print(f"per-session overhead of a container at 1 worker: {(n1[1] - n1[0]) / args.sessions:.1f} s")
+
+
+if __name__ == "__main__":
+    main_()

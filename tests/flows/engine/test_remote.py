@@ -1,0 +1,137 @@
+"""What comes back from a fleet container is hostile: the agent wrote its sandbox, and a container
+taken over could write the archive itself. Nothing in it may reach past the folder it is unpacked in."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from executors.schema import AgentRequest, AgentSession, SessionStatus
+from flows.engine.remote import Storage, _restore, input_paths, output_folders, pack, unpack
+
+
+def archive(path: Path, *members: tuple[str, bytes, str, bytes]) -> Path:
+    """(name, type, link, data) members, written as given (every mode bit set)."""
+    with tarfile.open(path, "w") as tar:
+        for name, kind, link, data in members:
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname, info.mode = kind, link, 0o6777
+            info.size = len(data) if kind == tarfile.REGTYPE else 0
+            tar.addfile(info, io.BytesIO(data) if data else None)
+    return path
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    folder = tmp_path / "outside"
+    (folder / "dir").mkdir(parents=True, mode=0o700)
+    (folder / "secret").write_text("keep")
+    (folder / "secret").chmod(0o600)
+    return folder
+
+
+@pytest.mark.parametrize(
+    "members",
+    [
+        # a link, then a file or a folder of the same name: written through the link
+        [("s/a", tarfile.SYMTYPE, "{out}/victim", b""), ("s/a", tarfile.REGTYPE, "", b"pwned")],
+        [("s/d", tarfile.SYMTYPE, "{out}/dir", b""), ("s/d", tarfile.DIRTYPE, "", b"")],
+        # a file below a link to a folder outside
+        [("s/d", tarfile.SYMTYPE, "{out}/dir", b""), ("s/d/f", tarfile.REGTYPE, "", b"pwned")],
+        # a hard link through a linked folder, or to a link: the outside file itself
+        [("s/d", tarfile.SYMTYPE, "{out}", b""), ("s/h", tarfile.LNKTYPE, "s/d/secret", b"")],
+        [("s/l", tarfile.SYMTYPE, "{out}/secret", b""), ("s/h", tarfile.LNKTYPE, "s/l", b"")],
+        [("s/h", tarfile.LNKTYPE, "{out}/secret", b"")],
+        [("../escape", tarfile.REGTYPE, "", b"pwned")],
+        [("{out}/victim", tarfile.REGTYPE, "", b"pwned")],
+    ],
+    ids=["file-over-link", "dir-over-link", "file-below-link", "hardlink-via-link", "hardlink-to-link",
+         "hardlink-absolute", "dot-dot", "absolute"],
+)  # fmt: skip
+def test_a_crafted_archive_writes_nothing_outside(
+    tmp_path: Path, outside: Path, members: list[tuple[str, bytes, str, bytes]]
+) -> None:
+    given = [(n.format(out=outside), k, link.format(out=outside), d) for n, k, link, d in members]
+    with pytest.raises((ValueError, OSError)):
+        unpack(archive(tmp_path / "evil.tar", *given), tmp_path / "dest")
+    assert not (outside / "victim").exists() and not (tmp_path / "escape").exists()
+    assert (outside / "secret").read_text() == "keep" and (outside / "secret").stat().st_mode & 0o777 == 0o600
+    assert (outside / "dir").stat().st_mode & 0o777 == 0o700 and not any((outside / "dir").iterdir())
+
+
+def test_what_the_agent_left_comes_back_as_it_was_less_its_modes(tmp_path: Path) -> None:
+    """Files, folders, a link leading out (kept as a link, never followed) and a hard link (a copy)."""
+    made = archive(
+        tmp_path / "ok.tar",
+        ("s", tarfile.DIRTYPE, "", b""),
+        ("s/f.txt", tarfile.REGTYPE, "", b"hello"),
+        ("s/out", tarfile.SYMTYPE, "/etc/passwd", b""),
+        ("s/twin", tarfile.LNKTYPE, "s/f.txt", b""),
+    )
+    unpack(made, tmp_path / "dest")
+    dest = tmp_path / "dest" / "s"
+    assert (dest / "f.txt").read_text() == "hello" and (dest / "f.txt").stat().st_mode & 0o7000 == 0
+    assert (dest / "out").is_symlink() and str((dest / "out").readlink()) == "/etc/passwd"
+    assert (dest / "twin").read_text() == "hello" and not (dest / "twin").is_symlink()
+
+
+def test_compressed_or_oversized_archives_are_refused(tmp_path: Path) -> None:
+    with tarfile.open(tmp_path / "bomb.tar.xz", "w:xz") as tar:
+        info = tarfile.TarInfo("s/zeros")
+        info.size = 1 << 20
+        tar.addfile(info, io.BytesIO(bytes(1 << 20)))
+    with pytest.raises(tarfile.ReadError):
+        unpack(tmp_path / "bomb.tar.xz", tmp_path / "a")
+    big = archive(tmp_path / "big.tar", ("s/f", tarfile.REGTYPE, "", bytes(4096)))
+    with pytest.raises(ValueError, match="over"):
+        unpack(big, tmp_path / "b", limit=1024)
+
+
+def request(root: Path) -> AgentRequest:
+    return AgentRequest(
+        cli="claude",
+        model="sonnet",
+        prompt="p",
+        sandbox=str(root / "out" / "work"),
+        home=str(root / "out" / "home"),
+        raw_stream=str(root / "out" / "raw_stream.jsonl"),
+        skill_dir=str(root / "skill"),
+    )
+
+
+def test_nested_folders_travel_once_and_the_home_stays_behind(tmp_path: Path) -> None:
+    """Trigger mode keeps the sandbox and HOME in the outputs folder: each file is packed once, and
+    the session's HOME (the CLI's own files) is not brought back."""
+    req = request(tmp_path)
+    for folder in ("out/work", "out/home", "skill"):
+        (tmp_path / folder).mkdir(parents=True)
+    assert set(input_paths(req)) == {tmp_path / "out", tmp_path / "skill"}
+    (tmp_path / "out/work/a.txt").write_text("a")
+    (tmp_path / "out/home/.claude.json").write_text("{}")
+    assert output_folders(req) == {"outputs": tmp_path / "out"}
+    pack(output_folders(req), tmp_path / "files.tar", skip=(Path(req.home),))
+    with tarfile.open(tmp_path / "files.tar") as tar:
+        names = tar.getnames()
+    assert "outputs/work/a.txt" in names and not any("home" in n for n in names)
+
+
+def test_a_session_folder_that_comes_back_as_a_link_is_refused(tmp_path: Path) -> None:
+    """The restored sandbox may not be a link to a folder of this machine (grading would read it)."""
+    store = Storage(str(tmp_path / "storage"))
+    req = request(tmp_path / "run")
+    record = tmp_path / "session.json"
+    record.write_text(
+        json.dumps({"session": AgentSession(ok=True, status=SessionStatus.SUCCESS).model_dump()})
+    )
+    store.put(record, "sessions/k/session.json")
+    store.put(
+        archive(tmp_path / "f.tar", ("outputs", tarfile.SYMTYPE, str(Path.home()), b"")),
+        "sessions/k/files.tar",
+    )
+    with pytest.raises(ValueError, match="a link"):
+        _restore(store, "k", req)
+    assert not Path(req.raw_stream).parent.is_symlink()

@@ -1,0 +1,355 @@
+"""Agent sessions in containers of a Prefect Docker work pool: the real Docker daemon, the fleet's
+image built here, real prefect-docker workers, the real Claude Code CLI inside the containers
+against the scripted model server on this machine's 127.0.0.1, storage through a folder URL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from flows.cli.main import main
+from tests.fakes.provider import FakeProvider
+from tests.flows.helpers import Workers
+from tests.flows.test_skill_bench import SKILL, agent, judge, task_md
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
+POOL = "skillab-test-fleet"
+
+
+def docker_ready() -> str | None:
+    try:
+        proc = subprocess.run(["docker", "info"], capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    return None if proc.returncode == 0 else proc.stderr.decode()[-300:]
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workers]:
+    """The image, the pool and its deployment (storage: a folder, mounted), three workers."""
+    if (problem := docker_ready()) is not None:
+        pytest.fail(f"the Docker daemon is not running (scripts/test.sh starts it): {problem}")
+    from deployments.fleet import register
+
+    storage = tmp_path_factory.mktemp("fleet-storage")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("ANTHROPIC_API_KEY", "sk-fleet")  # into a Secret block the worker gives containers
+        register(POOL, str(storage), ("claude",))
+    workers = Workers(POOL, "docker", tmp_path_factory.mktemp("workers"))
+    try:
+        for i in range(3):
+            workers.start(f"worker-{i}")
+        yield workers
+    finally:
+        workers.stop()
+
+
+@pytest.fixture
+def suite(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    (root / ".claude" / "skills" / "calc-skill").mkdir(parents=True)
+    (root / ".claude" / "skills" / "calc-skill" / "SKILL.md").write_text(SKILL)
+    tasks = root / "suite"
+    tasks.mkdir()
+    for i, prompt in enumerate(("Create calc.py with add(a, b).", "Write calc.py defining add(a, b).")):
+        (tasks / f"task-0{i + 1}-easy.md").write_text(task_md(f"add {i}", prompt))
+    (tasks / "task-03-medium.md").write_text(task_md("add 3", "Make calc.py with add(a, b).", "medium"))
+    return root
+
+
+def run(suite: Path, url: str, results: str, *extra: str, runs: int = 2) -> dict[str, Any]:
+    args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", url]
+    args += ["--judge-model", "claude-opus-4", "--results-dir", str(suite / results), "--runs", str(runs)]
+    assert main([*args, "--timeout", "60", "--concurrency", "6", *extra]) == 0
+    (folder,) = (suite / results).glob("calc-skill-*")
+    return json.loads((folder / "report.json").read_text())
+
+
+#: What differs between two runs of the same suite whatever ran them: timings, costs and token counts
+#: (a container's CLI describes another machine in its system prompt), folders, ids.
+VARYING = re.compile(r"duration|tokens|cost|latency|timestamp|seconds|dir$|outputs|^id$", re.I)
+
+
+def comparable(value: Any) -> Any:
+    """A report less what varies between runs (its meta is the run's own)."""
+    if isinstance(value, dict):
+        return {k: comparable(v) for k, v in value.items() if k != "meta" and not VARYING.search(k)}
+    if isinstance(value, list):
+        return [comparable(v) for v in value]
+    return value
+
+
+def first_turns(server: FakeProvider) -> int:
+    """Agent sessions the scripted server saw start: a request with tools and no tool result yet."""
+    return server.count(
+        lambda c: bool(c.body.get("tools")) and "tool_result" not in json.dumps(c.body["messages"])
+    )
+
+
+def test_a_suite_over_three_docker_workers_gives_the_local_report(
+    fleet: Workers, suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """12 sessions (3 tasks x 2 arms x 2 runs) in containers of three workers under a fleet limit of
+    2: the same report as the suite run here, the files the sessions left where a local run leaves
+    them, the key from the pool's Secret block, and never more than 2 requests at the model at once."""
+    monkeypatch.chdir(suite)
+    with FakeProvider(judge, agent=agent, delay=0.3) as server:  # slow enough for sessions to overlap
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        local = run(suite, server.url, "local")
+        assert server.peak > 2  # unbounded, sessions overlap
+        server.peak, here = 0, server.count()
+        remote = run(suite, server.url, "remote", "--fleet-pool", POOL, "--fleet-sessions", "2")
+        assert server.peak <= 2
+        sessions = [c for c in server.calls[here:] if c.body.get("tools")]
+    assert comparable(remote) == comparable(local)
+    assert sessions and all(c.auth.get("x-api-key") == "sk-fleet" for c in sessions)
+    (folder,) = (suite / "remote").glob("calc-skill-*")
+    assert (folder / "sandbox/task-01/run-1/with-skill/calc.py").read_text().endswith("return a + b\n")
+    meta = json.loads((folder / "outputs/task-01/run-1/with-skill/meta.json").read_text())
+    assert meta["skill_invoked"] and remote["meta"]["isolation"] == "bubblewrap"
+
+
+def probe_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Tries every address but the model endpoint from inside the session, then answers."""
+    if "tool_result" in json.dumps(body["messages"]):
+        return [{"type": "text", "text": "probed"}]
+    targets = json.loads(PROBES.read_text())
+    script = (
+        "import socket, json\n"
+        "out = {}\n"
+        f"for host, port in {targets!r}:\n"
+        "    try:\n"
+        "        socket.create_connection((host, port), timeout=3).close(); out[f'{host}:{port}'] = 'open'\n"
+        "    except OSError as e:\n"
+        "        out[f'{host}:{port}'] = type(e).__name__\n"
+        "open('net.json', 'w').write(json.dumps(out))\n"
+    )
+    return [{"type": "tool_use", "name": "Bash", "input": {"command": f"python3 - <<'EOF'\n{script}EOF"}}]
+
+
+PROBES = Path(os.environ.get("TMPDIR", "/tmp")) / "skillab-fleet-probes.json"
+
+
+def test_a_session_in_a_container_reaches_the_model_endpoint_and_nothing_else(
+    fleet: Workers, suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session reaches its model (it ran), while the Prefect API, the model server's own port, the
+    Docker bridge's gateway and any outside address refuse it, as they do a session run here."""
+    from prefect.settings import get_current_settings
+
+    monkeypatch.chdir(suite)
+    for path in (suite / "suite").glob("task-0[23]*"):  # one task: two sessions probe
+        path.unlink()
+    api = urlsplit(str(get_current_settings().api.url))
+    with FakeProvider(judge, agent=probe_agent) as server:
+        model = urlsplit(server.url)
+        targets = [
+            ("127.0.0.1", api.port),
+            ("127.0.0.1", model.port),
+            ("172.17.0.1", api.port),
+            ("1.1.1.1", 80),
+        ]
+        PROBES.write_text(json.dumps(targets))
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", server.url]
+        args += ["--judge-model", "claude-opus-4", "--results-dir", str(suite / "net"), "--fleet-pool", POOL]
+        main([*args, "--timeout", "60", "--concurrency", "4"])
+    (folder,) = (suite / "net").glob("calc-skill-*")
+    seen = json.loads((folder / "sandbox/task-01/with-skill/net.json").read_text())
+    assert len(seen) == 4 and all(v != "open" for v in seen.values()), seen
+
+
+def test_killing_a_worker_loses_nothing_and_an_unchanged_baseline_is_not_run_again(
+    fleet: Workers, suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker killed while every worker runs a session: its container finishes, every session runs
+    once, none is an error. A second run with the skill edited dispatches only the with-skill arm."""
+    monkeypatch.chdir(suite)
+    with FakeProvider(judge, agent=agent, delay=1.0) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", server.url]
+        args += ["--judge-model", "claude-opus-4", "--results-dir", str(suite / "kill"), "--fleet-pool", POOL]
+        args += ["--timeout", "90", "--concurrency", "6"]
+        codes: list[int] = []
+        thread = threading.Thread(target=lambda: codes.append(main(args)))
+        thread.start()
+        deadline = time.monotonic() + 240
+        while running_containers() < 3 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert running_containers() == 3, "every worker was to be running a session"
+        fleet.kill("worker-0")
+        thread.join(600)
+        assert codes == [0]
+        assert first_turns(server) == 6  # 3 tasks x 2 arms, each run once
+        fleet.start("worker-0")
+        skill_md = suite / ".claude" / "skills" / "calc-skill" / "SKILL.md"
+        skill_md.write_text(skill_md.read_text() + "\nPrefer short functions.\n")
+        assert main(args) == 0
+        assert first_turns(server) == 9  # only the with-skill arm ran again
+    first, second = sorted((suite / "kill").glob("calc-skill-*"))
+    report = json.loads((first / "report.json").read_text())
+    assert all(report["summary"][arm]["errorCount"] == 0 for arm in ("baseline", "with-skill"))
+    assert json.loads((second / "report.json").read_text())["meta"]["reusedSessions"] == 3
+
+
+def running_containers() -> int:
+    proc = subprocess.run(
+        ["docker", "ps", "-q", "--filter", f"label=io.prefect.work-pool-name={POOL}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return len(proc.stdout.split())
+
+
+def test_a_pool_without_a_worker_gives_errors_not_a_hang(
+    fleet: Workers, suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sessions dispatched to a pool no worker polls (its machines gone) become errors the report
+    counts once the wait runs out, and their flow runs are cancelled."""
+    from deployments.fleet import register
+
+    register("skillab-test-idle", str(tmp_path / "idle-storage"), ("claude",))
+    monkeypatch.chdir(suite)
+    monkeypatch.setenv("SKILLAB_FLEET_NO_WORKER_S", "2")
+    with FakeProvider(judge, agent=agent) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", server.url]
+        args += ["--judge-model", "claude-opus-4", "--results-dir", str(suite / "idle")]
+        assert main([*args, "--fleet-pool", "skillab-test-idle"]) != 0
+        assert first_turns(server) == 0
+    (folder,) = (suite / "idle").glob("calc-skill-*")
+    meta = json.loads((folder / "outputs/task-01/with-skill/meta.json").read_text())
+    assert meta["status"] == "error" and "no worker of the pool online for 2s" in meta["error"]
+
+
+def test_a_trigger_suite_in_containers_gives_the_local_figures(
+    fleet: Workers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trigger sessions through the pool: the same rates, listing records and verdicts as here."""
+    from tests.fakes.provider import SkillScript
+    from tests.flows.test_trigger_bench import NAME, project
+
+    root = project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."})
+    monkeypatch.chdir(root)
+    reports = []
+    with FakeProvider() as server:
+        SkillScript(
+            NAME, p_by_query={"What is 17 times 3?": 0.0, "Explain what a greeting card is": 0.0}
+        ).install(server)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        args = ["skill", "triggers", "run", "--queries", "queries.yaml", "--base-url", server.url, "--quiet"]
+        args += [
+            "--skill",
+            str(root / "skills" / "v1" / NAME),
+            "--no-cache",
+            "--timeout",
+            "60",
+            "--runs",
+            "1",
+        ]
+        for where, extra in (("here", []), ("fleet", ["--fleet-pool", POOL])):
+            assert main([*args, "--results-dir", str(root / where), *extra]) == 0
+            (path,) = (root / where).glob("*-triggers-*.json")
+            reports.append(json.loads(path.read_text()))
+    here, there = reports
+    assert comparable(there) == comparable(here)
+    (summary,) = there["triggers"]["summaries"]
+    assert summary["counted"] == 4 and summary["queries"][0]["trigger"]["rate"] == 1.0
+    assert there["meta"]["fleetPool"] == POOL and here["meta"].get("fleetPool") is None
+
+
+@pytest.fixture
+def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """An S3 endpoint on 127.0.0.1 (moto's server, the real protocol) with an empty bucket; its
+    credentials in the environment, where s3fs and --register-fleet read them."""
+    from moto.server import ThreadedMotoServer
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        for name, value in {
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+            "AWS_ACCESS_KEY_ID": "fleet-test",
+            "AWS_SECRET_ACCESS_KEY": "fleet-test-secret",
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }.items():
+            monkeypatch.setenv(name, value)
+        import fsspec
+
+        fsspec.filesystem("s3", skip_instance_cache=True).mkdir("skillab-fleet")
+        yield "s3://skillab-fleet/runs"
+    finally:
+        server.stop()
+
+
+def test_sessions_travel_through_s3_with_nothing_mounted(
+    fleet: Workers, s3: str, suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pool whose storage is an s3:// URL: no folder is mounted into its containers, the S3
+    credentials reach them as Secret blocks, and every session's inputs, record and files travel
+    through the bucket; the parent grades them as usual."""
+    import fsspec
+    from prefect.client.orchestration import get_client
+
+    from deployments.fleet import register
+
+    register("skillab-test-s3", s3, ("claude",))
+    workers = Workers("skillab-test-s3", "docker", tmp_path)
+    workers.start("s3-worker")
+    monkeypatch.chdir(suite)
+    for path in (suite / "suite").glob("task-03*"):
+        path.unlink()
+    try:
+        with FakeProvider(judge, agent=agent) as server:
+            monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+            monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+            report = run(suite, server.url, "s3", "--fleet-pool", "skillab-test-s3", runs=1)
+    finally:
+        workers.stop()
+
+    async def template() -> dict[str, Any]:
+        async with get_client() as client:
+            return (await client.read_work_pool("skillab-test-s3")).base_job_template
+
+    props = asyncio.run(template())["variables"]["properties"]
+    assert props["volumes"]["default"] == [] and "AWS_SECRET_ACCESS_KEY" in props["env"]["default"]
+    records = fsspec.filesystem("s3", skip_instance_cache=True).glob(
+        "skillab-fleet/runs/sessions/*/session.json"
+    )
+    assert len(records) == 4  # 2 tasks x 2 arms
+    assert report["summary"]["with-skill"]["avgCompositeScore"] == 90
+
+
+def test_a_pool_that_cannot_take_the_run_is_one_line_and_exit_2(
+    suite: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No deployment for the pool, or a flag the fleet cannot honour: exit 2 before any session."""
+    monkeypatch.chdir(suite)
+    with FakeProvider(judge, agent=agent) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", server.url]
+        args += ["--judge-model", "claude-opus-4", "--results-dir", str(suite / "bad")]
+        assert main([*args, "--fleet-pool", "no-such-pool"]) == 2
+        assert "--fleet-pool: no deployment 'skillab-session/no-such-pool'" in capsys.readouterr().err
+        assert main([*args, "--fleet-pool", POOL, "--allow-network"]) == 2
+        assert "--fleet-pool: not with --allow-network" in capsys.readouterr().err
+        assert first_turns(server) == 0
