@@ -19,16 +19,14 @@ installs prefect-docker) on any machine with the image and access to the storage
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from deployments.image import Built, build
 from executors.egress import PROVIDERS
 from executors.errors import InputError
-from flows.engine.remote import ROOT, SESSION_FLOW, container_session, source_digest
+from flows.engine.remote import SESSION_FLOW, container_session, source_digest
 
 #: What bubblewrap needs to build its sandbox inside the container (measured: less and it cannot).
 CONTAINER_OPTIONS = {
@@ -82,18 +80,6 @@ def job_template(image: str, storage: str, keys: dict[str, str]) -> dict[str, An
     return template
 
 
-@contextlib.contextmanager
-def _in_checkout() -> Iterator[None]:
-    """The deployment's entrypoint is named relative to the working folder: the checkout's, which the
-    image holds at /opt/skillab."""
-    before = Path.cwd()
-    os.chdir(ROOT)
-    try:
-        yield
-    finally:
-        os.chdir(before)
-
-
 async def _pool(name: str, template: dict[str, Any]) -> None:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.actions import WorkPoolCreate, WorkPoolUpdate
@@ -115,6 +101,7 @@ def register(pool: str, storage: str, clis: tuple[str, ...] = ("claude",)) -> tu
     """Build the image, make (or update) the Docker pool and the session deployment on it; the
     deployment's version is the code's digest, which a dispatching run checks."""
     from prefect.blocks.system import Secret
+    from prefect.types.entrypoint import EntrypointType
 
     if "://" not in storage:
         storage = str(Path(storage).resolve())
@@ -124,18 +111,19 @@ def register(pool: str, storage: str, clis: tuple[str, ...] = ("claude",)) -> tu
     for env, value in keys.items():
         Secret(value=value).save(secret_block(env), overwrite=True)
     asyncio.run(_pool(pool, job_template(built.tag, storage, keys)))
-    with _in_checkout():
-        deployment_id = container_session.deploy(
-            name=pool,
-            work_pool_name=pool,
-            image=built.tag,
-            build=False,
-            push=False,
-            version=source_digest(),
-            parameters={"storage": storage},
-            job_variables={"image": built.tag},
-            print_next_steps=False,
-            tags=["skillab", "fleet"],
-            description="One agent session of a skillab run, in the fleet's container.",
-        )
+    deployment_id = container_session.deploy(
+        name=pool,
+        work_pool_name=pool,
+        image=built.tag,
+        build=False,
+        push=False,
+        version=source_digest(),
+        parameters={"storage": storage},
+        job_variables={"image": built.tag},
+        # imported from the image's own copy (on its PYTHONPATH), not copied from a path per run
+        entrypoint_type=EntrypointType.MODULE_PATH,
+        print_next_steps=False,
+        tags=["skillab", "fleet"],
+        description="One agent session of a skillab run, in the fleet's container.",
+    )
     return built, f"{SESSION_FLOW}/{pool} ({deployment_id})"

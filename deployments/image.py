@@ -205,7 +205,9 @@ def _base(rootfs: str, clis: tuple[str, ...]) -> tuple[str, bool]:
         _build(
             tag,
             context,
-            f"FROM {rootfs}\nCOPY venv {VENV}\nCOPY clis {IMAGE_CLI_DIR}\n"
+            # bytecode made once here (uv writes none): a container imports Prefect without compiling it
+            f"FROM {rootfs}\nCOPY venv {VENV}\nRUN python3 -m compileall -q -j0 {VENV} >/dev/null; true\n"
+            f"COPY clis {IMAGE_CLI_DIR}\n"
             f"ENV PATH={VENV}/bin:/usr/local/bin:/usr/bin:/bin {CLI_DIR_ENV}={IMAGE_CLI_DIR} "
             "PYTHONDONTWRITEBYTECODE=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1\n",
         )
@@ -255,7 +257,7 @@ def build(clis: tuple[str, ...] = ("claude",)) -> Built:
             _build(
                 tag,
                 context,
-                f"FROM {base}\n{copies}WORKDIR {APP}\nENV PYTHONPATH={APP}\n"
+                f"FROM {base}\n{copies}RUN python -m compileall -q {APP}\nWORKDIR {APP}\nENV PYTHONPATH={APP}\n"
                 f'LABEL skillab.source="{source_digest()}"\n',
             )
         made.append(tag)

@@ -16,7 +16,7 @@ import datetime as dt
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from prefect.utilities.annotations import quote
 
@@ -29,7 +29,6 @@ from flows.engine.progress import Progress
 from flows.engine.remote import FleetPool
 from flows.engine.runlog import quiet_call_failures
 from flows.inputs.prepare import Prepared
-from flows.inputs.skill_config import SkillBenchConfig
 from tasks.context import current
 from tasks.execute import failed_result, with_policy
 from tasks.schema import CallPolicy, NotRun, NotRunReason, Record, RunStats, ShardRun, Unit, UnitKind
@@ -74,6 +73,17 @@ def not_run(unit: Unit | tuple[str, str, int], reason: NotRunReason) -> NotRun:
     return NotRun(sample_id=case, variant=variant, run=run, kind=UnitKind.SESSION, reason=reason)
 
 
+class FleetLimited(Protocol):
+    """What a mode's options say of its calls' limits (agentic mode's SkillBenchConfig)."""
+
+    @property
+    def concurrency(self) -> int: ...
+    @property
+    def fleet_sessions(self) -> int | None: ...
+    @property
+    def fleet_rpm(self) -> int | None: ...
+
+
 @dataclass(frozen=True)
 class RunnerConfig:
     """What bounds a run: concurrent calls, where finished calls are cached, and the budgets."""
@@ -90,7 +100,7 @@ class RunnerConfig:
     fleet_pool: str | None = None  # sessions run in containers of this Docker work pool (--fleet-pool)
 
     @classmethod
-    def judging(cls, config: SkillBenchConfig, cache_dir: Path) -> RunnerConfig:
+    def judging(cls, config: FleetLimited, cache_dir: Path) -> RunnerConfig:
         """Agentic mode's judge and diagnosis calls: here, never in the pool, within the account's
         fleet limits like its sessions."""
         return cls(

@@ -26,6 +26,7 @@ from tests.flows.test_skill_bench import SKILL, agent, judge, task_md
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 POOL = "skillab-test-fleet"
+CLIS = ("claude", "copilot", "opencode")  # one image for every test here: its base layer is made once
 
 
 def docker_ready() -> str | None:
@@ -46,7 +47,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workers]:
     storage = tmp_path_factory.mktemp("fleet-storage")
     with pytest.MonkeyPatch.context() as env:
         env.setenv("ANTHROPIC_API_KEY", "sk-fleet")  # into a Secret block the worker gives containers
-        register(POOL, str(storage), ("claude",))
+        register(POOL, str(storage), CLIS)
     workers = Workers(POOL, "docker", tmp_path_factory.mktemp("workers"))
     try:
         for i in range(3):
@@ -224,7 +225,7 @@ def test_a_pool_without_a_worker_gives_errors_not_a_hang(
     counts once the wait runs out, and their flow runs are cancelled."""
     from deployments.fleet import register
 
-    register("skillab-test-idle", str(tmp_path / "idle-storage"), ("claude",))
+    register("skillab-test-idle", str(tmp_path / "idle-storage"), CLIS)
     monkeypatch.chdir(suite)
     monkeypatch.setenv("SKILLAB_FLEET_NO_WORKER_S", "2")
     with FakeProvider(judge, agent=agent) as server:
@@ -312,7 +313,7 @@ def test_sessions_travel_through_s3_with_nothing_mounted(
 
     from deployments.fleet import register
 
-    register("skillab-test-s3", s3, ("claude",))
+    register("skillab-test-s3", s3, CLIS)
     workers = Workers("skillab-test-s3", "docker", tmp_path)
     workers.start("s3-worker")
     monkeypatch.chdir(suite)
@@ -353,3 +354,31 @@ def test_a_pool_that_cannot_take_the_run_is_one_line_and_exit_2(
         assert main([*args, "--fleet-pool", POOL, "--allow-network"]) == 2
         assert "--fleet-pool: not with --allow-network" in capsys.readouterr().err
         assert first_turns(server) == 0
+
+
+def test_copilot_and_opencode_sessions_run_in_the_fleets_containers(
+    fleet: Workers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Copilot CLI and OpenCode in the fleet's image: a two-agent matrix through the pool finds each
+    agent's scripted effect (none on copilot; on opencode a fix of one task of two), every session clean."""
+    from tests.flows.test_agent_matrix import EASY, anthropic_agents, opencode_agent
+
+    (tmp_path / ".claude" / "skills" / "calc-skill").mkdir(parents=True)
+    (tmp_path / ".claude" / "skills" / "calc-skill" / "SKILL.md").write_text(SKILL)
+    (tmp_path / "suite").mkdir()
+    for i, prompt in enumerate(("Create calc.py with add(a, b).", EASY), 1):
+        (tmp_path / "suite" / f"task-0{i}-easy.md").write_text(task_md(f"task {i}", prompt))
+    monkeypatch.chdir(tmp_path)
+    with FakeProvider(judge, agent=anthropic_agents) as server:
+        server.chat_agent = opencode_agent
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--runner", "copilot,opencode"]
+        args += ["--base-url", f"copilot={server.url},opencode={server.url}/v1"]
+        args += ["--judge-model", "claude-opus-4", "--results-dir", str(tmp_path / "results")]
+        main([*args, "--timeout", "90", "--concurrency", "4", "--fleet-pool", POOL])
+    (root,) = (tmp_path / "results").glob("calc-skill-agents-*")
+    report = json.loads((root / "report.json").read_text())
+    lifts = {a["runner"]: a for a in report["matrix"]["agents"]}
+    assert lifts["copilot"]["paired"]["mean"] == 0 and lifts["opencode"]["paired"]["mean"] == 25
+    assert all(a["invokedRate"] == 1.0 and a["errors"] == 0 for a in lifts.values())
