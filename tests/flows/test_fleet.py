@@ -208,14 +208,20 @@ def test_killing_a_worker_loses_nothing_and_an_unchanged_baseline_is_not_run_aga
     assert json.loads((second / "report.json").read_text())["meta"]["reusedSessions"] == 3
 
 
-def running_containers() -> int:
+def containers(*status: str) -> list[str]:
+    """The ids of the pool's containers that exist now (running or paused), or in ``status``."""
     proc = subprocess.run(
-        ["docker", "ps", "-q", "--filter", f"label=io.prefect.work-pool-name={POOL}"],
+        ["docker", "ps", "-q", "--filter", f"label=io.prefect.work-pool-name={POOL}"]
+        + [f"--filter=status={s}" for s in status],
         capture_output=True,
         text=True,
         check=True,
     )
-    return len(proc.stdout.split())
+    return proc.stdout.split()
+
+
+def running_containers() -> int:
+    return len(containers())
 
 
 def test_a_pool_without_a_worker_gives_errors_not_a_hang(
@@ -382,3 +388,57 @@ def test_copilot_and_opencode_sessions_run_in_the_fleets_containers(
     lifts = {a["runner"]: a for a in report["matrix"]["agents"]}
     assert lifts["copilot"]["paired"]["mean"] == 0 and lifts["opencode"]["paired"]["mean"] == 25
     assert all(a["invokedRate"] == 1.0 and a["errors"] == 0 for a in lifts.values())
+
+
+def test_the_budget_holds_for_sessions_in_the_pool(
+    fleet: Workers, suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--max-calls counts the sessions the parent dispatches: 2 of the 6 run, 4 are not run."""
+    monkeypatch.chdir(suite)
+    with FakeProvider(judge, agent=agent) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", server.url]
+        args += ["--judge-model", "claude-opus-4", "--results-dir", str(suite / "budget"), "--max-calls", "2"]
+        main([*args, "--fleet-pool", POOL, "--concurrency", "1"])
+        assert first_turns(server) == 2
+    (folder,) = (suite / "budget").glob("calc-skill-*")
+    meta = json.loads((folder / "report.json").read_text())["meta"]
+    assert len(meta["notRun"]) == 4 and all(n["reason"] == "budget" for n in meta["notRun"])
+
+
+def test_a_hung_container_is_cancelled_and_counted_as_an_error(
+    fleet: Workers, suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A container frozen mid-session (docker pause) stores no result: once the session's timeout and
+    the grace period have passed since a worker took it, its flow run is cancelled and the session is
+    an error the report counts. (A frozen container outlives the cancellation: removed here.)"""
+    monkeypatch.chdir(suite)
+    for path in (suite / "suite").glob("task-0[23]*"):
+        path.unlink()
+    monkeypatch.setenv("SKILLAB_FLEET_GRACE_S", "1")
+    frozen: list[str] = []
+
+    def freeze_the_first() -> None:
+        deadline = time.monotonic() + 120
+        while not frozen and time.monotonic() < deadline:
+            for container in containers("running"):
+                if subprocess.run(["docker", "pause", container], capture_output=True).returncode == 0:
+                    frozen.append(container)
+                    break
+            time.sleep(0.2)
+
+    with FakeProvider(judge, agent=agent, delay=1.0) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", server.url]
+        args += ["--judge-model", "claude-opus-4", "--results-dir", str(suite / "hung"), "--timeout", "10"]
+        watcher = threading.Thread(target=freeze_the_first)
+        watcher.start()
+        try:
+            main([*args, "--fleet-pool", POOL, "--concurrency", "1"])
+        finally:
+            watcher.join()
+            subprocess.run(["docker", "rm", "-f", *frozen], capture_output=True, check=False)
+    (folder,) = (suite / "hung").glob("calc-skill-*")
+    errors = [json.loads(p.read_text()) for p in folder.glob("outputs/task-01/*/meta.json")]
+    assert frozen and any(m["status"] == "error" and "after a worker took it" in m["error"] for m in errors)
