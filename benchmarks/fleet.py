@@ -27,21 +27,17 @@ from flows.cli.main import main
 from tests.fakes.provider import FakeProvider
 from tests.flows.helpers import Workers
 from tests.flows.test_fleet import POOL
-from tests.flows.test_skill_bench import SKILL, agent, judge, task_md
+from tests.flows.test_skill_bench import agent, calc_project, judge, skill_run
 
 
 def suite(root: Path, tasks: int) -> Path:
-    (root / ".claude" / "skills" / "calc-skill").mkdir(parents=True)
-    (root / ".claude" / "skills" / "calc-skill" / "SKILL.md").write_text(SKILL)
-    (root / "suite").mkdir()
-    for i in range(tasks):
-        (root / "suite" / f"task-{i + 1:02d}-easy.md").write_text(task_md(f"add {i}", f"Write calc.py #{i}."))
-    return root
+    return calc_project(
+        root, {f"task-{i + 1:02d}-easy": (f"add {i}", f"Write calc.py #{i}.") for i in range(tasks)}
+    )
 
 
 def timed_run(root: Path, url: str, concurrency: int, *extra: str) -> float:
-    args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", url]
-    args += ["--judge-model", "claude-opus-4", "--results-dir", str(root / "results"), "--no-diagnose"]
+    args = [*skill_run(root, url), "--no-diagnose"]
     args += ["--concurrency", str(concurrency), "--no-reuse-baseline", *extra]
     os.chdir(root)  # the skill is found in the project's .claude/skills
     started = time.perf_counter()

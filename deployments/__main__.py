@@ -45,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return fleet_command(args.register_fleet, args.fleet_storage, clis)
         except InputError as exc:
-            print(f"skillab: error: {exc}", file=sys.stderr)
+            for line in exc.lines:
+                print(f"skillab: error: {line}", file=sys.stderr)
             return 2
     configure_prefect()
     from prefect import serve

@@ -29,9 +29,9 @@ from pathlib import Path
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
 
-from executors.agent import CLI_DIR_ENV, DEFAULT_CLI_DIR
+from executors.agent import CLI_DIR_ENV, cli_dir
 from executors.errors import InputError
-from flows.engine.remote import ROOT, SOURCES, source_digest
+from flows.engine.remote import ROOT, SOURCES, source_digest, source_files
 
 SUITE, MIRROR = "bookworm", "http://deb.debian.org/debian"
 PACKAGES = ("python3", "python3-venv", "ca-certificates", "bubblewrap", "nodejs", "git", "ripgrep")
@@ -96,10 +96,6 @@ def runtime_requirements(extras: tuple[str, ...] = ("s3",)) -> list[str]:
             if (dep := Requirement(r)).marker is None or dep.marker.evaluate({**base, "extra": ""})
         )
     return sorted(f"{n}=={v}" for n, v in seen.items())
-
-
-def cli_dir() -> Path:
-    return Path(os.environ.get(CLI_DIR_ENV) or DEFAULT_CLI_DIR)
 
 
 def cli_closure(modules: Path, clis: Iterable[str]) -> list[str]:
@@ -241,24 +237,21 @@ def build(clis: tuple[str, ...] = ("claude",)) -> Built:
     made += [rootfs] if new else []
     base, new = _base(rootfs, clis)
     made += [base] if new else []
-    tag = f"skillab-session:{_digest(base, source_digest())}"
+    source = source_digest()
+    tag = f"skillab-session:{_digest(base, source)}"
     if not exists(tag):
         with tempfile.TemporaryDirectory(prefix="skillab-image-") as tmp:
             context = Path(tmp)
-            for name in SOURCES:
-                source = ROOT / name
-                if source.is_file():
-                    shutil.copy2(source, context / name)
-                else:
-                    shutil.copytree(
-                        source, context / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
-                    )
+            for path in source_files():  # exactly what the digest covers
+                copy = context / path.relative_to(ROOT)
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, copy)
             copies = "".join(f"COPY {name} {APP}/{name}\n" for name in SOURCES)
             _build(
                 tag,
                 context,
                 f"FROM {base}\n{copies}RUN python -m compileall -q {APP}\nWORKDIR {APP}\nENV PYTHONPATH={APP}\n"
-                f'LABEL skillab.source="{source_digest()}"\n',
+                f'LABEL skillab.source="{source}"\n',
             )
         made.append(tag)
     _checked(docker("tag", tag, "skillab-session:latest"), "docker tag")

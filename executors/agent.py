@@ -63,11 +63,16 @@ SAMPLE_TURNS = 3
 TURN_GROWTH_TOKENS, TURN_OUTPUT_TOKENS = 4_000, 4_000
 
 
+def cli_dir() -> Path:
+    """Where scripts/install-agent-clis.sh installs the pinned agent CLIs ($SKILLAB_AGENT_CLI_DIR)."""
+    return Path(os.environ.get(CLI_DIR_ENV) or DEFAULT_CLI_DIR)
+
+
 def find_binary(name: str) -> str | None:
     env = os.environ.get(f"SKILLAB_{name.upper()}_BIN")
     if env:
         return env
-    local = Path(os.environ.get(CLI_DIR_ENV) or DEFAULT_CLI_DIR) / "node_modules" / ".bin" / name
+    local = cli_dir() / "node_modules" / ".bin" / name
     return str(local) if local.exists() else shutil.which(name)
 
 

@@ -22,7 +22,7 @@ import pytest
 from flows.cli.main import main
 from tests.fakes.provider import FakeProvider
 from tests.flows.helpers import Workers
-from tests.flows.test_skill_bench import SKILL, agent, judge, task_md
+from tests.flows.test_skill_bench import agent, calc_project, judge, skill_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 POOL = "skillab-test-fleet"
@@ -59,20 +59,18 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workers]:
 
 @pytest.fixture
 def suite(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / ".claude" / "skills" / "calc-skill").mkdir(parents=True)
-    (root / ".claude" / "skills" / "calc-skill" / "SKILL.md").write_text(SKILL)
-    tasks = root / "suite"
-    tasks.mkdir()
-    for i, prompt in enumerate(("Create calc.py with add(a, b).", "Write calc.py defining add(a, b).")):
-        (tasks / f"task-0{i + 1}-easy.md").write_text(task_md(f"add {i}", prompt))
-    (tasks / "task-03-medium.md").write_text(task_md("add 3", "Make calc.py with add(a, b).", "medium"))
-    return root
+    return calc_project(
+        tmp_path / "proj",
+        {
+            "task-01-easy": ("add 0", "Create calc.py with add(a, b)."),
+            "task-02-easy": ("add 1", "Write calc.py defining add(a, b)."),
+            "task-03-medium": ("add 3", "Make calc.py with add(a, b)."),
+        },
+    )
 
 
 def run(suite: Path, url: str, results: str, *extra: str, runs: int = 2) -> dict[str, Any]:
-    args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", url]
-    args += ["--judge-model", "claude-opus-4", "--results-dir", str(suite / results), "--runs", str(runs)]
+    args = [*skill_run(suite, url, results), "--runs", str(runs)]
     assert main([*args, "--timeout", "60", "--concurrency", "6", *extra]) == 0
     (folder,) = (suite / results).glob("calc-skill-*")
     return json.loads((folder / "report.json").read_text())
@@ -166,8 +164,7 @@ def test_a_session_in_a_container_reaches_the_model_endpoint_and_nothing_else(
         PROBES.write_text(json.dumps(targets))
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-        args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", server.url]
-        args += ["--judge-model", "claude-opus-4", "--results-dir", str(suite / "net"), "--fleet-pool", POOL]
+        args = [*skill_run(suite, server.url, "net"), "--fleet-pool", POOL]
         main([*args, "--timeout", "60", "--concurrency", "4"])
     (folder,) = (suite / "net").glob("calc-skill-*")
     seen = json.loads((folder / "sandbox/task-01/with-skill/net.json").read_text())
@@ -183,8 +180,7 @@ def test_killing_a_worker_loses_nothing_and_an_unchanged_baseline_is_not_run_aga
     with FakeProvider(judge, agent=agent, delay=1.0) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-        args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", server.url]
-        args += ["--judge-model", "claude-opus-4", "--results-dir", str(suite / "kill"), "--fleet-pool", POOL]
+        args = [*skill_run(suite, server.url, "kill"), "--fleet-pool", POOL]
         args += ["--timeout", "90", "--concurrency", "6"]
         codes: list[int] = []
         thread = threading.Thread(target=lambda: codes.append(main(args)))
@@ -236,8 +232,7 @@ def test_a_pool_without_a_worker_gives_errors_not_a_hang(
     monkeypatch.setenv("SKILLAB_FLEET_NO_WORKER_S", "2")
     with FakeProvider(judge, agent=agent) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", server.url]
-        args += ["--judge-model", "claude-opus-4", "--results-dir", str(suite / "idle")]
+        args = skill_run(suite, server.url, "idle")
         assert main([*args, "--fleet-pool", "skillab-test-idle"]) != 0
         assert first_turns(server) == 0
     (folder,) = (suite / "idle").glob("calc-skill-*")
@@ -353,8 +348,7 @@ def test_a_pool_that_cannot_take_the_run_is_one_line_and_exit_2(
     monkeypatch.chdir(suite)
     with FakeProvider(judge, agent=agent) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", server.url]
-        args += ["--judge-model", "claude-opus-4", "--results-dir", str(suite / "bad")]
+        args = skill_run(suite, server.url, "bad")
         assert main([*args, "--fleet-pool", "no-such-pool"]) == 2
         assert "--fleet-pool: no deployment 'skillab-session/no-such-pool'" in capsys.readouterr().err
         assert main([*args, "--fleet-pool", POOL, "--allow-network"]) == 2
@@ -369,11 +363,10 @@ def test_copilot_and_opencode_sessions_run_in_the_fleets_containers(
     agent's scripted effect (none on copilot; on opencode a fix of one task of two), every session clean."""
     from tests.flows.test_agent_matrix import EASY, anthropic_agents, opencode_agent
 
-    (tmp_path / ".claude" / "skills" / "calc-skill").mkdir(parents=True)
-    (tmp_path / ".claude" / "skills" / "calc-skill" / "SKILL.md").write_text(SKILL)
-    (tmp_path / "suite").mkdir()
-    for i, prompt in enumerate(("Create calc.py with add(a, b).", EASY), 1):
-        (tmp_path / "suite" / f"task-0{i}-easy.md").write_text(task_md(f"task {i}", prompt))
+    calc_project(
+        tmp_path,
+        {"task-01-easy": ("task 1", "Create calc.py with add(a, b)."), "task-02-easy": ("task 2", EASY)},
+    )
     monkeypatch.chdir(tmp_path)
     with FakeProvider(judge, agent=anthropic_agents) as server:
         server.chat_agent = opencode_agent
@@ -398,8 +391,7 @@ def test_the_budget_holds_for_sessions_in_the_pool(
     with FakeProvider(judge, agent=agent) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-        args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", server.url]
-        args += ["--judge-model", "claude-opus-4", "--results-dir", str(suite / "budget"), "--max-calls", "2"]
+        args = [*skill_run(suite, server.url, "budget"), "--max-calls", "2"]
         main([*args, "--fleet-pool", POOL, "--concurrency", "1"])
         assert first_turns(server) == 2
     (folder,) = (suite / "budget").glob("calc-skill-*")
@@ -430,8 +422,7 @@ def test_a_hung_container_is_cancelled_and_counted_as_an_error(
 
     with FakeProvider(judge, agent=agent, delay=1.0) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", server.url]
-        args += ["--judge-model", "claude-opus-4", "--results-dir", str(suite / "hung"), "--timeout", "10"]
+        args = [*skill_run(suite, server.url, "hung"), "--timeout", "10"]
         watcher = threading.Thread(target=freeze_the_first)
         watcher.start()
         try:

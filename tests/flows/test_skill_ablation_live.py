@@ -24,6 +24,7 @@ from executors.agent import find_binary
 from flows.cli.main import main
 from flows.report.logtext import md as escape
 from tests.fakes.provider import FakeProvider
+from tests.flows.test_skill_bench import skill_run
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 SKILL = """---
@@ -114,8 +115,7 @@ def test_ablate_finds_the_one_section_that_matters(
     with FakeProvider(judge, agent=agent) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-        args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", server.url]
-        args += ["--judge-model", "claude-opus-4", "--results-dir", str(project / "results")]
+        args = skill_run(project, server.url)
         args += ["--output-dir", str(project / "reports"), "--timeout", "30", "--concurrency", "3"]
         code = main([*args, "--no-diagnose", "--ablate"])
     out = capsys.readouterr().out

@@ -110,22 +110,32 @@ def faults(call: Call) -> Fault | None:
 def project(tmp_path: Path) -> Path:
     if find_binary("claude") is None:
         pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
-    root = tmp_path / "proj"
+    return calc_project(
+        tmp_path / "proj",
+        {
+            "task-01-easy": ("add numbers", "Create calc.py with add(a, b)."),
+            "task-02-easy": ("add again", "Write calc.py defining add(a, b)."),
+            "task-03-medium": ("hangs", "HANG: create calc.py"),
+            "task-04-hard": ("api error", "FAIL500: create calc.py"),
+        },
+    )
+
+
+def calc_project(root: Path, tasks: dict[str, tuple[str, str]]) -> Path:
+    """A project with the calc skill in .claude/skills and a suite of tasks: file stem (its last part
+    the difficulty) -> (name, prompt)."""
     (root / ".claude" / "skills" / "calc-skill").mkdir(parents=True)
     (root / ".claude" / "skills" / "calc-skill" / "SKILL.md").write_text(SKILL)
-    tasks = root / "suite"
-    tasks.mkdir()
-    (tasks / "task-01-easy.md").write_text(task_md("add numbers", "Create calc.py with add(a, b)."))
-    (tasks / "task-02-easy.md").write_text(task_md("add again", "Write calc.py defining add(a, b)."))
-    (tasks / "task-03-medium.md").write_text(task_md("hangs", "HANG: create calc.py", "medium"))
-    (tasks / "task-04-hard.md").write_text(task_md("api error", "FAIL500: create calc.py", "hard"))
+    (root / "suite").mkdir()
+    for stem, (name, prompt) in tasks.items():
+        (root / "suite" / f"{stem}.md").write_text(task_md(name, prompt, stem.rsplit("-", 1)[1]))
     return root
 
 
-def skill_run(project: Path, url: str) -> list[str]:
+def skill_run(project: Path, url: str, results: str = "results") -> list[str]:
     """`skill run` of the project's suite against the scripted server, the judge on it too."""
     args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", url]
-    return [*args, "--judge-model", "claude-opus-4", "--results-dir", str(project / "results")]
+    return [*args, "--judge-model", "claude-opus-4", "--results-dir", str(project / results)]
 
 
 def test_skill_run_end_to_end(
