@@ -6,7 +6,8 @@ a few hundred units (seen here after `server stop` during a run). The run's own 
 the API: task runs go on, and the report and the cache are written. So a daemon thread watches the
 API; once it refuses connections, the command ends as soon as its outcome is known: the summary and
 the gate as usual, one line saying what the Prefect UI will lack, then the exit, with the code the
-command would have had. Nothing here imports Prefect."""
+command would have had. An API that answers again before then (its server restarted) has the run
+back: it goes on with it, its final state reaching the UI. Nothing here imports Prefect."""
 
 from __future__ import annotations
 
@@ -42,24 +43,31 @@ class ApiWatch:
 
         while probe(self.api_url) == "refused":  # not yet up (a configured server may start late)
             time.sleep(POLL_S)
-        refusals = silences = 0
-        while refusals < MISSES and silences < SILENT:
-            time.sleep(POLL_S)
-            answer = probe(self.api_url)
-            refusals = refusals + 1 if answer == "refused" else 0
-            silences = silences + 1 if answer == "silent" else 0
-        print(
-            f"skillab: the Prefect API at {self.api_url} stopped answering (was its server stopped?): "
-            "the run goes on and ends without it; its state and artifacts in the Prefect UI stay incomplete",
-            file=sys.stderr,
-            flush=True,
-        )
-        quiet_prefect()
-        while (code := self.settled()) is None:
-            time.sleep(0.5)
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        os._exit(code)  # Prefect's threads would wait on the API for ever: the work is on disk
+        while True:
+            refusals = silences = 0
+            while refusals < MISSES and silences < SILENT:
+                time.sleep(POLL_S)
+                answer = probe(self.api_url)
+                refusals = refusals + 1 if answer == "refused" else 0
+                silences = silences + 1 if answer == "silent" else 0
+            self.say(
+                "stopped answering (was its server stopped?): the run goes on; unless the API comes back, "
+                "it ends without it, its state and artifacts in the Prefect UI incomplete"
+            )
+            loud = quiet_prefect()
+            while (code := self.settled()) is None:
+                if probe(self.api_url) == "answered":  # a restarted server: the run goes on with it
+                    break
+                time.sleep(0.5)
+            else:
+                for stream in (sys.stdout, sys.stderr):
+                    stream.flush()
+                os._exit(code)  # Prefect's threads would wait on the API for ever: the work is on disk
+            loud()
+            self.say("answers again: the run goes on with it")
+
+    def say(self, what: str) -> None:
+        print(f"skillab: the Prefect API at {self.api_url} {what}", file=sys.stderr, flush=True)
 
     def settled(self) -> int | None:
         with self.lock:
@@ -72,14 +80,25 @@ class ApiWatch:
             return self.code
 
 
-def quiet_prefect() -> None:
+def quiet_prefect() -> Callable[[], None]:
     """Prefect's complaints about the API, one per queued event and log batch, say nothing new now.
-    Handlers, not loggers: Prefect's internal loggers ignore their level (``SafeLogger``)."""
+    Handlers, not loggers: Prefect's internal loggers ignore their level (``SafeLogger``). Returns
+    what puts them back (the API came back)."""
     names = [n for n in logging.root.manager.loggerDict if n.split(".")[0] == "prefect"]
-    for logger in [logging.getLogger(), *map(logging.getLogger, names)]:
-        for handler in logger.handlers:
-            handler.setLevel(logging.CRITICAL)
+    handlers = {
+        h for logger in [logging.getLogger(), *map(logging.getLogger, names)] for h in logger.handlers
+    }
+    levels, raising = {h: h.level for h in handlers}, logging.raiseExceptions
+    for handler in handlers:
+        handler.setLevel(logging.CRITICAL)
     logging.raiseExceptions = False  # the API log handler prints each failed batch to stderr otherwise
+
+    def loud() -> None:
+        for handler, level in levels.items():
+            handler.setLevel(level)
+        logging.raiseExceptions = raising
+
+    return loud
 
 
 #: A command's ending: (its flow run's outcome, the run's final state, or None when the watch ends the

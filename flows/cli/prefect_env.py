@@ -51,6 +51,9 @@ PREFECT_DEFAULTS = {
     "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_READ_BATCH_SIZE": "50",
     "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_FLUSH_INTERVAL": "1",
     "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "false",
+    # A server skillab starts keeps the fleet's concurrency leases on disk: in memory (Prefect's
+    # default) a restart forgets them while their slots stay taken, and the fleet's runs stall.
+    "PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE": "prefect.server.concurrency.lease_storage.filesystem",
 }
 
 #: "persistent" (default): reuse or start a local server that outlives the run; "ephemeral": Prefect's

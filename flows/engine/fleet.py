@@ -18,9 +18,11 @@ import hashlib
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from executors.egress import PROVIDERS, Provider, forwarder
 from executors.registry import agent_cli
+from flows.engine.runlog import run_logger
 
 PREFIX = "skillab-sessions"
 RATE_PREFIX = "skillab-rate"
@@ -44,6 +46,26 @@ def fleet_name(cli: str, prefix: str = PREFIX) -> str:
     secrets = provider.secrets()
     account = hashlib.sha256("\0".join(secrets).encode()).hexdigest()[:12] if secrets else "no-key"
     return f"{prefix}-{provider.name}-{account}"
+
+
+#: Prefect's default lease storage, which a server restart empties.
+MEMORY_LEASES = "prefect.server.concurrency.lease_storage.memory"
+
+
+async def warn_of_forgotten_leases(client: Any) -> None:
+    """One warning when the server keeps concurrency leases in memory: a restart of it would leave the
+    slots of the sessions then running taken for good, and the fleet's runs waiting for them."""
+    try:
+        response = await client.request("GET", "/admin/settings")
+        storage = response.json()["server"]["concurrency"]["lease_storage"]
+    except Exception:  # no such route (Prefect Cloud keeps its own leases) or an older server
+        return
+    if storage == MEMORY_LEASES:
+        run_logger().warning(
+            "the Prefect server keeps concurrency leases in memory: restarted, it would leave the fleet's "
+            "slots taken; start it with PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE="
+            "prefect.server.concurrency.lease_storage.filesystem (docs/fleet.md)"
+        )
 
 
 class Fleet:
@@ -79,6 +101,8 @@ class Fleet:
                 return
             rate = {"slot_decay_per_second": decay} if decay else {}
             async with get_client() as client:
+                if not self.ensured:
+                    await warn_of_forgotten_leases(client)
                 try:
                     await client.create_global_concurrency_limit(
                         GlobalConcurrencyLimitCreate(name=name, limit=limit, **rate)
@@ -119,5 +143,7 @@ class Fleet:
             return
         name = fleet_name(executor)
         await self.ensure(name, self.limit)
-        async with concurrency(name, occupy=1, strict=True):
+        # A lease the server lost (restarted with its leases in memory) does not end a session already
+        # paid for: it finishes, the limit briefly unenforced (Prefect logs a warning).
+        async with concurrency(name, occupy=1, strict=True, raise_on_lease_renewal_failure=False):
             yield

@@ -13,8 +13,9 @@ session would have left them, so grading and aggregation cannot tell the differe
 
 The stored result is the truth, not the flow run's state: a result already stored is never run
 again (a re-dispatched session of the same key is the same flow run, by its idempotency key, and a
-flow run that finds its result stored returns at once); a worker killed mid-session leaves its
-container running to the end; a flow run that never starts (no worker online) or never ends (its
+flow run that finds its result stored returns at once; one that ended before its session began,
+its container unable to reach a restarting server, is dispatched again); a worker killed
+mid-session leaves its container running to the end; a flow run that never starts (no worker online) or never ends (its
 machine gone) becomes an error the report counts, after its own timeout and a grace period, and its
 flow run is cancelled (the worker stops the container).
 """
@@ -53,6 +54,9 @@ POLL_S = 1.0
 GRACE_ENV, GRACE_S = "SKILLAB_FLEET_GRACE_S", 180
 #: How long a session may wait for a worker while none of the pool's is online.
 NO_WORKER_ENV, NO_WORKER_S = "SKILLAB_FLEET_NO_WORKER_S", 120
+#: Flow runs a session may take when each ends before the session starts (its container could not
+#: reach the API to begin, the server restarting): none of them paid for anything.
+DISPATCHES = 3
 #: The largest archive of a session's files taken back (the sandbox's disk bound, with room).
 FILES_LIMIT = 4 << 30
 
@@ -76,6 +80,15 @@ def source_digest() -> str:
     return digest.hexdigest()[:16]
 
 
+#: What a session leaves in the storage: its record (the result), the files it left, and the mark that
+#: it began (after which it is never dispatched again).
+RECORD, FILES, STARTED = "session.json", "files.tar", "started"
+
+
+def stored(key: str, name: str) -> str:
+    return f"sessions/{key}/{name}"
+
+
 class Storage:
     """Where a fleet's sessions travel: an fsspec URL (a local folder, ``s3://bucket/prefix``)."""
 
@@ -96,6 +109,10 @@ class Storage:
         self.fs.makedirs(self.path(key).rsplit("/", 1)[0], exist_ok=True)
         self.fs.put_file(str(local), partial)
         self.fs.mv(partial, self.path(key))
+
+    def mark(self, key: str) -> None:
+        self.fs.makedirs(self.path(key).rsplit("/", 1)[0], exist_ok=True)
+        self.fs.pipe_file(self.path(key), b"")
 
     def get(self, key: str, local: Path) -> None:
         self.fs.get_file(self.path(key), str(local))
@@ -232,7 +249,7 @@ async def container_session(
     from tasks.agent import run_agent_session
 
     store = Storage(storage)
-    result = f"sessions/{key}/session.json"
+    result = stored(key, RECORD)
     if store.exists(result):
         return "stored before"
     limited = _RateLimited()
@@ -242,10 +259,11 @@ async def container_session(
         archive = Path(tmp) / "inputs.tar"
         store.get(f"inputs/{inputs}.tar", archive)
         unpack(archive, Path("/"))
+        store.mark(stored(key, STARTED))  # from here on the session may cost: never dispatched again
         session = await run_agent_session(session_request, base_url, label)
         files = Path(tmp) / "files.tar"
         pack(output_folders(session_request), files, skip=(Path(session_request.home),))
-        store.put(files, f"sessions/{key}/files.tar")
+        store.put(files, stored(key, FILES))
         record = Path(tmp) / "session.json"
         record.write_text(
             json.dumps({"session": session.model_dump(mode="json"), "rate_limited": limited.seen}),
@@ -297,7 +315,7 @@ class FleetPool:
         store = await self.ready()
         try:
             key, inputs = await self._upload(store, request, base_url)
-            result = f"sessions/{key}/session.json"
+            result = stored(key, RECORD)
             if not await asyncio.to_thread(store.exists, result):
                 error = await self._run(store, key, inputs, request, base_url, label)
                 if error is not None:
@@ -324,30 +342,40 @@ class FleetPool:
     async def _run(
         self, store: Storage, key: str, inputs: str, request: AgentRequest, base_url: str | None, label: str
     ) -> str | None:
-        """One flow run of the deployment (the same one for the same key), waited for; a run the
-        parent gives up on (cancelled, Ctrl-C) is cancelled too, so its container stops."""
+        """One flow run of the deployment (the same one for the same key; another, up to DISPATCHES,
+        after one that ended before its session began), waited for; a run the parent gives up on
+        (cancelled, Ctrl-C) is cancelled too, so its container stops."""
         from prefect.client.orchestration import get_client
 
         async with get_client() as client:
-            run = await client.create_flow_run_from_deployment(
-                self.deployment.id,
-                parameters={
-                    "request": request.model_dump(mode="json"),
-                    "storage": store.url,
-                    "key": key,
-                    "inputs": inputs,
-                    "base_url": base_url,
-                    "label": label,
-                },
-                name=label,
-                idempotency_key=key,
-                tags=["skillab", "fleet"],
-            )
-            try:
-                return await _wait(client, run.id, store, f"sessions/{key}/session.json", request, self.pool)
-            except asyncio.CancelledError:
-                await asyncio.shield(_cancel(client, run.id))
-                raise
+            for attempt in range(DISPATCHES):
+                run = await client.create_flow_run_from_deployment(
+                    self.deployment.id,
+                    parameters={
+                        "request": request.model_dump(mode="json"),
+                        "storage": store.url,
+                        "key": key,
+                        "inputs": inputs,
+                        "base_url": base_url,
+                        "label": label,
+                    },
+                    name=label,
+                    # the session's first flow run is the same one however often it is dispatched; a
+                    # later one follows a run that ended unstarted, so it is new
+                    idempotency_key=key if attempt == 0 else f"{key}-{uuid.uuid4().hex}",
+                    tags=["skillab", "fleet"],
+                )
+                try:
+                    ended = await _wait(client, run.id, store, key, request, self.pool)
+                except asyncio.CancelledError:
+                    await asyncio.shield(_cancel(client, run.id))
+                    raise
+                if ended is None:
+                    return None
+                if not ended.unstarted:
+                    return ended.why
+                why = ended.why
+            return f"{why}, {DISPATCHES} times: never started"
 
 
 async def _deployment(name: str) -> tuple[Any, Storage]:
@@ -372,12 +400,12 @@ async def _deployment(name: str) -> tuple[Any, Storage]:
 
 def _restore(store: Storage, key: str, request: AgentRequest) -> Dispatched:
     """The stored session, its sandbox and outputs put back where a local session leaves them."""
-    record = json.loads(store.fs.cat_file(store.path(f"sessions/{key}/session.json")))
-    if store.size(f"sessions/{key}/files.tar") > FILES_LIMIT:
+    record = json.loads(store.fs.cat_file(store.path(stored(key, RECORD))))
+    if store.size(stored(key, FILES)) > FILES_LIMIT:
         return failed(f"the session's files are over {FILES_LIMIT >> 30} GiB: not taken back")
     with tempfile.TemporaryDirectory(prefix="skillab-fleet-") as tmp:
         archive, unpacked = Path(tmp) / "files.tar", Path(tmp) / "files"
-        store.get(f"sessions/{key}/files.tar", archive)
+        store.get(stored(key, FILES), archive)
         unpack(archive, unpacked)
         for name, folder in output_folders(request).items():
             if (unpacked / name).is_symlink() or not (unpacked / name).is_dir():
@@ -389,15 +417,24 @@ def _restore(store: Storage, key: str, request: AgentRequest) -> Dispatched:
     return Dispatched(session, bool(record.get("rate_limited")))
 
 
+@dataclass(frozen=True)
+class Ended:
+    """Why a flow run gave no result; ``unstarted``: it ended before its session began (nothing paid)."""
+
+    why: str
+    unstarted: bool = False
+
+
 async def _wait(
-    client: Any, run_id: Any, store: Storage, result: str, request: AgentRequest, pool: str
-) -> str | None:
+    client: Any, run_id: Any, store: Storage, key: str, request: AgentRequest, pool: str
+) -> Ended | None:
     """Until the session's result is stored (None), or why it never will be. Polls the storage and
     the flow run; the server being away (restarted) only delays it. A run waits in the queue while
     a worker of the pool is online; claimed (PENDING) or RUNNING, it has the session's timeout and
     the grace period to store its result."""
     loop = asyncio.get_running_loop()
     grace, no_worker = env_int(GRACE_ENV, GRACE_S), env_int(NO_WORKER_ENV, NO_WORKER_S)
+    result = stored(key, RECORD)
     no_worker_since: float | None = None
     claimed: float | None = None  # when it was first seen claimed by a worker
     while True:
@@ -408,12 +445,14 @@ async def _wait(
             if state is not None and state.is_final():
                 if await asyncio.to_thread(store.exists, result):
                     return None
-                return f"its flow run ended {state.name} with no result ({state.message or 'no message'})"
+                started = await asyncio.to_thread(store.exists, stored(key, STARTED))
+                why = f"its flow run ended {state.name} with no result ({state.message or 'no message'})"
+                return Ended(why, unstarted=not started and not state.is_cancelled())
             if state is not None and (state.is_pending() or state.is_running()):
                 claimed = claimed or loop.time()
                 if loop.time() - claimed > request.timeout_s + grace:
                     await _cancel(client, run_id)
-                    return (
+                    return Ended(
                         f"no result {request.timeout_s + grace:.0f}s after a worker took it (the worker, its "
                         "machine or the container gone): cancelled"
                     )
@@ -423,7 +462,7 @@ async def _wait(
                 no_worker_since = loop.time()
             elif loop.time() - no_worker_since > no_worker:
                 await _cancel(client, run_id)
-                return f"no worker of the pool online for {no_worker}s: not run"
+                return Ended(f"no worker of the pool online for {no_worker}s: not run")
         except Exception as exc:  # the API away (a server restart): the storage still tells
             if not _transient(exc):
                 raise

@@ -5,11 +5,13 @@ against the scripted model server on this machine's 127.0.0.1, storage through a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +23,7 @@ import pytest
 
 from flows.cli.main import main
 from tests.fakes.provider import FakeProvider
-from tests.flows.helpers import Workers
+from tests.flows.helpers import Workers, subprocess_env
 from tests.flows.test_skill_bench import agent, calc_project, judge, skill_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
@@ -433,3 +435,80 @@ def test_a_hung_container_is_cancelled_and_counted_as_an_error(
     (folder,) = (suite / "hung").glob("calc-skill-*")
     errors = [json.loads(p.read_text()) for p in folder.glob("outputs/task-01/*/meta.json")]
     assert frozen and any(m["status"] == "error" and "after a worker took it" in m["error"] for m in errors)
+
+
+def restart_the_server(down_s: float) -> None:
+    """The test's Prefect server killed outright and, ``down_s`` later, started again on its port
+    with its database (a crash and a restart, as a machine's service manager does it)."""
+    import httpx
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import get_current_settings
+
+    server = SubprocessASGIServer._instances[None]
+    assert server.api_url == str(get_current_settings().api.url) and server.server_process
+    server.server_process.kill()
+    server.server_process.wait()
+    time.sleep(down_s)
+    server.server_process = server._run_uvicorn_command()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(f"{server.api_url}/health", timeout=5).status_code == 200:
+                return
+        time.sleep(0.2)
+    raise AssertionError("the Prefect server did not come back")
+
+
+def test_a_prefect_server_restarted_mid_run_loses_nothing(
+    fleet: Workers, suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server killed while sessions run in containers and started again: the run finishes with
+    every session run once and none an error, the fleet's limit held throughout, every slot it took
+    given back (the leases outlive the server: a leaked slot would stall the next run), and the run
+    itself, taken back once the API answers again, completed in the Prefect UI."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+
+    from flows.engine.fleet import fleet_name
+
+    monkeypatch.chdir(suite)
+    with FakeProvider(judge, agent=agent, delay=1.0) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        args = [*skill_run(suite, server.url, "restart"), "--fleet-pool", POOL, "--fleet-sessions", "2"]
+        # the parent in a process of its own: a run that stalls is killed, not left holding the test
+        with open(tmp_path / "parent.err", "wb") as err:
+            parent = subprocess.Popen(
+                [sys.executable, "-m", "flows.bench", *args, "--timeout", "90"],
+                env=subprocess_env(),
+                stderr=err,
+            )
+        try:
+            deadline = time.monotonic() + 240
+            while running_containers() < 2 and time.monotonic() < deadline:
+                time.sleep(0.5)
+            assert running_containers() == 2, "two sessions were to be running"
+            restart_the_server(down_s=5)
+            assert parent.wait(timeout=300) == 0
+        finally:
+            if parent.poll() is None:
+                parent.kill()
+                parent.wait()
+        assert first_turns(server) == 6 and server.peak <= 2
+        limit = fleet_name("claude")
+
+    async def afterwards() -> tuple[int, list[Any]]:
+        async with get_client() as client:
+            slots = (await client.read_global_concurrency_limit_by_name(limit)).active_slots
+            runs = await client.read_flow_runs(
+                flow_filter=FlowFilter(name=FlowFilterName(any_=["skill-bench"]))
+            )
+            return slots, [r.state.type.value for r in runs if r.state is not None]
+
+    slots, states = asyncio.run(afterwards())
+    told = (tmp_path / "parent.err").read_text()
+    assert slots == 0 and states.count("COMPLETED") >= 1 and "RUNNING" not in states, states
+    assert "stopped answering" in told and "answers again: the run goes on with it" in told, told
+    (folder,) = (suite / "restart").glob("calc-skill-*")
+    report = json.loads((folder / "report.json").read_text())
+    assert all(report["summary"][arm]["errorCount"] == 0 for arm in ("baseline", "with-skill"))

@@ -91,3 +91,31 @@ def test_a_429_of_one_session_takes_a_minute_of_starts_from_every_run(
         gcl = asyncio.run(go(server.url))
     assert gcl.limit == 6000 and gcl.slot_decay_per_second == 100 and "sk-fleet-rate" not in gcl.name
     assert gcl.active_slots > 3000  # a minute's starts taken at once (decaying by 100 a second)
+
+
+def test_a_server_that_would_forget_its_leases_is_warned_of(caplog: pytest.LogCaptureFixture) -> None:
+    """Servers skillab starts keep concurrency leases on disk (the harness's is one of them): no
+    warning. A server with Prefect's in-memory default gets one line saying what to set."""
+    import httpx
+    from prefect.client.orchestration import get_client
+
+    from flows.engine.fleet import MEMORY_LEASES, warn_of_forgotten_leases
+
+    class InMemory:
+        async def request(self, method: str, path: str) -> httpx.Response:
+            return httpx.Response(200, json={"server": {"concurrency": {"lease_storage": MEMORY_LEASES}}})
+
+    async def check(client: Any) -> list[str]:
+        caplog.clear()
+        await warn_of_forgotten_leases(client)
+        return [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+
+    async def both() -> tuple[Any, list[str], list[str]]:
+        async with get_client() as client:
+            settings = (await client.request("GET", "/admin/settings")).json()
+            return settings["server"]["concurrency"], await check(client), await check(InMemory())
+
+    with caplog.at_level("WARNING"):
+        server, real, in_memory = asyncio.run(both())
+    assert server["lease_storage"].endswith(".filesystem") and real == []
+    assert len(in_memory) == 1 and "PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE=" in in_memory[0]

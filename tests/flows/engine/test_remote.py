@@ -3,15 +3,29 @@ taken over could write the archive itself. Nothing in it may reach past the fold
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import tarfile
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from executors.schema import AgentRequest, AgentSession, SessionStatus
-from flows.engine.remote import Storage, _restore, input_paths, output_folders, pack, unpack
+from flows.engine.remote import (
+    RECORD,
+    STARTED,
+    FleetPool,
+    Storage,
+    _restore,
+    input_paths,
+    output_folders,
+    pack,
+    stored,
+    unpack,
+)
 
 
 def archive(path: Path, *members: tuple[str, bytes, str, bytes]) -> Path:
@@ -135,3 +149,62 @@ def test_a_session_folder_that_comes_back_as_a_link_is_refused(tmp_path: Path) -
     with pytest.raises(ValueError, match="a link"):
         _restore(store, "k", req)
     assert not Path(req.raw_stream).parent.is_symlink()
+
+
+class Dispatches:
+    """A Prefect client double for ``FleetPool._run``: each flow run it is asked for plays the next
+    outcome at once ("crash" before the session began, "crash-begun" after, "cancel", "done")."""
+
+    def __init__(self, store: Storage, key: str, outcomes: list[str]) -> None:
+        self.store, self.key, self.outcomes = store, key, outcomes
+        self.idempotency: list[str] = []
+        self.states: list[Any] = []
+
+    async def __aenter__(self) -> Dispatches:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    async def create_flow_run_from_deployment(self, deployment: str, **kwargs: Any) -> Any:
+        from prefect.states import Cancelled, Completed, Crashed
+
+        outcome = self.outcomes[len(self.states)]
+        if outcome == "crash-begun":
+            self.store.mark(stored(self.key, STARTED))
+        if outcome == "done":
+            self.store.fs.pipe_file(self.store.path(stored(self.key, RECORD)), b"{}")
+        self.idempotency.append(kwargs["idempotency_key"])
+        state: Any = {"cancel": Cancelled, "done": Completed}.get(outcome, Crashed)()
+        self.states.append(state)
+        return SimpleNamespace(id=len(self.states) - 1)
+
+    async def read_flow_run(self, run_id: int) -> Any:
+        return SimpleNamespace(state=self.states[run_id])
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "error"),
+    [
+        (["crash", "done"], None),  # its container could not reach the API to begin: dispatched again
+        (["crash", "crash", "crash"], "Crashed with no result (no message), 3 times: never started"),
+        (["crash-begun"], "Crashed with no result"),  # it may have cost: never run twice
+        (["cancel"], "Cancelled with no result"),  # someone cancelled it: not undone
+    ],
+)
+def test_a_flow_run_that_ended_before_its_session_began_is_dispatched_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outcomes: list[str], error: str | None
+) -> None:
+    import prefect.client.orchestration
+
+    store, key = Storage(str(tmp_path / "storage")), "k" * 32
+    store.fs.makedirs(store.path(f"sessions/{key}"), exist_ok=True)
+    client = Dispatches(store, key, outcomes)
+    monkeypatch.setattr(prefect.client.orchestration, "get_client", lambda: client)
+    monkeypatch.setattr("flows.engine.remote.POLL_S", 0.0)
+    pool = FleetPool("p")
+    pool.deployment = SimpleNamespace(id="deployment")
+    got = asyncio.run(pool._run(store, key, "inputs", request(tmp_path), None, "label"))
+    assert (got is None) if error is None else (got is not None and error in got), got
+    assert len(client.idempotency) == len(outcomes) and client.idempotency[0] == key
+    assert len(set(client.idempotency)) == len(outcomes)  # a later dispatch is a new flow run
