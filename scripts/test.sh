@@ -28,4 +28,5 @@ export PREFECT_SERVER_ANALYTICS_ENABLED=false
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+# the slowest tests listed at the end: where the run's time goes
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@"

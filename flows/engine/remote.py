@@ -15,9 +15,9 @@ The stored result is the truth, not the flow run's state: a result already store
 again (a re-dispatched session of the same key is the same flow run, by its idempotency key, and a
 flow run that finds its result stored returns at once; one that ended before its session began,
 its container unable to reach a restarting server, is dispatched again); a worker killed
-mid-session leaves its container running to the end; a flow run that never starts (no worker online) or never ends (its
-machine gone) becomes an error the report counts, after its own timeout and a grace period, and its
-flow run is cancelled (the worker stops the container).
+mid-session leaves its container running to the end; a flow run that never starts (no worker
+online) or never ends (its machine gone) becomes an error the report counts, after its own timeout
+and a grace period, and its flow run is cancelled (the worker stops the container).
 """
 
 from __future__ import annotations
@@ -110,9 +110,15 @@ class Storage:
         self.fs.put_file(str(local), partial)
         self.fs.mv(partial, self.path(key))
 
-    def mark(self, key: str) -> None:
+    def mark(self, key: str, text: str) -> None:
         self.fs.makedirs(self.path(key).rsplit("/", 1)[0], exist_ok=True)
-        self.fs.pipe_file(self.path(key), b"")
+        self.fs.pipe_file(self.path(key), text.encode())
+
+    def read_mark(self, key: str) -> str | None:
+        try:
+            return bytes(self.fs.cat_file(self.path(key))).decode()
+        except FileNotFoundError:
+            return None
 
     def get(self, key: str, local: Path) -> None:
         self.fs.get_file(self.path(key), str(local))
@@ -246,6 +252,8 @@ async def container_session(
     """One session inside the fleet's container: its inputs unpacked at their own paths, the session
     run as a local one is, its result and files stored under ``key``. A result already stored is
     not run again (a flow run retried, or re-dispatched, after it was paid for)."""
+    from prefect.runtime import flow_run as this_run
+
     from tasks.agent import run_agent_session
 
     store = Storage(storage)
@@ -259,7 +267,8 @@ async def container_session(
         archive = Path(tmp) / "inputs.tar"
         store.get(f"inputs/{inputs}.tar", archive)
         unpack(archive, Path("/"))
-        store.mark(stored(key, STARTED))  # from here on the session may cost: never dispatched again
+        # from here on the session may cost: this flow run is never followed by another
+        store.mark(stored(key, STARTED), str(this_run.id))
         session = await run_agent_session(session_request, base_url, label)
         files = Path(tmp) / "files.tar"
         pack(output_folders(session_request), files, skip=(Path(session_request.home),))
@@ -342,29 +351,37 @@ class FleetPool:
     async def _run(
         self, store: Storage, key: str, inputs: str, request: AgentRequest, base_url: str | None, label: str
     ) -> str | None:
-        """One flow run of the deployment (the same one for the same key; another, up to DISPATCHES,
-        after one that ended before its session began), waited for; a run the parent gives up on
-        (cancelled, Ctrl-C) is cancelled too, so its container stops."""
+        """A flow run of the deployment waited for (another, up to DISPATCHES, after one that ended
+        before its session began); a run the parent gives up on (cancelled, Ctrl-C) is cancelled
+        too, so its container stops."""
         from prefect.client.orchestration import get_client
 
+        parameters = {
+            "request": request.model_dump(mode="json"),
+            "storage": store.url,
+            "key": key,
+            "inputs": inputs,
+            "base_url": base_url,
+            "label": label,
+        }
         async with get_client() as client:
-            for attempt in range(DISPATCHES):
-                run = await client.create_flow_run_from_deployment(
+
+            async def dispatch(idempotency: str) -> Any:
+                return await client.create_flow_run_from_deployment(
                     self.deployment.id,
-                    parameters={
-                        "request": request.model_dump(mode="json"),
-                        "storage": store.url,
-                        "key": key,
-                        "inputs": inputs,
-                        "base_url": base_url,
-                        "label": label,
-                    },
+                    parameters=parameters,
                     name=label,
-                    # the session's first flow run is the same one however often it is dispatched; a
-                    # later one follows a run that ended unstarted, so it is new
-                    idempotency_key=key if attempt == 0 else f"{key}-{uuid.uuid4().hex}",
+                    idempotency_key=idempotency,
                     tags=["skillab", "fleet"],
                 )
+
+            # The session's key joins a flow run still under way (a parent killed and run again), so
+            # a session is never in two containers at once; one already ended with no result was an
+            # earlier run's error, which this run repeats. Any later flow run is a new one.
+            run = await dispatch(key)
+            if run.state is not None and run.state.is_final():
+                run = await dispatch(f"{key}-{uuid.uuid4().hex}")
+            for attempt in range(1, DISPATCHES + 1):
                 try:
                     ended = await _wait(client, run.id, store, key, request, self.pool)
                 except asyncio.CancelledError:
@@ -375,6 +392,8 @@ class FleetPool:
                 if not ended.unstarted:
                     return ended.why
                 why = ended.why
+                if attempt < DISPATCHES:
+                    run = await dispatch(f"{key}-{uuid.uuid4().hex}")
             return f"{why}, {DISPATCHES} times: never started"
 
 
@@ -445,9 +464,9 @@ async def _wait(
             if state is not None and state.is_final():
                 if await asyncio.to_thread(store.exists, result):
                     return None
-                started = await asyncio.to_thread(store.exists, stored(key, STARTED))
+                began = await asyncio.to_thread(store.read_mark, stored(key, STARTED)) == str(run_id)
                 why = f"its flow run ended {state.name} with no result ({state.message or 'no message'})"
-                return Ended(why, unstarted=not started and not state.is_cancelled())
+                return Ended(why, unstarted=not began and not state.is_cancelled())
             if state is not None and (state.is_pending() or state.is_running()):
                 claimed = claimed or loop.time()
                 if loop.time() - claimed > request.timeout_s + grace:

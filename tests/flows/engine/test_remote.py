@@ -152,13 +152,21 @@ def test_a_session_folder_that_comes_back_as_a_link_is_refused(tmp_path: Path) -
 
 
 class Dispatches:
-    """A Prefect client double for ``FleetPool._run``: each flow run it is asked for plays the next
-    outcome at once ("crash" before the session began, "crash-begun" after, "cancel", "done")."""
+    """A Prefect client double for ``FleetPool._run``: each flow run it creates plays the next outcome
+    ("crash" before the session began, "crash-begun" after, "cancel", "done"); ``earlier``: the
+    session's key already names a flow run of an earlier parent run, ended without a result after
+    its session began."""
 
-    def __init__(self, store: Storage, key: str, outcomes: list[str]) -> None:
+    def __init__(self, store: Storage, key: str, outcomes: list[str], earlier: bool) -> None:
+        from prefect.states import Crashed
+
         self.store, self.key, self.outcomes = store, key, outcomes
         self.idempotency: list[str] = []
-        self.states: list[Any] = []
+        self.runs: dict[str, Any] = {}
+        self.states: dict[str, Any] = {}
+        if earlier:
+            self.runs[key] = SimpleNamespace(id="earlier", state=Crashed())
+            store.mark(stored(key, STARTED), "earlier")
 
     async def __aenter__(self) -> Dispatches:
         return self
@@ -167,44 +175,47 @@ class Dispatches:
         return None
 
     async def create_flow_run_from_deployment(self, deployment: str, **kwargs: Any) -> Any:
-        from prefect.states import Cancelled, Completed, Crashed
+        from prefect.states import Cancelled, Completed, Crashed, Scheduled
 
-        outcome = self.outcomes[len(self.states)]
+        self.idempotency.append(kwargs["idempotency_key"])
+        if kwargs["idempotency_key"] in self.runs:
+            return self.runs[kwargs["idempotency_key"]]
+        run_id, outcome = f"run-{len(self.states)}", self.outcomes[len(self.states)]
         if outcome == "crash-begun":
-            self.store.mark(stored(self.key, STARTED))
+            self.store.mark(stored(self.key, STARTED), run_id)
         if outcome == "done":
             self.store.fs.pipe_file(self.store.path(stored(self.key, RECORD)), b"{}")
-        self.idempotency.append(kwargs["idempotency_key"])
-        state: Any = {"cancel": Cancelled, "done": Completed}.get(outcome, Crashed)()
-        self.states.append(state)
-        return SimpleNamespace(id=len(self.states) - 1)
+        self.states[run_id] = {"cancel": Cancelled, "done": Completed}.get(outcome, Crashed)()
+        self.runs[kwargs["idempotency_key"]] = SimpleNamespace(id=run_id, state=Scheduled())
+        return self.runs[kwargs["idempotency_key"]]
 
-    async def read_flow_run(self, run_id: int) -> Any:
+    async def read_flow_run(self, run_id: str) -> Any:
         return SimpleNamespace(state=self.states[run_id])
 
 
 @pytest.mark.parametrize(
-    ("outcomes", "error"),
+    ("earlier", "outcomes", "error"),
     [
-        (["crash", "done"], None),  # its container could not reach the API to begin: dispatched again
-        (["crash", "crash", "crash"], "Crashed with no result (no message), 3 times: never started"),
-        (["crash-begun"], "Crashed with no result"),  # it may have cost: never run twice
-        (["cancel"], "Cancelled with no result"),  # someone cancelled it: not undone
+        (False, ["crash", "done"], None),  # its container could not reach the API to begin: again
+        (False, ["crash"] * 3, "Crashed with no result (no message), 3 times: never started"),
+        (False, ["crash-begun"], "Crashed with no result"),  # it may have cost: never run twice in a run
+        (False, ["cancel"], "Cancelled with no result"),  # someone cancelled it: not undone
+        (True, ["crash", "done"], None),  # an earlier run's error, repeated by this run
     ],
 )
 def test_a_flow_run_that_ended_before_its_session_began_is_dispatched_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outcomes: list[str], error: str | None
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, earlier: bool, outcomes: list[str], error: str | None
 ) -> None:
     import prefect.client.orchestration
 
     store, key = Storage(str(tmp_path / "storage")), "k" * 32
     store.fs.makedirs(store.path(f"sessions/{key}"), exist_ok=True)
-    client = Dispatches(store, key, outcomes)
+    client = Dispatches(store, key, outcomes, earlier)
     monkeypatch.setattr(prefect.client.orchestration, "get_client", lambda: client)
     monkeypatch.setattr("flows.engine.remote.POLL_S", 0.0)
     pool = FleetPool("p")
     pool.deployment = SimpleNamespace(id="deployment")
     got = asyncio.run(pool._run(store, key, "inputs", request(tmp_path), None, "label"))
     assert (got is None) if error is None else (got is not None and error in got), got
-    assert len(client.idempotency) == len(outcomes) and client.idempotency[0] == key
-    assert len(set(client.idempotency)) == len(outcomes)  # a later dispatch is a new flow run
+    assert client.idempotency[0] == key and len(client.states) == len(outcomes)
+    assert len(set(client.idempotency)) == len(client.idempotency)  # every later dispatch a new flow run
