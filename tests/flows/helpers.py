@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +82,19 @@ class Workers:
             proc.wait()
 
     def stop(self) -> None:
-        for name in list(self.procs):
-            self.kill(name, signal.SIGTERM)
+        """Every worker asked to stop at once, and killed if it has not within 10 s (workers that had
+        run flow runs took more than 20 s each here, one after another)."""
+        for proc in self.procs.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        self.procs.clear()
 
 
 def provider_env(server_url: str) -> dict[str, str]:

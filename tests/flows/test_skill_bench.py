@@ -98,6 +98,10 @@ def judge(system: str, prompt: str) -> str:
 
 
 def faults(call: Call) -> Fault | None:
+    """The agent sessions of two tasks hang or fail; the judge and the diagnosis, whose prompts quote
+    those tasks, are answered (a hung diagnosis call would only wait out its timeout)."""
+    if not call.body.get("tools"):
+        return None
     prompt = first_prompt(call.body) if call.body.get("messages") else ""
     if "HANG" in prompt:
         return Fault(delay=60)
