@@ -55,16 +55,22 @@ class ApiWatch:
                 "it ends without it, its state and artifacts in the Prefect UI incomplete"
             )
             loud = quiet_prefect()
-            while (code := self.settled()) is None:
-                if probe(self.api_url) == "answered":  # a restarted server: the run goes on with it
-                    break
-                time.sleep(0.5)
-            else:
+            code = self.settled_unless_back(probe)
+            if code is not None:
                 for stream in (sys.stdout, sys.stderr):
                     stream.flush()
                 os._exit(code)  # Prefect's threads would wait on the API for ever: the work is on disk
             loud()
             self.say("answers again: the run goes on with it")
+
+    def settled_unless_back(self, probe: Callable[[str], str]) -> int | None:
+        """The command's exit code once its run has an outcome; None as soon as the API answers again
+        (a restarted server: the run goes on with it)."""
+        while (code := self.settled()) is None:
+            if probe(self.api_url) == "answered":
+                return None
+            time.sleep(0.5)
+        return code
 
     def say(self, what: str) -> None:
         print(f"skillab: the Prefect API at {self.api_url} {what}", file=sys.stderr, flush=True)

@@ -106,13 +106,16 @@ class Storage:
     def put(self, local: Path, key: str) -> None:
         """Whole or not at all: a reader never sees half a file (written aside, then moved)."""
         partial = self.path(f"{key}.partial-{uuid.uuid4().hex}")
-        self.fs.makedirs(self.path(key).rsplit("/", 1)[0], exist_ok=True)
+        self._folder_of(key)
         self.fs.put_file(str(local), partial)
         self.fs.mv(partial, self.path(key))
 
     def mark(self, key: str, text: str) -> None:
-        self.fs.makedirs(self.path(key).rsplit("/", 1)[0], exist_ok=True)
+        self._folder_of(key)
         self.fs.pipe_file(self.path(key), text.encode())
+
+    def _folder_of(self, key: str) -> None:
+        self.fs.makedirs(self.path(key).rsplit("/", 1)[0], exist_ok=True)
 
     def read_mark(self, key: str) -> str | None:
         try:
@@ -366,12 +369,13 @@ class FleetPool:
         }
         async with get_client() as client:
 
-            async def dispatch(idempotency: str) -> Any:
+            async def dispatch(idempotency: str | None = None) -> Any:
+                """A flow run for ``idempotency`` (the one it already names), else a new one."""
                 return await client.create_flow_run_from_deployment(
                     self.deployment.id,
                     parameters=parameters,
                     name=label,
-                    idempotency_key=idempotency,
+                    idempotency_key=idempotency or f"{key}-{uuid.uuid4().hex}",
                     tags=["skillab", "fleet"],
                 )
 
@@ -380,7 +384,7 @@ class FleetPool:
             # earlier run's error, which this run repeats. Any later flow run is a new one.
             run = await dispatch(key)
             if run.state is not None and run.state.is_final():
-                run = await dispatch(f"{key}-{uuid.uuid4().hex}")
+                run = await dispatch()
             for attempt in range(1, DISPATCHES + 1):
                 try:
                     ended = await _wait(client, run.id, store, key, request, self.pool)
@@ -393,7 +397,7 @@ class FleetPool:
                     return ended.why
                 why = ended.why
                 if attempt < DISPATCHES:
-                    run = await dispatch(f"{key}-{uuid.uuid4().hex}")
+                    run = await dispatch()
             return f"{why}, {DISPATCHES} times: never started"
 
 

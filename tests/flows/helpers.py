@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -73,28 +72,26 @@ class Workers:
         )
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
-        proc = self.procs.pop(name)
-        os.killpg(proc.pid, sig)
+        end([self.procs.pop(name)], sig, allowance=20)
+
+    def stop(self) -> None:
+        """Every worker asked to stop at once, with one allowance between them (workers that had run
+        flow runs took more than 20 s each here, one after another)."""
+        end(list(self.procs.values()), signal.SIGTERM, allowance=10)
+        self.procs.clear()
+
+
+def end(procs: list[subprocess.Popen[bytes]], sig: int, allowance: float) -> None:
+    """``sig`` to each process's group, then SIGKILL to any group not ended within ``allowance``."""
+    for proc in procs:
+        os.killpg(proc.pid, sig)  # a leader that exited is a zombie until waited: its group exists
+    deadline = time.monotonic() + allowance
+    for proc in procs:
         try:
-            proc.wait(timeout=20)
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-
-    def stop(self) -> None:
-        """Every worker asked to stop at once, and killed if it has not within 10 s (workers that had
-        run flow runs took more than 20 s each here, one after another)."""
-        for proc in self.procs.values():
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        for proc in self.procs.values():
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        self.procs.clear()
 
 
 def provider_env(server_url: str) -> dict[str, str]:

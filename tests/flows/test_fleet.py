@@ -187,10 +187,7 @@ def test_killing_a_worker_loses_nothing_and_an_unchanged_baseline_is_not_run_aga
         codes: list[int] = []
         thread = threading.Thread(target=lambda: codes.append(main(args)))
         thread.start()
-        deadline = time.monotonic() + 240
-        while running_containers() < 3 and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert running_containers() == 3, "every worker was to be running a session"
+        wait_for_containers(3)  # every worker running a session
         fleet.kill("worker-0")
         thread.join(600)
         assert codes == [0]
@@ -220,6 +217,13 @@ def containers(*status: str) -> list[str]:
 
 def running_containers() -> int:
     return len(containers())
+
+
+def wait_for_containers(n: int) -> None:
+    deadline = time.monotonic() + 240
+    while running_containers() < n and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert running_containers() == n, f"{n} sessions were to be running in containers"
 
 
 def test_a_pool_without_a_worker_gives_errors_not_a_hang(
@@ -485,10 +489,7 @@ def test_a_prefect_server_restarted_mid_run_loses_nothing(
                 stderr=err,
             )
         try:
-            deadline = time.monotonic() + 240
-            while running_containers() < 2 and time.monotonic() < deadline:
-                time.sleep(0.5)
-            assert running_containers() == 2, "two sessions were to be running"
+            wait_for_containers(2)  # the fleet's two sessions running
             restart_the_server(down_s=5)
             assert parent.wait(timeout=300) == 0
         finally:
