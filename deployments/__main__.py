@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
             for line in exc.lines:
                 print(f"skillab: error: {line}", file=sys.stderr)
             return 2
+        except RuntimeError as exc:  # a step of the build failed: its command's tail, not a traceback
+            print(f"skillab: error: {exc}", file=sys.stderr)
+            return 1
     configure_prefect()
     from prefect import serve
 

@@ -14,6 +14,7 @@ is idempotent and a layer whose inputs did not change is never made again.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -232,6 +233,8 @@ def build(clis: tuple[str, ...] = ("claude",)) -> Built:
     unknown = [c for c in clis if c not in CLI_PACKAGES]
     if unknown:
         raise InputError(f"--cli {unknown[0]}: not an agent CLI (one of {', '.join(CLI_PACKAGES)})")
+    if importlib.util.find_spec("uv") is None:  # what makes the image's Python environment
+        raise InputError(f"uv: not installed in {sys.executable} (pip install -e '.[fleet]' brings it)")
     made: list[str] = []
     rootfs, new = _rootfs()
     made += [rootfs] if new else []

@@ -9,15 +9,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import re
 import shutil
+import sys
 import time
 from abc import abstractmethod
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
+from executors import agent_config
+from executors.agent_config import CONFIG_FILES, HERE
 from executors.base import Executor
 from executors.contents import copy_tree
 from executors.egress import Provider, Route, forwarder
@@ -35,6 +39,7 @@ from executors.sandbox import (
     kill_group,
     pids_cgroup,
     require,
+    secret_name,
     wrap,
 )
 from executors.schema import (
@@ -114,6 +119,23 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+@functools.cache
+def _source_digest(cls: type) -> str:
+    """The source of every module that defines ``cls`` or one of its agent executor bases."""
+    digest = hashlib.sha256()
+    for base in cls.__mro__:
+        module = sys.modules.get(base.__module__)
+        if module is not None and base.__module__.startswith("executors.") and module.__file__:
+            digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()
+
+
+def shipped_configuration(folder: Path, what: str, at: PurePosixPath = HERE) -> str | None:
+    """One line naming what under ``folder`` (placed at ``at`` in a session's working folder) any
+    agent CLI would read as its own configuration; None when nothing."""
+    return agent_config.shipped_configuration(folder, what, CONFIG_FILES, at)
+
+
 class AgentExecutor(Executor):
     """Runs one CLI session. Subclasses build the command and parse the stream."""
 
@@ -169,6 +191,18 @@ class AgentExecutor(Executor):
         """Why ``version`` of this CLI cannot do ``feature`` (None when it can, or when unknown)."""
         return version_problem(cls.name, cls.binary, cls.features.get(feature), version)
 
+    @classmethod
+    def config_digest(cls) -> str:
+        """A digest of the configuration skillab gives this CLI's sessions: the code that writes
+        its settings and flags (this class's modules) and the CLI's own switches this process passes
+        on (``env_prefixes``). A session cached under another digest was configured differently."""
+        switches = sorted(
+            (k, v)
+            for k, v in os.environ.items()
+            if cls.env_prefixes and k.startswith(cls.env_prefixes) and not secret_name(k) and k not in NESTED
+        )
+        return hashlib.sha256(_source_digest(cls).encode() + json.dumps(switches).encode()).hexdigest()
+
     def problem(self) -> str | None:
         if find_binary(self.binary) is None:
             return (
@@ -207,6 +241,10 @@ class AgentExecutor(Executor):
         if binary is None:
             raise PermanentError(self.problem() or self.binary)
         isolation = require(request.isolation)
+        # What a suite staged or its scaffold made, looked through before the CLI's own files go in.
+        shipped = shipped_configuration(Path(request.sandbox), "the session's working folder")
+        if shipped is not None:
+            return AgentSession(ok=False, status="error", error=shipped)
         Path(request.sandbox).mkdir(parents=True, exist_ok=True)
         Path(request.home).mkdir(parents=True, exist_ok=True)
         network: Network = "host" if request.allow_network else "model"

@@ -17,6 +17,7 @@ follows links cannot ship the host's files.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import stat
@@ -144,6 +145,31 @@ def copy_tree(source: str | os.PathLike[str], dest: str | os.PathLike[str], what
     return dst
 
 
+def tree_digest(root: Path, what: str, bounds: Bounds | None = None) -> str:
+    """A digest of every byte a copy of ``root`` would carry: each entry's relative path and kind,
+    a file's mode bits and content, a link's target; refused as :func:`inspect_tree` refuses. A
+    single file is digested alone; a missing path digests as absent."""
+    digest = hashlib.sha256()
+    if not os.path.lexists(root):
+        return hashlib.sha256(b"absent").hexdigest()
+    if not root.is_dir() or root.is_symlink():
+        inspect_file(root, what)
+        digest.update(b"file\0" + root.read_bytes())
+        return digest.hexdigest()
+    for e in sorted(_walk(root, what, bounds), key=lambda e: e.relative.as_posix()):
+        digest.update(f"{e.kind}\0{e.relative.as_posix()}\0".encode())
+        if e.kind == "file":
+            info = os.lstat(e.path)
+            digest.update(f"{info.st_mode & 0o777:o}\0{info.st_size}\0".encode())
+            with open(e.path, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+        elif e.kind == "link":
+            digest.update((e.link or ".").encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
 def inspect_file(source: str | os.PathLike[str], what: str) -> None:
     """Refuse (InputError, one line) anything but a regular file within the size bound: a fifo
     would hang whoever reads it, a link could lead anywhere."""
@@ -172,30 +198,29 @@ ARCHIVE_NOTE = "SKILLAB-ARCHIVE-CUT.txt"
 
 def archive_tree(source: Path, dest: Path) -> int:
     """A session's sandbox copied into the results tree; a link that leads outside the sandbox (or
-    that cannot be read) becomes a note file. Past ARCHIVE_MAX_BYTES or ARCHIVE_MAX_FILES the copy
-    stops and a note at its root says so. Returns how many links were replaced."""
+    that cannot be read) becomes a note file. The bounds count the bytes the copy would write (a
+    sparse file's apparent size, every hard link in full) and are checked before each file is
+    copied: past ARCHIVE_MAX_BYTES or ARCHIVE_MAX_FILES the copy stops and a note at its root says
+    so. Returns how many links were replaced."""
     replaced = kept = size = 0
     real_root = _resolved_root(source)
+    cut = False
     for folder, dirs, files in os.walk(source):
-        if kept > ARCHIVE_MAX_FILES or size > ARCHIVE_MAX_BYTES:
-            dest.mkdir(parents=True, exist_ok=True)
-            (dest / ARCHIVE_NOTE).write_text(
-                f"skillab kept the first {kept:,} entries ({size // (1024 * 1024)} MiB) of this sandbox; "
-                "the rest was not copied into the results\n",
-                encoding="utf-8",
-            )
-            break
         base = Path(folder)
         out = dest / base.relative_to(source)
         out.mkdir(parents=True, exist_ok=True)
         for name in [*dirs, *files]:
-            kept += 1
             path = base / name
             target = out / name
             try:
                 info = os.lstat(path)
             except OSError:
                 continue
+            grows = info.st_size if stat.S_ISREG(info.st_mode) else 0
+            if kept + 1 > ARCHIVE_MAX_FILES or size + grows > ARCHIVE_MAX_BYTES:
+                cut = True
+                break
+            kept += 1
             if stat.S_ISLNK(info.st_mode):
                 link = os.readlink(path)
                 if Path(os.path.realpath(path)).is_relative_to(real_root):
@@ -206,8 +231,18 @@ def archive_tree(source: Path, dest: Path) -> int:
                 replaced += 1
             elif stat.S_ISREG(info.st_mode):
                 shutil.copyfile(path, target, follow_symlinks=False)
-                size += info.st_size
+                size += grows
             elif stat.S_ISDIR(info.st_mode):
                 target.mkdir(exist_ok=True)
             # fifos, sockets and devices the agent made are not results: left out
+        if cut:
+            dirs.clear()  # os.walk descends no further
+            break
+    if cut:
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / ARCHIVE_NOTE).write_text(
+            f"skillab kept the first {kept:,} entries ({size // (1024 * 1024)} MiB) of this sandbox; "
+            "the rest was not copied into the results\n",
+            encoding="utf-8",
+        )
     return replaced

@@ -22,6 +22,7 @@ import atexit
 import contextlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -266,15 +267,14 @@ class Forwarder:
         ]
         headers += list(credential.items())
         base = httpx.URL(upstream)
-        target = request.target.decode("latin-1")
+        raw = request.target.decode("latin-1")
         prefix = base.raw_path.decode("latin-1").rstrip("/")
-        if not target.startswith("/") or (
-            prefix and not (target == prefix or target.startswith(prefix + "/"))
-        ):
+        target = normalised_target(raw)
+        if target is None or (prefix and not (target == prefix or target.startswith(prefix + "/"))):
             # only the endpoint the route was made for: an absolute URL, CONNECT, or another path of
-            # the upstream host (which would receive the key) is refused
+            # the upstream host (which would receive the key) is refused, however it is spelled
             await _reply(
-                writer, conn, 403, f"model forwarder: {target[:200]!r} is not under {prefix or '/'}".encode()
+                writer, conn, 403, f"model forwarder: {raw[:200]!r} is not under {prefix or '/'}".encode()
             )
             return
         try:
@@ -304,6 +304,34 @@ class Forwarder:
         except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
             if conn.our_state is h11.SEND_RESPONSE:
                 await _reply(writer, conn, 502, f"model forwarder: {type(exc).__name__}: {exc}".encode())
+
+
+#: Percent-encodings an upstream may decode into path syntax: dots, slashes and backslashes.
+_ENCODED = re.compile(r"%(2e|2f|5c)", re.IGNORECASE)
+
+
+def normalised_target(target: str) -> str | None:
+    """The request target as the upstream will resolve it, or None when it is no origin-form path.
+
+    The prefix check must see what the upstream sees: ``/v1/../admin``, ``/v1/%2e%2e/admin``,
+    ``/v1%2f..%2fadmin``, ``//admin`` and ``\\admin`` all name ``/admin`` to some server. Encoded dots,
+    slashes and backslashes are decoded, backslashes read as slashes, empty segments dropped and dot
+    segments resolved (RFC 3986 5.2.4); what is forwarded is this normalised path, so nothing the
+    check passed can be read differently upstream. Its query string is kept as sent."""
+    path, mark, query = target.partition("?")
+    if not path.startswith("/"):
+        return None
+    path = _ENCODED.sub(lambda m: chr(int(m.group(1), 16)), path).replace("\\", "/")
+    segments: list[str] = []
+    for segment in path.split("/"):
+        if segment == "..":
+            if not segments:
+                return None  # above the root: no server's path
+            segments.pop()
+        elif segment not in ("", "."):
+            segments.append(segment)
+    trailing = "/" if path.endswith(("/", "/.", "/..")) and segments else ""
+    return "/" + "/".join(segments) + trailing + mark + query
 
 
 async def _next(conn: h11.Connection, reader: asyncio.StreamReader) -> Any:

@@ -572,7 +572,9 @@ class DiskWatch:
 
 
 def tree_size(root: Path) -> tuple[int, int]:
-    """(bytes, entries) under ``root``, links not followed; (0, 0) when it is gone."""
+    """(bytes, entries) under ``root``, links not followed; (0, 0) when it is gone. The bytes are
+    what copying the tree would write: a sparse file's apparent size (never its few blocks), and
+    each hard link in full."""
     total = count = 0
     stack = [str(root)]
     while stack:
@@ -586,7 +588,8 @@ def tree_size(root: Path) -> tuple[int, int]:
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
                 elif entry.is_file(follow_symlinks=False):
-                    total += entry.stat(follow_symlinks=False).st_blocks * 512
+                    info = entry.stat(follow_symlinks=False)
+                    total += max(info.st_size, info.st_blocks * 512)
             except OSError:
                 continue
     return total, count

@@ -12,10 +12,22 @@ from executors.errors import ErrorKind
 from executors.sandbox import Isolation
 
 
+def control_character(value: str) -> str | None:
+    """The first control character (a line break included) in ``value``, if any."""
+    return next((c for c in value if ord(c) < 32 or 127 <= ord(c) < 160 or c in "\u2028\u2029"), None)
+
+
+def terminal(text: str) -> str:
+    """``text`` safe to print on a terminal: every control character (an escape sequence's ESC, a
+    carriage return, a line break) shown as its escape, so text a model wrote can neither move the
+    cursor, recolour the screen nor forge a line of skillab's own."""
+    return "".join(c if control_character(c) is None else repr(c)[1:-1] for c in text)
+
+
 def one_line(value: str) -> str:
     """A name shown in reports (a case, a grader, a task, a skill): one line, no control characters,
     so it cannot open a section, a row or a script in report.md, JUnit or a GitHub summary."""
-    bad = next((c for c in value if ord(c) < 32 or 127 <= ord(c) < 160 or c in "\u2028\u2029"), None)
+    bad = control_character(value)
     if bad is not None:
         raise ValueError(f"must be one line without control characters (found {bad!r})")
     return value
@@ -139,7 +151,7 @@ class InstalledSkill(Frozen):
     def _one_folder(cls, name: str) -> str:
         if name in ("", ".", "..") or any(c in name for c in "/\\\0"):
             raise ValueError(f"a skill name must be a plain folder name, got {name!r}")
-        return name
+        return one_line(name)
 
 
 #: The parts of an environment snapshot (flows/inputs/environment.py): copied over the session's

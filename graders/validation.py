@@ -242,18 +242,27 @@ def _verdict(
     return _finding(task, index, kind, "ok", "passes the reference solution, fails the untouched start")
 
 
-def try_task(task: AgentTask, reference: Path, isolation: Isolation) -> list[GraderFinding]:
+#: Where a run lays a task's sessions below its root: (the root, the task's place in the run) ->
+#: (the with-skill arm's working directory, the baseline arm's).
+Layout = Callable[[Path, int], tuple[Path, Path]]
+
+
+def try_task(
+    task: AgentTask, index: int, reference: Path, isolation: Isolation, layout: Layout
+) -> list[GraderFinding]:
     """A task's checks (a plugin case's file graders) on a copy of its reference solution and on the
-    untouched start (its input files only), each run as a session's are: confined, under ``isolation``."""
+    untouched start (its input files only), each run as a session's are: confined, under
+    ``isolation``, at the paths the task's sessions work in (``layout``): a check that reads its
+    folder's name sees a session's."""
     with session_root() as root:
-        ref, start = root / "reference", root / "start"
+        ref, start = layout(root, index)
+        start.mkdir(parents=True)
         try:
             copy_tree(reference, ref, f"task {task.task_id}: reference solution")
         except OSError as exc:  # a path too long once copied, a file that vanished: refused, one line
             raise InputError(
                 f"task {task.task_id}: reference solution: cannot copy: {exc.strerror or exc}"
             ) from None
-        start.mkdir()
         for name in task.input_files:  # the start a session gets: the eval's input files
             for folder in (ref, start):
                 copy_file(
@@ -319,13 +328,15 @@ def reference_of(task: AgentTask, tasks_dir: Path) -> Path | None:
     return folder if folder.is_dir() else None
 
 
-def validate_tasks(tasks: Sequence[AgentTask], tasks_dir: Path, isolation: Isolation) -> list[GraderFinding]:
+def validate_tasks(
+    tasks: Sequence[AgentTask], tasks_dir: Path, isolation: Isolation, layout: Layout
+) -> list[GraderFinding]:
     """Every check of every task that has a reference solution."""
     return [
         finding
-        for task in tasks
+        for index, task in enumerate(tasks, start=1)
         if (reference := reference_of(task, tasks_dir)) is not None
-        for finding in try_task(task, reference, isolation)
+        for finding in try_task(task, index, reference, isolation, layout)
     ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,22 @@ def test_a_sample_suite_may_run_through_the_batch_api(tmp_path: Path) -> None:
     with pytest.raises(InputError) as info:
         load(write(tmp_path, body))
     assert any("batch: only sample suites" in line for line in info.value.lines)
+
+
+def test_building_the_image_without_uv_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The fleet's extra brings uv; a Python without it gets one line and exit 2, not a traceback."""
+    import importlib.util
+
+    from deployments.__main__ import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "uv" else real(name, *a)
+    )
+    assert main(["--build-image"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("skillab: error: uv: not installed in") and "[fleet]" in line
+    fleet = tomllib.loads(Path("pyproject.toml").read_text())["project"]["optional-dependencies"]["fleet"]
+    assert any(d.startswith("uv==") for d in fleet)

@@ -17,6 +17,7 @@ import fcntl
 import importlib.metadata
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -78,6 +79,48 @@ class ReadyWait(Protocol):
 def configure_prefect() -> None:
     for key, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(key, value)
+    record = read_record() if os.environ.get("PREFECT_API_URL") else None
+    if record is not None and os.environ["PREFECT_API_URL"].rstrip("/") == record.api_url:
+        os.environ.setdefault(CLIENT_AUTH, auth_string())  # the API of the server skillab started
+
+
+# ------------------------------------------------------------------ the API's credential
+
+#: Prefect's own settings: the credential a server requires (HTTP basic, "user:password"), and the
+#: one its clients send (every flow run, worker and container, through the worker's settings).
+SERVER_AUTH, CLIENT_AUTH = "PREFECT_SERVER_API_AUTH_STRING", "PREFECT_API_AUTH_STRING"
+
+
+def auth_path() -> Path:
+    return skillab_home() / "prefect-auth"
+
+
+def auth_string() -> str:
+    """The credential of every Prefect server skillab starts: $PREFECT_SERVER_API_AUTH_STRING when
+    the user set one, else one made at the first start and kept in skillab's home, readable by its
+    owner only (an agent session sees neither: the sandbox hides the home, and the variables are
+    credential-shaped, never passed in)."""
+    if os.environ.get(SERVER_AUTH):
+        return os.environ[SERVER_AUTH]
+    path = auth_path()
+    with contextlib.suppress(FileNotFoundError):
+        if text := path.read_text(encoding="utf-8").strip():
+            return text
+    path.parent.mkdir(parents=True, exist_ok=True)
+    made = f"skillab:{secrets.token_urlsafe(24)}"
+    with contextlib.suppress(FileExistsError):  # two commands at once: the first one's is kept
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(made + "\n")
+    return path.read_text(encoding="utf-8").strip()
+
+
+def protect_temporary_api() -> None:
+    """Prefect's temporary server (a child of this process, given its environment) requires the
+    credential, and this process and its children send it."""
+    auth = auth_string()
+    os.environ.setdefault(SERVER_AUTH, auth)
+    os.environ.setdefault(CLIENT_AUTH, auth)
 
 
 def launch_server(announce: bool = True, started: list[ServerRecord] | None = None) -> str:
@@ -137,6 +180,11 @@ def prepare_prefect(announce: bool = True, started: list[ServerRecord] | None = 
     are read by Prefect at import: call this before the command imports it."""
     started = [] if started is None else started  # servers this command started (launch_server)
     if launch_server(announce, started) == "ephemeral":
+        if configured_api_url() is None:  # Prefect's temporary server, not a configured API
+            protect_temporary_api()
+            from prefect.context import refresh_global_settings_context
+
+            refresh_global_settings_context()
         return lambda meanwhile=None: None
     guessed, started[:] = list(started), []
     if url := configured_api_url():
@@ -150,6 +198,7 @@ def prepare_prefect(announce: bool = True, started: list[ServerRecord] | None = 
         return lambda meanwhile=None: None
     record = ensure_server(announce=announce, wait=False)
     os.environ["PREFECT_API_URL"] = record.api_url
+    os.environ.setdefault(CLIENT_AUTH, auth_string())
     from prefect.context import refresh_global_settings_context
 
     refresh_global_settings_context()  # Prefect read its settings at import, before the URL was set
@@ -332,7 +381,7 @@ def start_server(host: str, port: int, announce: bool = True) -> ServerRecord:
     server's process copies it: this one need not import Prefect)."""
     configure_prefect()
     log = skillab_home() / "prefect-server.log"
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {SERVER_AUTH: auth_string()}
     template = template_path()
     cmd = [sys.executable, "-P", str(SERVER_SCRIPT), "--host", host, "--port", str(port)]
     cmd += ["--template", str(template)]

@@ -11,6 +11,7 @@ without paying for Prefect, so that a command starts its server before it import
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import gc
 import os
@@ -69,8 +70,11 @@ def warm_up(server: Any, url: str) -> None:  # a uvicorn.Server
             return
         time.sleep(0.05)
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    request = urllib.request.Request(url)
+    if auth := os.environ.get("PREFECT_SERVER_API_AUTH_STRING"):  # else it stops at the credential check
+        request.add_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
     with contextlib.suppress(OSError):
-        opener.open(url, timeout=60).close()
+        opener.open(request, timeout=60).close()
 
 
 # ------------------------------------------------------------------ the template database

@@ -11,6 +11,8 @@ import time
 from collections import Counter
 from typing import Any, TypeAlias
 
+from executors.schema import terminal
+
 LogTarget: TypeAlias = "logging.Logger | logging.LoggerAdapter[Any]"
 
 
@@ -96,7 +98,7 @@ class Progress:
         self.failures[kind] += 1
         if self.log is not None and self.failures[kind] == 1:
             self.log.warning(
-                f"{self.label}: {label} failed ({kind}): {cause[:300]}; "
+                f"{self.label}: {label} failed ({kind}): {terminal(cause[:300])}; "
                 f"further {kind} failures are counted in the progress lines"
             )
 
@@ -106,7 +108,7 @@ class Progress:
         self.retry_causes[cause_kind] += 1
         if self.log is not None and self.retry_causes[cause_kind] == 1:
             self.log.warning(
-                f"{self.label}: retrying {label} after {cause[:300]}; further retries for "
+                f"{self.label}: retrying {label} after {terminal(cause[:300])}; further retries for "
                 f"{cause_kind} are counted in the progress lines"
             )
 

@@ -19,7 +19,6 @@ out of the control arm (flows/modes/triggers/plan.with_environment).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -30,11 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from executors.claude_code import budget_fraction
-from executors.contents import Bounds, copy_file, copy_tree, inspect_file
+from executors.contents import Bounds, copy_file, copy_tree, inspect_file, tree_digest
 from executors.errors import InputError
 from executors.plugin import looks_like_plugin, read_plugin, strip_mcp
 from executors.sandbox import alive
-from executors.schema import ENVIRONMENT_PARTS
+from executors.schema import ENVIRONMENT_PARTS, control_character
 from graders.triggers import front_matter
 
 #: settings.json keys that change what the model is shown of skills (Claude Code 2.1.332).
@@ -129,9 +128,10 @@ def _skills(root: Path, dest: Path, where: str, tally: Tally) -> list[str]:
     for entry in entries:
         if not (entry / "SKILL.md").is_file():
             continue
-        if ":" in entry.name:
+        if ":" in entry.name or control_character(entry.name):
             raise InputError(
-                f"{where}: {entry}: a skill folder name with ':' (plugin skills are named so): refused"
+                f"{where}: {entry!r}: a skill folder name with ':' (plugin skills are named so) or a "
+                "control character: refused"
             )
         if entry.is_symlink():
             raise InputError(
@@ -223,12 +223,7 @@ def _install_folder(record: Any, base: Path, project: Path | None) -> Path | Non
 
 
 def _digest(root: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-    for path in sorted(p for p in root.rglob("*") if p.is_symlink()):
-        digest.update(str(path.relative_to(root)).encode() + b"\0->" + os.readlink(path).encode() + b"\0")
-    return digest.hexdigest()
+    return tree_digest(root, "environment")
 
 
 def snapshot(home: Path | None, project: Path | None, store: Path, source: str) -> Environment:

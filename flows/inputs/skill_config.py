@@ -19,6 +19,7 @@ from executors.parsing import load_json, load_yaml
 from executors.plugin import MANIFEST, Plugin, looks_like_plugin, read_plugin, runner_problem
 from executors.registry import AGENT_CLI_CLASSES, AGENT_CLIS, EXECUTORS, agent_cli
 from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP
+from executors.schema import one_line
 from executors.versions import installed_version
 from flows.inputs.files import (
     check_endpoint,
@@ -278,6 +279,12 @@ class Skill:
 
     name: str
     path: Path  # the folder holding SKILL.md, or the plugin's root
+
+    def __post_init__(self) -> None:
+        try:  # the name is the folder the CLI lists, shown in every report and on the terminal
+            one_line(self.name)
+        except ValueError as exc:
+            raise InputError(f"skill {self.name!r}: {self.path}: the name {exc}: refused") from None
 
     @property
     def plugin(self) -> Plugin | None:

@@ -6,8 +6,10 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from executors.schema import terminal
 from flows.report.explain import explain_lines
 from flows.report.logtext import headline, regression_lines, reused_text, validity_lines
 from flows.report.schema import Report, SampleMeta, SessionMeta
@@ -60,6 +62,12 @@ def summary_table(report: Report) -> Table:
     return table
 
 
+def shown(text: str) -> str:
+    """A line of the report as the console prints it: control characters escaped, and brackets
+    that rich would read as markup kept as text (a diagnosis or a case name can hold either)."""
+    return escape(terminal(text))
+
+
 def print_summary(report: Report, path: Path | None, console: Console | None = None) -> None:
     console = console or Console(width=None if sys.stdout.isatty() else 160)
     console.print(summary_table(report))
@@ -86,17 +94,17 @@ def print_summary(report: Report, path: Path | None, console: Console | None = N
             highlight=False,
         )
     for insight in report.analysis.insights:
-        console.print(f"  · {insight.message}", highlight=False)
+        console.print(f"  · {shown(insight.message)}", highlight=False)
     for line in explain_lines(report):
-        console.print(f"  ? {line}", highlight=False)
+        console.print(f"  ? {shown(line)}", highlight=False)
     for line in economy_lines(report):
-        console.print(f"  {line}", highlight=False)
+        console.print(f"  {shown(line)}", highlight=False)
     for line in regression_lines(report):
-        console.print(f"  {line}", highlight=False)
+        console.print(f"  {shown(line)}", highlight=False)
     for notice in report.meta.notices:
-        console.print(f"  note: {notice}", highlight=False)
+        console.print(f"  note: {shown(notice)}", highlight=False)
     for line in validity_lines(report):
-        console.print(line, highlight=False)
+        console.print(shown(line), highlight=False)
     if path:
         console.print(f"report: {path}", highlight=False)
 

@@ -440,12 +440,45 @@ def test_the_forwarder_serves_only_its_endpoint(monkeypatch: pytest.MonkeyPatch)
     with FakeProvider() as server:
         route = forwarder().route(ANTHROPIC, f"{server.url}/gateway", tcp=True)
         assert route.port is not None
-        for target in ("/admin/secrets", "/gatewayx/v1/messages", f"http://127.0.0.1:{server.port}/", "*"):
+        escapes = (
+            "/gateway/../admin",
+            "/gateway/v1/../../admin",
+            "/gateway/%2e%2e/admin",
+            "/gateway/%2E%2E/admin",
+            "/gateway%2f..%2fadmin",
+            "/gateway/..%2Fadmin",
+            "/gateway/..%5cadmin",
+            "/gateway\\..\\admin",
+            "//admin/gateway",
+            "/gateway/./../admin",
+            "/..",
+        )
+        for target in (
+            "/admin/secrets",
+            "/gatewayx/v1/messages",
+            f"http://127.0.0.1:{server.port}/",
+            "*",
+            *escapes,
+        ):
             assert status(route.port, target).split()[1] in (b"403", b"400"), target
         assert (
             status(route.port, "/gateway/v1/models").split()[1] == b"404"
         )  # forwarded: the upstream answered
         assert not server.calls
+        # a path that only looks odd but stays under the prefix is forwarded, normalised
+        assert status(route.port, "/gateway//v1/./models").split()[1] == b"404"
+
+
+def test_a_request_path_is_normalised_as_an_upstream_would_read_it() -> None:
+    from executors.egress import normalised_target
+
+    assert normalised_target("/v1/../admin") == "/admin"
+    assert normalised_target("/v1/%2e%2e%2Fadmin?x=%2e") == "/admin?x=%2e"
+    assert normalised_target("/v1\\..\\admin") == "/admin"
+    assert normalised_target("//v1///messages/") == "/v1/messages/"
+    assert normalised_target("/v1/messages?beta=true") == "/v1/messages?beta=true"
+    assert normalised_target("/../v1") is None
+    assert normalised_target("http://elsewhere/v1") is None
 
 
 def test_secrets_are_masked_in_logs(monkeypatch: pytest.MonkeyPatch) -> None:

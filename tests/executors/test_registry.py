@@ -53,3 +53,13 @@ def test_agent_clis_come_from_the_registry() -> None:
         InputError, match=r"--runner: 'openai' is not an agent CLI \(claude, codex, gemini-cli, copilot"
     ):
         agent_cli("openai")  # an executor, but not an agent CLI
+
+
+def test_every_agent_cli_says_what_it_reads_as_configuration() -> None:
+    from executors.agent_config import CONFIG_FILES
+
+    assert set(CONFIG_FILES) == set(AGENT_CLIS)
+    for cli, paths in CONFIG_FILES.items():
+        cls = EXECUTORS[cli]
+        assert issubclass(cls, AgentExecutor)
+        assert cls.skills_home[0] in paths  # its own skills folder: installed by skillab alone

@@ -129,16 +129,16 @@ def test_installed_under_another_name_or_as_a_command_is_not_listed(
         commands.mkdir(parents=True)
         (commands / f"{NAME}.md").write_text(SKILL.format(description=DESCRIPTION))
         command = run(claude, server, tmp_path, "m", installed_as=None)
-    for session in (renamed, command):
-        found = detect(session, [NAME])
-        assert session.ok and found.status == TriggerStatus.NOT_LISTED and found.missing == (NAME,)
+    found = detect(renamed, [NAME])
+    assert renamed.ok and found.status == TriggerStatus.NOT_LISTED and found.missing == (NAME,)
     assert (
         "candidate-1" in (renamed.skills_listed or ())
         and script.decisions[renamed.meta["session_id"]] is False
     )
-    # 2.1.197 shows a command in the model's listing and lets Skill launch it, yet it is no skill
-    # (absent from init's skills): flagged as a setup failure, whether or not it fired.
-    assert script.decisions[command.meta["session_id"]] is True and detect(command).fired == (NAME,)
+    # A command in the working folder is the agent's own configuration, in both arms: refused before
+    # the CLI starts (2.1.197 listed it and let Skill launch it, yet it is no skill), never measured.
+    assert not command.ok and ".claude: agent configuration, read by claude" in (command.error or "")
+    assert detect(command, [NAME]).status == TriggerStatus.ERROR
     assert "'greeting-files' differs" in (install_problem("candidate-1", skill_src(tmp_path)) or "")
     assert "slash command" in (install_problem(NAME, commands / f"{NAME}.md") or "")
 

@@ -7,6 +7,7 @@ shows the pages as they are."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -151,6 +152,9 @@ def test_last_night_at_a_glance(tmp_path: Path, prefect_server: Any) -> None:
     outside: list[str] = []
     with chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        # the UI's own login, as a user types the server's credential into it
+        auth = json.dumps(os.environ["PREFECT_API_AUTH_STRING"])
+        page.add_init_script(f"localStorage.setItem('prefect-password', btoa({auth}))")
         page.on("request", lambda r: outside.append(r.url) if not r.url.startswith(LOCAL) else None)
         # the runs list: each night by its name, in a state named after its outcome
         page.goto(f"{prefect_server.ui_url}/runs")

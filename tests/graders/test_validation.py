@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from flows.modes.agentic.plan import check_folders
 from graders.registry import parse
 from graders.schema import Sample
 from graders.validation import validate_samples, violation, without_broken
@@ -137,9 +138,45 @@ def test_broken_checks_are_taken_out_of_the_task(tmp_path: Path) -> None:
     (tmp_path / "references" / "task-01").mkdir(parents=True)
     (tmp_path / "references" / "task-01" / "calc.py").write_text("def add(a, b):\n    return a + b\n")
     task = parse_task(TASK, "task-01")
-    findings = validate_tasks([task], tmp_path, "bubblewrap")
+    findings = validate_tasks([task], tmp_path, "bubblewrap", check_folders)
     (kept,) = tasks_without_broken([task], findings)
     assert [c.label for c in kept.checks] == [c.label for c in task.checks[:5]]
+
+
+def test_checks_see_on_the_reference_the_paths_a_session_works_in(tmp_path: Path) -> None:
+    """The attack: a check that reads its own folder's name passed on the reference ("reference")
+    and failed every real session. Now the reference lies where the with-skill session works (and
+    the start where the baseline works), below a run root of the same shape."""
+    from flows.modes.agentic.plan import plan_sessions
+    from graders.agent_task import parse_task
+    from graders.validation import validate_tasks
+
+    (tmp_path / "references" / "task-02").mkdir(parents=True)
+    (tmp_path / "references" / "task-02" / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    checks = (
+        '- runs_without_error: test "$(basename "$PWD")" != reference && test -f calc.py\n'
+        '- runs_without_error: test "$(basename "$(dirname "$PWD")")" = task-02 && test -f calc.py\n'
+        '- runs_without_error: test "$(basename "$PWD")" = reference\n'
+    )
+    text = (
+        TASK.split("## Verification Checks")[0]
+        + "## Verification Checks\n"
+        + checks
+        + "\n## Grading Rubric\n- ok\n"
+    )
+    first, second = parse_task(TASK, "task-01"), parse_task(text, "task-02")
+    findings = validate_tasks([first, second], tmp_path, "bubblewrap", check_folders)
+    assert [(f.status, f.index) for f in findings if f.case == "task-02"] == [
+        ("ok", 1),
+        ("ok", 2),
+        ("broken", 3),
+    ]
+    # and those are the paths a run gives the sessions of the second task
+    (with_skill, baseline) = [
+        s for s in plan_sessions([first, second], tmp_path / "r", 1, tmp_path / "x") if s.index == 2
+    ]
+    ref, start = check_folders(tmp_path / "x", 2)
+    assert (with_skill.sandbox, baseline.sandbox) == (ref, start)
 
 
 def test_a_plugin_case_s_file_graders_on_its_reference(

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from executors.agent import shipped_configuration
 from executors.contents import inspect_tree
 from executors.errors import InputError
 from executors.parsing import load_json
@@ -123,6 +124,8 @@ def load_case(folder: Path) -> tuple[PluginCase, str]:
         if not fixture.is_dir():
             raise InputError(f"{where}: no such folder in the case folder")
         inspect_tree(fixture, f"{label}: context.add_dirs")
+        if (shipped := shipped_configuration(fixture, where)) is not None:  # a CLI reads add-dirs too
+            raise InputError(shipped)
     if (folder / "mocks").is_dir():
         case = case.model_copy(update={"unsupported": (*case.unsupported, "mocks/")})
     return case, "\0".join(texts)

@@ -19,6 +19,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from executors.agent import shipped_configuration
 from executors.contents import copy_file, copy_tree, inspect_file, inspect_tree
 from executors.errors import InputError
 from executors.parsing import load_json
@@ -75,7 +76,11 @@ def input_path(root: Path, value: str) -> tuple[str, Path]:
             inspect_file(path.resolve(), "files")  # a link inside the folder: its target, checked
     except InputError as exc:
         raise ValueError(str(exc)) from None
-    return "/".join(parts), path
+    relative = "/".join(parts)
+    shipped = shipped_configuration(path, f"files {value!r}", PurePosixPath(relative))
+    if shipped is not None:  # copied into both arms' working folders: the agent's config may not be
+        raise ValueError(shipped)
+    return relative, path
 
 
 def strings(value: Any, field: str) -> list[str]:

@@ -360,6 +360,7 @@ def cmd_skill_validate(args: argparse.Namespace, command: Command) -> int:
     from executors.sandbox import checked_isolation
     from flows.cli.validate import print_findings
     from flows.inputs.skill_config import load_tasks
+    from flows.modes.agentic.plan import check_folders
     from graders.validation import reference_of, validate_tasks
 
     folder = Path(args.tasks)
@@ -367,7 +368,10 @@ def cmd_skill_validate(args: argparse.Namespace, command: Command) -> int:
     isolation = checked_isolation(not args.no_os_sandbox)
     bare = [t.task_id for t in tasks if reference_of(t, folder) is None]
     return print_findings(
-        validate_tasks(tasks, folder, isolation), len(tasks) - len(bare), "reference solution", bare
+        validate_tasks(tasks, folder, isolation, check_folders),
+        len(tasks) - len(bare),
+        "reference solution",
+        bare,
     )
 
 

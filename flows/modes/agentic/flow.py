@@ -47,6 +47,7 @@ from flows.modes.agentic.plan import (
     ARMS,
     Session,
     arm_root,
+    check_folders,
     isolation_root,
     plan_sessions,
 )
@@ -440,7 +441,7 @@ async def tried_graders(
 ) -> tuple[list[AgentTask], list[GraderCheck], list[str]]:
     """The tasks' checks tried on their reference solutions before any session; the broken ones
     taken out, and named for the certificate and the report's warnings."""
-    findings = await asyncio.to_thread(validate_tasks, tasks, tasks_dir, isolation)
+    findings = await asyncio.to_thread(validate_tasks, tasks, tasks_dir, isolation, check_folders)
     checks = [GraderCheck.model_validate(f, from_attributes=True) for f in findings]
     return tasks_without_broken(tasks, findings), checks, broken_notices(findings)
 

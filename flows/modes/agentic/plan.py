@@ -69,6 +69,23 @@ def arm_folder(isolated: Path, mode: str) -> str:
     return hashlib.sha256(f"{isolated.name}/{arm_kind(mode)}".encode()).hexdigest()[:10]
 
 
+def session_paths(isolated: Path, index: int, run: int, count: int, mode: str) -> tuple[Path, Path]:
+    """(working directory, HOME) of the session of an arm, on run ``run`` of the ``index``-th task
+    (which runs ``count`` times), below the run's root."""
+    level = Path(f"task-{index:02d}") / (f"run-{run}" if count > 1 else "")
+    root, where = arm_root(isolated, mode), arm_folder(isolated, mode)
+    return root / "sandbox" / level / where, root / "home" / level / where
+
+
+def check_folders(isolated: Path, index: int) -> tuple[Path, Path]:
+    """Where ``validate`` lays the ``index``-th task's reference solution and its untouched start:
+    at the working directories of the task's with-skill and baseline sessions, as a run lays them,
+    so a check sees the same paths and names there as on a session."""
+    return session_paths(isolated, index, 1, 1, Arm.WITH_SKILL)[0], session_paths(
+        isolated, index, 1, 1, Arm.BASELINE
+    )[0]
+
+
 def runs_of(task: AgentTask, runs: int, case_runs: bool) -> int:
     """Sessions per arm of a task: ``runs``, or with ``case_runs`` a plugin eval case's own ``runs``
     (as `claude plugin eval` runs it when --runs is not given)."""
@@ -102,15 +119,15 @@ def plan_sessions(
                 if mode != Arm.WITH_SKILL and single_arm(task):
                     continue
                 level = Path(f"task-{index:02d}") / (f"run-{run}" if count > 1 else "")
-                root, where = arm_root(isolated, mode), arm_folder(isolated, mode)
+                sandbox, home = session_paths(isolated, index, run, count, mode)
                 out.append(
                     Session(
                         task,
                         index,
                         run,
                         mode,
-                        sandbox=root / "sandbox" / level / where,
-                        home=root / "home" / level / where,
+                        sandbox=sandbox,
+                        home=home,
                         outputs=results / "outputs" / level / mode,
                         grades=results / "grades" / level,
                         archive=results / "sandbox" / level / mode,

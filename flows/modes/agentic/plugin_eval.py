@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from executors.agent import read_events
+from executors.agent import read_events, shipped_configuration
 from executors.sandbox import Isolation
 from executors.schema import AgentRequest
 from flows.engine.judging import run_judge_jobs
@@ -105,6 +105,8 @@ def prepare_sandbox(
                 code, tail = runner.run(["/bin/bash", "-c", script.read_text(encoding="utf-8")])
             if code != 0:
                 error = f"scaffold_script {case.scaffold_script}: exit {code}: {tail.strip()[-300:]}"
+            else:  # what it made is the suite's, and a suite may not configure the agent of both arms
+                error = shipped_configuration(sandbox, f"scaffold_script {case.scaffold_script}")
     outputs.mkdir(parents=True, exist_ok=True)
     (outputs / PRE_EXISTING).write_text(json.dumps(sandbox_paths(sandbox)))
     return error

@@ -4,8 +4,8 @@ The baseline arm never sees the skill, so when a user iterates on the skill alon
 session of the next run would repeat one already paid for. A baseline session that ended normally
 and clean is kept under the results folder's cache, keyed by everything that decides it: the agent
 CLI and its version, the model and its endpoint, the request the CLI got (prompt, turns, timeout,
-sandbox and network settings, but not its random paths), the task's starting files and the run
-index. A later run whose baseline session has the same key restores the session, its raw outputs
+sandbox and network settings, but not its random paths), the configuration skillab gives the CLI,
+every byte of the case's folder, input files, readable folders and environment, and the run index. A later run whose baseline session has the same key restores the session, its raw outputs
 and the sandbox it left, and grades them as if they had just run; its report counts the sessions
 reused and names the run each came from.
 """
@@ -18,9 +18,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from executors.contents import archive_tree, copy_tree
+from executors.contents import archive_tree, copy_tree, tree_digest
 from executors.errors import InputError
 from executors.parsing import load_json
+from executors.registry import agent_cli
 from executors.schema import AgentRequest, AgentSession
 from flows.modes.agentic.plan import Session
 from tasks.schema import Arm
@@ -40,28 +41,34 @@ class Reused:
     origin: str  # the results folder of the run that paid for it
 
 
-def _files_digest(folder: Path | None, names: tuple[str, ...]) -> str:
+def _inputs_digest(root: str | None, names: tuple[str, ...]) -> str:
+    """Every byte of a skill-creator eval's input files and folders, by their relative paths."""
     digest = hashlib.sha256()
     for name in sorted(names):
-        path = (folder or Path(".")) / name
-        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"-") + b"\0")
+        path = Path(root or ".").joinpath(*name.split("/"))
+        digest.update(f"{name}\0{tree_digest(path, 'files')}\0".encode())
     return digest.hexdigest()
 
 
 def baseline_key(s: Session, request: AgentRequest, cli_version: str | None, endpoint: str | None) -> str:
-    """Everything that decides a baseline session, and its run index (repeats are real)."""
+    """Everything a baseline session can see, and its run index (repeats are real): the request,
+    the CLI (its version and the configuration skillab gives it), the endpoint, every byte of the
+    case's folder (its scaffold's inputs in subfolders included), the input files, the folders it
+    may read and the environment snapshot. Any change runs the baseline again."""
     task = s.task
-    case_files = (
-        tuple(sorted(p.name for p in Path(task.case_dir).glob("*") if p.is_file())) if task.case_dir else ()
-    )
     return cache_key(
         "agentic-baseline",
         {
             "request": request.model_dump(mode="json", exclude=PATHS),
             "cli_version": cli_version,
+            "cli_config": agent_cli(request.cli).config_digest(),
             "endpoint": endpoint,
-            "inputs": _files_digest(Path(task.input_root) if task.input_root else None, task.input_files),
-            "case": _files_digest(Path(task.case_dir) if task.case_dir else None, case_files),
+            "inputs": _inputs_digest(task.input_root, task.input_files),
+            "case": tree_digest(Path(task.case_dir), "case folder") if task.case_dir else None,
+            "add_dirs": [tree_digest(Path(d), "add_dirs") for d in request.add_dirs],
+            "environment": tree_digest(Path(request.environment), "environment")
+            if request.environment
+            else None,
             "run": s.run,
         },
     )

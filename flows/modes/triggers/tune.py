@@ -26,6 +26,7 @@ import yaml
 
 from executors.contents import copy_tree
 from executors.errors import InputError
+from executors.schema import terminal
 from flows.cli.codes import EXIT_FAIL
 from flows.cli.command import Command
 from flows.cli.flags import add_model_flags
@@ -74,7 +75,9 @@ def parse_rewrites(text: str, count: int, limit: int) -> list[str]:
         raise ValueError("expected a JSON array of non-empty strings")
     drafted = list(dict.fromkeys(" ".join(d.split()) for d in data))
     for long in (d for d in drafted if len(d) > limit):
-        print(f"skillab: a rewrite of {len(long):,} characters left out (at most {limit:,}): {long[:80]}...")
+        print(
+            f"skillab: a rewrite of {len(long):,} characters left out (at most {limit:,}): {terminal(long[:80])}..."
+        )
     rewrites = [d for d in drafted if len(d) <= limit][:count]
     if not rewrites:
         raise ValueError(f"no rewrite within {limit:,} characters")
@@ -137,7 +140,7 @@ def candidates(options: TriggerOptions, args: argparse.Namespace, cwd: Path) -> 
     texts = [skill.description, *drafted]
     labels = [CURRENT, *(f"c{i}" for i in range(1, len(drafted) + 1))]
     for label, description in zip(labels, texts, strict=True):
-        print(f"{label}: {description}")
+        print(f"{label}: {terminal(description)}")  # a rewrite is model-written
     return [
         with_description(skill, d, root / label / skill.name) for label, d in zip(labels, texts, strict=True)
     ]

@@ -7,6 +7,7 @@ suite leaves no server running.
 
 from __future__ import annotations
 
+import base64
 import http.server
 import json
 import os
@@ -439,9 +440,15 @@ def test_a_suspended_server_is_stopped_by_sigterm(homes: Path, tmp_path: Path) -
         frozen.wait()
 
 
+def basic_auth() -> str:
+    """The header a client of skillab's servers sends (the tests' credential, tests/conftest.py)."""
+    return "Basic " + base64.b64encode(os.environ["PREFECT_API_AUTH_STRING"].encode()).decode()
+
+
 def flow_runs(api_url: str) -> int:
     request = urllib.request.Request(f"{api_url}/flow_runs/count", data=b"{}", method="POST")
     request.add_header("content-type", "application/json")
+    request.add_header("Authorization", basic_auth())
     with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=5) as response:
         return int(json.loads(response.read()))
 

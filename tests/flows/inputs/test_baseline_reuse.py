@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from executors.schema import AgentRequest
 from flows.modes.agentic.plan import Session, plan_sessions
 from flows.modes.agentic.reuse import Reuse, baseline_key
@@ -47,3 +49,46 @@ def test_nothing_is_reused_when_turned_off_or_the_cli_version_is_unknown(tmp_pat
     reuse = Reuse.of(True, tmp_path / "skill-1", "2.1.332")
     assert reuse is not None and reuse.origin == "skill-1"
     assert reuse.cache.root == tmp_path / ".cache" / "baseline"
+
+
+def test_the_key_covers_every_byte_a_session_can_see(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file in a case's subfolder (an input its scaffold reads), an input folder's content, a
+    folder the session may read, the environment snapshot and the CLI's own switches: a change to
+    any of them is a new baseline."""
+    case = tmp_path / "case"
+    (case / "fixtures").mkdir(parents=True)
+    (case / "fixtures" / "input.csv").write_text("a,b\n1,2\n")
+    inputs = tmp_path / "skill"
+    (inputs / "evals" / "files").mkdir(parents=True)
+    (inputs / "evals" / "files" / "form.txt").write_text("v1")
+    readable, environment = tmp_path / "docs", tmp_path / "env"
+    readable.mkdir()
+    (readable / "notes.md").write_text("v1")
+    (environment / "home").mkdir(parents=True)
+    (environment / "home" / "CLAUDE.md").write_text("v1")
+    task = parse_task(TASK, "task-01").model_copy(
+        update={"case_dir": str(case), "input_root": str(inputs), "input_files": ("evals/files",)}
+    )
+    s = next(p for p in plan_sessions([task], tmp_path / "r1", 1, tmp_path / "iso") if p.mode == Arm.BASELINE)
+    fields = {"add_dirs": (str(readable),), "environment": str(environment)}
+
+    def key() -> str:
+        return baseline_key(s, request(s, **fields), "2.1.332", "http://127.0.0.1:9")
+
+    first = key()
+    assert key() == first
+    seen = {first}
+    for path in (
+        case / "fixtures" / "input.csv",
+        inputs / "evals" / "files" / "form.txt",
+        readable / "notes.md",
+        environment / "home" / "CLAUDE.md",
+    ):
+        path.write_text(path.read_text() + "changed")
+        assert key() not in seen, path
+        seen.add(key())
+    (case / "fixtures" / "input.csv").chmod(0o755)  # a mode bit is seen too
+    assert key() not in seen
+    seen.add(key())
+    monkeypatch.setenv("ANTHROPIC_DEFAULT_SONNET_MODEL", "claude-sonnet-9")  # a switch passed on
+    assert key() not in seen
