@@ -3,14 +3,17 @@
 The pool's job template starts the fleet's image (built here first, deployments/image.py) with:
 
 - the host's network (``network_mode``: a session's model endpoint and the Prefect API are wherever
-  the worker's machine reaches them). The agent itself never gets it: inside the container it runs in
-  bubblewrap with its own network namespace, reaching only the model endpoint through the forwarder,
-  as on the host. Bubblewrap needs namespaces inside the container: the container gets
-  ``SYS_ADMIN`` and ``NET_ADMIN`` and no seccomp or AppArmor profile, which the agent, with every
-  capability dropped inside bubblewrap, does not inherit;
-- the provider keys, as Prefect Secret blocks (``skillab-anthropic-api-key``, ...) the worker resolves
-  when it starts a container: never a flow-run parameter, never in results;
-- a local storage folder mounted at its own path (an ``s3://`` URL needs nothing mounted).
+  the worker's machine reaches them; the API requires its credential, which the worker passes on).
+  The agent itself never gets it: inside the container it runs in bubblewrap with its own network
+  namespace, reaching only the model endpoint through the forwarder, as on the host;
+- only the privileges bubblewrap needs (``CONTAINER_OPTIONS``: every capability dropped but
+  ``SYS_ADMIN`` and ``NET_ADMIN``, no-new-privileges, a seccomp profile that refuses what no session
+  needs), written into the template as literals a flow run cannot override;
+- one provider key, the session's runner's, as a reference to a Prefect Secret block
+  (``skillab-anthropic-api-key``, ...) in that flow run's job variables, which the worker resolves
+  when it starts the container: never a flow-run parameter, never in results, no other provider's;
+- of a local storage folder, the session's inputs read-only and its own results folder, mounted for
+  that flow run alone (an ``s3://`` storage's credentials reach every container: see docs/fleet.md).
 
 Workers are Prefect's own: ``prefect worker start --pool POOL --type docker`` (extra ``fleet``
 installs prefect-docker) on any machine with the image and access to the storage.
@@ -19,6 +22,7 @@ installs prefect-docker) on any machine with the image and access to the storage
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -26,17 +30,35 @@ from typing import Any
 from deployments.image import Built, build
 from executors.egress import PROVIDERS
 from executors.errors import InputError
-from flows.engine.remote import SESSION_FLOW, container_session, source_digest
+from flows.engine.remote import SESSION_FLOW, container_session, secret_block, source_digest
 
-#: What bubblewrap needs to build its sandbox inside the container (measured: less and it cannot).
-CONTAINER_OPTIONS = {
-    "cap_add": ["SYS_ADMIN", "NET_ADMIN"],
-    "security_opt": ["seccomp=unconfined", "apparmor=unconfined"],
+#: System calls no session needs and a container escape would (module loading, kexec, ptrace,
+#: another namespace's handles, keys, BPF, the new mount API bubblewrap does not use): refused with
+#: EPERM. Everything else stays allowed, because bubblewrap itself needs mount, pivot_root and
+#: unshare, which Docker's default profile refuses.
+DENIED_SYSCALLS = (
+    "acct", "add_key", "bpf", "clock_adjtime", "clock_settime", "create_module", "delete_module",
+    "finit_module", "fsconfig", "fsmount", "fsopen", "fspick", "get_kernel_syms", "init_module",
+    "ioperm", "iopl", "kcmp", "kexec_file_load", "kexec_load", "keyctl", "lookup_dcookie",
+    "move_mount", "name_to_handle_at", "nfsservctl", "open_by_handle_at", "open_tree",
+    "perf_event_open", "process_vm_readv", "process_vm_writev", "ptrace", "query_module", "quotactl",
+    "reboot", "request_key", "setns", "settimeofday", "stime", "swapoff", "swapon", "sysfs", "_sysctl",
+    "umount", "uselib", "userfaultfd", "ustat", "vm86", "vm86old",
+)  # fmt: skip
+SECCOMP = {
+    "defaultAction": "SCMP_ACT_ALLOW",
+    "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32", "SCMP_ARCH_AARCH64"],
+    "syscalls": [{"names": list(DENIED_SYSCALLS), "action": "SCMP_ACT_ERRNO", "errnoRet": 1}],
 }
-
-
-def secret_block(env: str) -> str:
-    return "skillab-" + env.lower().replace("_", "-")
+#: The container's privileges: every capability dropped but the two bubblewrap needs to build its
+#: sandbox (SYS_ADMIN for its mounts, NET_ADMIN for the new network namespace's loopback: measured,
+#: less and it cannot), no privilege gained through exec, the seccomp profile above, and no AppArmor
+#: profile (Docker's denies mount). Literals of the job template: a flow run cannot change them.
+CONTAINER_OPTIONS = {
+    "cap_drop": ["ALL"],
+    "cap_add": ["SYS_ADMIN", "NET_ADMIN"],
+    "security_opt": ["no-new-privileges", f"seccomp={json.dumps(SECCOMP)}", "apparmor=unconfined"],
+}
 
 
 #: What s3fs (botocore) reads to reach an S3 storage: given to the containers like the keys.
@@ -63,17 +85,19 @@ def job_template(image: str, storage: str, keys: dict[str, str]) -> dict[str, An
 
     template = DockerWorker.get_default_base_job_template()
     props = template["variables"]["properties"]
-    local = "://" not in storage or storage.startswith("file://")
-    folder = storage.removeprefix("file://")
+    for fixed in ("container_create_kwargs", "privileged"):  # literals, not variables: see above
+        props.pop(fixed, None)
+    template["job_configuration"] |= {"container_create_kwargs": CONTAINER_OPTIONS, "privileged": False}
     defaults: dict[str, Any] = {
         "image": image,
         "image_pull_policy": "Never",  # built here; no registry is reachable
         "network_mode": "host",
         "auto_remove": True,
         "stream_output": True,  # the container's output in the worker's log
-        "container_create_kwargs": CONTAINER_OPTIONS,
-        "volumes": [f"{folder}:{folder}"] if local else [],
-        "env": {env: "{{ prefect.blocks.secret." + secret_block(env) + " }}" for env in keys},
+        # a folder storage is mounted per flow run, its session's part only (remote.storage_mounts)
+        "volumes": [],
+        # the storage's credentials only: each session's flow run names its own provider's key
+        "env": {e: "{{ prefect.blocks.secret." + secret_block(e) + " }}" for e in keys if e in STORAGE_ENV},
     }
     for name, value in defaults.items():
         props[name]["default"] = value

@@ -22,22 +22,40 @@ from pathlib import Path, PurePosixPath
 #: them), from the CLIs' documentation and their behaviour here. Every agent CLI has its entry
 #: (tests/executors/test_registry.py).
 CONFIG_FILES: dict[str, tuple[str, ...]] = {
-    "claude": (".claude", ".mcp.json", "CLAUDE.md", "CLAUDE.local.md"),
+    # settings (hooks among them), rules, skills, commands, agents, output styles, workflows, memory
+    "claude": (".claude", ".mcp.json", "CLAUDE.md", "CLAUDE.local.md", "AGENTS.md", ".worktreeinclude"),
+    # project config and hooks, rules, agents; skills and plugin catalogues in .agents
     "codex": (".codex", ".agents", "AGENTS.md", "AGENTS.override.md"),
-    "gemini-cli": (".gemini", "GEMINI.md"),
+    # settings (hooks, MCP servers), commands, skills, agents; .env is read into its environment
+    "gemini-cli": (".gemini", ".agents", "GEMINI.md", ".geminiignore", ".env"),
     "copilot": (
         ".github/copilot-instructions.md",
         ".github/instructions",
+        ".github/copilot",  # settings: hooks, plugins
+        ".github/hooks",
         ".github/agents",
         ".github/skills",
-        ".github/hooks",
-        ".github/prompts",
-        ".copilot",
+        ".github/extensions",
+        ".github/mcp.json",
+        ".github/lsp.json",
+        ".mcp.json",
         ".agents",
-        ".vscode/mcp.json",
+        ".claude",  # its settings' hooks and plugins, agents, skills, commands, rules
         "AGENTS.md",
+        "CLAUDE.md",
+        "GEMINI.md",
     ),
-    "opencode": (".opencode", "opencode.json", "opencode.jsonc", "AGENTS.md"),
+    # config (plugins, MCP, instructions), plugins, tools, agents, commands, modes, skills
+    "opencode": (
+        ".opencode",
+        "opencode.json",
+        "opencode.jsonc",
+        ".agents",
+        ".claude",
+        "AGENTS.md",
+        "CLAUDE.md",
+        "CONTEXT.md",
+    ),
 }
 #: Entries walked at most when looking (a scaffold may leave a huge tree; the disk bound is elsewhere).
 MAX_ENTRIES = 200_000

@@ -34,6 +34,7 @@ QUIET = {
     "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
     "OPENCODE_DISABLE_CLAUDE_CODE": "1",  # no ~/.claude or project CLAUDE.md of anyone's
     "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+    "OPENCODE_PURE": "1",  # no plugin of any config or folder runs inside the process writing the stream
     "npm_config_offline": "true",  # its background install of its own npm packages
 }
 BUILTIN_SKILLS = frozenset({"customize-opencode"})

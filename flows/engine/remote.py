@@ -27,23 +27,25 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import tarfile
 import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import httpx
 from fsspec.core import url_to_fs
 from prefect import flow
 
-from executors.egress import forwarder
+from executors.egress import PROVIDERS, forwarder
 from executors.errors import InputError, env_int
-from executors.sandbox import files_limit
+from executors.sandbox import SYSTEM_DIRS, files_limit, tree_size
 from executors.schema import AgentRequest, AgentSession, SessionStatus
+from flows.engine.fleet import provider_of
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSION_FLOW = "skillab-session"
@@ -130,8 +132,8 @@ class Storage:
         return int(self.fs.size(self.path(key)))
 
 
-def input_paths(request: AgentRequest) -> list[Path]:
-    """The folders (and the history file) a session reads, as the parent staged them (those that exist)."""
+def named_paths(request: AgentRequest) -> list[Path]:
+    """Every folder (and the history file) a session reads: where its inputs travel from and to."""
     named = [
         request.resume,
         request.sandbox,
@@ -143,7 +145,12 @@ def input_paths(request: AgentRequest) -> list[Path]:
         *request.add_dirs,
         *(s.path for s in request.skills),
     ]
-    paths = sorted({Path(n) for n in named if n and Path(n).exists()}, key=lambda p: len(p.parts))
+    return [Path(n) for n in named if n]
+
+
+def input_paths(request: AgentRequest) -> list[Path]:
+    """The folders (and the history file) a session reads, as the parent staged them (those that exist)."""
+    paths = sorted({p for p in named_paths(request) if p.exists()}, key=lambda p: len(p.parts))
     kept: list[Path] = []
     for path in paths:  # a folder inside another one travels with it (trigger mode: the sandbox in outputs/)
         if not any(path.is_relative_to(k) for k in kept):
@@ -158,9 +165,15 @@ def output_folders(request: AgentRequest) -> dict[str, Path]:
     return {"outputs": outputs} | ({} if sandbox.is_relative_to(outputs) else {"sandbox": sandbox})
 
 
-def pack(paths: dict[str, Path], archive: Path, skip: tuple[Path, ...] = ()) -> None:
+def pack(
+    paths: dict[str, Path], archive: Path, skip: tuple[Path, ...] = (), limit: int = FILES_LIMIT
+) -> None:
     """``paths`` (name in the archive -> folder or file) into one tar; links are kept as links;
-    nothing under a ``skip`` folder."""
+    nothing under a ``skip`` folder. Refused (ValueError) before anything is written when what
+    ``unpack`` would write passes ``limit`` (sparse files and hard links counted in full)."""
+    size = sum(tree_size(p)[0] if p.is_dir() else p.stat().st_size for p in paths.values() if p.exists())
+    if size > limit:
+        raise ValueError(f"{size >> 20} MiB to pack, over {limit >> 20} MiB")
     with tarfile.open(archive, "w") as tar:
         for name, path in paths.items():
             if not path.exists():
@@ -175,13 +188,41 @@ def _kept(member: tarfile.TarInfo, left_out: tuple[str, ...]) -> tarfile.TarInfo
     return None if any(member.name == o or member.name.startswith(o + "/") for o in left_out) else member
 
 
-def unpack(archive: Path, dest: Path, limit: int = FILES_LIMIT) -> None:
+#: Where a session's inputs may never be unpacked in its container: the system, the image's Python
+#: and CLIs, the kernel's and the runtime's folders (an ``etc/ld.so.preload`` or a ``.pth`` file there
+#: would run before bubblewrap, beside the key).
+SYSTEM_PATHS = tuple(Path(p) for p in (*SYSTEM_DIRS, "/opt", "/proc", "/sys", "/dev", "/run", "/boot"))
+#: A session key or an inputs digest: hex, as the parent makes them (never a path).
+HEX = re.compile(r"[0-9a-f]{32,64}")
+
+
+def confined_paths(request: AgentRequest) -> tuple[PurePosixPath, ...]:
+    """The paths a container unpacks a session's inputs under: those its request names, each an
+    absolute path outside the system's folders; ValueError otherwise."""
+    out = []
+    for path in named_paths(request):
+        clean = Path(os.path.normpath(path))
+        if (
+            not clean.is_absolute()
+            or clean == Path("/")
+            or any(clean.is_relative_to(s) for s in SYSTEM_PATHS)
+        ):
+            raise ValueError(f"the request names {str(path)!r}: not a place for a session's inputs")
+        out.append(PurePosixPath(clean.as_posix().lstrip("/")))
+    return tuple(out)
+
+
+def unpack(
+    archive: Path, dest: Path, limit: int = FILES_LIMIT, under: tuple[PurePosixPath, ...] | None = None
+) -> None:
     """Extract an archive of ``pack`` into ``dest`` (a new or empty folder), treating it as hostile:
-    uncompressed only; at most ``limit`` bytes and the sandbox's file count; only folders, files and
-    symbolic links (a hard link becomes a copy of a file already extracted here); a name that is
+    uncompressed only; at most ``limit`` bytes written (a sparse file's full size, a hard link's
+    copy counted in full, each checked before it is written) and the sandbox's file count; only
+    folders, files and symbolic links (a hard link becomes a copy of a file already extracted here); a name that is
     absolute, climbs out, names an entry already there, or passes through a link is refused
     (ValueError); modes are masked and ownership is this process's. A symbolic link is written as
     the link it is, whatever it points at, and never followed: what the agent left, as it left it.
+    ``under``: the only paths (relative to ``dest``) an entry may have or lie below.
     Written by hand, not with tarfile's extraction filters: the image's Debian Python (3.11.2)
     predates them."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -193,6 +234,8 @@ def unpack(archive: Path, dest: Path, limit: int = FILES_LIMIT) -> None:
             total += member.size if member.isfile() else 0
             if total > limit or count > files_limit():
                 raise ValueError(f"over {limit >> 20} MiB or {files_limit():,} entries")
+            if under is not None and not any(PurePosixPath(member.name).is_relative_to(u) for u in under):
+                raise ValueError(f"{member.name}: not under a path the request names")
             target = _target(member.name, dest, root)
             if target is None:
                 continue
@@ -208,6 +251,9 @@ def unpack(archive: Path, dest: Path, limit: int = FILES_LIMIT) -> None:
                 source = _target(member.linkname, dest, root, existing=True)
                 if source is None or source.is_symlink() or not source.is_file():
                     raise ValueError(f"{member.name}: a hard link to {member.linkname}")
+                total += source.stat().st_size  # a copy of it is what gets written
+                if total > limit:
+                    raise ValueError(f"over {limit >> 20} MiB or {files_limit():,} entries")
                 shutil.copyfile(source, target, follow_symlinks=False)
 
 
@@ -266,15 +312,25 @@ async def container_session(
     limited = _RateLimited()
     forwarder().on_rate_limited(limited.note)  # held weakly by the forwarder: kept alive here
     session_request = AgentRequest.model_validate(request)
+    if not (HEX.fullmatch(key) and HEX.fullmatch(inputs)):
+        raise ValueError("a session key or an inputs digest that is not one")
     with tempfile.TemporaryDirectory(prefix="skillab-fleet-") as tmp:
         archive = Path(tmp) / "inputs.tar"
         store.get(f"inputs/{inputs}.tar", archive)
-        unpack(archive, Path("/"))
+        if digest_file(archive) != inputs:  # written by someone else than the parent that named it
+            raise ValueError(f"inputs/{inputs}.tar does not match its digest: not unpacked")
+        unpack(archive, Path("/"), under=confined_paths(session_request))
         # from here on the session may cost: this flow run is never followed by another
         store.mark(stored(key, STARTED), str(this_run.id))
         session = await run_agent_session(session_request, base_url, label)
         files = Path(tmp) / "files.tar"
-        pack(output_folders(session_request), files, skip=(Path(session_request.home),))
+        try:
+            pack(output_folders(session_request), files, skip=(Path(session_request.home),))
+        except ValueError as exc:  # the session's files are not taken back: it is no result
+            pack({}, files)
+            session = session.model_copy(
+                update={"ok": False, "status": SessionStatus.ERROR, "error": f"the session's files: {exc}"}
+            )
         store.put(files, stored(key, FILES))
         record = Path(tmp) / "session.json"
         record.write_text(
@@ -313,12 +369,13 @@ class FleetPool:
         self.name = f"{SESSION_FLOW}/{pool}"
         self.deployment: Any = None
         self.storage: Storage | None = None
+        self.keys: dict[str, str] = {}  # provider -> the variable of its registered key
         self.lock = asyncio.Lock()
 
     async def ready(self) -> Storage:
         async with self.lock:
             if self.storage is None:
-                self.deployment, self.storage = await _deployment(self.name)
+                self.deployment, self.storage, self.keys = await _deployment(self.name)
             return self.storage
 
     async def session(self, request: AgentRequest, base_url: str | None, label: str) -> Dispatched:
@@ -367,6 +424,7 @@ class FleetPool:
             "base_url": base_url,
             "label": label,
         }
+        mounts = await asyncio.to_thread(storage_mounts, store, key, inputs)
         async with get_client() as client:
 
             async def dispatch(idempotency: str | None = None) -> Any:
@@ -374,6 +432,7 @@ class FleetPool:
                 return await client.create_flow_run_from_deployment(
                     self.deployment.id,
                     parameters=parameters,
+                    job_variables=key_variables(self.keys, request.cli) | {"volumes": mounts},
                     name=label,
                     idempotency_key=idempotency or f"{key}-{uuid.uuid4().hex}",
                     tags=["skillab", "fleet"],
@@ -401,7 +460,49 @@ class FleetPool:
             return f"{why}, {DISPATCHES} times: never started"
 
 
-async def _deployment(name: str) -> tuple[Any, Storage]:
+def secret_block(env: str) -> str:
+    """The Prefect Secret block that holds the credential of variable ``env`` for the fleet."""
+    return "skillab-" + env.lower().replace("_", "-")
+
+
+async def _registered_keys(client: Any) -> dict[str, str]:
+    """Provider name -> the variable of its credential registered for the fleet (the first of its
+    credentials with a Secret block); read without the secrets themselves."""
+    from prefect.exceptions import ObjectNotFound
+
+    found: dict[str, str] = {}
+    for provider in PROVIDERS.values():
+        for credential in provider.credentials:
+            try:
+                await client.read_block_document_by_name(
+                    secret_block(credential.env), block_type_slug="secret", include_secrets=False
+                )
+            except ObjectNotFound:
+                continue
+            found[provider.name] = credential.env
+            break
+    return found
+
+
+def storage_mounts(store: Storage, key: str, inputs: str) -> list[str]:
+    """The volumes of one session's flow run, for a storage that is a local folder: its inputs
+    read-only and its own results folder, nothing of any other session's (an s3:// storage: none)."""
+    if store.fs.protocol not in ("file", ("file", "local")):
+        return []
+    store.fs.makedirs(store.path(f"sessions/{key}"), exist_ok=True)
+    archive, results = store.path(f"inputs/{inputs}.tar"), store.path(f"sessions/{key}")
+    return [f"{archive}:{archive}:ro", f"{results}:{results}:rw"]
+
+
+def key_variables(keys: dict[str, str], cli: str) -> dict[str, Any]:
+    """The job variables of one session's flow run: its own runner's provider key (a reference the
+    worker resolves when it starts the container), none of any other provider."""
+    provider = provider_of(cli)
+    env = keys.get(provider.name) if provider is not None else None
+    return {"env": {env: "{{ prefect.blocks.secret." + secret_block(env) + " }}"}} if env else {}
+
+
+async def _deployment(name: str) -> tuple[Any, Storage, dict[str, str]]:
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
 
@@ -413,12 +514,13 @@ async def _deployment(name: str) -> tuple[Any, Storage]:
                 f"--fleet-pool: no deployment {name!r} on the Prefect server; register it with "
                 f"`python -m deployments --register-fleet {name.split('/', 1)[1]} --fleet-storage URL`"
             ) from None
+        keys = await _registered_keys(client)
     if deployment.version != (ours := source_digest()):
         raise InputError(
             f"--fleet-pool: {name} runs skillab {deployment.version}, this checkout is {ours}: register it "
             "again (python -m deployments --register-fleet ...) to build the image of this code"
         )
-    return deployment, Storage(str(deployment.parameters["storage"]))
+    return deployment, Storage(str(deployment.parameters["storage"])), keys
 
 
 def _restore(store: Storage, key: str, request: AgentRequest) -> Dispatched:

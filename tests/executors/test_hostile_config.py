@@ -58,6 +58,8 @@ FORGED_PLUGIN = (
         (".gemini/settings.json", "gemini-cli"),
         (".github/copilot-instructions.md", "copilot"),
         (".github/hooks/hooks.json", "copilot"),
+        (".github/copilot/settings.json", "copilot"),
+        (".env", "gemini-cli"),
         ("src/AGENTS.md", "codex"),
     ],
 )
@@ -83,7 +85,7 @@ def test_a_stop_hook_in_the_working_folder_never_runs(tmp_path: Path) -> None:
         assert not server.calls
     assert not session.ok and session.status == "error"
     assert session.error is not None and "\n" not in session.error
-    assert ".claude: agent configuration, read by claude (.claude:" in session.error
+    assert ".claude: agent configuration, read by claude, copilot, opencode (.claude:" in session.error
     assert not (tmp_path / "a" / "HOOK-RAN").exists()
 
 

@@ -49,6 +49,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workers]:
     storage = tmp_path_factory.mktemp("fleet-storage")
     with pytest.MonkeyPatch.context() as env:
         env.setenv("ANTHROPIC_API_KEY", "sk-fleet")  # into a Secret block the worker gives containers
+        env.setenv("OPENAI_API_KEY", "sk-fleet-other")  # registered too: no claude container gets it
         register(POOL, str(storage), CLIS)
     workers = Workers(POOL, "docker", tmp_path_factory.mktemp("workers"))
     try:
@@ -112,7 +113,8 @@ def test_a_suite_over_three_docker_workers_gives_the_local_report(
         local = run(suite, server.url, "local")
         assert server.peak > 2  # unbounded, sessions overlap
         server.peak, here = 0, server.count()
-        remote = run(suite, server.url, "remote", "--fleet-pool", POOL, "--fleet-sessions", "2")
+        with Inspected() as seen:
+            remote = run(suite, server.url, "remote", "--fleet-pool", POOL, "--fleet-sessions", "2")
         assert server.peak <= 2
         sessions = [c for c in server.calls[here:] if c.body.get("tools")]
     assert comparable(remote) == comparable(local)
@@ -121,6 +123,40 @@ def test_a_suite_over_three_docker_workers_gives_the_local_report(
     assert (folder / "sandbox/task-01/run-1/with-skill/calc.py").read_text().endswith("return a + b\n")
     meta = json.loads((folder / "outputs/task-01/run-1/with-skill/meta.json").read_text())
     assert meta["skill_invoked"] and remote["meta"]["isolation"] == "bubblewrap"
+    assert seen.containers, "no container of the pool was seen running"
+    for info in seen.containers.values():  # what each container held: no more than a local session
+        host, env = info["HostConfig"], dict(e.split("=", 1) for e in info["Config"]["Env"])
+        assert env.get("ANTHROPIC_API_KEY") == "sk-fleet" and "sk-fleet-other" not in json.dumps(env)
+        assert host["CapDrop"] == ["ALL"] and sorted(host["CapAdd"]) == ["NET_ADMIN", "SYS_ADMIN"]
+        assert not host["Privileged"] and "no-new-privileges" in host["SecurityOpt"]
+        assert not any(o.startswith("seccomp=unconfined") for o in host["SecurityOpt"])
+        binds = host["Binds"] or []
+        assert len(binds) == 2 and binds[0].endswith(":ro") and "/inputs/" in binds[0], binds
+        assert binds[1].endswith(":rw") and "/sessions/" in binds[1]  # its own results folder only
+
+
+class Inspected:
+    """Every container of the pool seen running while the block runs: its id -> `docker inspect`."""
+
+    def __init__(self) -> None:
+        self.containers: dict[str, Any] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> Inspected:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.3):
+            for cid in set(containers()) - set(self.containers):
+                proc = subprocess.run(["docker", "inspect", cid], capture_output=True, text=True, check=False)
+                if proc.returncode == 0:
+                    self.containers[cid] = json.loads(proc.stdout)[0]
 
 
 def probe_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
