@@ -4,6 +4,7 @@ python -m deployments [--file deployments.yaml]          serve them (needs PREFE
 python -m deployments --check [--file deployments.yaml]  validate and list, serve nothing
 python -m deployments --build-image [--fleet-cli claude,codex]       the fleet's session image
 python -m deployments --register-fleet POOL --fleet-storage URL     its Docker pool and deployment
+python -m deployments --fleet-gateway POOL     on each worker machine: its containers' way out
 """
 
 from __future__ import annotations
@@ -39,7 +40,17 @@ def main(argv: list[str] | None = None) -> int:
         help="where sessions travel: a folder (mounted) or s3://bucket/prefix",
     )
     parser.add_argument("--fleet-cli", default="claude", help="agent CLIs in the image, comma-separated")
+    parser.add_argument(
+        "--fleet-gateway",
+        metavar="POOL",
+        help="serve the pool's gateway on this worker machine (its containers have no other network)",
+    )
     args = parser.parse_args(argv)
+    if args.fleet_gateway:
+        configure_prefect()
+        from flows.engine.gateway import run
+
+        return run(args.fleet_gateway)
     clis = tuple(c.strip() for c in args.fleet_cli.split(",") if c.strip())
     if args.build_image or args.register_fleet:
         try:

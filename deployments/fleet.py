@@ -2,10 +2,10 @@
 
 The pool's job template starts the fleet's image (built here first, deployments/image.py) with:
 
-- the host's network (``network_mode``: a session's model endpoint and the Prefect API are wherever
-  the worker's machine reaches them; the API requires its credential, which the worker passes on).
-  The agent itself never gets it: inside the container it runs in bubblewrap with its own network
-  namespace, reaching only the model endpoint through the forwarder, as on the host;
+- no network (``network_mode: none``): its only way out is the pool's gateway on the worker machine
+  (``python -m deployments --fleet-gateway POOL``, flows/engine/gateway.py), whose socket is bound in
+  read-only and leads to the Prefect API and the endpoints a run named, nothing else. The agent,
+  inside bubblewrap there, reaches only its model through the forwarder, as on the host;
 - only the privileges bubblewrap needs (``CONTAINER_OPTIONS``: every capability dropped but
   ``SYS_ADMIN`` and ``NET_ADMIN``, no-new-privileges, a seccomp profile that refuses what no session
   needs), written into the template as literals a flow run cannot override;
@@ -16,7 +16,8 @@ The pool's job template starts the fleet's image (built here first, deployments/
   that flow run alone (an ``s3://`` storage's credentials reach every container: see docs/fleet.md).
 
 Workers are Prefect's own: ``prefect worker start --pool POOL --type docker`` (extra ``fleet``
-installs prefect-docker) on any machine with the image and access to the storage.
+installs prefect-docker) beside the pool's gateway, on any machine with the image and access to the
+storage.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 from deployments.image import Built, build
 from executors.egress import PROVIDERS
 from executors.errors import InputError
+from flows.engine.gateway import INSIDE, host_folder
 from flows.engine.remote import SESSION_FLOW, container_session, secret_block, source_digest
 
 #: System calls no session needs and a container escape would (module loading, kexec, ptrace,
@@ -61,6 +63,15 @@ CONTAINER_OPTIONS = {
 }
 
 
+#: The container's command: Prefect's flow-run engine, once the API has its route to the gateway.
+CONTAINER_COMMAND = "python -m flows.engine.container_net prefect flow-run execute"
+
+
+def gateway_mount(pool: str) -> dict[str, Any]:
+    """The gateway's folder on the worker machine, read-only in every container of the pool."""
+    return {"Type": "bind", "Source": str(host_folder(pool)), "Target": str(INSIDE), "ReadOnly": True}
+
+
 #: What s3fs (botocore) reads to reach an S3 storage: given to the containers like the keys.
 STORAGE_ENV = (
     "AWS_ACCESS_KEY_ID",
@@ -79,19 +90,25 @@ def _keys(storage: str) -> dict[str, str]:
     return {name: value for name in names if (value := os.environ.get(name))}
 
 
-def job_template(image: str, storage: str, keys: dict[str, str]) -> dict[str, Any]:
-    """prefect-docker's base job template with the fleet's defaults."""
+def job_template(pool: str, image: str, storage: str, keys: dict[str, str]) -> dict[str, Any]:
+    """prefect-docker's base job template with the fleet's defaults and its fixed settings."""
     from prefect_docker.worker import DockerWorker
 
     template = DockerWorker.get_default_base_job_template()
     props = template["variables"]["properties"]
-    for fixed in ("container_create_kwargs", "privileged"):  # literals, not variables: see above
-        props.pop(fixed, None)
-    template["job_configuration"] |= {"container_create_kwargs": CONTAINER_OPTIONS, "privileged": False}
+    fixed = {  # literals, not variables: a flow run's job variables cannot change them
+        "container_create_kwargs": CONTAINER_OPTIONS | {"mounts": [gateway_mount(pool)]},
+        "privileged": False,
+        "network_mode": "none",  # no network: the gateway's socket is the only way out
+        "networks": [],
+        "command": CONTAINER_COMMAND,
+    }
+    for name in fixed:
+        props.pop(name, None)
+    template["job_configuration"] |= fixed
     defaults: dict[str, Any] = {
         "image": image,
         "image_pull_policy": "Never",  # built here; no registry is reachable
-        "network_mode": "host",
         "auto_remove": True,
         "stream_output": True,  # the container's output in the worker's log
         # a folder storage is mounted per flow run, its session's part only (remote.storage_mounts)
@@ -134,7 +151,7 @@ def register(pool: str, storage: str, clis: tuple[str, ...] = ("claude",)) -> tu
     keys = _keys(storage)
     for env, value in keys.items():
         Secret(value=value).save(secret_block(env), overwrite=True)
-    asyncio.run(_pool(pool, job_template(built.tag, storage, keys)))
+    asyncio.run(_pool(pool, job_template(pool, built.tag, storage, keys)))
     deployment_id = container_session.deploy(
         name=pool,
         work_pool_name=pool,

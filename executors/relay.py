@@ -31,10 +31,13 @@ def _pipe(source: socket.socket, sink: socket.socket) -> None:
                 sock.shutdown(how)
 
 
-def _serve_one(client: socket.socket, path: str) -> None:
+def _serve_one(client: socket.socket, path: str, preamble: bytes = b"") -> None:
+    """One connection handed to the socket at ``path``, after ``preamble`` (the destination, for a
+    socket that serves several)."""
     upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         upstream.connect(path)
+        upstream.sendall(preamble)
     except OSError:
         client.close()
         upstream.close()
@@ -47,13 +50,14 @@ def _serve_one(client: socket.socket, path: str) -> None:
     upstream.close()
 
 
-def _accept(server: socket.socket, path: str) -> None:
+def accept(server: socket.socket, path: str, preamble: bytes = b"") -> None:
+    """Every connection to ``server`` handed to the socket at ``path``, each in a thread."""
     while True:
         try:
             client, _ = server.accept()
         except OSError:
             return
-        threading.Thread(target=_serve_one, args=(client, path), daemon=True).start()
+        threading.Thread(target=_serve_one, args=(client, path, preamble), daemon=True).start()
 
 
 def main(argv: list[str]) -> int:
@@ -65,7 +69,7 @@ def main(argv: list[str]) -> int:
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server.bind(("127.0.0.1", port))
     server.listen(64)
-    threading.Thread(target=_accept, args=(server, path), daemon=True).start()
+    threading.Thread(target=accept, args=(server, path), daemon=True).start()
     try:
         code = subprocess.call(command)
     except OSError as exc:

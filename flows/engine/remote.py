@@ -45,7 +45,9 @@ from executors.egress import PROVIDERS, forwarder
 from executors.errors import InputError, env_int
 from executors.sandbox import SYSTEM_DIRS, files_limit, tree_size
 from executors.schema import AgentRequest, AgentSession, SessionStatus
+from flows.engine.container_net import isolated, route
 from flows.engine.fleet import provider_of
+from flows.engine.gateway import allow
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSION_FLOW = "skillab-session"
@@ -91,12 +93,29 @@ def stored(key: str, name: str) -> str:
     return f"sessions/{key}/{name}"
 
 
+def model_url(base_url: str | None, cli: str) -> str | None:
+    """The endpoint a session's forwarder talks to: the run's, else its provider's public one."""
+    provider = provider_of(cli)
+    return base_url or (provider.default_url if provider else None)
+
+
+def storage_endpoint(url: str) -> str | None:
+    """The endpoint an ``s3://`` storage is reached at (``AWS_ENDPOINT_URL``, else AWS's regional
+    one); None for a folder."""
+    if not url.startswith("s3://"):
+        return None
+    region = os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    return os.environ.get("AWS_ENDPOINT_URL") or f"https://s3.{region}.amazonaws.com"
+
+
 class Storage:
     """Where a fleet's sessions travel: an fsspec URL (a local folder, ``s3://bucket/prefix``)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.fs, self.root = url_to_fs(url)
+        # path-style S3 requests: one host name for every bucket, the one the gateway routes
+        options = {"config_kwargs": {"s3": {"addressing_style": "path"}}} if url.startswith("s3://") else {}
+        self.fs, self.root = url_to_fs(url, **options)
 
     def path(self, key: str) -> str:
         return f"{self.root.rstrip('/')}/{key}"
@@ -305,6 +324,10 @@ async def container_session(
 
     from tasks.agent import run_agent_session
 
+    if isolated():  # the container's own way out: its model endpoint and its storage, by the gateway
+        for url in (model_url(base_url, str(request.get("cli"))), storage_endpoint(storage)):
+            if url:
+                route(url)
     store = Storage(storage)
     result = stored(key, RECORD)
     if store.exists(result):
@@ -370,18 +393,25 @@ class FleetPool:
         self.deployment: Any = None
         self.storage: Storage | None = None
         self.keys: dict[str, str] = {}  # provider -> the variable of its registered key
+        self.allowed: set[str] = set()  # endpoints this run let through the gateways
         self.lock = asyncio.Lock()
 
-    async def ready(self) -> Storage:
+    async def ready(self, base_url: str | None, cli: str) -> Storage:
+        """The deployment and its storage, found once; the endpoints this run's containers need
+        (its model's, its storage's) let through the pool's gateways."""
         async with self.lock:
             if self.storage is None:
                 self.deployment, self.storage, self.keys = await _deployment(self.name)
+            wanted = (model_url(base_url, cli), storage_endpoint(self.storage.url))
+            if (urls := [u for u in wanted if u]) and not set(urls) <= self.allowed:
+                await allow(urls)
+                self.allowed |= set(urls)
             return self.storage
 
     async def session(self, request: AgentRequest, base_url: str | None, label: str) -> Dispatched:
         """The session run in a container of the pool, and restored here. Anything that goes wrong
         on the way (storage, the API, a refused archive) is this session's error, not the run's."""
-        store = await self.ready()
+        store = await self.ready(base_url, request.cli)
         try:
             key, inputs = await self._upload(store, request, base_url)
             result = stored(key, RECORD)

@@ -43,13 +43,26 @@ class Workers:
     def __init__(self, pool: str, kind: str, log_dir: Path | None = None) -> None:
         self.pool, self.kind, self.log_dir = pool, kind, log_dir
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.gateway: subprocess.Popen[bytes] | None = None  # a Docker pool's, on this machine
+
+    def _log(self, name: str) -> Any:
+        return open(self.log_dir / f"{name}.log", "wb") if self.log_dir else subprocess.DEVNULL
 
     def start(self, name: str) -> None:
         env = subprocess_env() | {
             "PREFECT_WORKER_QUERY_SECONDS": "1",
             "PREFECT_WORKER_HEARTBEAT_SECONDS": "5",
         }
-        log = open(self.log_dir / f"{name}.log", "wb") if self.log_dir else subprocess.DEVNULL  # noqa: SIM115
+        if self.kind == "docker" and self.gateway is None:  # the containers' only way out
+            self.gateway = subprocess.Popen(
+                [sys.executable, "-m", "deployments", "--fleet-gateway", self.pool],
+                cwd=ROOT,
+                env=env,
+                stdout=self._log("gateway"),
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        log = self._log(name)
         command = [
             "worker",
             "start",
@@ -77,8 +90,9 @@ class Workers:
     def stop(self) -> None:
         """Every worker asked to stop at once, with one allowance between them (workers that had run
         flow runs took more than 20 s each here, one after another)."""
-        end(list(self.procs.values()), signal.SIGTERM, allowance=10)
+        end([*self.procs.values(), *([self.gateway] if self.gateway else [])], signal.SIGTERM, allowance=10)
         self.procs.clear()
+        self.gateway = None
 
 
 def end(procs: list[subprocess.Popen[bytes]], sig: int, allowance: float) -> None:

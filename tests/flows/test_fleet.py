@@ -113,7 +113,7 @@ def test_a_suite_over_three_docker_workers_gives_the_local_report(
         local = run(suite, server.url, "local")
         assert server.peak > 2  # unbounded, sessions overlap
         server.peak, here = 0, server.count()
-        with Inspected() as seen:
+        with socket.create_server(("0.0.0.0", 0)) as bait, Inspected(bait.getsockname()[1]) as seen:
             remote = run(suite, server.url, "remote", "--fleet-pool", POOL, "--fleet-sessions", "2")
         assert server.peak <= 2
         sessions = [c for c in server.calls[here:] if c.body.get("tools")]
@@ -133,13 +133,40 @@ def test_a_suite_over_three_docker_workers_gives_the_local_report(
         binds = host["Binds"] or []
         assert len(binds) == 2 and binds[0].endswith(":ro") and "/inputs/" in binds[0], binds
         assert binds[1].endswith(":rw") and "/sessions/" in binds[1]  # its own results folder only
+        assert host["NetworkMode"] == "none"  # the gateway's socket is its only way out
+    # and from the container's own processes (not the agent's): the worker machine's other ports, the
+    # bridge and the internet are unreachable, and the gateway closes on a destination no run named
+    assert seen.probed == {"bridge": "OSError", "outside": "OSError", "gateway-other": "closed"}, seen.probed
+
+
+#: Run by `docker exec` in a fleet container: what its own processes can reach (PORT: a listener on
+#: every address of the worker machine).
+CONTAINER_PROBE = """
+import json, socket
+def tcp(host, port):
+    try:
+        socket.create_connection((host, port), 3).close()
+        return "open"
+    except OSError:
+        return "OSError"
+out = {"bridge": tcp("172.17.0.1", PORT), "outside": tcp("1.1.1.1", 80)}
+gateway = socket.socket(socket.AF_UNIX)
+gateway.settimeout(10)
+gateway.connect("/run/skillab-gateway/gateway.sock")
+gateway.sendall(b"127.0.0.1:PORT\\n")
+out["gateway-other"] = "closed" if gateway.recv(16) == b"" else "open"
+print(json.dumps(out))
+"""
 
 
 class Inspected:
-    """Every container of the pool seen running while the block runs: its id -> `docker inspect`."""
+    """Every container of the pool seen running while the block runs: its id -> `docker inspect`;
+    and in the first one, what CONTAINER_PROBE finds reachable (``port``: the bait listener)."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int) -> None:
         self.containers: dict[str, Any] = {}
+        self.port = port
+        self.probed: dict[str, str] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
@@ -157,6 +184,16 @@ class Inspected:
                 proc = subprocess.run(["docker", "inspect", cid], capture_output=True, text=True, check=False)
                 if proc.returncode == 0:
                     self.containers[cid] = json.loads(proc.stdout)[0]
+                if not self.probed:
+                    script = CONTAINER_PROBE.replace("PORT", str(self.port))
+                    probe = subprocess.run(
+                        ["docker", "exec", cid, "python3", "-c", script],
+                        capture_output=True,
+                        text=True,
+                        check=False,
+                    )
+                    if probe.returncode == 0:
+                        self.probed = json.loads(probe.stdout)
 
 
 def probe_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
