@@ -12,8 +12,9 @@ The pool's job template starts the fleet's image (built here first, deployments/
 - one provider key, the session's runner's, as a reference to a Prefect Secret block
   (``skillab-anthropic-api-key``, ...) in that flow run's job variables, which the worker resolves
   when it starts the container: never a flow-run parameter, never in results, no other provider's;
-- of a local storage folder, the session's inputs read-only and its own results folder, mounted for
-  that flow run alone (an ``s3://`` storage's credentials reach every container: see docs/fleet.md).
+- of the storage, its session's part alone: of a folder, its inputs read-only and its own results
+  folder, mounted for that flow run; of an ``s3://`` storage, URLs signed for that part in the flow
+  run's parameters (no credential of the bucket reaches a container).
 
 Workers are Prefect's own: ``prefect worker start --pool POOL --type docker`` (extra ``fleet``
 installs prefect-docker) beside the pool's gateway, on any machine with the image and access to the
@@ -72,25 +73,13 @@ def gateway_mount(pool: str) -> dict[str, Any]:
     return {"Type": "bind", "Source": str(host_folder(pool)), "Target": str(INSIDE), "ReadOnly": True}
 
 
-#: What s3fs (botocore) reads to reach an S3 storage: given to the containers like the keys.
-STORAGE_ENV = (
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_ENDPOINT_URL",
-    "AWS_DEFAULT_REGION",
-)
-
-
-def _keys(storage: str) -> dict[str, str]:
-    """The provider keys (and, for an s3:// storage, its credentials) set in this process's
-    environment: env name -> value."""
+def _keys() -> dict[str, str]:
+    """The provider keys set in this process's environment: env name -> value."""
     names = [c.env for p in PROVIDERS.values() for c in p.credentials]
-    names += list(STORAGE_ENV) if storage.startswith("s3://") else []
     return {name: value for name in names if (value := os.environ.get(name))}
 
 
-def job_template(pool: str, image: str, storage: str, keys: dict[str, str]) -> dict[str, Any]:
+def job_template(pool: str, image: str) -> dict[str, Any]:
     """prefect-docker's base job template with the fleet's defaults and its fixed settings."""
     from prefect_docker.worker import DockerWorker
 
@@ -113,8 +102,7 @@ def job_template(pool: str, image: str, storage: str, keys: dict[str, str]) -> d
         "stream_output": True,  # the container's output in the worker's log
         # a folder storage is mounted per flow run, its session's part only (remote.storage_mounts)
         "volumes": [],
-        # the storage's credentials only: each session's flow run names its own provider's key
-        "env": {e: "{{ prefect.blocks.secret." + secret_block(e) + " }}" for e in keys if e in STORAGE_ENV},
+        "env": {},  # no credential: each session's flow run names its own provider's key
     }
     for name, value in defaults.items():
         props[name]["default"] = value
@@ -148,10 +136,10 @@ def register(pool: str, storage: str, clis: tuple[str, ...] = ("claude",)) -> tu
         storage = str(Path(storage).resolve())
         Path(storage).mkdir(parents=True, exist_ok=True)
     built = build(clis)
-    keys = _keys(storage)
+    keys = _keys()
     for env, value in keys.items():
         Secret(value=value).save(secret_block(env), overwrite=True)
-    asyncio.run(_pool(pool, job_template(pool, built.tag, storage, keys)))
+    asyncio.run(_pool(pool, job_template(pool, built.tag)))
     deployment_id = container_session.deploy(
         name=pool,
         work_pool_name=pool,

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from executors.relay import accept
 from flows.engine.gateway import INSIDE, PREFECT, SOCKET, address
@@ -60,18 +59,23 @@ def _host_address(host: str) -> str:
     return mine
 
 
-@functools.cache
 def route(url: str, name: str | None = None) -> str:
-    """Make ``url``'s host and port reachable from this container (once per destination): ``name``
-    is what the gateway is asked for (default ``host:port``). Returns the local address."""
-    parts = urlsplit(url)
-    port = int(address(url).rpartition(":")[2])
-    local = _host_address(parts.hostname or "")
+    """Make ``url``'s host and port reachable from this container: ``name`` is what the gateway is
+    asked for (default ``host:port``). Returns the local address."""
+    return _route(address(url), name or address(url))
+
+
+@functools.cache
+def _route(destination: str, name: str) -> str:
+    """One relay per destination (``host:port``), however many URLs lead there."""
+    host, _, port_text = destination.rpartition(":")
+    port = int(port_text)
+    local = _host_address(host.strip("[]"))
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server.bind((local, port))
     server.listen(64)
-    preamble = f"{name or address(url)}\n".encode()
+    preamble = f"{name}\n".encode()
     threading.Thread(target=accept, args=(server, str(INSIDE / SOCKET), preamble), daemon=True).start()
     return f"{local}:{port}"
 

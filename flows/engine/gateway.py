@@ -54,9 +54,12 @@ async def allow(urls: list[str]) -> None:
     from prefect.variables import Variable
 
     wanted = {address(u) for u in urls}
-    known: set[str] = set(await Variable.aget(ENDPOINTS, default=[]) or [])
-    if not wanted <= known:
+    for _ in range(5):  # two runs adding at once: the later write may drop the earlier's, read again
+        known: set[str] = set(await Variable.aget(ENDPOINTS, default=[]) or [])
+        if wanted <= known:
+            return
         await Variable.aset(ENDPOINTS, sorted(known | wanted), overwrite=True)
+        await asyncio.sleep(0.05)
 
 
 class Gateway:

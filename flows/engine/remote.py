@@ -167,6 +167,68 @@ def named_paths(request: AgentRequest) -> list[Path]:
     return [Path(n) for n in named if n]
 
 
+#: How long a session's signed URLs hold: its wait for a worker, its timeout and the grace, with room.
+SIGNED_S = 24 * 3600
+
+
+def signed_urls(store: Storage, key: str, inputs: str) -> dict[str, str] | None:
+    """For an ``s3://`` storage: one session's part of it as URLs signed for that part alone (its
+    inputs and its record to read; its mark, files and record to write), so its container needs no
+    credential of the bucket. None for a folder (its part is mounted instead)."""
+    if not store.url.startswith("s3://"):
+        return None
+    from fsspec.asyn import sync
+
+    fs: Any = store.fs
+    sync(fs.loop, fs.set_session)
+
+    def sign(method: str, name: str) -> str:
+        bucket, path, _ = fs.split_path(store.path(name))
+        params = {"Bucket": bucket, "Key": path}
+        return str(
+            sync(
+                fs.loop, fs.s3.generate_presigned_url, ClientMethod=method, Params=params, ExpiresIn=SIGNED_S
+            )
+        )
+
+    reads = (f"inputs/{inputs}.tar", stored(key, RECORD))
+    writes = (stored(key, STARTED), stored(key, FILES), stored(key, RECORD))
+    return {f"GET {n}": sign("get_object", n) for n in reads} | {
+        f"PUT {n}": sign("put_object", n) for n in writes
+    }
+
+
+class SignedStorage:
+    """A container's view of its session's part of an ``s3://`` storage: only the signed URLs its
+    flow run carries (the methods of :class:`Storage` that the session flow calls)."""
+
+    def __init__(self, urls: dict[str, str]) -> None:
+        self.urls = urls
+
+    def _url(self, method: str, key: str) -> str:
+        url = self.urls.get(f"{method} {key}")
+        if url is None:
+            raise ValueError(f"{method} {key}: not this session's part of the storage")
+        return url
+
+    def exists(self, key: str) -> bool:
+        response = httpx.get(self._url("GET", key), headers={"Range": "bytes=0-0"}, timeout=60)
+        return response.status_code in (200, 206)
+
+    def get(self, key: str, local: Path) -> None:
+        with httpx.stream("GET", self._url("GET", key), timeout=300) as response, open(local, "wb") as out:
+            response.raise_for_status()
+            for chunk in response.iter_bytes(1 << 20):
+                out.write(chunk)
+
+    def put(self, local: Path, key: str) -> None:
+        with open(local, "rb") as body:  # one object appears whole: a reader never sees half of it
+            httpx.put(self._url("PUT", key), content=body, timeout=300).raise_for_status()
+
+    def mark(self, key: str, text: str) -> None:
+        httpx.put(self._url("PUT", key), content=text.encode(), timeout=60).raise_for_status()
+
+
 def input_paths(request: AgentRequest) -> list[Path]:
     """The folders (and the history file) a session reads, as the parent staged them (those that exist)."""
     paths = sorted({p for p in named_paths(request) if p.exists()}, key=lambda p: len(p.parts))
@@ -315,7 +377,13 @@ def digest_file(path: Path) -> str:
 
 @flow(name=SESSION_FLOW, flow_run_name="{label}", log_prints=False, persist_result=False)
 async def container_session(
-    request: dict[str, Any], storage: str, key: str, inputs: str, base_url: str | None, label: str
+    request: dict[str, Any],
+    storage: str,
+    key: str,
+    inputs: str,
+    base_url: str | None,
+    label: str,
+    signed: dict[str, str] | None = None,
 ) -> str:
     """One session inside the fleet's container: its inputs unpacked at their own paths, the session
     run as a local one is, its result and files stored under ``key``. A result already stored is
@@ -325,10 +393,11 @@ async def container_session(
     from tasks.agent import run_agent_session
 
     if isolated():  # the container's own way out: its model endpoint and its storage, by the gateway
-        for url in (model_url(base_url, str(request.get("cli"))), storage_endpoint(storage)):
+        where = list(signed.values()) if signed else [storage_endpoint(storage)]
+        for url in {model_url(base_url, str(request.get("cli"))), *where}:
             if url:
                 route(url)
-    store = Storage(storage)
+    store: Storage | SignedStorage = SignedStorage(signed) if signed else Storage(storage)
     result = stored(key, RECORD)
     if store.exists(result):
         return "stored before"
@@ -453,6 +522,7 @@ class FleetPool:
             "inputs": inputs,
             "base_url": base_url,
             "label": label,
+            "signed": await asyncio.to_thread(signed_urls, store, key, inputs),
         }
         mounts = await asyncio.to_thread(storage_mounts, store, key, inputs)
         async with get_client() as client:

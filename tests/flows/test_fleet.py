@@ -385,11 +385,13 @@ def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 def test_sessions_travel_through_s3_with_nothing_mounted(
     fleet: Workers, s3: str, suite: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A pool whose storage is an s3:// URL: no folder is mounted into its containers, the S3
-    credentials reach them as Secret blocks, and every session's inputs, record and files travel
-    through the bucket; the parent grades them as usual."""
+    """A pool whose storage is an s3:// URL: no folder is mounted into its containers and no
+    credential of the bucket reaches them: each flow run carries URLs signed for its own session's
+    part (its inputs and record to read, its mark, files and record to write), and every session's
+    inputs, record and files travel through the bucket; the parent grades them as usual."""
     import fsspec
     from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
 
     from deployments.fleet import register
 
@@ -407,12 +409,26 @@ def test_sessions_travel_through_s3_with_nothing_mounted(
     finally:
         workers.stop()
 
-    async def template() -> dict[str, Any]:
+    async def template() -> tuple[dict[str, Any], list[Any]]:
         async with get_client() as client:
-            return (await client.read_work_pool("skillab-test-s3")).base_job_template
+            pool = await client.read_work_pool("skillab-test-s3")
+            deployment = await client.read_deployment_by_name("skillab-session/skillab-test-s3")
+            runs = await client.read_flow_runs(
+                deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment.id]))
+            )
+            return pool.base_job_template, runs
 
-    props = asyncio.run(template())["variables"]["properties"]
-    assert props["volumes"]["default"] == [] and "AWS_SECRET_ACCESS_KEY" in props["env"]["default"]
+    base, runs = asyncio.run(template())
+    props = base["variables"]["properties"]
+    assert props["volumes"]["default"] == [] and props["env"]["default"] == {}
+    assert runs
+    for r in runs:  # URLs signed for its session's part alone, no credential of the bucket
+        key, inputs = r.parameters["key"], r.parameters["inputs"]
+        assert sorted(r.parameters["signed"]) == sorted(
+            [f"GET inputs/{inputs}.tar", f"GET sessions/{key}/session.json"]
+            + [f"PUT sessions/{key}/{name}" for name in ("started", "files.tar", "session.json")]
+        )
+        assert "fleet-test-secret" not in json.dumps(r.parameters) + json.dumps(r.job_variables)
     records = fsspec.filesystem("s3", skip_instance_cache=True).glob(
         "skillab-fleet/runs/sessions/*/session.json"
     )
