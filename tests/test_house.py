@@ -86,6 +86,7 @@ FOREIGN_FORMATS = {
     "executors/opencode.py": "OpenCode's config file",
     "flows/inputs/environment.py": "Claude Code's installed_plugins.json",
     "flows/modes/triggers/fill.py": "Claude Code's recorded session file",
+    "deployments/fleet.py": "Docker's seccomp profile and mount specification",
 }
 JSON_SCHEMA_WORDS = {"maxLength", "minItems", "maxItems", "additionalProperties", "patternProperties"}
 

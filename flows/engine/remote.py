@@ -38,6 +38,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import httpx
+from fsspec.asyn import sync
 from fsspec.core import url_to_fs
 from prefect import flow
 
@@ -177,8 +178,6 @@ def signed_urls(store: Storage, key: str, inputs: str) -> dict[str, str] | None:
     credential of the bucket. None for a folder (its part is mounted instead)."""
     if not store.url.startswith("s3://"):
         return None
-    from fsspec.asyn import sync
-
     fs: Any = store.fs
     sync(fs.loop, fs.set_session)
 
