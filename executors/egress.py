@@ -308,6 +308,9 @@ class Forwarder:
 
 #: Percent-encodings an upstream may decode into path syntax: dots, slashes and backslashes.
 _ENCODED = re.compile(r"%(2e|2f|5c)", re.IGNORECASE)
+#: What a model API's path is made of once those are decoded: no other escape (a double-encoded or
+#: overlong dot, a NUL), no ';' parameter (servers that strip them read "..;" as ".."), no space.
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9._~!$&'()*+,=:@/-]*")
 
 
 def normalised_target(target: str) -> str | None:
@@ -316,14 +319,20 @@ def normalised_target(target: str) -> str | None:
     The prefix check must see what the upstream sees: ``/v1/../admin``, ``/v1/%2e%2e/admin``,
     ``/v1%2f..%2fadmin``, ``//admin`` and ``\\admin`` all name ``/admin`` to some server. Encoded dots,
     slashes and backslashes are decoded, backslashes read as slashes, empty segments dropped and dot
-    segments resolved (RFC 3986 5.2.4); what is forwarded is this normalised path, so nothing the
-    check passed can be read differently upstream. Its query string is kept as sent."""
+    segments resolved (RFC 3986 5.2.4); a path that still holds an escape or a ';' (``%252e``,
+    ``%c0%ae``, ``..;``, ``..%00``) or a segment of dots and spaces other than ``.`` and ``..`` is no
+    model's and is refused. What is forwarded is this normalised path, so nothing the check passed
+    can be read differently upstream. Its query string is kept as sent."""
     path, mark, query = target.partition("?")
     if not path.startswith("/"):
         return None
     path = _ENCODED.sub(lambda m: chr(int(m.group(1), 16)), path).replace("\\", "/")
+    if not _PLAIN_PATH.fullmatch(path):
+        return None  # any other escape (%25, %00, an overlong %c0%ae), a ';' parameter: no model's path
     segments: list[str] = []
     for segment in path.split("/"):
+        if set(segment) == {"."} and len(segment) > 2:  # "...": upward to some servers
+            return None
         if segment == "..":
             if not segments:
                 return None  # above the root: no server's path

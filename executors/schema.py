@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import unicodedata
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -13,8 +14,16 @@ from executors.sandbox import Isolation
 
 
 def control_character(value: str) -> str | None:
-    """The first control character (a line break included) in ``value``, if any."""
-    return next((c for c in value if ord(c) < 32 or 127 <= ord(c) < 160 or c in "\u2028\u2029"), None)
+    """The first control character in ``value``, if any: a line break included, and the invisible
+    format characters (bidirectional overrides, zero-width ones) that reorder or hide text."""
+    return next(
+        (
+            c
+            for c in value
+            if ord(c) < 32 or 127 <= ord(c) < 160 or unicodedata.category(c) in ("Cf", "Zl", "Zp")
+        ),
+        None,
+    )
 
 
 def terminal(text: str) -> str:

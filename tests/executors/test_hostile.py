@@ -478,6 +478,13 @@ def test_a_request_path_is_normalised_as_an_upstream_would_read_it() -> None:
     assert normalised_target("//v1///messages/") == "/v1/messages/"
     assert normalised_target("/v1/messages?beta=true") == "/v1/messages?beta=true"
     assert normalised_target("/../v1") is None
+    # what a lenient or twice-decoding upstream reads as "..": refused, never forwarded as sent
+    for odd in ("/v1/..;/admin", "/v1/.%2e;/admin", "/v1/%252e%252e/admin", "/v1/%c0%ae%c0%ae/admin",
+                "/v1/%u002e%u002e/admin", "/v1/..%00/admin", "/v1/..%20/admin", "/v1/.../admin"):  # fmt: skip
+        assert normalised_target(odd) is None, odd
+    assert normalised_target("/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse") == (
+        "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
+    )
     assert normalised_target("http://elsewhere/v1") is None
 
 

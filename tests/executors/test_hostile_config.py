@@ -177,6 +177,8 @@ def test_model_written_text_cannot_drive_the_terminal(tmp_path: Path) -> None:
     console.print(shown(forged), highlight=False)
     text = console.export_text()
     assert "\x1b" not in text and "\r" not in text and "[bold]x[/bold]" in text and text.count("\n") == 1
-    with pytest.raises(InputError) as info:
-        Skill("evil\nreport: forged", tmp_path)
-    assert "\n" not in str(info.value) and "refused" in str(info.value)
+    for name in ("evil\nreport: forged", "bad\u202ename", "bad\u200bname"):  # a line break, a bidi
+        with pytest.raises(InputError) as info:  # override, a zero-width space: each reorders or hides
+            Skill(name, tmp_path)
+        assert "\n" not in str(info.value) and "refused" in str(info.value)
+    assert terminal("a\u202eb") == "a\\u202eb"
