@@ -1,6 +1,6 @@
 """A baseline session is reused only when it is the same baseline: the real claude CLI against the
-scripted server, a plugin eval case whose scaffold reads an input from a subfolder of the case.
-Changing the skill alone reuses the baseline; changing that input runs it again."""
+scripted server, a plugin eval case with a scaffold and an input in a subfolder of the case (what a
+scaffold reads). Changing the skill alone reuses the baseline; changing that input runs it again."""
 
 from __future__ import annotations
 
@@ -11,29 +11,16 @@ import pytest
 
 from flows.cli.main import main
 from tests.fakes.provider import FakeProvider
+from tests.graders.test_plugin_eval import replay_plugin
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
-CASE = """schema_version: "1.0"
-name: seeded
-context:
-  scaffold_script: setup.sh
-execution:
-  prompt: Summarise data/in.txt.
-  max_turns: 3
-graders:
-  - {type: regex, name: said, pattern: "."}
-"""
 
 
 def suite(root: Path) -> Path:
-    plugin = root / "plug"
-    (plugin / ".claude-plugin").mkdir(parents=True)
-    (plugin / ".claude-plugin" / "plugin.json").write_text('{"name": "plug"}')
-    (plugin / "skills" / "hello").mkdir(parents=True)
-    (plugin / "skills" / "hello" / "SKILL.md").write_text("---\nname: hello\ndescription: d\n---\nbody\n")
-    case = plugin / "evals" / "seeded"
-    (case / "fixtures").mkdir(parents=True)
-    (case / "case.yaml").write_text(CASE)
+    """A plugin whose one case's scaffold sits beside an input in a subfolder of the case."""
+    plugin = replay_plugin(root, "  scaffold_script: setup.sh\n")
+    case = plugin / "evals" / "resume"
+    (case / "fixtures").mkdir()
     (case / "fixtures" / "input.txt").write_text("first input\n")
     (case / "setup.sh").write_text("mkdir -p data && echo seed > data/in.txt\n")
     return plugin
@@ -68,5 +55,5 @@ def test_a_changed_input_of_a_case_runs_its_baseline_again(
         skill = plugin / "skills" / "hello" / "SKILL.md"
         skill.write_text(skill.read_text() + "Be brief.\n")  # the artifact alone changed
         assert run().get("reusedSessions") == 1
-        (plugin / "evals" / "seeded" / "fixtures" / "input.txt").write_text("another input\n")
+        (plugin / "evals" / "resume" / "fixtures" / "input.txt").write_text("another input\n")
         assert "reusedSessions" not in run()  # the baseline ran again on the new input
