@@ -397,9 +397,10 @@ def start_server(host: str, port: int, announce: bool = True) -> ServerRecord:
             if template.is_file()
             else "; with no database template from set-up, its first start takes ~30 s"
         )
+        password = f"${SERVER_AUTH}" if os.environ.get(SERVER_AUTH) else f"the line in {auth_path()}"
         print(
             f"skillab: started a Prefect server in the background for runs to share, UI "
-            f"{record.ui_url} (stop it: {STOP_COMMAND}{first})",
+            f"{record.ui_url} (its password: {password}; stop it: {STOP_COMMAND}{first})",
             file=sys.stderr,
             flush=True,
         )
