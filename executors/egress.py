@@ -320,8 +320,8 @@ def normalised_target(target: str) -> str | None:
     ``/v1%2f..%2fadmin``, ``//admin`` and ``\\admin`` all name ``/admin`` to some server. Encoded dots,
     slashes and backslashes are decoded, backslashes read as slashes, empty segments dropped and dot
     segments resolved (RFC 3986 5.2.4); a path that still holds an escape or a ';' (``%252e``,
-    ``%c0%ae``, ``..;``, ``..%00``) or a segment of dots and spaces other than ``.`` and ``..`` is no
-    model's and is refused. What is forwarded is this normalised path, so nothing the check passed
+    ``%c0%ae``, ``..;``, ``..%00``), a space, or a segment of three or more dots is no model's and
+    is refused. What is forwarded is this normalised path, so nothing the check passed
     can be read differently upstream. Its query string is kept as sent."""
     path, mark, query = target.partition("?")
     if not path.startswith("/"):

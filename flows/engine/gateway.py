@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -137,7 +138,7 @@ def run(pool: str) -> int:
 
     api = str(get_current_settings().api.url or "")
     if not api:
-        print("skillab: error: --fleet-gateway: no Prefect API configured (PREFECT_API_URL)", flush=True)
+        print("skillab: error: --fleet-gateway: no Prefect API configured (PREFECT_API_URL)", file=sys.stderr)
         return 2
     gateway = Gateway(pool, api)
     print(f"skillab: fleet gateway for {pool} at {gateway.path} (pid {os.getpid()})", flush=True)

@@ -222,10 +222,6 @@ def _install_folder(record: Any, base: Path, project: Path | None) -> Path | Non
     return folder if looks_like_plugin(folder) else None
 
 
-def _digest(root: Path) -> str:
-    return tree_digest(root, "environment")
-
-
 def snapshot(home: Path | None, project: Path | None, store: Path, source: str) -> Environment:
     """Copy what the module's docstring lists from ``home`` and ``project`` into ``store/<hash>``."""
     for given, flag in ((home, "--environment"), (project, "--environment-project")):
@@ -236,9 +232,11 @@ def snapshot(home: Path | None, project: Path | None, store: Path, source: str) 
     stage = store / f"{STAGING}{os.getpid()}-{uuid.uuid4().hex}"
     try:
         skills, memory, settings, plugins = _stage(home, project, stage)
-        sha = _digest(stage)
+        sha = tree_digest(stage, "environment")
         final = store / sha[:16]
-        if final.exists() and _digest(final) != sha:  # changed since it was made: made again
+        if (
+            final.exists() and tree_digest(final, "environment") != sha
+        ):  # changed since it was made: made again
             shutil.rmtree(final)
         try:
             stage.rename(final)

@@ -69,10 +69,15 @@ def arm_folder(isolated: Path, mode: str) -> str:
     return hashlib.sha256(f"{isolated.name}/{arm_kind(mode)}".encode()).hexdigest()[:10]
 
 
+def level_of(index: int, run: int, count: int) -> Path:
+    """The seed's task-NN[/run-N] level of a session: the run level only when its task runs more than once."""
+    return Path(f"task-{index:02d}") / (f"run-{run}" if count > 1 else "")
+
+
 def session_paths(isolated: Path, index: int, run: int, count: int, mode: str) -> tuple[Path, Path]:
     """(working directory, HOME) of the session of an arm, on run ``run`` of the ``index``-th task
     (which runs ``count`` times), below the run's root."""
-    level = Path(f"task-{index:02d}") / (f"run-{run}" if count > 1 else "")
+    level = level_of(index, run, count)
     root, where = arm_root(isolated, mode), arm_folder(isolated, mode)
     return root / "sandbox" / level / where, root / "home" / level / where
 
@@ -118,7 +123,7 @@ def plan_sessions(
             for mode in arms:
                 if mode != Arm.WITH_SKILL and single_arm(task):
                     continue
-                level = Path(f"task-{index:02d}") / (f"run-{run}" if count > 1 else "")
+                level = level_of(index, run, count)
                 sandbox, home = session_paths(isolated, index, run, count, mode)
                 out.append(
                     Session(
