@@ -100,7 +100,7 @@ def job_template(pool: str, image: str) -> dict[str, Any]:
         "image_pull_policy": "Never",  # built here; no registry is reachable
         "auto_remove": True,
         "stream_output": True,  # the container's output in the worker's log
-        # a folder storage is mounted per flow run, its session's part only (remote.storage_mounts)
+        # a folder storage is mounted per flow run, its session's part only (storage.storage_mounts)
         "volumes": [],
         "env": {},  # no credential: each session's flow run names its own provider's key
     }

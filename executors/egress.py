@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import contextlib
-import json
 import os
 import re
 import shutil
@@ -31,11 +29,12 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import h11
 import httpx
 
+from executors.http_relay import close, forwarded_headers, relay_response, reply, requests
 from executors.listing import (
     CODEX_SESSION_HEADER,
     SESSION_HEADER,
@@ -48,10 +47,6 @@ from executors.sandbox import alive
 #: Headers that carry a credential in one provider's protocol or another: dropped when the route
 #: has a key of its own to put in (the placeholder the session sent is never forwarded then).
 AUTH_HEADERS = frozenset({"x-api-key", "authorization", "x-goog-api-key", "api-key"})
-HOP_BY_HOP = frozenset(
-    {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-     "transfer-encoding", "upgrade", "host", "content-length"}
-)  # fmt: skip
 MAX_BODY = 64 * 1024 * 1024  # a request larger than this is no model call
 PLACEHOLDER_KEY = "skillab-sandbox"  # what a session is given where its CLI insists on a key
 PREFIX = "skillab-egress-"
@@ -220,33 +215,12 @@ class Forwarder:
     ) -> None:
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=256 * 1024)
         try:
-            while True:
-                request = await _next(conn, reader)
-                if not isinstance(request, h11.Request):
-                    return
-                body = bytearray()
-                while True:
-                    event = await _next(conn, reader)
-                    if isinstance(event, h11.Data):
-                        body += event.data
-                        if len(body) > MAX_BODY:
-                            await _reply(writer, conn, 413, b"request body too large for the model forwarder")
-                            return
-                    elif isinstance(event, h11.EndOfMessage):
-                        break
-                    else:
-                        return
-                await self._forward(writer, conn, provider, upstream, request, bytes(body))
-                if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
-                    return
-                conn.start_next_cycle()
-        except (h11.ProtocolError, ConnectionError, asyncio.IncompleteReadError):
-            return
+            async for request, body in requests(conn, reader, writer, MAX_BODY, "model forwarder"):
+                await self._forward(writer, conn, provider, upstream, request, body)
         except Exception:  # a session must never make the host print a traceback: the connection ends
             return
         finally:
-            with contextlib.suppress(Exception):
-                writer.close()
+            close(writer)
 
     async def _forward(
         self,
@@ -259,12 +233,7 @@ class Forwarder:
     ) -> None:
         self._observe(provider, request, body)
         credential = provider.headers()
-        headers = [
-            (k.decode("latin-1"), v.decode("latin-1"))
-            for k, v in request.headers
-            if k.decode("latin-1").lower() not in HOP_BY_HOP
-            and not (credential and k.decode("latin-1").lower() in AUTH_HEADERS)
-        ]
+        headers = forwarded_headers(request, AUTH_HEADERS if credential else frozenset())
         headers += list(credential.items())
         base = httpx.URL(upstream)
         raw = request.target.decode("latin-1")
@@ -273,14 +242,14 @@ class Forwarder:
         if target is None or (prefix and not (target == prefix or target.startswith(prefix + "/"))):
             # only the endpoint the route was made for: an absolute URL, CONNECT, or another path of
             # the upstream host (which would receive the key) is refused, however it is spelled
-            await _reply(
+            await reply(
                 writer, conn, 403, f"model forwarder: {raw[:200]!r} is not under {prefix or '/'}".encode()
             )
             return
         try:
             url = base.copy_with(raw_path=target.encode("latin-1"))
         except (httpx.InvalidURL, ValueError) as exc:
-            await _reply(writer, conn, 400, f"model forwarder: {exc}".encode())
+            await reply(writer, conn, 400, f"model forwarder: {exc}".encode())
             return
         try:
             async with self._http().stream(
@@ -288,22 +257,10 @@ class Forwarder:
             ) as response:
                 if response.status_code == 429:
                     self._rate_limited(provider)
-                # Raw bytes, as the upstream encoded them: its content-length and -encoding hold.
-                out = [
-                    (k, v)
-                    for k, v in response.headers.multi_items()
-                    if k.lower() not in HOP_BY_HOP or k.lower() == "content-length"
-                ]
-                writer.write(conn.send(h11.Response(status_code=response.status_code, headers=out)) or b"")
-                async for chunk in response.aiter_raw():
-                    if chunk:
-                        writer.write(conn.send(h11.Data(data=chunk)) or b"")
-                        await writer.drain()
-                writer.write(conn.send(h11.EndOfMessage()) or b"")
-                await writer.drain()
+                await relay_response(writer, conn, response)
         except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
             if conn.our_state is h11.SEND_RESPONSE:
-                await _reply(writer, conn, 502, f"model forwarder: {type(exc).__name__}: {exc}".encode())
+                await reply(writer, conn, 502, f"model forwarder: {type(exc).__name__}: {exc}".encode())
 
 
 #: Percent-encodings an upstream may decode into path syntax: dots, slashes and backslashes.
@@ -341,29 +298,6 @@ def normalised_target(target: str) -> str | None:
             segments.append(segment)
     trailing = "/" if path.endswith(("/", "/.", "/..")) and segments else ""
     return "/" + "/".join(segments) + trailing + mark + query
-
-
-async def _next(conn: h11.Connection, reader: asyncio.StreamReader) -> Any:
-    while True:
-        event = conn.next_event()
-        if event is h11.NEED_DATA:
-            data = await reader.read(1 << 16)
-            conn.receive_data(data)
-            continue
-        return event
-
-
-async def _reply(writer: asyncio.StreamWriter, conn: h11.Connection, status: int, text: bytes) -> None:
-    body = b'{"type":"error","error":{"type":"forwarder_error","message":' + _json_string(text) + b"}}"
-    headers = [("content-type", "application/json"), ("content-length", str(len(body)))]
-    writer.write(conn.send(h11.Response(status_code=status, headers=headers)) or b"")
-    writer.write(conn.send(h11.Data(data=body)) or b"")
-    writer.write(conn.send(h11.EndOfMessage()) or b"")
-    await writer.drain()
-
-
-def _json_string(text: bytes) -> bytes:
-    return json.dumps(text.decode("utf-8", "replace")).encode()
 
 
 _FORWARDER: Forwarder | None = None

@@ -2,10 +2,11 @@
 
 ``python -m flows.engine.container_net COMMAND...`` is the container's command: the Prefect API the
 worker configured (``PREFECT_API_URL``) is given a route before COMMAND (Prefect's flow-run engine)
-starts; the session flow adds routes for its model endpoint and storage (:func:`route`). A route
-maps the URL's host to a loopback address in ``/etc/hosts`` (an IP address host is bound as it is),
+starts, and COMMAND is told the API is there, over plain HTTP (the gateway's filter speaks to the
+real one, TLS and credential included); the session flow adds routes for its model endpoint and
+storage (:func:`route`). A route maps the URL's host to a loopback address in ``/etc/hosts`` (an IP address host is bound as it is),
 and a relay there hands each connection to the gateway's socket with the destination's name. The
-URLs themselves stay as the parent wrote them, TLS and host names included.
+model's and storage's URLs stay as the parent wrote them, TLS and host names included.
 """
 
 from __future__ import annotations
@@ -84,9 +85,11 @@ def main(argv: list[str]) -> int:
     if not argv:
         print("usage: python -m flows.engine.container_net COMMAND...", file=sys.stderr)
         return 2
+    env = dict(os.environ)
     if isolated() and (api := os.environ.get("PREFECT_API_URL")):
-        route(api, PREFECT)
-    code = subprocess.call(argv)
+        # plain HTTP to the gateway's filter, which holds the credential and speaks to the API itself
+        env["PREFECT_API_URL"] = f"http://{route(api, PREFECT)}/api"
+    code = subprocess.call(argv, env=env)
     return 128 - code if code < 0 else code
 
 

@@ -2,18 +2,19 @@
 
 A container of the fleet's pool has no network at all (``network_mode: none``). On each worker
 machine, ``python -m deployments --fleet-gateway POOL`` listens on one Unix socket, which the pool's
-template binds into every container read-only at ``/run/skillab-gateway``. A connection names its
-destination in its first line and is then a byte pipe (TLS passes through untouched):
+template binds into every container read-only at ``/run/skillab-gateway``. The gateway knows which
+container a connection comes from (the kernel's peer process, its cgroup, Docker's labels of that
+container: nothing the container can say) and so the one flow run it was started for. A connection
+names its destination in its first line:
 
-- ``prefect``: the Prefect API the gateway itself is configured with (what the worker protocol needs:
-  the session flow reports its state and logs, and reads its flow run);
-- ``host:port``: one of the endpoints a run named before it dispatched its sessions (its model
-  endpoint, an S3 storage's), kept in the Prefect variable ``skillab-fleet-endpoints``, which only
-  an authenticated client can write. Anything else is closed at once.
+- ``prefect``: the Prefect API, through the filter of ``flows/engine/api_gate.py``: only that flow
+  run's own calls, under the gateway's credential (the container holds none);
+- ``host:port``: one of the endpoints that flow run's parameters name (its model endpoint, its
+  storage's), then a byte pipe (TLS passes through untouched). Anything else is closed at once.
 
-So a container reaches its model, its storage and the API, and nothing else of the worker's machine
-or the network: not the Docker bridge, not another local port, not the internet. Inside it,
-``flows.engine.container_net`` gives each destination a loopback address and port of its own.
+So a container reaches its model, its storage and its own part of the API, and nothing else of the
+worker's machine or the network: not the Docker bridge, not another local port, not the internet.
+Inside it, ``flows.engine.container_net`` gives each destination a loopback address of its own.
 """
 
 from __future__ import annotations
@@ -21,21 +22,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
+import socket
+import struct
 import sys
-import time
+from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
+
+from flows.engine.api_gate import ApiGate, Caller
+from flows.engine.fleet import provider_of
 
 #: Where the gateway's socket is bound inside every container of the pool.
 INSIDE = Path("/run/skillab-gateway")
 SOCKET = "gateway.sock"
 #: The destination name of the Prefect API (the gateway knows where it is; a container cannot name it).
 PREFECT = "prefect"
-#: The Prefect variable listing the endpoints runs dispatched sessions to reach ("host:port" each).
-ENDPOINTS = "skillab-fleet-endpoints"
-REFRESH_S = 1.0  # how often, at most, an unknown destination makes the gateway read the list again
 FIRST_LINE = 300  # bytes: a destination, not a request
+CONTAINER_ID = re.compile(r"[0-9a-f]{64}")
+KNOWN = 1024  # containers remembered (a container's flow run never changes)
 
 
 def host_folder(pool: str) -> Path:
@@ -50,27 +58,80 @@ def address(url: str) -> str:
     return f"{parts.hostname}:{port}"
 
 
-async def allow(urls: list[str]) -> None:
-    """Before a run dispatches sessions: let its containers reach these endpoints (added to the list)."""
-    from prefect.variables import Variable
+def model_url(base_url: str | None, cli: str) -> str | None:
+    """The endpoint a session's forwarder talks to: the run's, else its provider's public one."""
+    provider = provider_of(cli)
+    return base_url or (provider.default_url if provider else None)
 
-    wanted = {address(u) for u in urls}
-    for _ in range(5):  # two runs adding at once: the later write may drop the earlier's, read again
-        known: set[str] = set(await Variable.aget(ENDPOINTS, default=[]) or [])
-        if wanted <= known:
-            return
-        await Variable.aset(ENDPOINTS, sorted(known | wanted), overwrite=True)
-        await asyncio.sleep(0.05)
+
+def storage_endpoint(url: str) -> str | None:
+    """The endpoint an ``s3://`` storage is reached at (``AWS_ENDPOINT_URL``, else AWS's regional
+    one); None for a folder."""
+    if not url.startswith("s3://"):
+        return None
+    region = os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    return os.environ.get("AWS_ENDPOINT_URL") or f"https://s3.{region}.amazonaws.com"
+
+
+def session_endpoints(parameters: dict[str, Any]) -> set[str]:
+    """What a session's flow run reaches through the gateway, from its parameters: its model's
+    endpoint and its storage's (the gateway lets its container reach these and nothing else)."""
+    signed = parameters.get("signed")
+    where = list(signed.values()) if signed else [storage_endpoint(str(parameters.get("storage") or ""))]
+    cli = str((parameters.get("request") or {}).get("cli"))
+    return {url for url in (model_url(parameters.get("base_url"), cli), *where) if url}
+
+
+def peer_container(writer: asyncio.StreamWriter) -> str | None:
+    """The Docker container the process at the other end of a Unix socket runs in (its cgroup
+    names it; the kernel gives the process), or None for a process in none."""
+    sock = writer.get_extra_info("socket")
+    size = struct.calcsize("3i")
+    pid, _, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, size))
+    try:
+        found = CONTAINER_ID.findall(Path(f"/proc/{pid}/cgroup").read_text(encoding="utf-8"))
+    except OSError:
+        return None
+    return found[-1] if found else None  # the innermost, when Docker itself runs in a container
+
+
+def docker_flow_run(container: str, pool: str) -> str | None:
+    """The flow run a container of ``pool`` was started for, from the labels its worker gave it."""
+    import docker
+    from docker.errors import DockerException
+
+    try:
+        client = docker.from_env()
+        try:
+            labels = client.containers.get(container).labels or {}
+        finally:
+            client.close()
+    except DockerException:
+        return None
+    if labels.get("io.prefect.work-pool-name") != pool:
+        return None
+    return labels.get("io.prefect.flow-run-id")
 
 
 class Gateway:
-    """One worker machine's gateway for one pool; ``serve`` runs until cancelled."""
+    """One worker machine's gateway for one pool; ``serve`` runs until cancelled. A connection's
+    container is found by ``container`` and its flow run by ``flow_run`` (the kernel's and Docker's
+    word; a test gives its own)."""
 
-    def __init__(self, pool: str, api_url: str) -> None:
-        self.path = host_folder(pool) / SOCKET
-        self.api = address(api_url)
-        self.allowed: set[str] = set()
-        self.read_at = 0.0
+    def __init__(
+        self,
+        pool: str,
+        gate: ApiGate,
+        container: Callable[[asyncio.StreamWriter], str | None] = peer_container,
+        flow_run: Callable[[str, str], str | None] = docker_flow_run,
+        path: Path | None = None,
+    ) -> None:
+        self.pool = pool
+        self.path = path or host_folder(pool) / SOCKET
+        self.gate = gate
+        self.container = container
+        self.flow_run = flow_run
+        self.callers: OrderedDict[str, Caller] = OrderedDict()
 
     async def serve(self) -> None:
         """Until SIGTERM or SIGINT, then its socket removed."""
@@ -89,27 +150,39 @@ class Gateway:
         finally:
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
+            await self.gate.aclose()
 
-    async def destination(self, name: str) -> str | None:
-        """Where a named destination leads, or None when no run asked for it."""
-        if name == PREFECT:
-            return self.api
-        if name not in self.allowed and time.monotonic() - self.read_at > REFRESH_S:
-            from prefect.variables import Variable
-
-            self.read_at = time.monotonic()
-            self.allowed = set(await Variable.aget(ENDPOINTS, default=[]) or [])
-        return name if name in self.allowed else None
+    async def caller(self, container: str) -> Caller | None:
+        """The flow run a container was started for, as the API has it (remembered)."""
+        if (known := self.callers.get(container)) is not None:
+            return known
+        run_id = await asyncio.to_thread(self.flow_run, container, self.pool)
+        run = await self.gate.flow_run(run_id) if run_id else None
+        if run_id is None or run is None or run.get("work_pool_name") != self.pool:
+            return None
+        endpoints = frozenset(address(u) for u in session_endpoints(run.get("parameters") or {}))
+        caller = Caller(run_id, str(run["flow_id"]), run.get("deployment_id"), endpoints)
+        self.callers[container] = caller
+        while len(self.callers) > KNOWN:
+            self.callers.popitem(last=False)
+        return caller
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         up_writer = None
         try:
+            container = self.container(writer)
+            caller = await self.caller(container) if container else None
             line = await asyncio.wait_for(reader.readuntil(b"\n"), timeout=10)
-            target = await self.destination(line[:FIRST_LINE].decode("ascii", "replace").strip())
-            if target is None:
-                return  # a destination no run named: closed at once
-            host, _, port = target.rpartition(":")
-            up_reader, up_writer = await asyncio.open_connection(host, int(port))
+            name = line[:FIRST_LINE].decode("ascii", "replace").strip()
+            if caller is None:
+                return  # not a container of this pool's flow runs: closed at once
+            if name == PREFECT:
+                await self.gate.serve(reader, writer, caller)
+                return
+            if name not in caller.endpoints:
+                return  # a destination its flow run does not name
+            host, _, port = name.rpartition(":")
+            up_reader, up_writer = await asyncio.open_connection(host.strip("[]"), int(port))
             await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
         except (TimeoutError, OSError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             return
@@ -140,7 +213,10 @@ def run(pool: str) -> int:
     if not api:
         print("skillab: error: --fleet-gateway: no Prefect API configured (PREFECT_API_URL)", file=sys.stderr)
         return 2
-    gateway = Gateway(pool, api)
+    api_settings = get_current_settings().api
+    auth = api_settings.auth_string.get_secret_value() if api_settings.auth_string else None
+    key = api_settings.key.get_secret_value() if api_settings.key else None
+    gateway = Gateway(pool, ApiGate(api, auth, key))
     print(f"skillab: fleet gateway for {pool} at {gateway.path} (pid {os.getpid()})", flush=True)
     asyncio.run(gateway.serve())
     return 0

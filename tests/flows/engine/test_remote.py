@@ -14,18 +14,9 @@ from typing import Any
 import pytest
 
 from executors.schema import AgentRequest, AgentSession, SessionStatus
-from flows.engine.remote import (
-    RECORD,
-    STARTED,
-    FleetPool,
-    Storage,
-    _restore,
-    input_paths,
-    output_folders,
-    pack,
-    stored,
-    unpack,
-)
+from flows.engine.remote import FleetPool, _restore
+from flows.engine.session_files import input_paths, output_folders, pack, unpack
+from flows.engine.storage import RECORD, STARTED, Storage, stored
 
 
 def archive(path: Path, *members: tuple[str, bytes, str, bytes]) -> Path:
