@@ -17,7 +17,7 @@ from executors.errors import InputError
 from flows.cli.prefect_env import configure_prefect
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m deployments",
         description=__doc__,
@@ -45,7 +45,17 @@ def main(argv: list[str] | None = None) -> int:
         metavar="POOL",
         help="serve the pool's gateway on this worker machine (its containers have no other network)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _errors(exc: InputError) -> int:
+    for line in exc.lines:
+        print(f"skillab: error: {line}", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.fleet_gateway:
         configure_prefect()
         from flows.engine.gateway import run
@@ -56,9 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return fleet_command(args.register_fleet, args.fleet_storage, clis)
         except InputError as exc:
-            for line in exc.lines:
-                print(f"skillab: error: {line}", file=sys.stderr)
-            return 2
+            return _errors(exc)
         except RuntimeError as exc:  # a step of the build failed: its command's tail, not a traceback
             print(f"skillab: error: {exc}", file=sys.stderr)
             return 1
@@ -84,9 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         deployments = build(path)
     except InputError as exc:
-        for line in exc.lines:
-            print(f"skillab: error: {line}", file=sys.stderr)
-        return 2
+        return _errors(exc)
     serve(*deployments, pause_on_shutdown=False)
     return 0
 

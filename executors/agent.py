@@ -17,6 +17,7 @@ import shutil
 import sys
 import time
 from abc import abstractmethod
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
@@ -134,6 +135,42 @@ def shipped_configuration(folder: Path, what: str, at: PurePosixPath = HERE) -> 
     """One line naming what under ``folder`` (placed at ``at`` in a session's working folder) any
     agent CLI would read as its own configuration; None when nothing."""
     return agent_config.shipped_configuration(folder, what, CONFIG_FILES, at)
+
+
+@dataclass
+class _Ended:
+    """How a CLI's process ended, as :meth:`AgentExecutor._execute` saw it."""
+
+    code: int | None = None
+    timed_out: bool = False
+    flooded: bool = False
+    held: bool = False  # a child it left kept its output open past the grace period
+    disk: Any = None  # its DiskWatch
+
+    def failure(self, session: AgentSession, request: AgentRequest, raw: Path) -> dict[str, Any]:
+        """What the session's record says instead of its own account, when the process did not
+        end as the stream claims: {} when it did."""
+        if self.disk is not None and self.disk.exceeded.is_set():
+            return {"ok": False, "status": SessionStatus.ERROR, "error": self.disk.message}
+        if self.timed_out:
+            return {
+                "ok": False,
+                "status": SessionStatus.TIMEOUT,
+                "error": f"killed after {request.timeout_s:g}s",
+            }
+        if self.flooded:
+            limit = STREAM_LIMIT // (1024 * 1024)
+            return {
+                "ok": False,
+                "status": SessionStatus.FLOOD,
+                "error": f"killed: more than {limit} MiB of output",
+            }
+        if session.status == SessionStatus.SUCCESS and self.code not in (0, None):
+            return {"ok": False, "status": SessionStatus.CRASHED, "error": f"exit code {self.code}"}
+        if not session.events and self.code != 0:
+            tail = raw.with_name("stderr.txt").read_bytes()[-300:].decode("utf-8", "replace").strip()
+            return {"ok": False, "status": SessionStatus.CRASHED, "error": f"exit code {self.code}: {tail}"}
+        return {}
 
 
 class AgentExecutor(Executor):
@@ -294,12 +331,26 @@ class AgentExecutor(Executor):
         raw = Path(request.raw_stream)
         raw.parent.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
+        ended = await self._execute(command, request, env, raw)
+        elapsed = (time.perf_counter() - started) * 1000
+        for written in (raw, raw.with_name("stderr.txt")):
+            redact_file(written)
+        session = self.parse(read_events(raw), request)
+        update = {"exit_code": ended.code, "duration_ms": elapsed, "isolation": isolation}
+        return session.model_copy(update=update | ended.failure(session, request, raw))
+
+    async def _execute(
+        self, command: list[str], request: AgentRequest, env: dict[str, str], raw: Path
+    ) -> _Ended:
+        """The CLI run to its end: its stream copied to ``raw`` (cut at the flood limit), killed
+        with its process group at the timeout, a flood, the disk bound, or a child left holding
+        its output."""
         # stdout is a pipe of our own, not asyncio's: asyncio's wait() also waits for the pipes it
         # made to close, which never happens once reading stops at a flood (the paused reader
         # leaves data unread) or while a background child of the agent still holds the pipe.
         read_fd, write_fd = os.pipe()
         reader = asyncio.StreamReader()
-        flooded = timed_out = held = False
+        ended = _Ended()
         watched = [Path(request.sandbox), Path(request.home)]  # TMPDIR and CODEX_HOME are in HOME
         with contextlib.ExitStack() as stack:
             out = stack.enter_context(open(raw, "wb"))
@@ -312,91 +363,54 @@ class AgentExecutor(Executor):
             pipe = stack.enter_context(os.fdopen(read_fd, "rb", buffering=0))
             try:
                 proc = await asyncio.create_subprocess_exec(
-                    *command,
-                    cwd=request.sandbox,
-                    env=env,
-                    stdin=stdin,
-                    stdout=write_fd,
-                    stderr=err,
+                    *command, cwd=request.sandbox, env=env, stdin=stdin, stdout=write_fd, stderr=err,
                     start_new_session=True,
-                )
+                )  # fmt: skip
             finally:
                 os.close(write_fd)
             transport, _ = await asyncio.get_running_loop().connect_read_pipe(
                 lambda: asyncio.StreamReaderProtocol(reader), pipe
             )
             stack.callback(transport.close)
-            disk = stack.enter_context(
+            ended.disk = stack.enter_context(
                 DiskWatch(watched, disk_limit(), on_exceeded=lambda: kill_group(proc.pid))
             )
-
-            async def copy() -> None:
-                # Copied through Python so a flood is cut at the limit, not after filling the disk.
-                nonlocal flooded
-                written = 0
-                while chunk := await reader.read(1 << 16):
-                    written += len(chunk)
-                    if written > self.stream_limit:
-                        flooded = True
-                        return
-                    out.write(chunk)
-
-            async def pump() -> None:
-                nonlocal held
-                copying = asyncio.ensure_future(copy())
-                exited = asyncio.ensure_future(proc.wait())
-                try:
-                    await asyncio.wait({copying, exited}, return_when=asyncio.FIRST_COMPLETED)
-                    if not copying.done():
-                        # The CLI exited; its last lines are in the pipe. A child it left running
-                        # may hold the pipe open: it gets a grace period, then the group is killed.
-                        await asyncio.wait({copying}, timeout=EXIT_GRACE_S)
-                        held = not copying.done()
-                finally:
-                    copying.cancel()
-                    exited.cancel()
-
             try:
-                await asyncio.wait_for(pump(), request.timeout_s)
+                await asyncio.wait_for(self._pump(proc, reader, out, ended), request.timeout_s)
             except TimeoutError:
-                timed_out = True
+                ended.timed_out = True
             finally:
-                if proc.returncode is None or flooded or held:
+                if proc.returncode is None or ended.flooded or ended.held:
                     kill_group(proc.pid)
                 await proc.wait()
-        elapsed = (time.perf_counter() - started) * 1000
-        for written in (raw, raw.with_name("stderr.txt")):
-            redact_file(written)
-        session = self.parse(read_events(raw), request)
-        update: dict[str, Any] = {
-            "exit_code": proc.returncode,
-            "duration_ms": elapsed,
-            "isolation": isolation,
-        }
-        if disk.exceeded.is_set():
-            update |= {"ok": False, "status": SessionStatus.ERROR, "error": disk.message}
-        elif timed_out:
-            update |= {
-                "ok": False,
-                "status": SessionStatus.TIMEOUT,
-                "error": f"killed after {request.timeout_s:g}s",
-            }
-        elif flooded:
-            update |= {
-                "ok": False,
-                "status": SessionStatus.FLOOD,
-                "error": f"killed: more than {STREAM_LIMIT // (1024 * 1024)} MiB of output",
-            }
-        elif session.status == SessionStatus.SUCCESS and proc.returncode not in (0, None):
-            update |= {"ok": False, "status": SessionStatus.CRASHED, "error": f"exit code {proc.returncode}"}
-        elif not session.events and proc.returncode != 0:
-            tail = raw.with_name("stderr.txt").read_bytes()[-300:].decode("utf-8", "replace").strip()
-            update |= {
-                "ok": False,
-                "status": SessionStatus.CRASHED,
-                "error": f"exit code {proc.returncode}: {tail}",
-            }
-        return session.model_copy(update=update)
+        ended.code = proc.returncode
+        return ended
+
+    async def _pump(self, proc: Any, reader: asyncio.StreamReader, out: Any, ended: _Ended) -> None:
+        """The stream copied until the CLI exits (and its last lines are read)."""
+
+        async def copy() -> None:
+            # Copied through Python so a flood is cut at the limit, not after filling the disk.
+            written = 0
+            while chunk := await reader.read(1 << 16):
+                written += len(chunk)
+                if written > self.stream_limit:
+                    ended.flooded = True
+                    return
+                out.write(chunk)
+
+        copying = asyncio.ensure_future(copy())
+        exited = asyncio.ensure_future(proc.wait())
+        try:
+            await asyncio.wait({copying, exited}, return_when=asyncio.FIRST_COMPLETED)
+            if not copying.done():
+                # The CLI exited; its last lines are in the pipe. A child it left running
+                # may hold the pipe open: it gets a grace period, then the group is killed.
+                await asyncio.wait({copying}, timeout=EXIT_GRACE_S)
+                ended.held = not copying.done()
+        finally:
+            copying.cancel()
+            exited.cancel()
 
     async def run(self, request: RunRequest) -> RunResult:
         """Sample mode through an agent CLI: one prompt in a throw-away sandbox, the artifact as

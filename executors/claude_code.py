@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -209,6 +210,119 @@ def under_test(
     return skill_name is None or name == skill_name
 
 
+#: What a result event says of the session, kept in its meta.
+RESULT_FIELDS = (
+    "subtype", "is_error", "api_error_status", "duration_ms", "duration_api_ms", "num_turns",
+    "stop_reason", "total_cost_usd", "usage", "permission_denials", "errors",
+)  # fmt: skip
+
+
+@dataclass
+class _ClaudeStream:
+    """What a Claude Code stream said so far (see :func:`parse_claude`)."""
+
+    skill_name: str | None
+    plugin: str | None
+    plugin_skills: tuple[str, ...]
+    out: list[AgentEvent] = field(default_factory=list)
+    skills: tuple[str, ...] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    result: dict[str, Any] | None = None
+    invoked: bool = False
+    called: list[str] = field(default_factory=list)
+
+    def take(self, e: dict[str, Any]) -> None:
+        kind = e.get("type")
+        if kind == "system" and e.get("subtype") == "init":
+            self._init(e)
+        elif kind == "assistant":
+            for block in (e.get("message") or {}).get("content") or []:
+                self._assistant(block)
+        elif kind == "user":
+            for block in (e.get("message") or {}).get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    text = _text(block.get("content"))[:4000]
+                    is_error = bool(block.get("is_error"))
+                    self.out.append(
+                        AgentEvent(
+                            kind="tool_result", tool_id=block.get("tool_use_id"), text=text, is_error=is_error
+                        )
+                    )
+        elif kind == "system" and e.get("subtype") == "api_retry":
+            self.out.append(AgentEvent(kind="error", text=f"API retry: {e.get('error') or e}", is_error=True))
+        elif kind == "result":
+            self.result = e
+
+    def _init(self, e: dict[str, Any]) -> None:
+        self.skills = tuple(e.get("skills") or ())
+        self.meta |= {
+            "session_id": e.get("session_id"),
+            "model": e.get("model"),
+            "cwd": e.get("cwd"),
+            "tools": e.get("tools"),
+            "cli_version": e.get("claude_code_version"),
+            "plugins": [str(p.get("name")) for p in e.get("plugins") or [] if isinstance(p, dict)],
+            "mcp_servers": [str(m.get("name")) for m in e.get("mcp_servers") or [] if isinstance(m, dict)],
+        }
+        self.out.append(AgentEvent(kind="init", text=f"model {e.get('model')}, {len(self.skills)} skills"))
+
+    def _assistant(self, block: dict[str, Any]) -> None:
+        if block.get("type") == "text" and block.get("text"):
+            self.out.append(AgentEvent(kind="text", text=block["text"]))
+        elif block.get("type") == "tool_use":
+            name = block.get("name")
+            tool_input: dict[str, Any] = block["input"] if isinstance(block.get("input"), dict) else {}
+            called = str(tool_input.get("skill") or "")
+            if name == "Skill" and called:
+                self.called.append(called)
+                self.invoked = self.invoked or under_test(
+                    called, self.skill_name, self.plugin, self.plugin_skills
+                )
+            self.out.append(AgentEvent(kind="tool_use", tool=name, tool_id=block.get("id"), input=tool_input))
+
+    def session(self) -> AgentSession:
+        self.meta["skills_invoked"] = list(dict.fromkeys(self.called))
+        tool_names = {ev.tool_id: ev.tool for ev in self.out if ev.kind == "tool_use"}
+        out = [
+            ev.model_copy(update={"tool": tool_names.get(ev.tool_id)}) if ev.kind == "tool_result" else ev
+            for ev in self.out
+        ]
+        seen = {
+            "events": tuple(out),
+            "skills_listed": self.skills,
+            "skill_invoked": self.invoked,
+            "meta": self.meta,
+        }
+        result = self.result
+        if result is None:
+            return AgentSession(
+                ok=False, status="crashed", error="no result event (the process died)", **seen
+            )
+        self.meta |= {k: result.get(k) for k in RESULT_FIELDS}
+        usage = result.get("modelUsage")
+        if isinstance(usage, dict) and usage:
+            self.meta["model"] = next(iter(usage))
+            first = next(iter(usage.values()))
+            if isinstance(first, dict) and isinstance(first.get("contextWindow"), int):
+                self.meta["context_window"] = first["contextWindow"]
+        status = _result_status(result)
+        text = str(result.get("result") or "")
+        seen["events"] = (*out, AgentEvent(kind="result", text=text, is_error=status != "success"))
+        error = None if status == "success" else str(result.get("result") or result.get("subtype"))
+        return AgentSession(ok=status == "success", status=status, final_text=text, error=error, **seen)
+
+
+def _result_status(result: dict[str, Any]) -> str:
+    subtype, is_error = result.get("subtype"), bool(result.get("is_error"))
+    if subtype == "success" and not is_error:
+        return "success"
+    if subtype == "error_max_turns":
+        return "max_turns"
+    if result.get("api_error_status") or (subtype == "success" and is_error):
+        return "api_error"
+    return "error"
+
+
 def parse_claude(
     events: list[dict[str, Any]],
     skill_name: str | None = None,
@@ -217,113 +331,7 @@ def parse_claude(
 ) -> AgentSession:
     """The session; ``skill_invoked`` when a Skill call loaded the artifact under test (see
     :func:`under_test`); ``meta["skills_invoked"]`` every skill a Skill call named, in order."""
-    out: list[AgentEvent] = []
-    skills: tuple[str, ...] | None = None
-    meta: dict[str, Any] = {}
-    result: dict[str, Any] | None = None
-    invoked = False
-    called_skills: list[str] = []
+    stream = _ClaudeStream(skill_name, plugin, plugin_skills)
     for e in events:
-        kind = e.get("type")
-        if kind == "system" and e.get("subtype") == "init":
-            skills = tuple(e.get("skills") or ())
-            meta |= {
-                "session_id": e.get("session_id"),
-                "model": e.get("model"),
-                "cwd": e.get("cwd"),
-                "tools": e.get("tools"),
-                "cli_version": e.get("claude_code_version"),
-                "plugins": [str(p.get("name")) for p in e.get("plugins") or [] if isinstance(p, dict)],
-                "mcp_servers": [
-                    str(m.get("name")) for m in e.get("mcp_servers") or [] if isinstance(m, dict)
-                ],
-            }
-            out.append(AgentEvent(kind="init", text=f"model {e.get('model')}, {len(skills)} skills"))
-        elif kind == "assistant":
-            for block in (e.get("message") or {}).get("content") or []:
-                if block.get("type") == "text" and block.get("text"):
-                    out.append(AgentEvent(kind="text", text=block["text"]))
-                elif block.get("type") == "tool_use":
-                    name = block.get("name")
-                    tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
-                    called = str(tool_input.get("skill") or "")
-                    if name == "Skill" and called:
-                        called_skills.append(called)
-                        invoked = invoked or under_test(called, skill_name, plugin, plugin_skills)
-                    out.append(
-                        AgentEvent(kind="tool_use", tool=name, tool_id=block.get("id"), input=tool_input)
-                    )
-        elif kind == "user":
-            for block in (e.get("message") or {}).get("content") or []:
-                if isinstance(block, dict) and block.get("type") == "tool_result":
-                    out.append(
-                        AgentEvent(
-                            kind="tool_result",
-                            tool_id=block.get("tool_use_id"),
-                            text=_text(block.get("content"))[:4000],
-                            is_error=bool(block.get("is_error")),
-                        )
-                    )
-        elif kind == "system" and e.get("subtype") == "api_retry":
-            out.append(AgentEvent(kind="error", text=f"API retry: {e.get('error') or e}", is_error=True))
-        elif kind == "result":
-            result = e
-    meta["skills_invoked"] = list(dict.fromkeys(called_skills))
-    tool_names = {ev.tool_id: ev.tool for ev in out if ev.kind == "tool_use"}
-    out = [
-        ev.model_copy(update={"tool": tool_names.get(ev.tool_id)}) if ev.kind == "tool_result" else ev
-        for ev in out
-    ]
-    if result is None:
-        return AgentSession(
-            ok=False,
-            status="crashed",
-            events=tuple(out),
-            skills_listed=skills,
-            skill_invoked=invoked,
-            meta=meta,
-            error="no result event (the process died)",
-        )
-    subtype = result.get("subtype")
-    is_error = bool(result.get("is_error"))
-    meta |= {
-        k: result.get(k)
-        for k in (
-            "subtype",
-            "is_error",
-            "api_error_status",
-            "duration_ms",
-            "duration_api_ms",
-            "num_turns",
-            "stop_reason",
-            "total_cost_usd",
-            "usage",
-            "permission_denials",
-            "errors",
-        )
-    }
-    usage = result.get("modelUsage")
-    if isinstance(usage, dict) and usage:
-        meta["model"] = next(iter(usage))
-        first = next(iter(usage.values()))
-        if isinstance(first, dict) and isinstance(first.get("contextWindow"), int):
-            meta["context_window"] = first["contextWindow"]
-    if subtype == "success" and not is_error:
-        status = "success"
-    elif subtype == "error_max_turns":
-        status = "max_turns"
-    elif result.get("api_error_status") or (subtype == "success" and is_error):
-        status = "api_error"
-    else:
-        status = "error"
-    out.append(AgentEvent(kind="result", text=str(result.get("result") or ""), is_error=status != "success"))
-    return AgentSession(
-        ok=status == "success",
-        status=status,
-        final_text=str(result.get("result") or ""),
-        events=tuple(out),
-        skills_listed=skills,
-        skill_invoked=invoked,
-        meta=meta,
-        error=None if status == "success" else str(result.get("result") or subtype),
-    )
+        stream.take(e)
+    return stream.session()

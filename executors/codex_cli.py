@@ -7,6 +7,7 @@ enforced by it, and the timeout bounds the session instead.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,48 @@ class CodexExecutor(AgentExecutor):
         return parse_codex(events, request.skill_name, forced=forced)
 
 
+def _codex_item(item: dict[str, Any], skill_name: str | None) -> tuple[list[AgentEvent], bool]:
+    """A completed item as events, and whether it read the skill under test."""
+    kind, tool_id = item.get("type"), item.get("id")
+    if kind == "agent_message":
+        return [AgentEvent(kind="text", text=str(item.get("text") or ""))], False
+    if kind == "command_execution":
+        command, code = str(item.get("command") or ""), item.get("exit_code")
+        output = str(item.get("aggregated_output") or "")[:4000]
+        return [
+            AgentEvent(kind="tool_use", tool="shell", tool_id=tool_id, input={"command": command}),
+            AgentEvent(
+                kind="tool_result", tool="shell", tool_id=tool_id, text=output, is_error=code not in (0, None),
+                exit_code=code,
+            ),
+        ], bool(skill_name and f"skills/{skill_name}/" in command)  # fmt: skip
+    if kind == "file_change":
+        failed = item.get("status") not in ("completed", None)
+        return [
+            AgentEvent(
+                kind="tool_use",
+                tool="file_change",
+                tool_id=tool_id,
+                input={"changes": item.get("changes") or []},
+            ),
+            AgentEvent(kind="tool_result", tool="file_change", tool_id=tool_id, is_error=failed),
+        ], False
+    if kind == "error":
+        return [AgentEvent(kind="error", text=str(item.get("message") or ""), is_error=True)], False
+    return [], False
+
+
+def _codex_end(failed: str | None, completed: bool, meta: dict[str, Any]) -> tuple[str, str | None]:
+    """The session's status and error, from how its last turn ended."""
+    if failed is not None:
+        with contextlib.suppress(json.JSONDecodeError, AttributeError):
+            meta["api_error"] = json.loads(failed).get("error", {})
+        return "api_error", failed
+    if completed:
+        return "success", None
+    return "crashed", "no turn.completed event (the process died)"
+
+
 def parse_codex(
     events: list[dict[str, Any]], skill_name: str | None = None, forced: bool = False
 ) -> AgentSession:
@@ -113,73 +156,30 @@ def parse_codex(
     invoked = forced
     for e in events:
         kind = e.get("type")
-        item = e.get("item") or {}
         if kind == "thread.started":
             meta["session_id"] = e.get("thread_id")
             out.append(AgentEvent(kind="init", text="thread started"))
-        elif kind == "item.completed" and item.get("type") == "agent_message":
-            final = str(item.get("text") or "")
-            out.append(AgentEvent(kind="text", text=final))
-        elif kind == "item.completed" and item.get("type") == "command_execution":
-            command = str(item.get("command") or "")
-            if skill_name and f"skills/{skill_name}/" in command:
-                invoked = True
-            code = item.get("exit_code")
-            out.append(
-                AgentEvent(kind="tool_use", tool="shell", tool_id=item.get("id"), input={"command": command})
-            )
-            out.append(
-                AgentEvent(
-                    kind="tool_result",
-                    tool="shell",
-                    tool_id=item.get("id"),
-                    text=str(item.get("aggregated_output") or "")[:4000],
-                    is_error=code not in (0, None),
-                    exit_code=code,
-                )
-            )
-        elif kind == "item.completed" and item.get("type") == "file_change":
-            changes = item.get("changes") or []
-            out.append(
-                AgentEvent(
-                    kind="tool_use", tool="file_change", tool_id=item.get("id"), input={"changes": changes}
-                )
-            )
-            out.append(
-                AgentEvent(
-                    kind="tool_result",
-                    tool="file_change",
-                    tool_id=item.get("id"),
-                    is_error=item.get("status") not in ("completed", None),
-                )
-            )
-        elif kind == "item.completed" and item.get("type") == "error":
-            out.append(AgentEvent(kind="error", text=str(item.get("message") or ""), is_error=True))
+        elif kind == "item.completed":
+            item = e.get("item") or {}
+            taken, read_skill = _codex_item(item, skill_name)
+            out += taken
+            invoked = invoked or read_skill
+            if item.get("type") == "agent_message":
+                final = str(item.get("text") or "")
         elif kind == "error":
             out.append(AgentEvent(kind="error", text=str(e.get("message") or ""), is_error=True))
         elif kind == "turn.completed":
             completed = True
             u = e.get("usage") or {}
-            usage["input_tokens"] += int(u.get("input_tokens") or 0)
-            usage["output_tokens"] += int(u.get("output_tokens") or 0)
-            # Parts of input_tokens (OpenAI's convention); executors.agent.usage_of splits them out.
-            usage["cached_input_tokens"] += int(u.get("cached_input_tokens") or 0)
-            usage["cache_write_input_tokens"] += int(u.get("cache_write_input_tokens") or 0)
+            # cached and cache-write tokens are parts of input_tokens (OpenAI's convention);
+            # executors.agent.usage_of splits them out
+            for name in usage:
+                usage[name] += int(u.get(name) or 0)
         elif kind == "turn.failed":
             failed = str((e.get("error") or {}).get("message") or "turn failed")
     meta["usage"] = usage
     meta["num_turns"] = sum(1 for e in events if e.get("type") == "turn.started")
-    if failed is not None:
-        status, error = "api_error", failed
-        try:
-            inner = json.loads(failed).get("error", {})
-            meta["api_error"] = inner
-        except (json.JSONDecodeError, AttributeError):
-            pass
-    elif completed:
-        status, error = "success", None
-    else:
-        status, error = "crashed", "no turn.completed event (the process died)"
+    status, error = _codex_end(failed, completed, meta)
     out.append(AgentEvent(kind="result", text=final, is_error=status != "success"))
     return AgentSession(
         ok=status == "success",

@@ -192,20 +192,7 @@ def parse_copilot(
                 invoked = invoked or skill_name is None or skill == skill_name
             out.append(event)
         elif kind == "tool.execution_complete":
-            ok = bool(data.get("success"))
-            body = data.get("result") if ok else data.get("error")
-            text = (
-                str((body or {}).get("content" if ok else "message") or "") if isinstance(body, dict) else ""
-            )
-            out.append(
-                AgentEvent(
-                    kind="tool_result",
-                    tool=tools.get(str(data.get("toolCallId"))),
-                    tool_id=data.get("toolCallId"),
-                    text=text[:4000],
-                    is_error=not ok,
-                )
-            )
+            out.append(_copilot_result(data, tools))
         elif kind == "session.error":
             errors.append(str(data.get("message") or data.get("errorType") or "error"))
             meta["api_error_status"] = data.get("statusCode")
@@ -215,31 +202,28 @@ def parse_copilot(
     meta["skills_invoked"] = list(dict.fromkeys(called))
     meta |= state_meta(state)
     final = texts[-1] if texts else ""
+    seen = {"final_text": final, "skills_listed": listed, "skill_invoked": invoked, "meta": meta}
     if result is None:
         return AgentSession(
-            ok=False,
-            status="crashed",
-            final_text=final,
-            events=tuple(out),
-            skills_listed=listed,
-            skill_invoked=invoked,
-            meta=meta,
-            error="no result event (the process died)",
+            ok=False, status="crashed", events=tuple(out), error="no result event (the process died)", **seen
         )
     usage = json_object(result.get("usage"))
     meta |= {"session_id": result.get("sessionId"), "duration_ms": usage.get("sessionDurationMs")}
     ok = result.get("exitCode") == 0 and not errors
     status = "success" if ok else ("api_error" if meta.get("api_error_status") else "error")
     out.append(AgentEvent(kind="result", text=final, is_error=not ok))
-    return AgentSession(
-        ok=ok,
-        status=status,
-        final_text=final,
-        events=tuple(out),
-        skills_listed=listed,
-        skill_invoked=invoked,
-        meta=meta,
-        error=None if ok else ("; ".join(errors) or f"exit code {result.get('exitCode')}"),
+    error = None if ok else ("; ".join(errors) or f"exit code {result.get('exitCode')}")
+    return AgentSession(ok=ok, status=status, events=tuple(out), error=error, **seen)
+
+
+def _copilot_result(data: dict[str, Any], tools: dict[str, str]) -> AgentEvent:
+    """A finished tool call: its result's content, or its error's message."""
+    ok = bool(data.get("success"))
+    body = data.get("result") if ok else data.get("error")
+    text = str((body or {}).get("content" if ok else "message") or "") if isinstance(body, dict) else ""
+    call = data.get("toolCallId")
+    return AgentEvent(
+        kind="tool_result", tool=tools.get(str(call)), tool_id=call, text=text[:4000], is_error=not ok
     )
 
 

@@ -112,18 +112,21 @@ def parse_gemini(events: list[dict[str, Any]], skill_name: str | None = None) ->
     final = "".join(text_parts)
     if final:
         out.append(AgentEvent(kind="text", text=final))
+    seen = {"final_text": final, "skill_invoked": invoked, "meta": meta}
     if result is None:
-        return AgentSession(
-            ok=False,
-            status="crashed",
-            final_text=final,
-            events=tuple(out),
-            skill_invoked=invoked,
-            meta=meta,
-            error="no result event (the process died or hit the turn limit)",
-        )
-    stats = result.get("stats") or {}
-    meta |= {
+        died = "no result event (the process died or hit the turn limit)"
+        return AgentSession(ok=False, status="crashed", events=tuple(out), error=died, **seen)
+    meta |= _gemini_stats(result.get("stats") or {})
+    ok = result.get("status") == "success"
+    error = None if ok else str((result.get("error") or {}).get("message") or "error")
+    status = "success" if ok else ("api_error" if error and "API Error" in error else "error")
+    out.append(AgentEvent(kind="result", text=final, is_error=not ok))
+    return AgentSession(ok=ok, status=status, events=tuple(out), error=error, **seen)
+
+
+def _gemini_stats(stats: dict[str, Any]) -> dict[str, Any]:
+    """The result event's figures, as the session's meta holds them."""
+    meta = {
         "usage": {
             "input_tokens": stats.get("input_tokens", 0),
             "output_tokens": stats.get("output_tokens", 0),
@@ -134,17 +137,4 @@ def parse_gemini(events: list[dict[str, Any]], skill_name: str | None = None) ->
     }
     if stats.get("models"):
         meta["model"] = next(iter(stats["models"]))
-    ok = result.get("status") == "success"
-    error = None if ok else str((result.get("error") or {}).get("message") or "error")
-    status = "success" if ok else ("api_error" if error and "API Error" in error else "error")
-    out.append(AgentEvent(kind="result", text=final, is_error=not ok))
-    return AgentSession(
-        ok=ok,
-        status=status,
-        final_text=final,
-        events=tuple(out),
-        skills_listed=None,
-        skill_invoked=invoked,
-        meta=meta,
-        error=error,
-    )
+    return meta

@@ -141,28 +141,14 @@ def parse_opencode(events: list[dict[str, Any]], skill_name: str | None = None) 
             step_text.append(str(part["text"]))
             out.append(AgentEvent(kind="text", text=str(part["text"])))
         elif kind == "tool_use":
-            state = json_object(part.get("state"))
-            name, call_id = str(part.get("tool") or ""), part.get("callID")
-            use = AgentEvent(
-                kind="tool_use", tool=name, tool_id=call_id, input=json_object(state.get("input"))
-            )
+            use, result = _tool_part(part)
             for skill in OpenCodeExecutor.invoked_skills(use):
                 called.append(skill)
                 invoked = invoked or skill_name is None or skill == skill_name
-            failed = state.get("status") == "error"
-            text = str(state.get("error") if failed else state.get("output") or "")
-            out += [
-                use,
-                AgentEvent(kind="tool_result", tool=name, tool_id=call_id, text=text[:4000], is_error=failed),
-            ]
+            out += [use, result]
         elif kind == "step_finish":
             reason = str(part.get("reason") or "")
-            tokens = json_object(part.get("tokens"))
-            cache = json_object(tokens.get("cache"))
-            usage["input_tokens"] += int(tokens.get("input") or 0)  # without cache reads, as Anthropic's
-            usage["output_tokens"] += int(tokens.get("output") or 0) + int(tokens.get("reasoning") or 0)
-            usage["cache_read_input_tokens"] += int(cache.get("read") or 0)
-            usage["cache_creation_input_tokens"] += int(cache.get("write") or 0)
+            _add_tokens(usage, json_object(part.get("tokens")))
             if reason == "stop":
                 final = "".join(step_text)
         elif kind == "error":
@@ -172,18 +158,11 @@ def parse_opencode(events: list[dict[str, Any]], skill_name: str | None = None) 
             meta["api_error_status"] = data.get("statusCode")
             out.append(AgentEvent(kind="error", text=errors[-1], is_error=True))
     meta |= {"usage": usage, "num_turns": steps, "skills_invoked": list(dict.fromkeys(called))}
-    ok = not errors and reason == "stop"
-    if ok:
+    status, error_text = _opencode_end(errors, reason, steps, meta)
+    if status == "success":
         out.append(AgentEvent(kind="result", text=final))
-        status, error_text = "success", None
-    elif errors:
-        status = "api_error" if meta.get("api_error_status") or "APIError" in errors[-1] else "error"
-        error_text = "; ".join(errors)
-    else:  # the loop stopped at a tool call: a rejected permission, or the process died
-        status = "error" if steps else "crashed"
-        error_text = "the session ended without a final answer" if steps else "no step (the process died)"
     return AgentSession(
-        ok=ok,
+        ok=status == "success",
         status=status,
         final_text=final,
         events=tuple(out),
@@ -191,3 +170,37 @@ def parse_opencode(events: list[dict[str, Any]], skill_name: str | None = None) 
         meta=meta,
         error=error_text,
     )
+
+
+def _tool_part(part: dict[str, Any]) -> tuple[AgentEvent, AgentEvent]:
+    """A finished tool part as its call and its result (OpenCode reports both in one)."""
+    state = json_object(part.get("state"))
+    name, call_id = str(part.get("tool") or ""), part.get("callID")
+    use = AgentEvent(kind="tool_use", tool=name, tool_id=call_id, input=json_object(state.get("input")))
+    failed = state.get("status") == "error"
+    text = str(state.get("error") if failed else state.get("output") or "")
+    return use, AgentEvent(kind="tool_result", tool=name, tool_id=call_id, text=text[:4000], is_error=failed)
+
+
+def _add_tokens(usage: dict[str, int], tokens: dict[str, Any]) -> None:
+    """A finished step's token counts added to the session's."""
+    cache = json_object(tokens.get("cache"))
+    usage["input_tokens"] += int(tokens.get("input") or 0)  # without cache reads, as Anthropic's
+    usage["output_tokens"] += int(tokens.get("output") or 0) + int(tokens.get("reasoning") or 0)
+    usage["cache_read_input_tokens"] += int(cache.get("read") or 0)
+    usage["cache_creation_input_tokens"] += int(cache.get("write") or 0)
+
+
+def _opencode_end(
+    errors: list[str], reason: str | None, steps: int, meta: dict[str, Any]
+) -> tuple[str, str | None]:
+    """The session's status and error: it ended well when its last step stopped with no error."""
+    if not errors and reason == "stop":
+        return "success", None
+    if errors:
+        status = "api_error" if meta.get("api_error_status") or "APIError" in errors[-1] else "error"
+        return status, "; ".join(errors)
+    # the loop stopped at a tool call: a rejected permission, or the process died
+    if steps:
+        return "error", "the session ended without a final answer"
+    return "crashed", "no step (the process died)"

@@ -397,15 +397,7 @@ def wrap(
             raise ValueError("network='model' needs the forwarder's socket (egress)")
         extra_ro += relay_paths()
         egress_args = ["--ro-bind", str(egress), f"{EGRESS_DIR}/model.sock"]
-        inner = [
-            _interpreter(),
-            "-I",
-            "-S",
-            str(RELAY),
-            str(EGRESS_PORT),
-            f"{EGRESS_DIR}/model.sock",
-            *argv,
-        ]
+        inner = [_interpreter(), "-I", "-S", str(RELAY), str(EGRESS_PORT), f"{EGRESS_DIR}/model.sock", *argv]
     bwrap = shutil.which(bwrap_binary(binary)) or bwrap_binary(binary)
     start = Path(chdir).resolve() if chdir is not None else work
     command = [
@@ -419,6 +411,12 @@ def wrap(
         "--",
         *inner,
     ]
+    return _limited(command, cgroup)
+
+
+def _limited(command: list[str], cgroup: Path | None) -> list[str]:
+    """``command`` under the sandbox's limits: its file sizes, no core dumps, its process count
+    (the pids cgroup, else the kernel's per-user count)."""
     # One file may not outgrow the disk bound (the watch catches the sum); as an rlimit it holds for
     # root too, unlike a process count.
     limited = ["prlimit", f"--fsize={disk_limit()}", "--core=0", "--"] if shutil.which("prlimit") else []

@@ -222,6 +222,21 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
+def _judged_assertions(sample: Sample, scored: dict[str, list[Judgement]]) -> dict[int, AssertionResult]:
+    """The results of the sample's judged assertions (semantic similarity and the like), by index."""
+    similarity: dict[int, AssertionResult] = {}
+    for aspect, js in scored.items():
+        index = assertion_aspect(aspect)
+        a = sample.assertions[index] if index is not None else None
+        if index is not None and isinstance(a, JudgedAssertion):
+            score = _mean([j.score for j in js if j.score is not None])
+            threshold = 3.0 if a.threshold is None else a.threshold
+            label = "similarity" if a.type == "semantic_similarity" else a.type
+            message = f"{label} {score:.2g}/5 (threshold {threshold:g}): {js[0].reason}"
+            similarity[index] = AssertionResult.of(a, score >= threshold, message, score)
+    return similarity
+
+
 def judge_layer(
     sample: Sample, judgements: list[Judgement]
 ) -> tuple[JudgeResult, dict[int, AssertionResult]]:
@@ -245,17 +260,7 @@ def judge_layer(
             {},
         )
     scored = {a: [j for j in js if j.score is not None] for a, js in by_aspect.items()}
-    similarity: dict[int, AssertionResult] = {}
-    for aspect, js in scored.items():
-        index = assertion_aspect(aspect)
-        a = sample.assertions[index] if index is not None else None
-        if index is not None and isinstance(a, JudgedAssertion):
-            score = _mean([j.score for j in js if j.score is not None])
-            threshold = 3.0 if a.threshold is None else a.threshold
-            passed = score >= threshold
-            label = "similarity" if a.type == "semantic_similarity" else a.type
-            message = f"{label} {score:.2g}/5 (threshold {threshold:g}): {js[0].reason}"
-            similarity[index] = AssertionResult.of(a, passed, message, score)
+    similarity = _judged_assertions(sample, scored)
     layer_aspects = [a for a in scored if assertion_aspect(a) is None]
     if not layer_aspects:
         return JudgeResult(status=JudgeStatus.GRADED), similarity

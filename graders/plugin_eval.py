@@ -264,8 +264,7 @@ def _stem(label: str) -> str:
     return name.removesuffix(".md")
 
 
-def parse_case(data: dict[str, Any], label: str) -> PluginCase:
-    """The merged case data as a PluginCase; InputError lines naming ``label`` and the field."""
+def _check_version(data: dict[str, Any], label: str) -> None:
     version = data.get("schema_version")
     if not isinstance(version, str):
         raise InputError(f'{label}: schema_version: required (e.g. "1.0")')
@@ -276,9 +275,10 @@ def parse_case(data: dict[str, Any], label: str) -> PluginCase:
         raise InputError(
             f"{label}: schema_version: {version!r} is newer than this reader ({SUPPORTED_MAJOR}.x)"
         )
-    problems = _grader_kind_problems(data.get("graders"), label)
-    if problems:
-        raise InputError(problems)
+
+
+def _sections(data: dict[str, Any], label: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The case's execution and context mappings, every key of the case known."""
     execution = data.get("execution")
     if not isinstance(execution, dict):
         raise InputError(f"{label}: execution: must be a mapping")
@@ -291,37 +291,16 @@ def parse_case(data: dict[str, Any], label: str) -> PluginCase:
     if unknown:
         valid = [*TOP_KEYS, "context", "execution", "graders", *EXECUTION_KEYS, "prompt"]
         raise InputError([f"{label}: {k}: unknown field{_hint(k, valid)}" for k in unknown])
-    used = [k for k in UNSUPPORTED if execution.get(k) or context.get(k) or data.get(k)]
     env = execution.get("env") or {}
-    if isinstance(env, dict):
-        for name in env:
-            why = refusal(str(name))
-            if why is not None:
-                raise InputError(f"{label}: execution.env.{name}: a case may not set it ({why})")
-    fields = {
-        "name": data.get("name"),
-        "description": data.get("description"),
-        "tags": data.get("tags") or (),
-        "prompt": execution.get("prompt") or "",
-        "graders": data.get("graders") or (),
-        "expected_outcome": data.get("expected_outcome"),
-        "scaffold_script": context.get("scaffold_script"),
-        "history_file": context.get("history_file"),
-        "add_dirs": tuple(context.get("add_dirs") or ()),
-        "unsupported": tuple(used),
-        "env": tuple((str(k), str(v)) for k, v in env.items()) if isinstance(env, dict) else env,
-        **{
-            k: execution[k]
-            for k in ("max_turns", "timeout_seconds", "model", "allowed_tools")
-            if k in execution
-        },
-        **{k: execution[k] for k in ("disallowed_tools", "append_system_prompt") if k in execution},
-        **({"runs": data["runs"]} if "runs" in data else {}),
-    }
-    try:
-        case = PluginCase(**fields)
-    except ValidationError as exc:
-        raise InputError(_validation_lines(exc, label)) from None
+    for name in env if isinstance(env, dict) else ():
+        why = refusal(str(name))
+        if why is not None:
+            raise InputError(f"{label}: execution.env.{name}: a case may not set it ({why})")
+    return execution, context
+
+
+def _checked(case: PluginCase, label: str) -> PluginCase:
+    """The case with a prompt, unique grader names, and its warnings and unsupported parts noted."""
     if not case.prompt.strip():
         why = (
             "with context.history_file, the resumed session needs a next turn"
@@ -345,6 +324,45 @@ def parse_case(data: dict[str, Any], label: str) -> PluginCase:
             "unsupported": case.unsupported + (("mock_calls",) if mocked else ()),
         }
     )
+
+
+def parse_case(data: dict[str, Any], label: str) -> PluginCase:
+    """The merged case data as a PluginCase; InputError lines naming ``label`` and the field."""
+    _check_version(data, label)
+    problems = _grader_kind_problems(data.get("graders"), label)
+    if problems:
+        raise InputError(problems)
+    execution, context = _sections(data, label)
+    used = [k for k in UNSUPPORTED if execution.get(k) or context.get(k) or data.get(k)]
+    env = execution.get("env") or {}
+    copied = (
+        "max_turns",
+        "timeout_seconds",
+        "model",
+        "allowed_tools",
+        "disallowed_tools",
+        "append_system_prompt",
+    )
+    fields = {
+        "name": data.get("name"),
+        "description": data.get("description"),
+        "tags": data.get("tags") or (),
+        "prompt": execution.get("prompt") or "",
+        "graders": data.get("graders") or (),
+        "expected_outcome": data.get("expected_outcome"),
+        "scaffold_script": context.get("scaffold_script"),
+        "history_file": context.get("history_file"),
+        "add_dirs": tuple(context.get("add_dirs") or ()),
+        "unsupported": tuple(used),
+        "env": tuple((str(k), str(v)) for k, v in env.items()) if isinstance(env, dict) else env,
+        **{k: execution[k] for k in copied if k in execution},
+        **({"runs": data["runs"]} if "runs" in data else {}),
+    }
+    try:
+        case = PluginCase(**fields)
+    except ValidationError as exc:
+        raise InputError(_validation_lines(exc, label)) from None
+    return _checked(case, label)
 
 
 def tool_name(rule: str) -> str:
