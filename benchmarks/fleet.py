@@ -25,9 +25,9 @@ from pathlib import Path
 
 from flows.cli.main import main
 from tests.fakes.provider import FakeProvider
+from tests.flows.engine.test_fleet import POOL
 from tests.flows.helpers import Workers
-from tests.flows.test_fleet import POOL
-from tests.flows.test_skill_bench import agent, calc_project, judge, skill_run
+from tests.flows.modes.agentic.test_skill_bench import agent, calc_project, judge, skill_run
 
 
 def suite(root: Path, tasks: int) -> Path:

@@ -27,18 +27,16 @@ from executors.base import Executor
 from executors.contents import copy_tree
 from executors.egress import Provider, Route, forwarder
 from executors.errors import PermanentError, TransientError, is_transient_status
+from executors.limits import DiskWatch, disk_limit, pids_cgroup
 from executors.plugin import prepared_copy, read_plugin
 from executors.redaction import redact_file
 from executors.sandbox import (
     EGRESS_PORT,
-    DiskWatch,
     Isolation,
     Network,
-    disk_limit,
     executable_paths,
     host_env,
     kill_group,
-    pids_cgroup,
     require,
     secret_name,
     wrap,

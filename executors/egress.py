@@ -35,6 +35,7 @@ import h11
 import httpx
 
 from executors.http_relay import close, forwarded_headers, relay_response, reply, requests
+from executors.limits import alive
 from executors.listing import (
     CODEX_SESSION_HEADER,
     SESSION_HEADER,
@@ -42,7 +43,6 @@ from executors.listing import (
     observe_claude,
     observe_codex,
 )
-from executors.sandbox import alive
 
 #: Headers that carry a credential in one provider's protocol or another: dropped when the route
 #: has a key of its own to put in (the placeholder the session sent is never forwarded then).

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from executors import egress
-from executors.sandbox import alive, sweep_cgroups
+from executors.limits import alive, sweep_cgroups
 
 
 def sandboxes() -> Path:

@@ -18,7 +18,6 @@ from graders import custom_js
 from graders.confined import outcome, python_paths, run_confined
 from graders.schema import CustomAssertion, Observation
 
-Outcome = tuple[bool, str]
 DEFAULT_TIMEOUT_S = 10.0
 
 # argv = [payload file]; the answer is MARKER + JSON (graders.confined).

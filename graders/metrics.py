@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from graders.schema import NumberAssertion, Observation
-
-Outcome = tuple[bool, str]
+from graders.schema import NumberAssertion, Observation, Outcome
 
 
 def cost_max(a: NumberAssertion, obs: Observation) -> Outcome:

@@ -33,6 +33,7 @@ from graders.schema import (
     MockHitAssertion,
     NumberAssertion,
     Observation,
+    Outcome,
     OverlapAssertion,
     RegexAssertion,
     SetAssertion,
@@ -49,7 +50,7 @@ Kind = Literal["sync", "custom", "judge"]
 class AssertionType(Generic[A]):
     kind: Kind
     model: type[A]  # its parameters
-    check: Callable[[A, Observation], tuple[bool, str]] | None
+    check: Callable[[A, Observation], Outcome] | None
     summary: str = ""  # one line for the documentation's generated table (docs/inputs.md)
     loads: Callable[[A, str], None] | None = None  # what is checked at load time beyond the fields
 
@@ -72,7 +73,7 @@ def _loads_check(a: CustomAssertion, source_dir: str) -> None:
     custom.validate_file(custom.resolve(a.fn, source_dir))
 
 
-def assert_set(a: SetAssertion, obs: Observation) -> tuple[bool, str]:
+def assert_set(a: SetAssertion, obs: Observation) -> Outcome:
     """oh-my-knowledge's combinator: each child checked (its own ``not`` applied), then all of them
     (mode ``all``, the default) or at least one (``any``) must pass."""
     children = [run_assertion(child, obs) for child in a.children]

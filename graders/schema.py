@@ -296,6 +296,10 @@ class ToolCall(Frozen):
     output: str | None = None
 
 
+#: What a check says: passed, and why (one line for the report).
+Outcome = tuple[bool, str]
+
+
 class Observation(Frozen):
     """What an assertion may look at: the output, what the call cost, and how it was produced (a
     sample-mode call is one turn with no tool call and no mock)."""

@@ -13,9 +13,8 @@ import math
 import re
 from collections import Counter
 
-from graders.schema import DistanceAssertion, Observation, OverlapAssertion
+from graders.schema import DistanceAssertion, Observation, Outcome, OverlapAssertion
 
-Outcome = tuple[bool, str]
 _TOKEN = re.compile(r"[a-z0-9]+|[\u4e00-\u9fa5]")
 
 

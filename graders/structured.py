@@ -11,10 +11,8 @@ import jsonschema
 from jsonschema import ValidationError
 
 from executors.errors import InputError
-from graders.schema import GradingError, JsonSchemaAssertion, JsonValidAssertion, Observation
+from graders.schema import GradingError, JsonSchemaAssertion, JsonValidAssertion, Observation, Outcome
 from graders.text import REGEX_TIMEOUT_S
-
-Outcome = tuple[bool, str]
 
 
 def _parse(output: str) -> tuple[Any, str]:

@@ -10,11 +10,10 @@ from graders.schema import (
     ListAssertion,
     NumberAssertion,
     Observation,
+    Outcome,
     RegexAssertion,
     TextAssertion,
 )
-
-Outcome = tuple[bool, str]
 
 # JavaScript regex flags (the seed's format) by the regex module's names; g, u and y change nothing
 # for a test.

@@ -13,9 +13,14 @@ import json
 import math
 from typing import Any
 
-from graders.schema import CountAssertion, ListAssertion, MockHitAssertion, Observation, ToolTextAssertion
-
-Outcome = tuple[bool, str]
+from graders.schema import (
+    CountAssertion,
+    ListAssertion,
+    MockHitAssertion,
+    Observation,
+    Outcome,
+    ToolTextAssertion,
+)
 
 
 def turns_max(a: CountAssertion, obs: Observation) -> Outcome:

@@ -26,14 +26,8 @@ from executors.schema import Frozen
 from executors.workspace import session_root
 from graders.agent_task import AgentTask
 from graders.checks import inside, run_checks, sandbox_files
-from graders.plugin_eval import (
-    FileExistsGrader,
-    FileSource,
-    PluginCase,
-    RegexGrader,
-    RunEvidence,
-    grade_deterministic,
-)
+from graders.plugin_eval import FileExistsGrader, FileSource, PluginCase, RegexGrader
+from graders.plugin_grading import RunEvidence, grade_deterministic
 from graders.registry import is_judged, run_assertion
 from graders.schema import Assertion, NumberAssertion, Observation, Sample
 from graders.text import REGEX_TIMEOUT_S, compile_regex

@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
+
 from flows.engine.api_gate import ApiGate, Caller
 from flows.engine.fleet import provider_of
 
@@ -98,7 +100,6 @@ def peer_container(writer: asyncio.StreamWriter) -> str | None:
 def docker_flow_run(container: str, pool: str) -> str | None:
     """The flow run a container of ``pool`` was started for, from the labels its worker gave it."""
     import docker
-    from docker.errors import DockerException
 
     try:
         client = docker.from_env()
@@ -106,7 +107,7 @@ def docker_flow_run(container: str, pool: str) -> str | None:
             labels = client.containers.get(container).labels or {}
         finally:
             client.close()
-    except DockerException:
+    except Exception:  # no such container, or the daemon unreachable (requests' errors too): no caller
         return None
     if labels.get("io.prefect.work-pool-name") != pool:
         return None
@@ -184,8 +185,11 @@ class Gateway:
             host, _, port = name.rpartition(":")
             up_reader, up_writer = await asyncio.open_connection(host.strip("[]"), int(port))
             await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
-        except (TimeoutError, OSError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-            return
+        except (
+            TimeoutError, OSError, ValueError, httpx.HTTPError, asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+        ):  # fmt: skip
+            return  # the API unreachable (its run not found) or the connection broken: closed
         finally:
             for w in (writer, up_writer):
                 if w is not None:

@@ -15,7 +15,8 @@ import shutil
 import tarfile
 from pathlib import Path, PurePosixPath
 
-from executors.sandbox import SYSTEM_DIRS, files_limit, tree_size
+from executors.limits import files_limit, tree_size
+from executors.sandbox import SYSTEM_DIRS
 from executors.schema import AgentRequest
 
 #: The largest archive of a session's files taken back (the sandbox's disk bound, with room).

@@ -31,8 +31,8 @@ from typing import Any
 from executors.claude_code import budget_fraction
 from executors.contents import Bounds, copy_file, copy_tree, inspect_file, tree_digest
 from executors.errors import InputError
+from executors.limits import alive
 from executors.plugin import looks_like_plugin, read_plugin, strip_mcp
-from executors.sandbox import alive
 from executors.schema import ENVIRONMENT_PARTS, control_character
 from graders.triggers import front_matter
 

@@ -21,7 +21,8 @@ from flows.inputs.skill_config import Skill, SkillBenchConfig
 from flows.report.ablation import ablation
 from flows.report.bias import judge_bias
 from flows.report.diagnosis import diagnosis
-from flows.report.schema import Diagnosis, JudgeGold, Report, SampleReport
+from flows.report.diagnosis_parts import Diagnosis
+from flows.report.schema import JudgeGold, Report, SampleReport
 from graders.diagnosis import DIAGNOSIS_SCHEMA_JSON, FailedCase, diagnosis_prompt, parse_diagnosis
 from tasks.schema import Arm, CallPolicy
 

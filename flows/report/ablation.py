@@ -5,7 +5,8 @@ the effect this N could have detected: absence of evidence, never "useless"."""
 
 from __future__ import annotations
 
-from flows.report.schema import Ablation, Report, SectionEffect
+from flows.report.diagnosis_parts import Ablation, SectionEffect
+from flows.report.schema import Report
 from tasks.stats.figures import Comparison
 from tasks.stats.statistics import ALPHA
 

@@ -18,7 +18,8 @@ from typing import Any
 from pydantic_core import to_json
 
 from executors import sandbox
-from flows.report.schema import REPORT_VERSION, RP, Meta, Report, RunEntry, V, mode_of
+from flows.report.entries import RunEntry, V
+from flows.report.schema import REPORT_VERSION, RP, Meta, Report, mode_of
 from tasks.schema import RunStats, Scale
 from tasks.stats.figures import Aggregate, Analysis, CaseStats
 from tasks.store.files import atomic_write_text

@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from flows.report.console import economy_lines, fmt
+from flows.report.entries import SampleVariantResult
 from flows.report.explain import explain_markdown
 from flows.report.logtext import (
     artifact_change_lines,
@@ -14,7 +15,7 @@ from flows.report.logtext import (
     md,
     regression_outcome,
 )
-from flows.report.schema import CheckStatus, Report, SampleReport, SampleVariantResult
+from flows.report.schema import CheckStatus, Report, SampleReport
 from tasks.store.files import atomic_write_text
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flows.report.schema import AgentRun, AssertionDetail, Report, RunEntry, SampleRun, SessionRun
+from flows.report.entries import AgentRun, AssertionDetail, RunEntry, SampleRun, SessionRun
+from flows.report.schema import Report
 from tasks.stats.diagnosis import Failure, group_failures
 
 NOTE = (

@@ -5,7 +5,8 @@ markdown section (report.md, the GitHub summary)."""
 from __future__ import annotations
 
 from flows.report.logtext import md
-from flows.report.schema import RaterAgreement, Report
+from flows.report.schema import Report
+from tasks.stats.figures import RaterAgreement
 
 
 def _num(value: float | None, digits: int = 2) -> str:

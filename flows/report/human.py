@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from flows.report.schema import AgentRun, HumanAgreement, Report, RunEntry, SampleRun, VariantResult
+from flows.report.diagnosis_parts import HumanAgreement
+from flows.report.entries import AgentRun, RunEntry, SampleRun, VariantResult
+from flows.report.schema import Report
 from tasks.stats.agreement import rater_agreement
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from flows.report.schema import AgenticMeta, ArtifactChange, RegressionVariant, Report
+from flows.report.entries import ArtifactChange, RegressionVariant
+from flows.report.schema import AgenticMeta, Report
 from tasks.schema import VerdictLabel
 from tasks.stats.figures import Verdict
 

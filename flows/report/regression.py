@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from flows.report.schema import ArtifactChange, Meta, Regression, RegressionVariant, Report, SampleMeta
+from flows.report.entries import ArtifactChange, Regression, RegressionVariant
+from flows.report.schema import Meta, Report, SampleMeta
 from flows.report.store import read_reports
 from tasks.schema import VerdictLabel
 from tasks.stats import statistics as st

@@ -8,41 +8,42 @@ report builder makes its own run entries (``SampleRun``, ``AgentRun``, ``Trigger
 class. Every reader (console, CI outputs, regression, store, server, templates) works on the models;
 ``load_report`` reads any mode's file as its class (or insists on one), migrating earlier versions.
 
-``python -m flows.report.schema`` writes ``flows/report/report.schema.json``; a test checks that the
-file in the repository is current and that every report the tests write validates against it.
+Its parts live beside it: the results (``entries.py``), the diagnosis (``diagnosis_parts.py``);
+``python -m flows.report.json_schema`` writes ``flows/report/report.schema.json``; a test checks that
+the file in the repository is current and that every report the tests write validates against it.
 """
 
 from __future__ import annotations
 
-import ast
-import inspect
-import itertools
 import json
-import re
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Generic, Literal, TypeVar, get_args, overload
+from typing import Annotated, Any, Literal, TypeVar, get_args, overload
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import Field, TypeAdapter, ValidationError
 
-from tasks.schema import Arm, NotRun, Scale, ShardRun, TranscriptStep
+from flows.report.diagnosis_parts import Ablation, AgentMatrix, Diagnosis, HumanAgreement, JudgeBias
+from flows.report.entries import (
+    AgentVariantResult,
+    CaseResult,
+    Regression,
+    SampleVariantResult,
+    TriggerVariantResult,
+    lowered,
+)
+from tasks.schema import Arm, NotRun, Scale, ShardRun
 from tasks.stats.figures import (
     Analysis,
-    CaseStats,
     Comparison,
     JudgeGold,
     JudgeSummary,
-    LengthFigures,
-    Paired,
     PairwiseSummary,
-    PreferenceFigures,
-    RaterAgreement,
     VariantSummary,
-    Verdict,
 )
-from tasks.stats.models import Figures, Model
-from tasks.stats.trigger_stats import DescriptionDecision, ListingShift, TriggerSummary, VariantComparison
+from tasks.stats.models import Model
+from tasks.stats.trigger_compare import DescriptionDecision, VariantComparison
+from tasks.stats.trigger_stats import ListingShift, TriggerSummary
 
 #: 3: the JSON of version 2; its schema tells the modes apart (each mode's run entries and meta are
 #: their own models), so a version 2 file is read as it is.
@@ -50,372 +51,6 @@ REPORT_VERSION = 3
 SCHEMA_FILE = Path(__file__).with_name("report.schema.json")
 
 Mode = Literal["sample", "agentic", "trigger"]
-
-
-class SessionGradeStatus(StrEnum):
-    """How one agentic session was graded."""
-
-    GRADED = "graded"
-    UNGRADED = "ungraded"  # the judge failed twice: excluded from scores, counted
-    CONTAMINATED = "contaminated"  # the arm saw (or lacked) the skill: excluded, with the reason
-    FAILED = "failed"  # the session itself failed: an error, scored as the seed does
-
-
-def _lower(value: Any) -> Any:
-    """Version 1 agentic reports wrote statuses in capitals."""
-    return value.lower() if isinstance(value, str) else value
-
-
-class RegressionVariant(Model):
-    """One variant of this run against the same variant of the previous run."""
-
-    cases: int
-    """cases in both runs"""
-    cases_added: int
-    """cases new in this run"""
-    cases_removed: int
-    """cases gone since"""
-    mean_before: float | None
-    """mean over shared cases, previous run"""
-    mean_after: float | None
-    """mean over shared cases, this run"""
-    paired: Paired
-    """paired statistics of this run minus the previous"""
-    verdict: Verdict
-    """WORSE is a regression"""
-    per_case: dict[str, float]
-    """sample_id -> change (unchanged cases left out)"""
-
-
-class ArtifactChange(Model):
-    """A variant whose artifact is not the one the previous run measured (its SHA-256 differs)."""
-
-    before: str | None
-    """SHA-256 of the previous run's artifact (None: it had none)"""
-    after: str | None
-    """SHA-256 of this run's artifact (None: it has none)"""
-    bytes_before: int | None = None
-    """its size then, in bytes of UTF-8 (None: not recorded by that run)"""
-    bytes_after: int | None = None
-    """its size now"""
-
-
-class Regression(Model):
-    """This run of a suite against its previous run on the same model."""
-
-    previous: str = Field(description="id of the previous run")
-    previous_timestamp: str | None
-    """when the previous run started"""
-    per_variant: dict[str, RegressionVariant]
-    """the comparison per variant"""
-    regressed: list[str] = Field(description="variants whose verdict against the previous run is WORSE")
-    artifact_changes: dict[str, ArtifactChange] = Field(default_factory=dict)
-    """variant -> how its artifact changed since the previous run (unchanged variants left out)"""
-
-
-# ---------------------------------------------------------------- results
-
-
-class Feedback(Model):
-    """A human's rating of one output, from the report server."""
-
-    rating: int = Field(ge=1, le=5)
-    """1-5 stars"""
-    comment: str = ""
-    """free text"""
-    at: str
-    """when, ISO 8601 UTC"""
-
-
-class AssertionDetail(Model):
-    """One assertion as configured (its parameters) and how it came out."""
-
-    type: str
-    """assertion type"""
-    passed: bool
-    """whether it passed (after negation)"""
-    weight: float
-    """its weight in the assertion score"""
-    message: str | None = None
-    """why it failed, or what it found"""
-    score: float | None = None
-    """a custom check's own score"""
-    value: Any = None
-    """the expected value"""
-    values: list[str] | None = None
-    """the expected values"""
-    pattern: str | None = None
-    """the regular expression"""
-    flags: str | None = None
-    """regex flags"""
-    reference: str | None = None
-    """the reference text"""
-    threshold: float | None = None
-    """the similarity threshold"""
-    fn: str | None = None
-    """the custom check's file"""
-    json_schema: dict[str, Any] | None = None
-    """the JSON Schema"""
-    negate: bool | None = None
-    """true: the assertion is negated"""
-    n: int | None = None
-    """rouge_n_min: the n-gram size"""
-    mode: str | None = None
-    """assert-set: any or all"""
-    children: list[dict[str, Any]] | None = None
-    """assert-set: its assertions, as configured"""
-    error: bool | None = None
-    """the check could not decide: a grading error"""
-
-
-class AssertionSummary(Model):
-    """The assertions of one execution."""
-
-    passed: int
-    """assertions that passed"""
-    total: int
-    """assertions in all"""
-    score: float | None
-    """1 + 4 x passed weight / total weight"""
-    details: list[AssertionDetail]
-    """each assertion"""
-
-
-class CriterionScore(Model):
-    """One of the four criteria."""
-
-    score: float
-    """0-100"""
-    reasoning: str = ""
-    """the judge's justification"""
-
-
-class ExpectationResult(Model):
-    """One skill-creator expectation as the judge graded it (grading.json's entry)."""
-
-    text: str
-    """the expectation, as the eval states it"""
-    passed: bool
-    """the judge found clear evidence that it holds"""
-    evidence: str = ""
-    """what the judge quoted or found"""
-
-
-class ExpectationSummary(Figures):
-    """grading.json's summary of a session's expectations."""
-
-    passed: int
-    """expectations that passed"""
-    failed: int
-    """expectations that failed"""
-    total: int
-    """expectations in all"""
-    pass_rate: float
-    """passed / total; the session's score is 100 x this"""
-
-
-class SessionGrade(Figures):
-    """The four-criterion judgement of one agentic session, or why there is none."""
-
-    model_config = ConfigDict(extra="allow")  # the four criteria, each {score, reasoning}
-
-    status: SessionGradeStatus = SessionGradeStatus.GRADED
-    """graded, ungraded, contaminated or failed"""
-    weighted_total: float | None = None
-    """the four criteria weighted 40/25/20/15, computed in code"""
-    deterministic_checks_passed: bool | None = None
-    """every sandbox check passed"""
-    summary: str | None = None
-    """the judge's summary"""
-    reason: str | None = None
-    """why there is no judgement"""
-    error: str | None = None
-    """the judge's last error"""
-    raw: str | None = None
-    """the judge's last reply, when it could not be parsed"""
-    expectations: list[ExpectationResult] | None = None
-    """a skill-creator eval: each expectation with its verdict and evidence"""
-    expectation_summary: ExpectationSummary | None = None
-    """a skill-creator eval: passed, failed, total and pass rate"""
-
-    _status_case = field_validator("status", mode="before")(_lower)
-
-
-class RunEntry(Model):
-    """One execution of a case and variant: a model call (sample mode) or an agent session (agentic
-    and trigger mode). The fields every mode writes; each mode's subclass adds its own."""
-
-    run: int
-    """run index, from 1"""
-    ok: bool
-    """the execution (or session) succeeded"""
-    composite_score: float | None
-    """the score on the mode's scale (a case's mean over runs at the variant level)"""
-    output: str = ""
-    """the full output"""
-    error: str | None = None
-    """the error, when it failed"""
-    duration_ms: float | None = None
-    """latency"""
-    cost_usd: float = 0.0
-    """cost"""
-
-
-class SampleRun(RunEntry):
-    """One model call of a sample and variant, graded by its assertions and the judge."""
-
-    assertions: AssertionSummary | None = None
-    """the assertions and their results"""
-    llm_score: float | None = None
-    """the judge's score (rubric, or mean of dimensions)"""
-    llm_reason: str | None = None
-    """the judge's reason"""
-    judge_status: str | None = None
-    """graded, ungraded or skipped"""
-    input_tokens: int | None = None
-    """input tokens"""
-    output_tokens: int | None = None
-    """output tokens"""
-    total_tokens: int | None = None
-    """input + output tokens"""
-    cache_write_tokens: int | None = None
-    """prompt tokens written to the provider's cache"""
-    cache_read_tokens: int | None = None
-    """prompt tokens read from the provider's cache"""
-    batched: bool | None = None
-    """answered through a provider's batch API (priced at its discount)"""
-    output_preview: str | None = None
-    """the output's first 200 characters"""
-    error_kind: str | None = None
-    """why it failed (transient, permanent, timeout, ... or how a session ended)"""
-    attempts: int | None = None
-    """calls made, retries included"""
-    cached: bool | None = None
-    """taken from the result cache"""
-    dimension_scores: dict[str, float] | None = None
-    """per dimension, when the sample has dimensions"""
-    judge_scores: dict[str, float] | None = None
-    """per judge, for an ensemble"""
-    judge_raw: str | None = None
-    """the judge's reply, when UNGRADED"""
-    grading_error: str | None = None
-    """the assertions that could not decide (raised, hung, over budget): the run is ungraded"""
-
-
-class SessionRun(RunEntry):
-    """One agent session (agentic and trigger mode)."""
-
-    status: str | None = None
-    """how the session ended, or contaminated"""
-    transcript: list[TranscriptStep] | None = None
-    """the session's steps"""
-
-
-class AgentRun(SessionRun):
-    """One agentic session of a task in one arm: its checks, its judgement, its behaviour."""
-
-    input_tokens: int | None = None
-    """input tokens"""
-    grade: SessionGrade | None = None
-    """the session's judgement"""
-    contaminated: str | None = None
-    """why the session was excluded"""
-    checks: dict[str, Any] | None = None
-    """sandbox check totals"""
-    check_details: list[dict[str, Any]] | None = None
-    """each sandbox check"""
-    criteria: dict[str, float] | None = None
-    """the four criteria's scores"""
-    behavior: dict[str, Any] | None = None
-    """transcript analysis"""
-    usage: dict[str, Any] | None = None
-    """tokens as the CLI reported them"""
-    num_turns: int | None = None
-    """turns the session took"""
-    outputs: str | None = Field(default=None, description="folder of the session's raw outputs")
-    reused_from: str | None = Field(
-        default=None,
-        description="the earlier run this baseline session was taken from (nothing deciding it changed)",
-    )
-
-    def plugin_eval(self) -> dict[str, Any]:
-        """A plugin eval case's grading of this session (score, graders, pending); {} otherwise."""
-        return dict((self.checks or {}).get("plugin_eval") or {})
-
-
-class TriggerRun(SessionRun):
-    """One trigger session of a query under one variant: what fired, when, and what was listed."""
-
-    cached: bool | None = None
-    """taken from the result cache"""
-    fired: list[str] | None = None
-    """the skills that fired, in order"""
-    first_turns: dict[str, int] | None = None
-    """the turn in which each skill first fired"""
-    listed: list[str] | None = None
-    """the skills the CLI listed to the model"""
-
-
-R = TypeVar("R", bound=RunEntry)
-
-
-class VariantEntry(Model, Generic[R]):
-    """What a case's entry for one variant adds to its first run's fields."""
-
-    case_stats: CaseStats | dict[str, Any] = Field(default_factory=dict)
-    """the case over its runs"""
-    runs: list[R] | None = None
-    """every run, when there are several"""
-    feedback: list[Feedback] = Field(default_factory=list)
-    """human ratings from the report server"""
-
-
-class SampleVariantResult(VariantEntry[SampleRun], SampleRun):
-    """A sample's entry for one variant: the first run's fields, the case mean, and every run."""
-
-
-class AgentVariantResult(VariantEntry[AgentRun], AgentRun):
-    """A task's entry for one arm: the first session's fields, the case mean, and every session."""
-
-
-class TriggerVariantResult(VariantEntry[TriggerRun], TriggerRun):
-    """A query's entry for one variant: the first session's fields and every session."""
-
-
-#: A case's entry for one variant, in any mode.
-VariantResult = SampleVariantResult | AgentVariantResult | TriggerVariantResult
-V = TypeVar("V", SampleVariantResult, AgentVariantResult, TriggerVariantResult)
-
-
-class CaseResult(Figures, Generic[V]):
-    """One case (a sample, a task or a query) with each variant's result."""
-
-    sample_id: str
-    """the case's id"""
-    prompt: str
-    """what the model received"""
-    tags: list[str] = Field(default_factory=list)
-    """the case's tags"""
-    rubric: str | None = None
-    """the judge's rubric"""
-    dimensions: dict[str, str] | None = None
-    """the judge's dimensions"""
-    cluster: str | None = None
-    """the case's cluster (cluster-robust statistics)"""
-    # agentic tasks
-    name: str | None = None
-    """the task's name"""
-    type: str | None = None
-    """positive or negative-control"""
-    difficulty: str | None = None
-    """easy, medium or hard"""
-    category: str | None = None
-    """the task's domain"""
-    variants: dict[str, V]
-    """variant -> result"""
-    expect: str | None = None
-    """the skill that should fire, or none (trigger mode; agentic mode: whether the task expects the
-    artifact to be used, absent when it does not say)"""
 
 
 # ---------------------------------------------------------------- the report
@@ -640,150 +275,6 @@ class TriggerFigures(Model):
     dropped with it"""
 
 
-# ---------------------------------------------------------------- why did it score that way?
-
-
-class HumanAgreement(RaterAgreement):
-    """The run's judge against the report server's star ratings, recomputed on every rating."""
-
-    rated: int = Field(description="case x variant items with a rating (the latest rating counts)")
-    judged: str = Field(description="which judge score is compared with the rating")
-    updated_at: str = Field(description="when it was computed, ISO 8601 UTC")
-
-
-class PositionBias(Model):
-    """--pairwise: how often the judge's preference follows the position, not the answer."""
-
-    pairs: int = Field(description="pairs judged in both orders")
-    flips: int = Field(description="pairs where the same position won in both orders")
-    share: float | None = Field(description="flips / pairs")
-    line: str = Field(description="the finding in one line, with its figure")
-
-
-class LengthBias(LengthFigures):
-    """The judge score's partial correlation with output length, holding the assertion score fixed."""
-
-    detected: bool = Field(description="positive and p < 0.05")
-    line: str = Field(description="the finding in one line, with its figure")
-
-
-class SelfPreference(PreferenceFigures):
-    """A judge of the model's own vendor against judges of other vendors, on the same outputs."""
-
-    vendor: str = Field(description="the model's vendor")
-    same_vendor: list[str] = Field(description="judges of that vendor")
-    other_vendor: list[str] = Field(description="judges of other vendors")
-    line: str = Field(description="the finding in one line, with its figure")
-
-
-class JudgeBias(Model):
-    """Probes of the judge's biases, each a line with its figure; absent where it cannot be measured."""
-
-    position: PositionBias | None = Field(default=None, description="position bias (--pairwise)")
-    length: LengthBias | None = Field(default=None, description="length bias")
-    self_preference: SelfPreference | None = Field(
-        default=None, description="self-preference (same-vendor judge)"
-    )
-    lines: list[str] = Field(default_factory=list, description="every probe's line")
-
-
-class FailureGroup(Model):
-    """Failing runs of one variant that share what failed (or the judge's reason)."""
-
-    key: str = Field(description="what failed, e.g. 'assertion contains: Paris' or 'judge: rubric'")
-    kind: Literal["assertion", "check", "judge", "error", "reason"] = Field(description="the kind of failure")
-    cases: list[str] = Field(description="the cases concerned")
-    runs: int = Field(description="failing runs in the group")
-    share: float = Field(description="cases in the group / cases of the variant")
-    examples: list[str] = Field(default_factory=list, description="messages or judge reasons, up to 3")
-    suggestion: str | None = Field(
-        default=None, description="an LLM's paragraph on what went wrong and what to change: a suggestion"
-    )
-    suggestion_by: str | None = Field(default=None, description="the model that wrote it")
-
-
-class VariantDiagnosis(Model):
-    """One variant's failing cases, grouped."""
-
-    variant: str = Field(description="the variant")
-    cases: int = Field(description="cases of the variant")
-    failing_cases: int = Field(description="cases with at least one failing run")
-    groups: list[FailureGroup] = Field(description="by what failed, then by the judge's reasons")
-
-
-class Diagnosis(Model):
-    """Why runs failed: per variant, groups of failing cases, each with an optional LLM suggestion."""
-
-    variants: list[VariantDiagnosis] = Field(description="one per variant")
-    suggestions: bool = Field(description="LLM suggestions were asked for (false with --no-diagnose)")
-    note: str = Field(description="how to read the suggestions")
-
-
-class SectionEffect(Figures):
-    """One section of the artifact: the full artifact against the artifact without it."""
-
-    section: str = Field(description="the section's heading")
-    variant: str = Field(description="the variant without the section")
-    contribution: float | None = Field(description="full minus without, mean over cases: > 0 helps")
-    ci_low: float | None = Field(description="lower end of the 95% interval")
-    ci_high: float | None = Field(description="upper end of the 95% interval")
-    p_holm: float | None = Field(description="Holm-adjusted p over the sections")
-    mde: float | None = Field(description="smallest effect detectable at this N")
-    input_tokens: float | None = Field(
-        alias="inputTokens",
-        description="input tokens the section costs per call, per agent session in agentic mode (full minus without)",
-    )
-    finding: Literal["helps", "hurts", "no detectable effect"] = Field(description="the finding")
-    line: str = Field(description="the finding in one line")
-
-
-class Ablation(Model):
-    """--ablate: leave-one-section-out variants run paired against the full artifact."""
-
-    artifact: str = Field(description="the ablated artifact's file")
-    full: str = Field(description="the variant with the full artifact (the control)")
-    cases: int = Field(description="cases compared")
-    sections: list[SectionEffect] = Field(description="one per section removed")
-
-
-class AgentLift(Model):
-    """One agent CLI of a cross-agent run: what the skill did for it, paired by task."""
-
-    runner: str = Field(description="the agent CLI (--runner)")
-    model: str = Field(description="the model its sessions asked for")
-    agent_cli_version: str | None = Field(
-        default=None, description="the CLI and version its sessions reported"
-    )
-    report: str | None = Field(description="id of this agent's own report (every session, check and grade)")
-    paired: Paired | None = Field(description="with-skill minus baseline per task; None when it did not run")
-    verdict: Verdict | None = Field(description="the with-skill vs baseline verdict on this agent")
-    invoked_rate: float | None = Field(
-        description="share of with-skill sessions that loaded the skill, as each CLI shows it (a skill "
-        "tool call; Codex: the $name that forces it); told to load it, an agent may still not"
-    )
-    sessions: int = Field(description="sessions of both arms")
-    errors: int = Field(description="sessions that failed (excluded from the scores)")
-    line: str = Field(description="the lift in one sentence, with its interval")
-
-
-class AgentInteraction(Model):
-    """Does the skill help one agent more than another? The difference of their lifts, task by task."""
-
-    runner: str = Field(description="the agent compared")
-    reference: str = Field(description="the agent it is compared with (the first --runner)")
-    paired: Paired = Field(description="per task: this agent's lift minus the reference's")
-    differs: bool = Field(description="the 95% interval of the difference excludes 0")
-    line: str = Field(description="the difference in one sentence, with its interval")
-
-
-class AgentMatrix(Model):
-    """--runner A,B,...: the same suite on each agent, with and without the skill."""
-
-    reference: str = Field(description="the first --runner: interactions are against it")
-    agents: list[AgentLift] = Field(description="one per --runner, in order")
-    interactions: list[AgentInteraction] = Field(description="each other agent against the reference")
-
-
 # ---------------------------------------------------------------- can the verdict be believed?
 
 
@@ -949,7 +440,7 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
         for run in _runs_of(data):
             grade = run.get("grade")
             if run.get("status") != "contaminated" and isinstance(grade, dict):
-                run["grade"] = {**grade, "status": _lower(grade.get("status", "graded"))}
+                run["grade"] = {**grade, "status": lowered(grade.get("status", "graded"))}
     return {**data, "version": REPORT_VERSION}
 
 
@@ -1011,71 +502,3 @@ def mode_of(kind: type[Report]) -> str:
 def spelled(mode: str) -> str:
     """ "a sample", "an agentic"."""
     return ("an " if mode[0] in "aeiou" else "a ") + mode
-
-
-def json_schema() -> dict[str, Any]:
-    """The report's JSON schema; a field described by the docstring under it gets that description."""
-    schema = REPORTS.json_schema(by_alias=True, mode="serialization")
-    docs = docstrings()
-    for model in report_models():
-        # a generic part's name, CaseResult[SampleRun], is CaseResult_SampleRun_ in the schema
-        part = schema["$defs"].get(re.sub(r"[^\w]", "_", model.__name__), {})
-        origin = model.__pydantic_generic_metadata__["origin"]
-        if part and origin is not None and origin.__doc__:
-            part.setdefault("description", inspect.cleandoc(origin.__doc__))
-        for name, field in model.model_fields.items():
-            text = field_docstring(model, name, docs)
-            prop = part.get("properties", {}).get(field.alias or name)
-            if text and prop is not None and "description" not in prop:
-                # where pydantic writes a description: just before the title (the file stays as it was)
-                keys = list(prop)
-                at = keys.index("title") if "title" in keys else len(keys)
-                entries = [*prop.items()]
-                prop.clear()
-                prop.update([*entries[:at], ("description", text), *entries[at:]])
-    return schema
-
-
-def report_models() -> list[type[Model]]:
-    """Every report part: the subclasses of ``Model``, here and where their figures are computed."""
-    found: list[type[Model]] = []
-    todo = [Model]
-    while todo:
-        found += (children := todo.pop().__subclasses__())
-        todo += children
-    return found
-
-
-def docstrings() -> dict[str, dict[str, str]]:
-    """Per report part: field name -> the docstring under it, read from the part's own module."""
-    docs: dict[str, dict[str, str]] = {}
-    for source in sorted({inspect.getsourcefile(m) or "" for m in report_models()}):
-        docs |= field_docstrings(Path(source))
-    return docs
-
-
-def field_docstring(model: type[BaseModel], name: str, docs: dict[str, dict[str, str]]) -> str | None:
-    """The docstring under the field ``name`` in ``model`` or the nearest base class that has one."""
-    return next((text for base in model.__mro__ if (text := docs.get(base.__name__, {}).get(name))), None)
-
-
-def field_docstrings(source: Path) -> dict[str, dict[str, str]]:
-    """Per class defined in ``source``: field name -> the string literal written under the field."""
-    docs: dict[str, dict[str, str]] = {}
-    for node in ast.parse(source.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.ClassDef):
-            docs[node.name] = {
-                field.target.id: inspect.cleandoc(text.value.value)
-                for field, text in itertools.pairwise(node.body)
-                if isinstance(field, ast.AnnAssign)
-                and isinstance(field.target, ast.Name)
-                and isinstance(text, ast.Expr)
-                and isinstance(text.value, ast.Constant)
-                and isinstance(text.value.value, str)
-            }
-    return docs
-
-
-if __name__ == "__main__":
-    SCHEMA_FILE.write_text(json.dumps(json_schema(), indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {SCHEMA_FILE}")

@@ -31,9 +31,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from flows.inputs.files import skillab_home
 from flows.report import charts
+from flows.report.entries import RegressionVariant
 from flows.report.logtext import artifact_change_text, change_figures, uncertified
 from flows.report.regression import compare_variant
-from flows.report.schema import RegressionVariant, Report, TriggerReport
+from flows.report.schema import Report, TriggerReport
 from flows.report.store import BadRequest, NotFound, ReportStore
 from flows.report.suite import suite_view
 

@@ -16,8 +16,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from flows.report.entries import Feedback
 from flows.report.human import human_agreement
-from flows.report.schema import Feedback, Report, load_report
+from flows.report.schema import Report, load_report
 from flows.report.suite import RunRow, trend_entry
 from tasks.store.files import atomic_write_json
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from flows.report import charts
+from flows.report import chart_kit, charts
 from flows.report.logtext import artifact_change_text, change_figures
 from flows.report.schema import Report
 from tasks.schema import VerdictLabel
@@ -196,8 +196,8 @@ def cost_chart(rows: Sequence[SuiteRow]) -> Markup:
     title = "What does each run cost?"
     costs = [r.run.cost for r in rows]
     if max(costs) == 0:
-        return charts.note(title, "Every run cost $0 (a free, local or unpriced model).")
-    _, top = charts.nice_range(0, max(costs))
+        return chart_kit.note(title, "Every run cost $0 (a free, local or unpriced model).")
+    _, top = chart_kit.nice_range(0, max(costs))
     points = [charts.TrendPoint(c, tip=f"{run_label(r)}: ${c:.4f}") for r, c in zip(rows, costs, strict=True)]
     return charts.trend(
         {"calls and judge": points},
@@ -220,7 +220,7 @@ def error_chart(rows: Sequence[SuiteRow], names: Sequence[str]) -> Markup:
             worst = max(worst, rate or 0.0)
             tip = "" if v is None else f"{run_label(r)}: {v.errors} of {v.executions} executions errored"
             series[n].append(charts.TrendPoint(rate, tip=tip))
-    _, top = charts.nice_range(0, max(worst, 0.05))
+    _, top = chart_kit.nice_range(0, max(worst, 0.05))
     return charts.trend(
         series,
         [run_label(r) for r in rows],

@@ -11,14 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from flows.report.entries import AgentRun, RunEntry, SampleRun
 from flows.report.schema import (
     AgenticReport,
-    AgentRun,
     CheckStatus,
     GraderCheck,
     Report,
-    RunEntry,
-    SampleRun,
     TriggerReport,
     Validity,
     ValidityCheck,

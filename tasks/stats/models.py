@@ -35,7 +35,7 @@ class Model(BaseModel):
     the schema is complete.
 
     The docstring under a field is its description in the JSON schema, added there by
-    ``flows.report.schema.json_schema`` (pydantic's ``use_attribute_docstrings`` reads the module's
+    ``flows.report.json_schema.json_schema`` (pydantic's ``use_attribute_docstrings`` reads the module's
     source at import: 0.3-0.4 s of every command, for a text only the schema file shows)."""
 
     model_config = ConfigDict(

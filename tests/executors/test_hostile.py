@@ -36,7 +36,8 @@ from executors.sandbox import host_env, probe, run_sandboxed
 from executors.schema import AgentRequest
 from executors.workspace import claim, sandboxes, sweep
 from flows.report.logtext import md
-from graders.plugin_eval import RegexGrader, RunEvidence, grade_deterministic, merge_case, parse_case
+from graders.plugin_eval import RegexGrader, merge_case, parse_case
+from graders.plugin_grading import RunEvidence, grade_deterministic
 from tests.fakes.escape import bash_agent
 from tests.fakes.provider import FakeProvider
 

@@ -12,7 +12,7 @@ import pytest
 
 from executors.contents import ARCHIVE_MAX_BYTES, ARCHIVE_NOTE, archive_tree, copy_tree
 from executors.errors import InputError
-from executors.sandbox import tree_size
+from executors.limits import tree_size
 from flows.engine.session_files import pack, unpack
 
 

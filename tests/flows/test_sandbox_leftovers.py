@@ -14,7 +14,7 @@ import pytest
 
 from tests.fakes.provider import Call, FakeProvider, Fault
 from tests.flows.helpers import subprocess_env
-from tests.flows.test_skill_bench import agent, judge, project
+from tests.flows.modes.agentic.test_skill_bench import agent, judge, project
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 __all__ = ["project"]  # the fixture, used by name

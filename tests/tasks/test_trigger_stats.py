@@ -8,11 +8,10 @@ from scipy import stats
 
 from graders.queries import Query
 from graders.triggers import SessionTriggers, TriggerStatus
+from tasks.stats.trigger_compare import compare_variants, description_decision
 from tasks.stats.trigger_stats import (
     ListingShift,
     Trial,
-    compare_variants,
-    description_decision,
     listing_shifts,
     skill_figures,
     summarize,

@@ -78,7 +78,8 @@ from graders.expectations import (
     transcript_text,
 )
 from graders.expectations import max_tokens as expectation_tokens
-from graders.plugin_eval import PluginCase, RunEvidence
+from graders.plugin_eval import PluginCase
+from graders.plugin_grading import RunEvidence
 from graders.schema import Grade
 from graders.validation import broken_notices, tasks_without_broken, validate_tasks
 from tasks.agent import check_sandbox

@@ -6,9 +6,10 @@ from collections.abc import Callable
 
 from flows.modes.agentic.matrix_report import matrix_markdown
 from flows.report.ci import validity_markdown
+from flows.report.entries import AgentVariantResult, CaseResult
 from flows.report.explain import explain_markdown
 from flows.report.logtext import md, reused_text, uncertified
-from flows.report.schema import AgenticReport, AgentVariantResult, BehaviorSummary, CaseResult
+from flows.report.schema import AgenticReport, BehaviorSummary
 from graders.criteria import WEIGHTS
 from tasks.schema import Arm, VerdictLabel
 from tasks.stats.figures import Comparison

@@ -22,18 +22,14 @@ from flows.engine.runner import UnitRunner
 from flows.inputs.plan import JudgeJob, Target
 from graders.checks import check_runner, inside
 from graders.judge import JudgeParseError, JudgePrompt
-from graders.plugin_eval import (
-    JUDGE_VOTES,
-    BaselineGrader,
+from graders.plugin_eval import JUDGE_VOTES, BaselineGrader, LlmGrader, PluginCase, offered_tools
+from graders.plugin_grading import (
     GraderResult,
-    LlmGrader,
-    PluginCase,
     RunEvidence,
     grade_deterministic,
     graders_for_arm,
     judge_prompt,
     judged_result,
-    offered_tools,
     parse_vote,
     run_score,
 )

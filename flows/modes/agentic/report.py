@@ -27,16 +27,8 @@ from flows.report.build import (
     timestamp,
     variant_entry,
 )
-from flows.report.schema import (
-    AgenticMeta,
-    AgenticReport,
-    AgentRun,
-    AgentVariantResult,
-    BehaviorSummary,
-    CaseResult,
-    Contamination,
-    SessionGrade,
-)
+from flows.report.entries import AgentRun, AgentVariantResult, CaseResult, SessionGrade
+from flows.report.schema import AgenticMeta, AgenticReport, BehaviorSummary, Contamination
 from graders.agent_task import AgentTask
 from graders.criteria import WEIGHTS
 from tasks.schema import AGENTIC_SCALE, Arm, Record, RunStats, TranscriptStep

@@ -19,31 +19,20 @@ from flows.report.build import (
     variant_entry,
 )
 from flows.report.ci import junit_validity
+from flows.report.entries import CaseResult, TriggerRun, TriggerVariantResult
 from flows.report.gates import unmeasured
-from flows.report.schema import (
-    CaseResult,
-    TriggerFigures,
-    TriggerMeta,
-    TriggerReport,
-    TriggerRun,
-    TriggerVariantResult,
-)
+from flows.report.schema import TriggerFigures, TriggerMeta, TriggerReport
 from flows.report.validity import certify, require_valid_failures
 from graders.triggers import TriggerStatus
 from tasks.schema import TRIGGER_SCALE, RunStats
-from tasks.stats.trigger_stats import (
+from tasks.stats.trigger_compare import (
     DescriptionDecision,
-    ListingStats,
     MetricComparison,
-    Trial,
-    TriggerSummary,
     VariantComparison,
     compare_variants,
     description_decision,
-    listing_shifts,
-    summarize,
-    trial,
 )
+from tasks.stats.trigger_stats import ListingStats, Trial, TriggerSummary, listing_shifts, summarize, trial
 from tasks.store.files import atomic_write_text
 
 
@@ -128,7 +117,7 @@ def description_decisions(
     summaries: Sequence[TriggerSummary],
 ) -> list[DescriptionDecision]:
     """An A/B of one skill's descriptions: each variant against the first, on the keep rule of
-    tasks.stats.trigger_stats.description_decision."""
+    tasks.stats.trigger_compare.description_decision."""
     o = plan.options
     by_variant = {s.variant: s for s in summaries}
     groups: dict[tuple[str, float], list[TriggerVariant]] = {}

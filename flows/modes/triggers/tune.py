@@ -7,7 +7,7 @@ description and every rewrite side by side, in the same environment and on the s
 description A/B; ``--environment`` / ``--from-home`` as in ``skill triggers run``). A rewrite is kept
 when its recall on the holdout reads BETTER than the current description's, its holdout false-fire
 rate is not WORSE, no other skill's recall falls by more than the margin, and no other skill's
-description is pushed out of the listing (tasks.stats.trigger_stats.description_decision). The
+description is pushed out of the listing (tasks.stats.trigger_compare.description_decision). The
 report gives every candidate and why it was kept or dropped; nothing of the user's skill is changed.
 """
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.report import charts
+from flows.report import chart_kit, charts
 from flows.report.regression import regression_against_previous
 from flows.report.server import run_charts
 from flows.report.store import ReportStore
@@ -25,17 +25,17 @@ def texts(svg: str, cls: str) -> list[str]:
 
 
 def test_ticks_are_round_and_cover_the_range() -> None:
-    assert charts.ticks(1, 5) == [1, 2, 3, 4, 5]
-    assert charts.ticks(0, 0.037) == [0, 0.01, 0.02, 0.03]
-    assert charts.nice_range(0, 0.037) == (0, 0.04)
-    assert charts.ticks(-4.2, 4.2, 8) == [-4, -2, 0, 2, 4]
-    assert charts.number(0.25)(0.5) == "0.50" and charts.number(1000)(2000) == "2,000"
+    assert chart_kit.ticks(1, 5) == [1, 2, 3, 4, 5]
+    assert chart_kit.ticks(0, 0.037) == [0, 0.01, 0.02, 0.03]
+    assert chart_kit.nice_range(0, 0.037) == (0, 0.04)
+    assert chart_kit.ticks(-4.2, 4.2, 8) == [-4, -2, 0, 2, 4]
+    assert chart_kit.number(0.25)(0.5) == "0.50" and chart_kit.number(1000)(2000) == "2,000"
     assert (
-        charts.number(250)(500) == "500"
-        and charts.number(2.5)(5) == "5.0"
-        and charts.number(0.0002)(0.0004) == "0.0004"
+        chart_kit.number(250)(500) == "500"
+        and chart_kit.number(2.5)(5) == "5.0"
+        and chart_kit.number(0.0002)(0.0004) == "0.0004"
     )
-    assert charts.signed_number(1)(2) == "+2" and charts.signed_number(1)(-2) == "-2"
+    assert chart_kit.signed_number(1)(2) == "+2" and chart_kit.signed_number(1)(-2) == "-2"
 
 
 def test_distribution_names_its_axes_and_marks() -> None:
@@ -91,7 +91,7 @@ def test_scatter_thins_large_runs_and_keeps_the_whole_scale() -> None:
     points = {"v1": [(i / 1000, 1 + i % 5, f"s{i}") for i in range(10_000)]}
     svg = charts.scatter(points, "cost per case (USD)", "score (1-5)", "Costlier?", y_range=(1, 5))
     assert "every 20th shown of 10,000" in svg
-    assert svg.count("<circle") <= charts.MAX_POINTS + 1
+    assert svg.count("<circle") <= chart_kit.MAX_POINTS + 1
     assert texts(svg, "x-label") == ["cost per case (USD)"] and texts(svg, "y-label") == ["score (1-5)"]
     assert [t for t in texts(svg, "tick") if t in {"1", "5"}] == ["1", "5"]  # y from the scale's ends
 

@@ -61,7 +61,7 @@ def test_the_summary_artifact_renders_a_pattern_as_written(tmp_path: Path) -> No
     from markdown_it import MarkdownIt
 
     from flows.report.ci import summary_markdown
-    from flows.report.schema import Diagnosis, FailureGroup, VariantDiagnosis
+    from flows.report.diagnosis_parts import Diagnosis, FailureGroup, VariantDiagnosis
     from tests.flows.report.synthetic import make_report
 
     report = make_report(tmp_path, {"v1": [3.0] * 6, "v2": [2.0] * 6})

@@ -6,13 +6,14 @@ import json
 import tempfile
 from pathlib import Path
 
-from flows.report.schema import REPORT_VERSION, SCHEMA_FILE, json_schema
+from flows.report.json_schema import json_schema
+from flows.report.schema import REPORT_VERSION, SCHEMA_FILE
 from tests.report_files import invalid_reports
 
 
 def test_schema_file_is_current() -> None:
     assert json.loads(SCHEMA_FILE.read_text(encoding="utf-8")) == json_schema(), (
-        "regenerate it: python -m flows.report.schema"
+        "regenerate it: python -m flows.report.json_schema"
     )
 
 
@@ -31,20 +32,22 @@ def test_every_part_and_field_of_the_report_is_described() -> None:
 
     from pydantic import BaseModel
 
-    from flows.report import schema
+    from flows.report import diagnosis_parts, entries, json_schema, schema
 
+    modules = (schema, entries, diagnosis_parts)
     models = [
         obj
-        for obj in vars(schema).values()
-        if inspect.isclass(obj) and issubclass(obj, BaseModel) and obj.__module__ == schema.__name__
-    ] + schema.report_models()
-    docs = schema.docstrings()
+        for module in modules
+        for obj in vars(module).values()
+        if inspect.isclass(obj) and issubclass(obj, BaseModel) and obj.__module__ == module.__name__
+    ] + json_schema.report_models()
+    docs = json_schema.docstrings()
     # a generic part's parametrisation (CaseResult[SampleVariantResult]) has its origin's docstring
     origin = lambda m: m.__pydantic_generic_metadata__["origin"] or m  # noqa: E731
     undocumented = [m.__name__ for m in models if not origin(m).__doc__] + [
         f"{m.__name__}.{name}"
         for m in models
         for name, info in m.model_fields.items()
-        if not (info.description or schema.field_docstring(m, name, docs))
+        if not (info.description or json_schema.field_docstring(m, name, docs))
     ]
     assert len(models) > 20 and not undocumented, undocumented

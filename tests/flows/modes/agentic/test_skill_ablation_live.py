@@ -24,7 +24,7 @@ from executors.agent import find_binary
 from flows.cli.main import main
 from flows.report.logtext import md as escape
 from tests.fakes.provider import FakeProvider
-from tests.flows.test_skill_bench import skill_run
+from tests.flows.modes.agentic.test_skill_bench import skill_run
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 SKILL = """---

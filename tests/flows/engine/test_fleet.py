@@ -24,7 +24,7 @@ import pytest
 from flows.cli.main import main
 from tests.fakes.provider import FakeProvider
 from tests.flows.helpers import Workers, subprocess_env
-from tests.flows.test_skill_bench import agent, calc_project, judge, skill_run
+from tests.flows.modes.agentic.test_skill_bench import agent, calc_project, judge, skill_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 POOL = "skillab-test-fleet"
@@ -341,7 +341,7 @@ def test_a_trigger_suite_in_containers_gives_the_local_figures(
 ) -> None:
     """Trigger sessions through the pool: the same rates, listing records and verdicts as here."""
     from tests.fakes.provider import SkillScript
-    from tests.flows.test_trigger_bench import NAME, project
+    from tests.flows.modes.triggers.test_trigger_bench import NAME, project
 
     root = project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."})
     monkeypatch.chdir(root)
@@ -473,7 +473,7 @@ def test_copilot_and_opencode_sessions_run_in_the_fleets_containers(
 ) -> None:
     """Copilot CLI and OpenCode in the fleet's image: a two-agent matrix through the pool finds each
     agent's scripted effect (none on copilot; on opencode a fix of one task of two), every session clean."""
-    from tests.flows.test_agent_matrix import EASY, anthropic_agents, opencode_agent
+    from tests.flows.modes.agentic.test_agent_matrix import EASY, anthropic_agents, opencode_agent
 
     calc_project(
         tmp_path,

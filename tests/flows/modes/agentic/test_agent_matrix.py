@@ -19,7 +19,7 @@ from executors.agent import find_binary
 from flows.cli.main import main
 from flows.report.schema import AgenticReport, load_report
 from tests.fakes.provider import FakeProvider
-from tests.flows.test_skill_bench import SKILL, judge, task_md
+from tests.flows.modes.agentic.test_skill_bench import SKILL, judge, task_md
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 RULE = "Always return the exact arithmetic result."  # the skill's body: in a codex request once loaded

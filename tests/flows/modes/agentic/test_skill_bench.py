@@ -16,7 +16,7 @@ from tasks.schema import Arm
 from tests.fakes.provider import Call, FakeProvider, Fault
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "agent-cli"
+FIXTURES = Path(__file__).resolve().parents[5] / "shared" / "fixtures" / "agent-cli"
 SKILL = "---\nname: calc-skill\ndescription: Writes small, correct Python modules. Use for Python tasks.\n---\n# Calc\nAlways return the exact arithmetic result.\n"
 
 

@@ -15,7 +15,7 @@ import pytest
 from executors.agent import find_binary
 from flows.cli.main import main
 from tests.fakes.provider import FakeProvider, SkillScript
-from tests.flows.test_plugin_eval_live import write
+from tests.flows.modes.agentic.test_plugin_eval_live import write
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 SKILL = (

@@ -23,7 +23,7 @@ from flows.modes.agentic.sessions import contamination, init_event
 from tasks.schema import Arm
 from tests.fakes.capture_claude import write_plugin
 from tests.fakes.provider import FakeProvider, SkillScript, skill_listing
-from tests.flows.test_skill_bench import judge, task_md
+from tests.flows.modes.agentic.test_skill_bench import judge, task_md
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 SKILL = "demo-plugin:calc-rules"
