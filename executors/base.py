@@ -59,6 +59,9 @@ class ExecutorSettings:
     prompt_cache: bool = True
     isolation: Isolation = "bubblewrap"  # agent CLIs in sample mode: the OS sandbox of their sessions
     allow_network: bool = False  # agent CLIs in sample mode: the host's network, not only the model
+    #: Where API requests go instead of the network: an in-process transport (a unit test's fake
+    #: provider, ``FakeProvider.transport()``); None, the default, is real HTTP.
+    transport: httpx.AsyncBaseTransport | None = None
 
 
 class Executor(ABC):
@@ -172,7 +175,12 @@ class HttpExecutor(Executor):
         limits = httpx.Limits(max_connections=POOL_SIZE, max_keepalive_connections=POOL_SIZE)
         if self._ssl is None:  # one context for all clients: each costs ~25 ms of CPU to build
             self._ssl = httpx.create_ssl_context()
-        client = httpx.AsyncClient(timeout=self.settings.timeout_s, limits=limits, verify=self._ssl)
+        client = httpx.AsyncClient(
+            timeout=self.settings.timeout_s,
+            limits=limits,
+            verify=self._ssl,
+            transport=self.settings.transport,
+        )
         self._clients[key] = (loop, client)
         return client
 

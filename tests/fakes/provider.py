@@ -1,6 +1,7 @@
 """A scripted model server on 127.0.0.1 speaking the OpenAI, Anthropic and Gemini protocols.
 
-Real HTTP, real sockets: the executors under test cannot tell it from a provider. Tests script
+Real HTTP, real sockets: the executors under test cannot tell it from a provider; or, for a unit
+test, the same app in process (``transport()``). Tests script
 faults (status codes with headers, slow replies, malformed bodies, dropped connections) and read
 back every call it received.
 
@@ -31,6 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -168,6 +170,11 @@ class FakeProvider:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def transport(self) -> httpx.AsyncBaseTransport:
+        """The same server without a socket: an executor given it (``ExecutorSettings.transport``)
+        is answered in process, for a unit test that needs no server started."""
+        return httpx.ASGITransport(app=self.app)
 
     def start(self) -> FakeProvider:
         self.thread.start()
