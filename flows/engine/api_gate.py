@@ -90,23 +90,34 @@ def rule(method: str, path: str, caller: Caller) -> Rule | None:
     return None
 
 
-def own_records(body: bytes, caller: Caller) -> bool:
-    """Every record of a logs, artifacts or task-run body names the caller's flow run."""
+def own_records(body: bytes, caller: Caller, kind: str) -> bool:
+    """Every record of a logs, artifacts or task-run body names the caller's flow run; a log names
+    no task run but one of the caller's, an artifact no key (a key's latest version is shared by
+    every run: a container could replace another run's summary)."""
     try:
         data = json.loads(body)
     except ValueError:
         return False
     records = data if isinstance(data, list) else [data]
-    return bool(records) and all(
-        isinstance(r, dict) and r.get("flow_run_id") == caller.run_id for r in records
-    )
+
+    def own(r: Any) -> bool:
+        if not isinstance(r, dict) or r.get("flow_run_id") != caller.run_id:
+            return False
+        if kind == "logs":
+            return r.get("task_run_id") in (None, *caller.task_runs)
+        return kind != "artifacts" or r.get("key") is None
+
+    return bool(records) and all(own(r) for r in records)
 
 
 def own_filter(body: bytes, caller: Caller) -> bool:
     """A flow-run query whose ids are the caller's run alone (the other conditions only narrow it)."""
     try:
-        ids = (json.loads(body).get("flow_runs") or {}).get("id") or {}
+        runs = json.loads(body).get("flow_runs") or {}
+        ids = runs.get("id") or {}
     except (ValueError, AttributeError):
+        return False
+    if runs.get("operator") not in (None, "and_"):  # "or_" would add every run the others match
         return False
     wanted = ids.get("any_") if isinstance(ids, dict) else None
     return isinstance(wanted, list) and bool(wanted) and all(i == caller.run_id for i in wanted)
@@ -128,32 +139,45 @@ def own_change(method: str, body: bytes) -> bool:
     if not isinstance(data, dict):
         return False
     if method == "PATCH":
-        return set(data) <= OWN_FIELDS
+        policy = data.get("empirical_policy")
+        retries = policy.get("retries") if isinstance(policy, dict) else None
+        # the session flow has no retries: more would have the server schedule it again
+        return set(data) <= OWN_FIELDS and (
+            policy is None or (isinstance(policy, dict) and retries in (None, 0))
+        )
     state = data.get("state")
     return isinstance(state, dict) and str(state.get("type", "")).upper() not in ("", "SCHEDULED")
 
 
-def own_event(text: str, caller: Caller) -> bool:
-    """An event about the caller's flow run, or one of its task runs (related to it as its flow run)."""
+def own_event(text: str, caller: Caller) -> str | None:
+    """What an event is about when it is the caller's to send: "run" (its flow run), the id of a
+    task run of it, or None. A task run's event relates to exactly one flow run, the caller's, and
+    its payload names no other task run or flow run (Prefect's recorder takes both from there)."""
     try:
         event = json.loads(text)
     except ValueError:
-        return False
+        return None
     if not isinstance(event, dict) or not isinstance(resource := event.get("resource"), dict):
-        return False
+        return None
     mine = f"prefect.flow-run.{caller.run_id}"
     subject = resource.get("prefect.resource.id")
     if subject == mine:
-        return True
+        return "run"
+    if not (isinstance(subject, str) and subject.startswith("prefect.task-run.")):
+        return None
+    task = subject.removeprefix("prefect.task-run.")
     related = event.get("related")
-    related = related if isinstance(related, list) else []
-    about_task = isinstance(subject, str) and subject.startswith("prefect.task-run.")
-    return about_task and any(
-        isinstance(r, dict)
-        and r.get("prefect.resource.id") == mine
-        and r.get("prefect.resource.role") == "flow-run"
-        for r in related
-    )
+    runs = [
+        r.get("prefect.resource.id")
+        for r in (related if isinstance(related, list) else [])
+        if isinstance(r, dict) and r.get("prefect.resource.role") == "flow-run"
+    ]
+    payload = event.get("payload")
+    named = payload.get("task_run") if isinstance(payload, dict) else None
+    named = named if isinstance(named, dict) else {}
+    if runs != [mine] or named.get("flow_run_id", caller.run_id) != caller.run_id:
+        return None
+    return task if named.get("id", task) == task and UUID.fullmatch(task) else None
 
 
 def credential_headers(auth_string: str | None, api_key: str | None) -> dict[str, str]:
@@ -202,8 +226,9 @@ class ApiGate:
         method, raw = request.method.decode(), request.target.decode("latin-1")
         target = normalised_target(raw)
         verdict = rule(method, target, caller) if target else None
+        path = (target or "").split("?", 1)[0]
         checks = {
-            Rule.BODY: lambda: own_records(body, caller),
+            Rule.BODY: lambda: own_records(body, caller, path.strip("/").split("/")[1]),
             Rule.OWN_FILTER: lambda: own_filter(body, caller),
             Rule.OWN_CHANGE: lambda: own_change(method, body),
         }
@@ -221,14 +246,22 @@ class ApiGate:
             await relay_response(writer, conn, response)
 
     async def _task_run_of(self, target: str, caller: Caller) -> bool:
-        """The task run a path names belongs to the caller's flow run (asked once per task run)."""
+        """The task run a path names belongs to the caller's flow run."""
         task = target.split("?", 1)[0].strip("/").split("/")[2]
-        if task not in caller.task_runs:
-            response = await self.http.get(self.url(f"/api/task_runs/{task}"))
-            if response.status_code != 200 or response.json().get("flow_run_id") != caller.run_id:
-                return False
-            caller.task_runs.add(task)
-        return True
+        return await self._task_owner(task, caller) == "mine"
+
+    async def _task_owner(self, task: str, caller: Caller) -> str:
+        """Whose task run ``task`` is: "mine" (the caller's), "none" (no such run yet), or "other";
+        the caller's are remembered."""
+        if task in caller.task_runs:
+            return "mine"
+        response = await self.http.get(self.url(f"/api/task_runs/{task}"))
+        if response.status_code == 404:
+            return "none"
+        if response.status_code != 200 or response.json().get("flow_run_id") != caller.run_id:
+            return "other"
+        caller.task_runs.add(task)
+        return "mine"
 
     async def _events(
         self,
@@ -266,7 +299,11 @@ class ApiGate:
                     if not authenticated:  # the container's handshake: it has no credential to give
                         authenticated = True
                         stream.send_text(b'{"type": "auth_success"}')
-                    elif own_event(text, caller):
+                    elif (about := own_event(text, caller)) == "run" or (
+                        about is not None and await self._task_owner(about, caller) != "other"
+                    ):  # a task run's first event makes it: the caller's from then on
+                        if about != "run":
+                            caller.task_runs.add(about)
                         await upstream.send(text)
                 for data in stream.data_to_send():
                     writer.write(data)

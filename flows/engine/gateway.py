@@ -3,8 +3,9 @@
 A container of the fleet's pool has no network at all (``network_mode: none``). On each worker
 machine, ``python -m deployments --fleet-gateway POOL`` listens on one Unix socket, which the pool's
 template binds into every container read-only at ``/run/skillab-gateway``. The gateway knows which
-container a connection comes from (the kernel's peer process, its cgroup, Docker's labels of that
-container: nothing the container can say) and so the one flow run it was started for. A connection
+container a connection comes from (the kernel's peer process, its pid namespace, the container of
+the pool whose first process shares it, Docker's labels of that container: nothing the container
+can say) and so the one flow run it was started for. A connection
 names its destination in its first line:
 
 - ``prefect``: the Prefect API, through the filter of ``flows/engine/api_gate.py``: only that flow
@@ -22,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import signal
 import socket
 import struct
@@ -44,7 +44,6 @@ SOCKET = "gateway.sock"
 #: The destination name of the Prefect API (the gateway knows where it is; a container cannot name it).
 PREFECT = "prefect"
 FIRST_LINE = 300  # bytes: a destination, not a request
-CONTAINER_ID = re.compile(r"[0-9a-f]{64}")
 KNOWN = 1024  # containers remembered (a container's flow run never changes)
 
 
@@ -84,17 +83,57 @@ def session_endpoints(parameters: dict[str, Any]) -> set[str]:
     return {url for url in (model_url(parameters.get("base_url"), cli), *where) if url}
 
 
-def peer_container(writer: asyncio.StreamWriter) -> str | None:
-    """The Docker container the process at the other end of a Unix socket runs in (its cgroup
-    names it; the kernel gives the process), or None for a process in none."""
+def peer_pid(writer: asyncio.StreamWriter) -> int:
+    """The process at the other end of a Unix socket, as the kernel says."""
     sock = writer.get_extra_info("socket")
     size = struct.calcsize("3i")
     pid, _, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, size))
+    return int(pid)
+
+
+def pid_namespace(pid: int) -> int | None:
     try:
-        found = CONTAINER_ID.findall(Path(f"/proc/{pid}/cgroup").read_text(encoding="utf-8"))
+        return os.stat(f"/proc/{pid}/ns/pid").st_ino
     except OSError:
         return None
-    return found[-1] if found else None  # the innermost, when Docker itself runs in a container
+
+
+class DockerPeers:
+    """Which running container of the pool a process is in: the one whose first process shares its
+    pid namespace. Not its cgroup: root in a container (it has SYS_ADMIN) can mount the cgroup
+    tree and move itself into another container's. Another container's pid namespace cannot be
+    joined (the pool's seccomp profile refuses setns), and a new one matches no container."""
+
+    def __init__(self, pool: str) -> None:
+        self.pool = pool
+        self.known: dict[int, tuple[str, int]] = {}  # pid namespace -> (container, its first process)
+
+    def __call__(self, pid: int) -> str | None:
+        namespace = pid_namespace(pid)
+        if namespace is None:
+            return None
+        known = self.known.get(namespace)
+        if known is None or pid_namespace(known[1]) != namespace:  # a container gone, a namespace reused
+            self.known = self._running()
+            known = self.known.get(namespace)
+        return known[0] if known else None
+
+    def _running(self) -> dict[int, tuple[str, int]]:
+        import docker
+
+        found: dict[int, tuple[str, int]] = {}
+        try:
+            client = docker.from_env()
+            try:
+                for c in client.containers.list(filters={"label": f"io.prefect.work-pool-name={self.pool}"}):
+                    first = int((c.attrs.get("State") or {}).get("Pid") or 0)
+                    if first and (namespace := pid_namespace(first)) is not None:
+                        found[namespace] = (str(c.id), first)
+            finally:
+                client.close()
+        except Exception:  # the daemon unreachable (requests' errors too): no container known
+            return {}
+        return found
 
 
 def docker_flow_run(container: str, pool: str) -> str | None:
@@ -123,14 +162,14 @@ class Gateway:
         self,
         pool: str,
         gate: ApiGate,
-        container: Callable[[asyncio.StreamWriter], str | None] = peer_container,
+        container: Callable[[int], str | None] | None = None,
         flow_run: Callable[[str, str], str | None] = docker_flow_run,
         path: Path | None = None,
     ) -> None:
         self.pool = pool
         self.path = path or host_folder(pool) / SOCKET
         self.gate = gate
-        self.container = container
+        self.container = container or DockerPeers(pool)
         self.flow_run = flow_run
         self.callers: OrderedDict[str, Caller] = OrderedDict()
 
@@ -171,7 +210,7 @@ class Gateway:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         up_writer = None
         try:
-            container = self.container(writer)
+            container = await asyncio.to_thread(self.container, peer_pid(writer))
             caller = await self.caller(container) if container else None
             line = await asyncio.wait_for(reader.readuntil(b"\n"), timeout=10)
             name = line[:FIRST_LINE].decode("ascii", "replace").strip()

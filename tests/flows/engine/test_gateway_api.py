@@ -117,6 +117,32 @@ async def test_a_container_s_api_calls_are_its_own_flow_run_s_only(tmp_path: Pat
                 # what a worker would start a new container of, with host folders of its choosing
                 await raw.patch(f"/flow_runs/{mine.id}", json={"job_variables": {"volumes": ["/:/host"]}}),
                 await raw.post(f"/flow_runs/{mine.id}/set_state", json={"state": {"type": "SCHEDULED"}}),
+                # retries: the server itself would schedule it again after a failure
+                await raw.patch(f"/flow_runs/{mine.id}", json={"empirical_policy": {"retries": 1000}}),
+                # "or_": its own id or any other condition, so every run
+                await raw.post(
+                    "/flow_runs/filter",
+                    json={
+                        "flow_runs": {
+                            "operator": "or_",
+                            "id": {"any_": [str(mine.id)]},
+                            "name": {"like_": "a"},
+                        }
+                    },
+                ),
+                # a keyed artifact's latest version is every run's; a log in another run's task run
+                await raw.post(
+                    "/artifacts/",
+                    json={
+                        "key": "suite-summary",
+                        "type": "markdown",
+                        "data": "x",
+                        "flow_run_id": str(mine.id),
+                    },
+                ),
+                await raw.post(
+                    "/logs/", json=[{**log, "flow_run_id": str(mine.id), "task_run_id": str(uuid.uuid4())}]
+                ),
                 await raw.get(f"/task_runs/{uuid.uuid4()}"),
             ]
             assert [r.status_code for r in refused] == [403] * len(refused), [r.text for r in refused]
@@ -137,29 +163,50 @@ async def test_a_container_s_events_reach_the_api_only_about_its_own_run(tmp_pat
     async with get_client() as admin:
         mine = await session_run(admin, "http://127.0.0.1:9/v1")
         other = await session_run(admin, "http://127.0.0.1:9/v1")
-    marks = {
-        str(mine.id): f"skillab.test.{uuid.uuid4().hex}",
-        str(other.id): f"skillab.test.{uuid.uuid4().hex}",
+    mine_run, other_run = (f"prefect.flow-run.{r.id}" for r in (mine, other))
+    as_run = {"prefect.resource.role": "flow-run"}
+    task = f"prefect.task-run.{uuid.uuid4()}"
+    sent = {  # (resource, related, payload) -> whether the API gets it
+        "own run": ((mine_run, [], {}), True),
+        "another run": ((other_run, [], {}), False),
+        "own task run": ((task, [{"prefect.resource.id": mine_run, **as_run}], {}), True),
+        # Prefect's recorder takes the task run's flow run from the payload: a forged one is dropped
+        "a task run moved to another run": (
+            (
+                task,
+                [{"prefect.resource.id": mine_run, **as_run}],
+                {"task_run": {"flow_run_id": str(other.id)}},
+            ),
+            False,
+        ),
+        "a task run of two runs": (
+            (task, [{"prefect.resource.id": r, **as_run} for r in (other_run, mine_run)], {}),
+            False,
+        ),
     }
+    names = {what: f"skillab.test.{uuid.uuid4().hex}" for what in sent}
     async with gateway(tmp_path, {"id": str(mine.id)}) as path:
         port = local_relay(path, PREFECT)
         url = f"ws://127.0.0.1:{port}/api/events/in"
         async with connect(url, subprotocols=[Subprotocol("prefect")]) as stream:
             await stream.send(json.dumps({"type": "auth", "token": None}))
             assert json.loads(await stream.recv())["type"] == "auth_success"
-            for run, name in marks.items():
+            for what, ((resource, related, payload), _) in sent.items():
                 event = {
                     "occurred": "2026-12-02T00:00:00Z",
-                    "event": name,
-                    "resource": {"prefect.resource.id": f"prefect.flow-run.{run}"},
+                    "event": names[what],
+                    "resource": {"prefect.resource.id": resource},
+                    "related": related,
+                    "payload": payload,
                     "id": str(uuid.uuid4()),
                 }
                 await stream.send(json.dumps(event))
             await stream.ping()
+    kept = {what for what, (_, passes) in sent.items() if passes}
     async with get_client() as admin:
         seen: set[str] = set()
         for _ in range(100):  # the server persists events a moment after it takes them
-            for name in marks.values():
+            for what, name in names.items():
                 found = await admin._client.post(
                     "/events/filter",
                     json={
@@ -167,11 +214,11 @@ async def test_a_container_s_events_reach_the_api_only_about_its_own_run(tmp_pat
                     },
                 )
                 if found.json().get("events"):
-                    seen.add(name)
-            if marks[str(mine.id)] in seen:
+                    seen.add(what)
+            if kept <= seen:
                 break
             await asyncio.sleep(0.1)
-    assert seen == {marks[str(mine.id)]}
+    assert seen == kept
 
 
 async def test_a_container_reaches_the_endpoints_its_run_names_and_nothing_else(tmp_path: Path) -> None:
@@ -215,3 +262,11 @@ def test_a_session_s_flow_run_unsets_the_worker_s_prefect_credential() -> None:
     assert {name: env[name] for name in PREFECT_CREDENTIALS} == dict.fromkeys(PREFECT_CREDENTIALS)
     assert "PREFECT_API_AUTH_STRING" in os.environ  # the tests' worker would pass this one on
     assert env["ANTHROPIC_API_KEY"].startswith("{{ prefect.blocks.secret.")
+
+
+def test_a_process_in_no_container_of_the_pool_is_nobody() -> None:
+    """The gateway's own way of telling a caller: the pool's container sharing the caller's pid
+    namespace; this test's process is in none (and a cgroup it could move into says nothing)."""
+    from flows.engine.gateway import DockerPeers
+
+    assert DockerPeers(POOL)(os.getpid()) is None
