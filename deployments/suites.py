@@ -16,7 +16,7 @@ deployments with ``to_deployment`` and served with ``serve`` (no work pool neede
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from prefect.client.schemas.schedules import CronSchedule
 from prefect.schedules import Cron
@@ -24,9 +24,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from executors.errors import InputError
 from flows.inputs.files import located, parse_data, read_text, validation_lines
-from flows.inputs.samples import load_config
-from flows.modes.triggers.plan import load_trigger_config
-from flows.nightly import nightly_bench, nightly_triggers
+from flows.report.modes import Mode, modes
+
+
+def nightly_modes() -> dict[str, tuple[Mode, Any]]:
+    """The modes a suite can be of, by name: those with a nightly flow, and the flow."""
+    return {m.name: (m, flow) for m in modes() if (flow := m.nightly_flow()) is not None}
 
 
 class SuiteDeployment(BaseModel):
@@ -34,12 +37,20 @@ class SuiteDeployment(BaseModel):
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
     config: str
-    mode: Literal["sample", "trigger"] = "sample"
+    mode: str = Field(default_factory=lambda: next(iter(nightly_modes())))
+    """the mode of the suite's options file: one with a nightly flow (default: the registry's first)"""
     batch: bool | None = None  # sample suites: through the provider's batch API (overrides the config)
     cron: str
     timezone: str = "UTC"
     description: str | None = None
     paused: bool = False
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, value: str) -> str:
+        if value not in nightly_modes():
+            raise InputError(f"mode {value!r}: one of {', '.join(nightly_modes())}")
+        return value
 
     @field_validator("cron")
     @classmethod
@@ -81,10 +92,14 @@ def load(path: Path) -> list[SuiteDeployment]:
         problems.append(f"{path}: suites: duplicate name {dup!r}")
     for suite in spec.suites:
         config = (path.parent / suite.config).resolve()
-        if suite.batch is not None and suite.mode != "sample":
-            problems.append(f"{path}: suite {suite.name}: batch: only sample suites run through a batch API")
+        mode, _ = nightly_modes()[suite.mode]
+        if suite.batch is not None and not mode.batches:
+            batching = ", ".join(m.name for m, _ in nightly_modes().values() if m.batches)
+            problems.append(
+                f"{path}: suite {suite.name}: batch: only {batching} suites run through a batch API"
+            )
         try:
-            load_config(config) if suite.mode == "sample" else load_trigger_config(config)
+            mode.check_suite(config)
         except InputError as exc:
             problems += [f"{path}: suite {suite.name}: {line}" for line in exc.lines]
     if problems:
@@ -95,7 +110,7 @@ def load(path: Path) -> list[SuiteDeployment]:
 def build(path: Path) -> list[Any]:
     """RunnerDeployments of the nightly flow, one per suite, with absolute config paths."""
     return [
-        (nightly_bench if suite.mode == "sample" else nightly_triggers).to_deployment(
+        nightly_modes()[suite.mode][1].to_deployment(
             name=suite.name,
             schedule=Cron(suite.cron, timezone=suite.timezone),
             parameters={"config": str((path.parent / suite.config).resolve()), "suite": suite.name}

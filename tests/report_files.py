@@ -7,11 +7,14 @@ from pathlib import Path
 
 import jsonschema
 
+from flows.report.modes import modes
 from flows.report.schema import REPORT_VERSION, SCHEMA_FILE
 
 
 def report_files(root: Path) -> list[Path]:
-    """JSON files under ``root`` that are reports of the current version."""
+    """JSON files under ``root`` that are reports of the current version, of the repository's modes
+    (a test's own mode has no place in the repository's schema)."""
+    known = {m.name for m in modes()}
     found = []
     for path in root.rglob("*.json"):
         if not path.is_file() or path.stat().st_size > 50_000_000:
@@ -25,6 +28,7 @@ def report_files(root: Path) -> list[Path]:
             isinstance(data, dict)
             and {"id", "mode", "meta"} <= set(data)
             and data.get("version") == REPORT_VERSION
+            and data.get("mode") in known
         ):
             found.append(path)
     return found

@@ -110,7 +110,7 @@ def test_a_sample_suite_may_run_through_the_batch_api(tmp_path: Path) -> None:
     )
     (deployment,) = build(path)
     assert deployment.parameters["batch"] is True
-    from flows.nightly import suite_options
+    from flows.modes.sample.nightly import suite_options
 
     options, _ = suite_options(deployment.parameters["config"], "cheap", batch=True)
     assert options.batch and options.suite == "cheap" and options.variants == ("v1", "v2")

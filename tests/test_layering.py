@@ -3,6 +3,9 @@ flows/: cli -> the top flows (flows/*.py) -> the modes (flows/modes/) -> report,
 mode never imports another mode, and what every mode shares (cli's run protocol, report, engine,
 inputs, the modules directly in flows/modes/) never imports a mode.
 
+Every mode is named once, by the registry (flows/modes/registry.py); shared code never compares with
+a mode's name nor asks isinstance of a mode's report class.
+
 A package imports only packages to its right, nothing below tasks imports Prefect (nor does
 tasks/stats or tasks/store), report and engine do not import each other, and no two modules import each other, directly or around a loop
 (any import is checked, wherever it stands in a module: an import inside a function is a dependency
@@ -82,7 +85,7 @@ def test_flows_parts_point_one_way() -> None:
 
 
 MODES = sorted(p.name for p in (ROOT / "flows" / "modes").iterdir() if (p / "__init__.py").is_file())
-DISPATCHERS = {"flows.cli.main", "flows.nightly", "flows.bench"}  # they run every mode
+REGISTRY = "flows.modes.registry"  # the one module that names every mode (one line each)
 
 
 def mode_of(module: str) -> str | None:
@@ -95,29 +98,90 @@ def test_a_mode_never_imports_another_and_shared_code_no_mode() -> None:
     bad = []
     for path in sorted((ROOT / "flows").rglob("*.py")):
         module = module_name(path)
-        if module in DISPATCHERS:
-            continue
         own = mode_of(module)
         for name in imported_modules(path):
             other = mode_of(name)
-            if other is not None and other != own:
+            # the registry imports each mode's descriptor (flows/modes/<mode>/mode.py), nothing else of it
+            allowed = module == REGISTRY and name.startswith(f"flows.modes.{other}.mode")
+            if other is not None and other != own and not allowed:
                 bad.append(f"{module} ({own or 'shared'}) imports {name} ({other})")
     assert not bad, "\n".join(bad)
+
+
+def mode_names() -> set[str]:
+    """What the registry's modes call themselves, and their folders' names."""
+    from flows.report.modes import modes
+
+    return {m.name for m in modes()} | set(MODES)
+
+
+def named_modes(path: Path, names: set[str]) -> list[str]:
+    """Where ``path`` compares something with a mode's name, or types a value as one (a Literal of
+    it), or asks whether a report is of a mode's class: shared code asks the mode instead."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            values = [e.value for side in sides for e in ast.walk(side) if isinstance(e, ast.Constant)]
+            found += [f"line {node.lineno}: compares with {v!r}" for v in values if v in names]
+        elif isinstance(node, ast.Subscript) and getattr(node.value, "id", None) == "Literal":
+            values = [e.value for e in ast.walk(node.slice) if isinstance(e, ast.Constant)]
+            found += [f"line {node.lineno}: Literal of {v!r}" for v in values if v in names]
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", None) == "isinstance"
+            and len(node.args) == 2
+        ):
+            classes = [n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)]
+            found += [
+                f"line {node.lineno}: isinstance of {c}"
+                for c in classes
+                if c.endswith("Report") and c != "Report"
+            ]
+    return found
+
+
+def test_no_mode_named_outside_its_folder() -> None:
+    """Shared code never compares with a mode's name, types one as a Literal, or asks isinstance of
+    a mode's report class: it loops over the registry, or asks the report (its class is the mode's)."""
+    names = mode_names()
+    bad = []
+    for layer in LAYERS:
+        for path in sorted((ROOT / layer).rglob("*.py")):
+            if mode_of(module_name(path)) is None:
+                bad += [f"{path.relative_to(ROOT)}: {line}" for line in named_modes(path, names)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_rule_finds_a_mode_named() -> None:
+    probe = ROOT / "tests" / "data" / "named_mode_probe.py"
+    found = named_modes(probe, {"sample", "trigger"})
+    assert sorted(found, key=lambda line: int(line.split()[1].rstrip(":"))) == [
+        "line 7: compares with 'trigger'",
+        "line 8: Literal of 'sample'",
+        "line 10: isinstance of TriggerReport",
+    ], found
 
 
 def top_level(path: Path) -> dict[str, ast.stmt]:
     return {n.name: n for n in ast.parse(path.read_text(encoding="utf-8")).body if hasattr(n, "name")}
 
 
-def test_every_mode_is_a_folder_with_its_command_flow_and_report() -> None:
-    """The protocol of a mode: cli.py adds its commands to the parser (``add_commands``, called by
-    cli/main.py), flow.py holds its Prefect flow, report.py builds its part of the report."""
+def test_every_mode_is_a_folder_with_its_descriptor_command_flow_and_report() -> None:
+    """A mode's folder holds its descriptor (mode.py, its ``MODE`` in the registry), its commands
+    (cli.py), its Prefect flow (flow.py), its report builder (report.py) and its report class
+    (model.py, the class the descriptor names)."""
+    from flows.report.modes import modes
+    from flows.report.schema import report_classes
+
     assert MODES == ["agentic", "sample", "triggers"]
+    registry = {type(m).__module__ for m in modes()}
+    assert registry == {f"flows.modes.{mode}.mode" for mode in MODES}, registry
     for mode in MODES:
         folder = ROOT / "flows" / "modes" / mode
-        for part in ("cli", "flow", "report"):
+        for part in ("mode", "model", "cli", "flow", "report"):
             assert (folder / f"{part}.py").is_file(), f"{mode} has no {part}.py"
-        assert "add_commands" in top_level(folder / "cli.py"), f"{mode}/cli.py: no add_commands"
+        assert "MODE =" in (folder / "mode.py").read_text(encoding="utf-8"), f"{mode}/mode.py: no MODE"
         flows = [
             name
             for name, node in top_level(folder / "flow.py").items()
@@ -127,9 +191,22 @@ def test_every_mode_is_a_folder_with_its_command_flow_and_report() -> None:
             )
         ]
         assert len(flows) == 1, f"{mode}/flow.py: {len(flows)} Prefect flows"
-    main = (ROOT / "flows" / "cli" / "main.py").read_text(encoding="utf-8")
-    for mode in MODES:
-        assert f"from flows.modes.{mode}.cli import add_commands" in main, f"cli/main.py does not add {mode}"
+    assert {c.__module__ for c in report_classes()} == {f"flows.modes.{mode}.model" for mode in MODES}
+
+
+def test_a_command_loads_no_report_model_before_it_runs() -> None:
+    """The registry and the parser are light: building a sample command's parser imports no report
+    model and no other mode's commands (its first model call comes sooner)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from flows.cli.main import build_parser; build_parser('run');"
+        "heavy = [m for m in sys.modules if m.startswith(('flows.report.schema', 'flows.modes.agentic.cli',"
+        " 'flows.modes.triggers.cli', 'tasks.stats.figures')) or m.endswith('.model')]; print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
 def test_no_cycle_workarounds() -> None:

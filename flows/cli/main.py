@@ -21,6 +21,7 @@ from flows.cli.command import Command
 from flows.cli.flags import Parser
 from flows.cli.plan import add_plan_command
 from flows.cli.reports import cmd_history, cmd_report
+from flows.report.modes import modes
 
 
 def port(value: str) -> int:
@@ -68,39 +69,44 @@ def add_server_command(sub: Any) -> None:
     server.set_defaults(handler=cmd_server)
 
 
+#: The commands modes put their own under (a mode's ``group``), with their one line of help.
+GROUPS = {"skill": "agentic and trigger modes: benchmark a Claude Code skill with agent CLIs"}
+
+
+def add_mode_commands(sub: Any, command: str | None) -> None:
+    """Every mode's commands, in the registry's order. Only the modes ``command`` names (all of them
+    for None or a word no mode has) add their flags, the others their commands' one line of help: a
+    sample run does not import agentic and trigger mode (0.1-0.2 s here)."""
+    every = modes()
+    known = {w for m in every for w in m.words} | {m.group for m in every if m.group}
+    groups: dict[str, Any] = {}
+    for mode in every:
+        if mode.group is None:
+            if command is None or command in mode.words or command not in known:
+                mode.add_commands(sub)
+            else:
+                for word, line in mode.words.items():
+                    sub.add_parser(word, help=line)
+            continue
+        if mode.group not in groups:
+            group = sub.add_parser(mode.group, help=GROUPS[mode.group])
+            groups[mode.group] = group.add_subparsers(
+                dest=f"{mode.group}_command", required=True, parser_class=Parser
+            )
+        if command in (None, mode.group):
+            mode.add_commands(groups[mode.group])
+
+
 def build_parser(command: str | None = None) -> Parser:
     """The whole command line; with ``command``, only that command has its flags and the others their
-    one line of help: a sample run does not import agentic and trigger mode (0.1-0.2 s here)."""
+    one line of help."""
     parser = Parser(
         prog="skillab",
         description="Measure whether a knowledge artifact (skill, system prompt, rule set) makes a model do "
         "better: fixed model, fixed cases, only the artifact changes.",
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    run = sub.add_parser(
-        "run",
-        help="benchmark artifact variants on a samples file",
-        description="Run every sample x variant x run, grade, compare, write the report.",
-    )
-    ci = sub.add_parser("ci", help="run, then exit 1 when a variant is below --threshold or the gate fails")
-    validate = sub.add_parser(
-        "validate",
-        help="try every grader on the cases' reference answers and their mutants (no model call); exit 1 "
-        "when one is broken",
-    )
-    if command in (None, "run", "ci", "validate"):
-        from flows.modes.sample.cli import add_commands as add_sample_commands
-
-        add_sample_commands(run, ci, validate)
-    skill = sub.add_parser("skill", help="agentic mode: benchmark a Claude Code skill with agent CLIs")
-    if command in (None, "skill"):
-        from flows.modes.agentic.cli import add_commands as add_agentic_commands
-        from flows.modes.triggers.cli import add_commands as add_trigger_commands
-        from flows.modes.triggers.tune import add_command as add_tune_command
-
-        skill_sub = skill.add_subparsers(dest="skill_command", required=True, parser_class=Parser)
-        add_agentic_commands(skill_sub)
-        add_tune_command(add_trigger_commands(skill_sub))
+    add_mode_commands(sub, command)
     add_plan_command(sub)
     add_report_commands(sub)
     add_server_command(sub)

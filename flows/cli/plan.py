@@ -31,7 +31,7 @@ def plan_source(args: argparse.Namespace) -> Path:
         raise InputError("plan: give the pilot: --report FILE, or --suite NAME (its newest run)")
     folder = Path(args.reports_dir) if args.reports_dir else skillab_home() / "reports"
     runs = sorted(
-        (r for r in read_reports(folder) if r.meta.suite == args.suite and r.mode == "sample"),
+        (r for r in read_reports(folder) if r.meta.suite == args.suite and r.plannable),
         key=lambda r: r.meta.timestamp,
     )
     if not runs:

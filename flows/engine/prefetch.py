@@ -51,6 +51,10 @@ LAZY_WHERE = {
         ("flows.modes.sample.cli", "flows.modes.agentic.cli", "flows.modes.triggers.cli"),
         "a mode's command, part of that parser: it imports its flow and plan only when it runs",
     ),
+    **dict.fromkeys(
+        ("flows.modes.sample.mode", "flows.modes.agentic.mode", "flows.modes.triggers.mode"),
+        "a mode to the shared layers, imported by every command: its commands and nightly flow when asked",
+    ),
     "deployments.__main__": "serving a suite, listing deployments and running a shard need different modules",
     "flows.modes.sample.flow": "the sequential waves, the judge gold check and the half after the calls are paths",
 }

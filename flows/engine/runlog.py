@@ -8,6 +8,7 @@ tab) and a plain logger elsewhere. ``estimate`` is the plan's arithmetic, shared
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -109,6 +110,15 @@ async def tag_flow_run(mode: str, name: str | None) -> None:
         with contextlib.suppress(Exception):
             async with get_client() as client:
                 await client.update_flow_run(ctx.flow_run.id, tags=sorted(wanted))
+
+
+def night_name() -> str:
+    """A nightly run's name: its suite and when it was due, so the runs list tells the nights apart."""
+    from prefect.runtime import flow_run
+
+    when = flow_run.scheduled_start_time.astimezone(dt.UTC)
+    seconds = f":{when:%S}" if when.second else ""  # a run started by hand, not on the minute
+    return f"{flow_run.parameters['suite']} · {when:%Y-%m-%d %H:%M}{seconds} UTC"
 
 
 def run_logger() -> LogTarget:

@@ -16,13 +16,10 @@ from flows.engine.judging import judge_name, run_judge_jobs
 from flows.engine.progress import Progress
 from flows.engine.runner import RunnerConfig, UnitRunner
 from flows.inputs.plan import JudgeJob, Target
-from flows.inputs.prepare import Prepared
 from flows.inputs.skill_config import Skill, SkillBenchConfig
-from flows.report.ablation import ablation
-from flows.report.bias import judge_bias
 from flows.report.diagnosis import diagnosis
 from flows.report.diagnosis_parts import Diagnosis
-from flows.report.schema import JudgeGold, Report, SampleReport
+from flows.report.schema import JudgeGold, Report
 from graders.diagnosis import DIAGNOSIS_SCHEMA_JSON, FailedCase, diagnosis_prompt, parse_diagnosis
 from tasks.schema import Arm, CallPolicy
 
@@ -88,35 +85,6 @@ def mark_judge(report: Report, gold: JudgeGold | None) -> None:
         print(f"skillab: warning: {report.judge_gold.message}", file=sys.stderr)
         for comp in report.comparisons:
             comp.verdict.judge_caveat = report.judge_gold.message
-
-
-async def explain_sample_run(
-    report: SampleReport,
-    prepared: Prepared,
-    runner: UnitRunner,
-    labels: dict[str, str],
-    gold: JudgeGold | None,
-) -> None:
-    """Every "why" part of a sample-mode report (``report`` and ``labels`` as the report names variants)."""
-    mark_judge(report, gold)
-    bias = judge_bias(report)
-    if bias is not None:
-        report.judge_bias = bias
-    if prepared.ablated:
-        full = prepared.variants[0]
-        report.ablation = ablation(
-            report,
-            str(full.path),
-            labels[full.name],
-            {labels[name]: heading for name, heading in prepared.ablated.items()},
-        )
-    artifacts = {labels[v.name]: v.artifact for v in prepared.variants}
-    judge = prepared.judges[0] if prepared.judges else None
-    suggest = (judge, runner, prepared.policy) if judge is not None and prepared.options.diagnose else None
-    report.diagnosis = await diagnose(report, artifacts, suggest)
-    stats = runner.stats()  # the suggestions were judge calls too
-    report.meta.calls, report.meta.cache_hits = stats.calls, stats.cache_hits
-    report.meta.judge_cost_usd = round(stats.spent_by_kind.get("judge", 0.0), 6)
 
 
 async def diagnose_skill_run(

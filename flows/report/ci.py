@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from flows.report.console import economy_lines, fmt
-from flows.report.entries import SampleVariantResult
+from flows.report.entries import RunEntry
 from flows.report.explain import explain_markdown
 from flows.report.logtext import (
     artifact_change_lines,
@@ -15,60 +17,26 @@ from flows.report.logtext import (
     md,
     regression_outcome,
 )
-from flows.report.schema import CheckStatus, Report, SampleReport
+from flows.report.schema import CheckStatus, JunitCase, Report
 from tasks.store.files import atomic_write_text
 
 
-def case_failure(entry: SampleVariantResult, threshold: float) -> str | None:
-    """Why a sample x variant fails the gate, or None when it passes."""
-    if not entry.ok:
-        runs = entry.runs or [entry]
-        errors = sorted({f"{r.error_kind}: {r.error}" for r in runs if not r.ok})
-        return "execution failed: " + "; ".join(errors)
-    score = entry.composite_score
-    if score is None:
-        runs = entry.runs or [entry]
-        why = sorted({r.grading_error for r in runs if r.grading_error}) or ["the judge gave no usable score"]
-        return "grading error: " + "; ".join(why)
-    if score < threshold:
-        failed = [
-            a.type + (f" ({a.message})" if a.message else "")
-            for a in (entry.assertions.details if entry.assertions else [])
-            if not a.passed
-        ]
-        reason = f"score {score:.2f} < threshold {threshold:g}"
-        if failed:
-            reason += "; failed assertions: " + ", ".join(failed)
-        if entry.llm_score is not None:
-            reason += f"; judge {entry.llm_score:.2f}: {entry.llm_reason or ''}"
-        return reason
-    return None
-
-
-def write_junit(report: SampleReport, path: Path, threshold: float, require_valid: bool = False) -> None:
+def write_junit(report: Report, path: Path, threshold: float, require_valid: bool = False) -> None:
+    """JUnit XML: the mode's test suites (by default one per variant, a test case per case that fails
+    when the case's score is under ``threshold``), then the validity certificate's checks."""
     suites = ET.Element("testsuites", name=f"skillab {report.id}")
     total_failures = 0
-    for variant in report.summary:
-        suite = ET.SubElement(suites, "testsuite", name=f"skillab.{variant}")
-        tests = failures = 0
-        for case in report.results:
-            entry = case.variants.get(variant)
-            if entry is None:
-                continue
-            tests += 1
-            tc = ET.SubElement(
-                suite,
-                "testcase",
-                classname=f"skillab.{variant}",
-                name=case.sample_id,
-                time=f"{(entry.duration_ms or 0) / 1000:.3f}",
-            )
-            reason = case_failure(entry, threshold)
-            if reason:
-                failures += 1
-                failure = ET.SubElement(tc, "failure", message=reason[:500], type="skillab")
-                failure.text = reason
-        suite.set("tests", str(tests))
+    for name, cases in junit_suites(report, threshold):
+        suite = ET.SubElement(suites, "testsuite", name=f"skillab.{name}")
+        for case in cases:
+            tc = ET.SubElement(suite, "testcase", classname=f"skillab.{name}", name=case.name)
+            if case.seconds is not None:
+                tc.set("time", f"{case.seconds:.3f}")
+            if case.failure:
+                failure = ET.SubElement(tc, "failure", message=case.failure[:500], type="skillab")
+                failure.text = case.failure
+        failures = sum(1 for c in cases if c.failure)
+        suite.set("tests", str(len(cases)))
         suite.set("failures", str(failures))
         total_failures += failures
     total_failures += junit_validity(suites, report, require_valid)
@@ -76,6 +44,40 @@ def write_junit(report: SampleReport, path: Path, threshold: float, require_vali
     suites.set("failures", str(total_failures))
     ET.indent(suites)
     atomic_write_text(path, ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")
+
+
+def junit_suites(report: Report, threshold: float) -> list[tuple[str, list[JunitCase]]]:
+    """The mode's suites, or one per variant with a case per case of the report."""
+    own = report.junit(threshold)
+    return own if own is not None else per_case_suites(report, threshold, score_failure)
+
+
+def score_failure(entry: RunEntry, threshold: float) -> str | None:
+    """A case fails when it failed to run, has no score, or scores under ``threshold``."""
+    if not entry.ok:
+        return f"execution failed: {entry.error or 'no error recorded'}"
+    if entry.composite_score is None:
+        return "no score"
+    if entry.composite_score < threshold:
+        return f"score {entry.composite_score:.2f} < threshold {threshold:g}"
+    return None
+
+
+def per_case_suites(
+    report: Report, threshold: float, failure: Callable[[Any, float], str | None]
+) -> list[tuple[str, list[JunitCase]]]:
+    """One suite per variant, a test case per case of the report, failing with ``failure``."""
+    return [
+        (
+            variant,
+            [
+                JunitCase(case.sample_id, (entry.duration_ms or 0) / 1000, failure(entry, threshold))
+                for case in report.results
+                if (entry := case.variants.get(variant)) is not None
+            ],
+        )
+        for variant in report.summary
+    ]
 
 
 def junit_validity(suites: ET.Element, report: Report, require_valid: bool) -> int:

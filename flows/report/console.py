@@ -11,8 +11,8 @@ from rich.table import Table
 
 from executors.schema import terminal
 from flows.report.explain import explain_lines
-from flows.report.logtext import headline, regression_lines, reused_text, validity_lines
-from flows.report.schema import Report, SampleMeta, SessionMeta
+from flows.report.logtext import headline, regression_lines, validity_lines
+from flows.report.schema import Report
 
 COLUMNS = (
     "variant",
@@ -111,22 +111,16 @@ def print_summary(report: Report, path: Path | None, console: Console | None = N
 
 def economy_lines(report: Report) -> list[str]:
     """What caching and batching saved, and what this run left undone (budgets, pending batches)."""
-    meta, lines = report.meta, []
+    meta, lines, mode = report.meta, [], type(report)
     if meta.cache_hits:
-        made = "session(s) started" if isinstance(meta, SessionMeta) else "call(s) made"
+        made = f"{mode.unit}(s) {mode.unit_verb}"
         lines.append(f"cache: {meta.cache_hits:,} result(s) taken from the cache, {meta.calls or 0:,} {made}")
-    if reused := reused_text(report):
+    if reused := meta.reused_line():
         lines.append(
             f"reused: {reused} (nothing that decides them changed; --no-reuse-baseline runs them again)"
         )
-    caching = meta.prompt_caching if isinstance(meta, SampleMeta) else None
-    if caching:
-        share = f" ({caching.saved_usd / caching.uncached_usd:.0%})" if caching.uncached_usd else ""
-        lines.append(
-            f"prompt caching: {caching.cache_read_tokens:,} tokens read from the cache, "
-            f"{caching.cache_write_tokens:,} written ({meta.warm_up_calls or 0} warm-up call(s)); "
-            f"saved ${caching.saved_usd:.4f} of ${caching.uncached_usd:.4f}{share}"
-        )
+    if caching := meta.caching_line():
+        lines.append(caching)
     if meta.batched_calls:
         lines.append(f"batch: {meta.batched_calls} call(s) answered through the batch API at its discount")
     pending = sum(1 for u in meta.not_run if u.reason == "batch pending")
@@ -135,12 +129,11 @@ def economy_lines(report: Report) -> list[str]:
             f"batch: {pending} call(s) still in a batch; re-run to collect them (nothing is resubmitted)"
         )
     if len(meta.not_run) > pending:
-        units = "call(s)" if report.mode == "sample" else "session(s)"
-        # agentic mode keeps no session cache: its re-run starts the suite afresh
+        units = f"{mode.unit}(s)"
         again = (
-            "re-run with a larger budget to run the suite in full"
-            if report.mode == "agentic"
-            else f"re-run with a larger budget to complete them (finished {units.removesuffix('(s)')}s are cached)"
+            f"re-run with a larger budget to complete them (finished {mode.unit}s are cached)"
+            if mode.caches
+            else "re-run with a larger budget to run the suite in full"
         )
         lines.append(
             f"not run: {len(meta.not_run) - pending} {units}: --max-calls or --budget-usd was reached; {again}"

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 from flows.report.logtext import change_figures
-from flows.report.schema import Report, TriggerReport
+from flows.report.schema import Report
 from flows.report.validity import require_valid_failures
 from tasks.schema import VerdictLabel
 
@@ -15,15 +15,10 @@ Require = Literal["none", "better", "not-worse"]
 
 
 def unmeasured(report: Report) -> list[str]:
-    """Variants of which nothing was measured: every execution (or, in trigger mode, every session)
-    failed, so no score or rate stands for the artifact. Each line names the first error."""
-    if isinstance(report, TriggerReport) and report.triggers is not None:
-        idle = {
-            s.variant: f"no session counted ({s.errors} errors, {s.not_listed} not listed, of {s.sessions})"
-            for s in report.triggers.summaries
-            if s.sessions and s.counted == 0
-        }
-    else:
+    """Variants of which nothing was measured: every execution failed (or what the mode counts as
+    nothing measured), so no score or rate stands for the artifact. Each line names the first error."""
+    idle = report.idle()
+    if idle is None:
         idle = {
             v: f"every execution failed ({s.error_count}/{s.executions})"
             for v, s in report.summary.items()

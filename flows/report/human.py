@@ -45,9 +45,7 @@ def human_agreement(report: Report) -> HumanAgreement | None:
     rated, items = rated_items(report)
     if not items:
         return None
-    judged = (
-        "four-criterion weighted total (0-100 mapped onto 1-5)" if report.mode == "agentic" else "judge layer"
-    )
+    judged = report.judged
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     figures = rater_agreement(items, seed=report.meta.seed)
     return HumanAgreement(**dict(figures), rated=rated, judged=judged, updated_at=now)

@@ -15,13 +15,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from flows.report.schema import REPORTS, SCHEMA_FILE
+from flows.report.schema import SCHEMA_FILE, reports_adapter
 from tasks.stats.models import Model
 
 
 def json_schema() -> dict[str, Any]:
     """The report's JSON schema; a field described by the docstring under it gets that description."""
-    schema = REPORTS.json_schema(by_alias=True, mode="serialization")
+    schema = reports_adapter().json_schema(by_alias=True, mode="serialization")
     docs = docstrings()
     for model in report_models():
         # a generic part's name, CaseResult[SampleRun], is CaseResult_SampleRun_ in the schema

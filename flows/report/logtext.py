@@ -6,7 +6,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from flows.report.entries import ArtifactChange, RegressionVariant
-from flows.report.schema import AgenticMeta, Report
+from flows.report.schema import Report
 from tasks.schema import VerdictLabel
 from tasks.stats.figures import Verdict
 
@@ -51,14 +51,6 @@ def verdict_lines(report: Report) -> list[str]:
         f"{c.verdict.reason}"
         for c in report.comparisons
     ]
-
-
-def reused_text(report: Report) -> str | None:
-    """The baseline sessions an agentic run took from earlier runs, in words (None: none)."""
-    meta = report.meta
-    if not isinstance(meta, AgenticMeta) or not meta.reused_sessions:
-        return None
-    return f"{meta.reused_sessions} baseline session(s) from {', '.join(meta.reused_from or [])}"
 
 
 def validity_lines(report: Report) -> list[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from flows.report.entries import ArtifactChange, Regression, RegressionVariant
-from flows.report.schema import Meta, Report, SampleMeta
+from flows.report.schema import Meta, Report
 from flows.report.store import read_reports
 from tasks.schema import VerdictLabel
 from tasks.stats import statistics as st
@@ -65,7 +65,7 @@ def compare_variant(
 
 def sizes(meta: Meta) -> dict[str, int | None] | None:
     """variant -> its artifact's size, where the mode records it (sample mode)."""
-    return meta.skill_bytes if isinstance(meta, SampleMeta) else None
+    return meta.artifact_sizes()
 
 
 def artifact_changes(previous: Report, current: Report) -> dict[str, ArtifactChange]:

@@ -15,24 +15,23 @@ the file in the repository is current and that every report the tests write vali
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Iterator
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, get_args, overload
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_args, overload
 
+from markupsafe import Markup
 from pydantic import Field, TypeAdapter, ValidationError
 
-from flows.report.diagnosis_parts import Ablation, AgentMatrix, Diagnosis, HumanAgreement, JudgeBias
+from flows.report.diagnosis_parts import Ablation, Diagnosis, HumanAgreement, JudgeBias
 from flows.report.entries import (
-    AgentVariantResult,
     CaseResult,
     Regression,
-    SampleVariantResult,
-    TriggerVariantResult,
-    lowered,
 )
-from tasks.schema import Arm, NotRun, Scale, ShardRun
+from flows.report.modes import modes, resolved
+from tasks.schema import NotRun, Scale
 from tasks.stats.figures import (
     Analysis,
     Comparison,
@@ -40,50 +39,17 @@ from tasks.stats.figures import (
     JudgeSummary,
     PairwiseSummary,
     VariantSummary,
+    Verdict,
 )
 from tasks.stats.models import Model
-from tasks.stats.trigger_compare import DescriptionDecision, VariantComparison
-from tasks.stats.trigger_stats import ListingShift, TriggerSummary
 
 #: 3: the JSON of version 2; its schema tells the modes apart (each mode's run entries and meta are
 #: their own models), so a version 2 file is read as it is.
 REPORT_VERSION = 3
 SCHEMA_FILE = Path(__file__).with_name("report.schema.json")
-
-Mode = Literal["sample", "agentic", "trigger"]
-
+RP = TypeVar("RP", bound="Report")
 
 # ---------------------------------------------------------------- the report
-
-
-class PromptCaching(Model):
-    """What prompt caching saved over the run's successful executions, priced from one table."""
-
-    uncached_usd: float
-    """the same calls with every prompt token at the input price"""
-    actual_usd: float
-    """with cache writes and reads at their prices"""
-    saved_usd: float
-    """uncached minus actual (negative when cache writes cost more than reads saved)"""
-    cache_write_tokens: int
-    """prompt tokens written to the provider's cache"""
-    cache_read_tokens: int
-    """prompt tokens read from it"""
-    unpriced: int = 0
-    """results with cache tokens whose model has no price (left out of both sums)"""
-
-
-class Contamination(Model):
-    """A session excluded because its arm saw (or lacked) the skill."""
-
-    task: str
-    """the task"""
-    mode: Arm
-    """the arm"""
-    run: int
-    """the run"""
-    reason: str
-    """what the init event or the session showed"""
 
 
 class Meta(Model):
@@ -136,30 +102,20 @@ class Meta(Model):
     notices: list[str] = Field(default_factory=list)
     """what the user was told before the run"""
 
+    # What a mode's meta may add to the shared readers (regression, console), None where it records
+    # nothing of the kind.
 
-class SampleMeta(Meta):
-    """Sample mode's run: the samples file, the call settings, caching and shards."""
+    def artifact_sizes(self) -> dict[str, int | None] | None:
+        """variant -> its artifact's size in bytes, where the mode records it."""
+        return None
 
-    python_version: str | None = None
-    """Python's version"""
-    skill_bytes: dict[str, int | None] | None = None
-    """variant -> its artifact's size in bytes of UTF-8"""
-    concurrency: int | None = None
-    """calls in flight at once"""
-    temperature: float | None = None
-    """sampling temperature passed through"""
-    max_tokens: int | None = None
-    """output token limit passed through"""
-    samples_file: str | None = None
-    """the samples file"""
-    samples_sha256: str | None = None
-    """its SHA-256"""
-    prompt_caching: PromptCaching | None = None
-    """what prompt caching saved (None when no call read or wrote the cache)"""
-    duration_s: float | None = None
-    """wall time of the run"""
-    shards: list[ShardRun] | None = None
-    """the shard flow runs, when sharded"""
+    def caching_line(self) -> str | None:
+        """What prompt caching saved, in one line."""
+        return None
+
+    def reused_line(self) -> str | None:
+        """The sessions taken from earlier runs instead of run again, in words."""
+        return None
 
 
 class SessionMeta(Meta):
@@ -177,102 +133,6 @@ class SessionMeta(Meta):
     """the Prefect Docker work pool whose containers ran the agent sessions (--fleet-pool); None: here"""
     plugin: str | None = None
     """the artifact is a whole plugin: what it holds and whether its MCP servers ran"""
-
-
-class AgenticMeta(SessionMeta):
-    """Agentic mode's run: the skill, its task suite, and the sessions excluded."""
-
-    skill: str | None = None
-    """the skill under test"""
-    skill_path: str | None = None
-    """its folder"""
-    skill_sha256: str | None = None
-    """SHA-256 of its files"""
-    runs: int | None = None
-    """sessions per task and arm"""
-    suite_sha256: str | None = None
-    """SHA-256 of the task suite"""
-    results_dir: str | None = None
-    """the run's results tree"""
-    contaminated: list[Contamination] = Field(default_factory=list)
-    """sessions excluded as contaminated"""
-    warnings: list[str] = Field(default_factory=list)
-    """what the run could not do as its suite asked (a field run without, a grader bound to fail)"""
-    case_settings: dict[str, str] | None = None
-    """a plugin suite's cases that set their own model, turns, timeout or runs: case -> what ran"""
-    reused_sessions: int | None = None
-    """baseline sessions taken from earlier runs instead of run again (only the skill changed)"""
-    reused_from: list[str] | None = None
-    """the runs (results folders) they came from"""
-
-
-class TriggerMeta(SessionMeta):
-    """Trigger mode's run (the variants' skills are hashed in ``skill_hashes``)."""
-
-    environment: dict[str, Any] | None = None
-    """the user's setup every session ran in (--environment): its source, hash and what it holds"""
-    context_fill: float | None = None
-    """share of the context window a neutral earlier turn took in the filled variants"""
-    context_window: int | None = None
-    """the window (tokens) that share is of"""
-
-
-class BehaviorSummary(Model):
-    """Transcript analysis of one arm, averaged over its sessions."""
-
-    avg_tool_calls: float
-    """tool calls per session"""
-    avg_turns: float
-    """turns per session"""
-    thrashing: int
-    """sessions that repeated themselves"""
-    sessions: int
-    """sessions counted"""
-    avg_duration_s: float
-    """seconds per session"""
-    avg_cost_usd: float
-    """cost per session"""
-    total_cost_usd: float
-    """cost of the arm"""
-    skill_invoked: int
-    """sessions that invoked the skill"""
-    errors_encountered: int
-    """tool errors"""
-    errors_recovered: int
-    """tool errors followed by a success"""
-    max_turns_hit: int
-    """sessions that hit the turn limit"""
-    permission_denials: int
-    """tool calls the CLI denied"""
-    skills_called: dict[str, int] | None = None
-    """skill name as called -> sessions that called it (which of a plugin's skills fired)"""
-
-
-class TriggerFigures(Model):
-    """Trigger mode: per variant, rates per query and per skill with intervals, routing; A/B comparisons."""
-
-    candidates: list[str]
-    """the skills installed and detected"""
-    queries_file: str
-    """the fixed queries file"""
-    queries_sha256: str
-    """its SHA-256"""
-    split: dict[str, Any] | None = None
-    """the holdout split (fraction, seed, which query in which part)"""
-    summaries: list[TriggerSummary]
-    """one per variant"""
-    comparisons: list[VariantComparison] = Field(default_factory=list)
-    """each variant against the first, paired by query"""
-    neighbours: list[VariantComparison] = Field(default_factory=list)
-    """in an environment: each installed skill's recall and false-fire rate without and with the
-    skill under test, paired by query (who steals from whom)"""
-    warnings: list[str] = Field(default_factory=list)
-    """what makes a figure mean less than its label says (a filled window of another size than asked)"""
-    decisions: list[DescriptionDecision] = Field(default_factory=list)
-    """an A/B of one skill's descriptions with a holdout: each variant kept over the first or not, and why"""
-    listing_shifts: list[ListingShift] = Field(default_factory=list)
-    """installed skills whose description the listing kept without the skill under test and cut or
-    dropped with it"""
 
 
 # ---------------------------------------------------------------- can the verdict be believed?
@@ -325,13 +185,33 @@ class Validity(Model):
     )
 
 
+@dataclass(frozen=True)
+class Named:
+    """A verdict of a report, its name as its summary line gives it, and the mean difference it
+    rests on (on the improvement)."""
+
+    name: str
+    verdict: Verdict
+    mean: float | None
+    cases: int  # paired cases the verdict rests on
+
+
+@dataclass(frozen=True)
+class JunitCase:
+    """One JUnit test case: its name, how long it took, and why it failed (None: it passed)."""
+
+    name: str
+    seconds: float | None
+    failure: str | None
+
+
 class Report(Model):
     """A benchmark run: what ran, the figures, every case's results, and the analysis."""
 
     version: int = Field(REPORT_VERSION, description="report format version; older files are migrated")
     id: str = Field(description="run id; also the file name")
-    mode: Mode
-    """sample, agentic or trigger"""
+    mode: str
+    """the mode that ran (each mode's report class holds its one value)"""
     meta: Meta
     """what ran, on what, when"""
     summary: dict[str, VariantSummary] = Field(default_factory=dict)
@@ -380,83 +260,88 @@ class Report(Model):
         """Every case with results, the report's other lists of them included."""
         return list(self.results)
 
+    # ------------------------------------------------------------ what its mode makes of it
+    # A mode's report class overrides these; a hook that returns None leaves the reader's own way.
 
-class SampleReport(Report):
-    """A sample-mode run."""
+    unit: ClassVar[str] = "session"
+    """what the mode runs, in the singular: call, session"""
+    unit_verb: ClassVar[str] = "started"
+    """what a run does to one: made, started"""
+    caches: ClassVar[bool] = True
+    """a re-run takes the finished units from the cache"""
+    graded: ClassVar[bool] = True
+    """outputs are graded (graders tried on reference answers, a judge that scores)"""
+    plannable: ClassVar[bool] = False
+    """a run can be the pilot of ``skillab plan``"""
+    judged: ClassVar[str] = "judge layer"
+    """what the judge's score is, in words (the report server's agreement figures)"""
 
-    mode: Literal["sample"]
-    meta: SampleMeta
-    results: list[CaseResult[SampleVariantResult]] = Field(default_factory=list)
+    @classmethod
+    def migrated(cls, data: dict[str, Any], version: int) -> dict[str, Any]:
+        """A decoded report of this mode and an earlier ``version``, in the current shape."""
+        return data
+
+    def verdicts(self) -> list[Named]:
+        """Every verdict of the report."""
+        return [
+            Named(f"{c.treatment} vs {c.control}", c.verdict, c.paired.mean, c.paired.n)
+            for c in self.comparisons
+        ]
+
+    def error_checks(self, limit: float) -> list[ValidityCheck] | None:
+        """The certificate's error lines; None: the shared ones (failed and ungraded runs)."""
+        return None
+
+    def own_checks(self, limit: float) -> list[ValidityCheck]:
+        """The certificate's lines only this mode has."""
+        return []
+
+    def idle(self) -> dict[str, str] | None:
+        """variant -> why nothing of it was measured; None: the shared rule (every execution failed)."""
+        return None
+
+    def charts(self) -> dict[str, Markup] | None:
+        """The report page's charts; None: the shared score charts."""
+        return None
+
+    def junit(self, threshold: float) -> list[tuple[str, list[JunitCase]]] | None:
+        """JUnit test suites (name, cases); None: one per variant, a case per case of the report."""
+        return None
 
 
-class AgenticReport(Report):
-    """An agentic-mode run: the figures of every run, and the sessions' own."""
-
-    mode: Literal["agentic"]
-    meta: AgenticMeta
-    results: list[CaseResult[AgentVariantResult]] = Field(default_factory=list)
-    criteria: dict[str, dict[str, float | None]] | None = None
-    """arm -> mean of each criterion"""
-    deterministic_pass_rate: dict[str, float | None] | None = None
-    """arm -> share of sessions whose checks all passed"""
-    negative_controls: list[CaseResult[AgentVariantResult]] | None = None
-    """the negative-control tasks"""
-    behavior: dict[str, BehaviorSummary] | None = None
-    """arm -> transcript analysis"""
-    matrix: AgentMatrix | None = Field(
-        default=None, description="--runner A,B,...: the skill's lift per agent and between agents"
-    )
-
-    def all_cases(self) -> list[CaseResult[Any]]:
-        return [*self.results, *(self.negative_controls or [])]
+@functools.cache
+def _adapter(classes: tuple[type[Report], ...]) -> TypeAdapter[Report]:
+    union: Any = classes[0]
+    for cls in classes[1:]:
+        union = union | cls
+    return TypeAdapter(Annotated[union, Field(discriminator="mode")])
 
 
-class TriggerReport(Report):
-    """A trigger-mode run."""
+def report_classes() -> tuple[type[Report], ...]:
+    """Every mode's report class, in the registry's order."""
+    found = tuple(resolved(m.report) for m in modes())
+    for mode, cls in zip(modes(), found, strict=True):
+        if not (isinstance(cls, type) and issubclass(cls, Report) and mode_of(cls) == mode.name):
+            raise TypeError(f"mode {mode.name}: {mode.report} is not a Report of mode {mode.name!r}")
+    return found
 
-    mode: Literal["trigger"]
-    meta: TriggerMeta
-    results: list[CaseResult[TriggerVariantResult]] = Field(default_factory=list)
-    triggers: TriggerFigures | None = None
-    """trigger mode's figures"""
 
-
-RP = TypeVar("RP", bound=Report)
-
-#: Any mode's report, told apart by its ``mode``.
-AnyReport = Annotated[SampleReport | AgenticReport | TriggerReport, Field(discriminator="mode")]
-REPORTS: TypeAdapter[SampleReport | AgenticReport | TriggerReport] = TypeAdapter(AnyReport)
+def reports_adapter() -> TypeAdapter[Report]:
+    """Any mode's report, told apart by its ``mode`` (the union of the registry's report classes)."""
+    return _adapter(report_classes())
 
 
 def migrate(data: dict[str, Any]) -> dict[str, Any]:
-    """Bring a report of an earlier version to the current shape (version 1 agentic files wrote
-    statuses in capitals; version 2 is read as it is). A part of another shape is left for the
-    validation to name; a version newer than this one is refused."""
+    """Bring a report of an earlier version to the current shape (its mode does what its files need;
+    version 2 is read as it is). A part of another shape is left for the validation to name; a
+    version newer than this one is refused."""
     version = data.get("version", 1)
     if not isinstance(version, int) or not 1 <= version <= REPORT_VERSION:
         raise ValueError(f"report version {version!r}: this skillab reads versions 1 to {REPORT_VERSION}")
-    if version == 1 and data.get("mode") == "agentic":
-        data = {**data}
-        for run in _runs_of(data):
-            grade = run.get("grade")
-            if run.get("status") != "contaminated" and isinstance(grade, dict):
-                run["grade"] = {**grade, "status": lowered(grade.get("status", "graded"))}
+    kind = next((c for c in report_classes() if mode_of(c) == data.get("mode")), None)
+    if version < REPORT_VERSION and kind is not None:
+        data = kind.migrated({**data}, version)
     return {**data, "version": REPORT_VERSION}
-
-
-def _runs_of(data: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Every run entry of a decoded report (the variant entries and their runs), skipping whatever is
-    not shaped as one."""
-    cases = [
-        c for key in ("results", "negativeControls") if isinstance(data.get(key), list) for c in data[key]
-    ]
-    for case in cases:
-        variants = case.get("variants") if isinstance(case, dict) else None
-        for entry in variants.values() if isinstance(variants, dict) else []:
-            runs = entry.get("runs") if isinstance(entry, dict) else None
-            for run in [entry, *(runs if isinstance(runs, list) else [])]:
-                if isinstance(run, dict):
-                    yield run
 
 
 def parse_report(data: Any) -> Report:
@@ -465,7 +350,7 @@ def parse_report(data: Any) -> Report:
     if not isinstance(data, dict) or "id" not in data or "meta" not in data:
         raise ValueError("not a skillab report")
     try:
-        return REPORTS.validate_python(migrate(data))
+        return reports_adapter().validate_python(migrate(data))
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "the report"

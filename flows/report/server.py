@@ -34,7 +34,7 @@ from flows.report import charts
 from flows.report.entries import RegressionVariant
 from flows.report.logtext import artifact_change_text, change_figures, uncertified
 from flows.report.regression import compare_variant
-from flows.report.schema import Report, TriggerReport
+from flows.report.schema import Report
 from flows.report.store import BadRequest, NotFound, ReportStore
 from flows.report.suite import suite_view
 
@@ -94,17 +94,6 @@ def environment() -> Environment:
     return env
 
 
-def trigger_charts(report: Report) -> dict[str, Markup]:
-    out = {}
-    figures = report.triggers if isinstance(report, TriggerReport) else None
-    for s in figures.summaries if figures else []:
-        rows = [
-            (q.query_id, q.trigger.rate, q.trigger.low, q.trigger.high, q.expect != "none") for q in s.queries
-        ]
-        out[f"rates:{s.variant}"] = charts.rates(rows, f"How often each query triggered ({s.variant})")
-    return out
-
-
 def scored_points(
     report: Report,
 ) -> tuple[dict[str, list[float]], dict[str, list[Point]], dict[str, list[Point]]]:
@@ -125,8 +114,9 @@ def scored_points(
 
 
 def run_charts(report: Report) -> dict[str, Markup]:
-    if report.mode == "trigger":
-        return trigger_charts(report)
+    own = report.charts()
+    if own is not None:
+        return own
     scale = report.scale
     values, cost, latency = scored_points(report)
     intervals = {

@@ -9,20 +9,10 @@ turns that into exit code 1.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from flows.report.entries import AgentRun, RunEntry, SampleRun
-from flows.report.schema import (
-    AgenticReport,
-    CheckStatus,
-    GraderCheck,
-    Report,
-    TriggerReport,
-    Validity,
-    ValidityCheck,
-)
-from tasks.schema import Arm, VerdictLabel
-from tasks.stats.figures import Verdict
+from flows.report.schema import CheckStatus, GraderCheck, Named, Report, Validity, ValidityCheck
+from tasks.schema import VerdictLabel
 from tasks.stats.statistics import MIN_SETTLED_CASES
 
 #: Items a line names at most (the rest are counted).
@@ -35,7 +25,7 @@ def _named(items: Sequence[str]) -> str:
     return ", ".join(items[:SHOWN]) + more
 
 
-def _rate_line(check: str, what: tuple[str, str], rates: dict[str, float], limit: float) -> ValidityCheck:
+def rate_line(check: str, what: tuple[str, str], rates: dict[str, float], limit: float) -> ValidityCheck:
     """The worst variant's share of runs against ``limit``: FAIL above it, WARN above 0. ``what``:
     the words for none, and for some (with ``{share}`` and ``{variant}``)."""
     variant, worst = max(rates.items(), key=lambda kv: kv[1]) if rates else ("", 0.0)
@@ -49,33 +39,6 @@ def _rate_line(check: str, what: tuple[str, str], rates: dict[str, float], limit
         line=f"{text} (limit {limit:.0%})",
         items=[v for v, r in rates.items() if r > limit],
     )
-
-
-@dataclass(frozen=True)
-class Named:
-    """A verdict of the report, its name as its summary line gives it, and the mean difference it
-    rests on (on the improvement)."""
-
-    name: str
-    verdict: Verdict
-    mean: float | None
-    cases: int  # paired cases the verdict rests on
-
-
-def verdicts(report: Report) -> list[Named]:
-    """Every verdict of the report."""
-    out = [
-        Named(f"{c.treatment} vs {c.control}", c.verdict, c.paired.mean, c.paired.n)
-        for c in report.comparisons
-    ]
-    if isinstance(report, TriggerReport) and report.triggers is not None:
-        for comp in report.triggers.comparisons:
-            for part, figures in comp.parts.items():
-                for metric in (figures.recall, figures.false_fire):
-                    scope = comp.skill or "all skills"
-                    name = f"{comp.treatment} vs {comp.control}: {scope} {metric.metric} ({part})"
-                    out.append(Named(name, metric.verdict, metric.comparison.mean, metric.comparison.n))
-    return out
 
 
 def power_line(named: Sequence[Named]) -> ValidityCheck | None:
@@ -163,7 +126,7 @@ def judge_line(report: Report) -> ValidityCheck | None:
             limit=gold.min_alpha,
             line=f"the judge's agreement with the gold set is alpha {shown} (at least {gold.min_alpha:g} asked)",
         )
-    if report.meta.judge_model and not isinstance(report, TriggerReport):
+    if report.meta.judge_model and report.graded:
         return ValidityCheck(
             check="judge",
             status=CheckStatus.WARN,
@@ -217,34 +180,8 @@ def _criteria(case: str, run: RunEntry) -> list[tuple[str, bool]]:
     return []
 
 
-def baseline_line(report: AgenticReport, limit: float) -> ValidityCheck:
-    """Agentic runs: did the baseline arm stay blind to the skill (and the other arm see it)?"""
-    bad = list(report.meta.contaminated)
-    base = report.summary.get(Arm.BASELINE)
-    sessions = (base.executions if base else 0) + sum(1 for c in bad if c.mode == Arm.BASELINE)
-    share = sum(1 for c in bad if c.mode == Arm.BASELINE) / sessions if sessions else 0.0
-    names = [f"{c.task} {c.mode} run {c.run}: {c.reason}" for c in bad]
-    if not bad:
-        return ValidityCheck(
-            check="baseline",
-            status=CheckStatus.PASS,
-            value=0.0,
-            limit=limit,
-            line="every session stayed in its arm",
-        )
-    return ValidityCheck(
-        check="baseline",
-        status=CheckStatus.FAIL if share > limit else CheckStatus.WARN,
-        value=share,
-        limit=limit,
-        line=f"{len(bad)} session(s) saw or lacked the skill against their arm and were left out "
-        f"({share:.0%} of the baseline)",
-        items=names[:SHOWN],
-    )
-
-
 def graders_line(report: Report, findings: Sequence[GraderCheck]) -> ValidityCheck | None:
-    if isinstance(report, TriggerReport):
+    if not report.graded:
         return None
     if not findings:
         return ValidityCheck(
@@ -289,61 +226,19 @@ def leakage_line(leaks: Sequence[str]) -> ValidityCheck:
     )
 
 
-def listing_line(report: Report) -> ValidityCheck | None:
-    """Trigger mode: skills with queries of their own whose description the listing cut or dropped
-    in most of a variant's sessions (where it listed them): their rates measure the listing's budget,
-    not the description. None when no session's listing could be read."""
-    if not isinstance(report, TriggerReport) or report.triggers is None:
-        return None
-    summaries = [s for s in report.triggers.summaries if s.listing is not None]
-    if not summaries:
-        return None
-    queried = {(s.variant, k.skill) for s in summaries for k in s.per_skill if k.should_fire}
-    hidden = [
-        (s.variant, x)
-        for s in summaries
-        for x in s.listing.skills  # type: ignore[union-attr]
-        if (s.variant, x.skill) in queried and x.truncated + x.dropped > (x.sessions - x.absent) / 2
-    ]
-    if not hidden:
-        return ValidityCheck(
-            check="listing",
-            status=CheckStatus.PASS,
-            line="every skill with queries was listed with its description",
-        )
-    skills = {x.skill for _, x in hidden}
-    return ValidityCheck(
-        check="listing",
-        status=CheckStatus.WARN,
-        value=float(len(skills)),
-        line=f"{len(skills)} skill(s) with queries listed without their whole description in most sessions "
-        f"(of {len({v for v, _ in hidden})} variant(s)): their rates measure the listing's budget, not the "
-        "description",
-        items=[
-            f"{v}: {x.skill} (cut {x.truncated}, dropped {x.dropped} of {x.sessions - x.absent})"
-            for v, x in hidden
-        ],
-    )
-
-
 ERRORS = ("no run failed", "{share} of {variant}'s runs failed")
 GRADING_ERRORS = ("no grading error", "{share} of {variant}'s runs could not be graded")
-UNCOUNTED = (
-    "every session counted",
-    "{share} of {variant}'s sessions did not count (an error, or a skill missing from the listing)",
-)
 
 
 def error_lines(report: Report, limit: float) -> list[ValidityCheck]:
-    """The failed share of each variant's runs (a trigger session that did not count), and the share
-    whose grading failed, each against ``limit`` (--max-error-rate, as the verdict's cap)."""
-    if isinstance(report, TriggerReport):
-        summaries = report.triggers.summaries if report.triggers else []
-        rates = {s.variant: (s.sessions - s.counted) / s.sessions for s in summaries if s.sessions}
-        return [_rate_line("errors", UNCOUNTED, rates, limit)]
+    """The failed share of each variant's runs, and the share whose grading failed, each against
+    ``limit`` (--max-error-rate, as the verdict's cap); a mode may count its own."""
+    own = report.error_checks(limit)
+    if own is not None:
+        return own
     return [
-        _rate_line("errors", ERRORS, {v: s.error_rate for v, s in report.summary.items()}, limit),
-        _rate_line(
+        rate_line("errors", ERRORS, {v: s.error_rate for v, s in report.summary.items()}, limit),
+        rate_line(
             "grading errors", GRADING_ERRORS, {v: s.ungraded_rate for v, s in report.summary.items()}, limit
         ),
     ]
@@ -357,15 +252,14 @@ def certify(
 ) -> Validity:
     """The certificate of ``report`` (its figures final); ``graders``: its graders tried on the
     reference answers, ``leaks``: the leakage lint's findings."""
-    named = verdicts(report)
+    named = report.verdicts()
     lines: Iterable[ValidityCheck | None] = [
         graders_line(report, graders),
         *error_lines(report, max_error_rate),
         power_line(named),
         judge_line(report),
         discrimination_line(report),
-        baseline_line(report, max_error_rate) if isinstance(report, AgenticReport) else None,
-        listing_line(report),
+        *report.own_checks(max_error_rate),
         leakage_line(leaks),
     ]
     checks = [line for line in lines if line is not None]

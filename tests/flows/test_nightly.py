@@ -12,7 +12,7 @@ from typing import Any, cast
 import pytest
 
 from flows.cli.main import main
-from flows.nightly import nightly_bench
+from flows.modes.sample.nightly import nightly_bench
 from tests.fakes.provider import FakeProvider
 from tests.flows.helpers import answer, make_project, use_provider
 

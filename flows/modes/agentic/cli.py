@@ -231,9 +231,10 @@ def matrix_run(config: Any, skill: Any, tasks: list[Any], runners: list[str], co
 def matrix_summarized(config: Any, outcome: dict[str, str]) -> int:
     """The matrix's lines, the report's path, then the gates, applied to each agent's own report."""
     from flows.modes.agentic.matrix_report import agent_report
+    from flows.modes.agentic.model import AgenticReport
     from flows.report.console import economy_lines
     from flows.report.diagnosis_parts import AgentMatrix
-    from flows.report.schema import AgenticReport, load_report
+    from flows.report.schema import load_report
 
     root = Path(outcome["results_dir"])
     report = load_report(Path(outcome["report_path"]), AgenticReport)

@@ -43,6 +43,7 @@ from flows.inputs.skill_config import (
 )
 from flows.inputs.suites.skill_creator import evals_file, stage_inputs
 from flows.modes.agentic.markdown import report_markdown
+from flows.modes.agentic.model import AgenticReport
 from flows.modes.agentic.plan import (
     ARMS,
     Session,
@@ -64,7 +65,7 @@ from flows.modes.agentic.reuse import Reuse
 from flows.modes.agentic.sessions import contamination, init_event, write_outputs
 from flows.modes.explain import diagnose_skill_run
 from flows.report.logtext import figure_lines, state_message, verdict_lines
-from flows.report.schema import AgenticReport, GraderCheck
+from flows.report.schema import GraderCheck
 from flows.report.validity import certify
 from graders.agent_task import AgentTask
 from graders.behavior import analyze

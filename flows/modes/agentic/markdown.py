@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from flows.modes.agentic.matrix_report import matrix_markdown
+from flows.modes.agentic.model import AgenticReport, BehaviorSummary
 from flows.report.ci import validity_markdown
 from flows.report.entries import AgentVariantResult, CaseResult
 from flows.report.explain import explain_markdown
-from flows.report.logtext import md, reused_text, uncertified
-from flows.report.schema import AgenticReport, BehaviorSummary
+from flows.report.logtext import md, uncertified
 from graders.criteria import WEIGHTS
 from tasks.schema import Arm, VerdictLabel
 from tasks.stats.figures import Comparison
@@ -78,7 +78,7 @@ def _header(report: AgenticReport, comp: Comparison | None) -> list[str]:
             if meta.network
             else []
         ),
-        *([f"Reused: {reused}"] if (reused := reused_text(report)) else []),
+        *([f"Reused: {reused}"] if (reused := report.meta.reused_line()) else []),
         "",
         f"## Verdict: {EMOJI.get(band, '')} {band}{mark}",
         f"**Skill scores {abs(delta or 0):.1f} points {'higher' if (delta or 0) >= 0 else 'lower'} (0-100) than baseline {scope}.**"

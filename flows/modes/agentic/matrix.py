@@ -21,7 +21,8 @@ from flows.engine.runlog import flow_run_page, run_logger, tag_flow_run
 from flows.inputs.skill_config import SkillBenchConfig
 from flows.modes.agentic.flow import skill_bench
 from flows.modes.agentic.matrix_report import agent_report, build_matrix, matrix_markdown, matrix_report
-from flows.report.schema import AgenticReport, load_report
+from flows.modes.agentic.model import AgenticReport
+from flows.report.schema import load_report
 from tasks.context import current
 from tasks.store.files import atomic_write_json, atomic_write_text
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from flows.modes.agentic.model import AgenticMeta, AgenticReport
 from flows.report.ci import validity_markdown
 from flows.report.diagnosis_parts import AgentInteraction, AgentLift, AgentMatrix
 from flows.report.entries import AgentVariantResult, CaseResult
-from flows.report.schema import AgenticMeta, AgenticReport
 from flows.report.validity import combined
 from tasks.schema import Arm, VerdictLabel
 from tasks.stats.figures import Comparison, Paired

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from executors.plugin import Plugin
+from flows.modes.agentic.model import AgenticReport
 from flows.report.entries import AgentRun, AgentVariantResult, CaseResult
-from flows.report.schema import AgenticReport
 from graders.agent_task import AgentTask
 from graders.plugin_eval import LlmGrader, PluginCase
 from tasks.schema import Arm

@@ -16,6 +16,7 @@ from executors.agent import usage_of
 from executors.sandbox import Isolation
 from executors.schema import AgentSession
 from flows.inputs.skill_config import Skill, SkillBenchConfig
+from flows.modes.agentic.model import AgenticMeta, AgenticReport, BehaviorSummary, Contamination
 from flows.modes.agentic.plan import Session
 from flows.report.ablation import ablation
 from flows.report.build import (
@@ -28,7 +29,6 @@ from flows.report.build import (
     variant_entry,
 )
 from flows.report.entries import AgentRun, AgentVariantResult, CaseResult, SessionGrade
-from flows.report.schema import AgenticMeta, AgenticReport, BehaviorSummary, Contamination
 from graders.agent_task import AgentTask
 from graders.criteria import WEIGHTS
 from tasks.schema import AGENTIC_SCALE, Arm, Record, RunStats, TranscriptStep

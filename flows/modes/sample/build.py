@@ -17,9 +17,9 @@ from executors.pricing import PriceTable, caching_savings
 from executors.schema import RunResult
 from executors.versions import installed_version
 from flows.inputs.prepare import Prepared
+from flows.modes.sample.model import PromptCaching, SampleMeta, SampleReport
 from flows.report.build import agent_cli_meta, assemble, cli_version, run_stats_meta, timestamp, variant_entry
 from flows.report.entries import AssertionDetail, AssertionSummary, CaseResult, SampleRun, SampleVariantResult
-from flows.report.schema import PromptCaching, SampleMeta, SampleReport
 from graders.schema import JudgeStatus
 from tasks.schema import Record, RunStats
 from tasks.stats.figures import Aggregate, CaseStats

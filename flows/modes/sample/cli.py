@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -297,10 +297,16 @@ def add_validate_command(validate: argparse.ArgumentParser) -> None:
     validate.set_defaults(handler=cmd_validate)
 
 
-def add_commands(
-    run: argparse.ArgumentParser, ci: argparse.ArgumentParser, validate: argparse.ArgumentParser
-) -> None:
-    """The ``run``, ``ci`` and ``validate`` commands' flags: one per option, grouped."""
+def add_commands(sub: Any, words: Mapping[str, str]) -> None:
+    """The ``run``, ``ci`` and ``validate`` commands (``words``: their help lines), their flags one per
+    option, grouped."""
+    run = sub.add_parser(
+        "run",
+        help=words["run"],
+        description="Run every sample x variant x run, grade, compare, write the report.",
+    )
+    ci = sub.add_parser("ci", help=words["ci"])
+    validate = sub.add_parser("validate", help=words["validate"])
     add_validate_command(validate)
     add_run_options(run)
     run.set_defaults(handler=cmd_run)

@@ -29,13 +29,14 @@ from flows.engine.progress import LogTarget
 from flows.engine.runlog import flow_run_page
 from flows.engine.runner import Executed, unwalked
 from flows.inputs.prepare import Prepared
-from flows.modes.explain import explain_sample_run
 from flows.modes.sample.build import blind_labels, build_report, relabel
+from flows.modes.sample.explain import explain_sample_run
+from flows.modes.sample.model import SampleReport
 from flows.report.build import new_report_id, publish
 from flows.report.ci import append_github_summary, summary_markdown, write_junit
 from flows.report.logtext import figure_lines, page_urls, regression_lines, verdict_lines
 from flows.report.regression import regression_against_previous
-from flows.report.schema import GraderCheck, SampleReport
+from flows.report.schema import GraderCheck
 from flows.report.server import export_html
 from flows.report.validity import certify
 from tasks.aggregate import aggregate_results

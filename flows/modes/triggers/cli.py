@@ -137,8 +137,9 @@ def cmd_triggers_run(args: argparse.Namespace, command: Command) -> int:
 
 def run_triggers(options: TriggerOptions, command: Command, quiet: bool) -> int:
     """Plan (--dry-run: print it), run the trigger flow, print the summary, apply the gates."""
+    from flows.modes.triggers.model import TriggerReport
     from flows.modes.triggers.report import gate_failures
-    from flows.report.schema import TriggerReport, load_report
+    from flows.report.schema import load_report
 
     cwd = Path.cwd()
     plan = prepare_triggers(options, cwd)

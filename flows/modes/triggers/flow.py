@@ -14,9 +14,10 @@ from flows.engine.runlog import tag_flow_run
 from flows.engine.runner import RunnerConfig, UnitRunner
 from flows.inputs.files import skillab_home
 from flows.modes.triggers.plan import TriggerOptions, prepare_triggers
-from flows.modes.triggers.report import build_trigger_report, write_trigger_junit
+from flows.modes.triggers.report import build_trigger_report
 from flows.modes.triggers.runner import TriggerRunner
 from flows.report.build import new_report_id, publish
+from flows.report.ci import write_junit
 from tasks.context import current
 
 
@@ -50,5 +51,5 @@ async def trigger_bench(
     if options.output_dir:
         publish(report, Path(options.output_dir))
     if options.junit:
-        write_trigger_junit(report, Path(cwd) / options.junit, options.require_valid)
+        write_junit(report, Path(cwd) / options.junit, 0.0, options.require_valid)  # no score threshold
     return current().keep({"report_path": str(path), "id": report.id})

@@ -4,10 +4,9 @@ session ended), and the figures of tasks.stats.trigger_stats, through the one ``
 from __future__ import annotations
 
 import datetime as dt
-import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from pathlib import Path
 
+from flows.modes.triggers.model import TriggerFigures, TriggerMeta, TriggerReport
 from flows.modes.triggers.plan import TriggerOutcome, TriggerPlan, TriggerVariant
 from flows.report.build import (
     agent_cli_meta,
@@ -18,10 +17,8 @@ from flows.report.build import (
     timestamp,
     variant_entry,
 )
-from flows.report.ci import junit_validity
 from flows.report.entries import CaseResult, TriggerRun, TriggerVariantResult
 from flows.report.gates import unmeasured
-from flows.report.schema import TriggerFigures, TriggerMeta, TriggerReport
 from flows.report.validity import certify, require_valid_failures
 from graders.triggers import TriggerStatus
 from tasks.schema import TRIGGER_SCALE, RunStats
@@ -33,7 +30,6 @@ from tasks.stats.trigger_compare import (
     description_decision,
 )
 from tasks.stats.trigger_stats import ListingStats, Trial, TriggerSummary, listing_shifts, summarize, trial
-from tasks.store.files import atomic_write_text
 
 
 def session_entry(run: int, out: TriggerOutcome) -> TriggerRun:
@@ -343,31 +339,3 @@ def gate_failures(
 
 def _pct(value: float | None) -> str:
     return "none" if value is None else f"{value:.0%}"
-
-
-def write_trigger_junit(report: TriggerReport, path: Path, require_valid: bool = False) -> None:
-    """One test case per query and variant: it fails when most of its counted sessions did the
-    wrong thing (the expected skill did not fire first, or a skill fired where none should), or
-    when none counted; then the validity certificate's checks."""
-    suites = ET.Element("testsuites", name=f"skillab triggers {report.id}")
-    for summary in report.triggers.summaries if report.triggers else []:
-        suite = ET.SubElement(suites, "testsuite", name=f"skillab.triggers.{summary.variant}")
-        failures = 0
-        for q in summary.queries:
-            tc = ET.SubElement(
-                suite, "testcase", classname=f"skillab.triggers.{summary.variant}", name=q.query_id
-            )
-            rate = q.correct.rate
-            if rate is None or rate < 0.5:
-                failures += 1
-                reason = (
-                    f"no session counted ({q.errors} errors, {q.not_listed} not listed)"
-                    if rate is None
-                    else f"expected {q.expect}: right in {q.correct.k}/{q.correct.n} sessions; fired {q.fired}"
-                )
-                ET.SubElement(tc, "failure", message=reason[:500], type="skillab").text = reason
-        suite.set("tests", str(len(summary.queries)))
-        suite.set("failures", str(failures))
-    junit_validity(suites, report, require_valid)
-    ET.indent(suites)
-    atomic_write_text(path, ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n")

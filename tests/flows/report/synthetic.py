@@ -12,8 +12,8 @@ from flows.inputs.plan import Target
 from flows.inputs.prepare import Prepared
 from flows.inputs.samples import Variant
 from flows.modes.sample.build import blind_labels, build_report, relabel
+from flows.modes.sample.model import SampleReport
 from flows.report.build import new_report_id
-from flows.report.schema import SampleReport
 from graders.registry import parse
 from graders.schema import AssertionResult, Grade, JudgeResult, Sample
 from tasks.schema import SAMPLE_SCALE, Record, RunStats

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from flows.modes.triggers.model import TriggerFigures, TriggerReport
 from flows.modes.triggers.report import gate_failures as trigger_gate_failures
 from flows.report.gates import gate_failures, unmeasured
-from flows.report.schema import TriggerFigures, TriggerReport
 from graders.triggers import TriggerStatus
 from tasks.stats.trigger_stats import Trial, summarize
 from tests.flows.report.synthetic import make_report

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from flows.modes.agentic.markdown import report_markdown
+from flows.modes.agentic.model import AgenticReport
 from flows.report.diagnosis import run_failure
-from flows.report.schema import AgenticReport, load_report
+from flows.report.schema import load_report
 
 AGENTIC = Path(__file__).parents[2] / "data" / "reports_v1" / "agentic.json"
 

@@ -10,16 +10,11 @@ import pytest
 from starlette.testclient import TestClient
 
 from flows.cli.main import main
+from flows.modes.agentic.model import AgenticReport
+from flows.modes.sample.model import SampleReport
+from flows.modes.triggers.model import TriggerReport
 from flows.report.regression import history
-from flows.report.schema import (
-    REPORT_VERSION,
-    AgenticReport,
-    Report,
-    SampleReport,
-    TriggerReport,
-    load_report,
-    parse_report,
-)
+from flows.report.schema import REPORT_VERSION, Report, load_report, parse_report
 from flows.report.server import create_app, export_html
 from flows.report.store import read_reports
 

@@ -17,7 +17,8 @@ import pytest
 
 from executors.agent import find_binary
 from flows.cli.main import main
-from flows.report.schema import AgenticReport, load_report
+from flows.modes.agentic.model import AgenticReport
+from flows.report.schema import load_report
 from tests.fakes.provider import FakeProvider
 from tests.flows.modes.agentic.test_skill_bench import SKILL, judge, task_md
 

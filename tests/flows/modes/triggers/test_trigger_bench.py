@@ -266,7 +266,7 @@ def test_budgets_then_kill_9_and_resume_without_repeating_a_session(
 def test_a_scheduled_trigger_suite_fails_its_flow_run_on_a_missed_gate(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from flows.nightly import nightly_triggers
+    from flows.modes.triggers.nightly import nightly_triggers
 
     root = project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."})
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")

@@ -4,9 +4,9 @@ beside one of another vendor)."""
 
 from __future__ import annotations
 
+from flows.modes.sample.model import SampleReport
 from flows.report.diagnosis_parts import JudgeBias, LengthBias, PositionBias, SelfPreference
 from flows.report.entries import SampleRun
-from flows.report.schema import SampleReport
 from graders.judge import vendor_of
 from tasks.stats.judge_bias import ALPHA, length_bias, self_preference
 
