@@ -85,8 +85,8 @@ def scenario(args: argparse.Namespace) -> dict[str, float]:
 
     configure_prefect()
     from flows.inputs.options import BenchOptions
-    from flows.inputs.prepare import prepare
     from flows.modes.sample.flow import sample_bench
+    from flows.modes.sample.prepare import prepare
 
     work = Path(args.workdir)
     options = BenchOptions(

@@ -133,6 +133,17 @@ def shown(url: str) -> str:
     return str(httpx.URL(url).copy_with(query=None))
 
 
+def json_of(response: httpx.Response) -> dict[str, Any]:
+    """A response's JSON object; TransientError when the body is not one (a proxy's error page)."""
+    try:
+        data = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise TransientError(f"malformed response body: {response.text[:120]!r}") from exc
+    if not isinstance(data, dict):
+        raise TransientError(f"malformed response body: expected an object, got {type(data).__name__}")
+    return data
+
+
 class HttpExecutor(Executor):
     """Shared httpx client (one per event loop) and the one mapping of HTTP failures to the error tree."""
 
@@ -208,14 +219,7 @@ class HttpExecutor(Executor):
         return response
 
     async def post_json(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
-        response = await self.send("POST", url, headers, json=body)
-        try:
-            data = response.json()
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise TransientError(f"malformed response body: {response.text[:120]!r}") from exc
-        if not isinstance(data, dict):
-            raise TransientError(f"malformed response body: expected an object, got {type(data).__name__}")
-        return data
+        return json_of(await self.send("POST", url, headers, json=body))
 
     async def run(self, request: RunRequest) -> RunResult:
         started = time.perf_counter()

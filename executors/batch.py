@@ -42,7 +42,7 @@ import httpx
 from pydantic import Field
 
 from executors.anthropic import AnthropicExecutor
-from executors.base import Executor, HttpExecutor
+from executors.base import Executor, HttpExecutor, json_of
 from executors.errors import ExecutorError, TransientError, error_for_status
 from executors.openai import OpenAIExecutor
 from executors.schema import Frozen, RunRequest, RunResult
@@ -189,16 +189,6 @@ class BatchClient(ABC):
             return self.executor.result_from(body, model, latency_ms=0.0, multiplier=BATCH_PRICE_MULTIPLIER)
         except ExecutorError as exc:
             return failed_item(str(exc), exc.kind, model)
-
-
-def json_of(response: httpx.Response) -> dict[str, Any]:
-    try:
-        data = response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise TransientError(f"malformed response body: {response.text[:120]!r}") from exc
-    if not isinstance(data, dict):
-        raise TransientError(f"malformed response body: expected an object, got {type(data).__name__}")
-    return data
 
 
 def jsonl(text: str) -> list[dict[str, Any]]:

@@ -44,7 +44,7 @@ SOCKET = "gateway.sock"
 #: The destination name of the Prefect API (the gateway knows where it is; a container cannot name it).
 PREFECT = "prefect"
 FIRST_LINE = 300  # bytes: a destination, not a request
-KNOWN = 1024  # containers remembered (a container's flow run never changes)
+KNOWN = 1024  # flow runs remembered
 
 
 def host_folder(pool: str) -> Path:
@@ -99,14 +99,15 @@ def pid_namespace(pid: int) -> int | None:
 
 
 class DockerPeers:
-    """Which running container of the pool a process is in: the one whose first process shares its
-    pid namespace. Not its cgroup: root in a container (it has SYS_ADMIN) can mount the cgroup
-    tree and move itself into another container's. Another container's pid namespace cannot be
-    joined (the pool's seccomp profile refuses setns), and a new one matches no container."""
+    """The flow run a process was started for: the label its worker gave the running container of
+    the pool whose first process shares the process's pid namespace. Not its cgroup: root in a
+    container (it has SYS_ADMIN) can mount the cgroup tree and move itself into another
+    container's. Another container's pid namespace cannot be joined (the pool's seccomp profile
+    refuses setns), and a new one matches no container."""
 
     def __init__(self, pool: str) -> None:
         self.pool = pool
-        self.known: dict[int, tuple[str, int]] = {}  # pid namespace -> (container, its first process)
+        self.known: dict[int, tuple[str, int]] = {}  # pid namespace -> (flow run, container's first process)
 
     def __call__(self, pid: int) -> str | None:
         namespace = pid_namespace(pid)
@@ -127,8 +128,9 @@ class DockerPeers:
             try:
                 for c in client.containers.list(filters={"label": f"io.prefect.work-pool-name={self.pool}"}):
                     first = int((c.attrs.get("State") or {}).get("Pid") or 0)
-                    if first and (namespace := pid_namespace(first)) is not None:
-                        found[namespace] = (str(c.id), first)
+                    run = (c.labels or {}).get("io.prefect.flow-run-id")
+                    if run and first and (namespace := pid_namespace(first)) is not None:
+                        found[namespace] = (run, first)
             finally:
                 client.close()
         except Exception:  # the daemon unreachable (requests' errors too): no container known
@@ -136,41 +138,22 @@ class DockerPeers:
         return found
 
 
-def docker_flow_run(container: str, pool: str) -> str | None:
-    """The flow run a container of ``pool`` was started for, from the labels its worker gave it."""
-    import docker
-
-    try:
-        client = docker.from_env()
-        try:
-            labels = client.containers.get(container).labels or {}
-        finally:
-            client.close()
-    except Exception:  # no such container, or the daemon unreachable (requests' errors too): no caller
-        return None
-    if labels.get("io.prefect.work-pool-name") != pool:
-        return None
-    return labels.get("io.prefect.flow-run-id")
-
-
 class Gateway:
     """One worker machine's gateway for one pool; ``serve`` runs until cancelled. A connection's
-    container is found by ``container`` and its flow run by ``flow_run`` (the kernel's and Docker's
-    word; a test gives its own)."""
+    flow run is found by ``flow_run`` from the peer's pid (the kernel's and Docker's word, see
+    :class:`DockerPeers`; a test gives its own)."""
 
     def __init__(
         self,
         pool: str,
         gate: ApiGate,
-        container: Callable[[int], str | None] | None = None,
-        flow_run: Callable[[str, str], str | None] = docker_flow_run,
+        flow_run: Callable[[int], str | None] | None = None,
         path: Path | None = None,
     ) -> None:
         self.pool = pool
         self.path = path or host_folder(pool) / SOCKET
         self.gate = gate
-        self.container = container or DockerPeers(pool)
-        self.flow_run = flow_run
+        self.flow_run = flow_run or DockerPeers(pool)
         self.callers: OrderedDict[str, Caller] = OrderedDict()
 
     async def serve(self) -> None:
@@ -192,17 +175,16 @@ class Gateway:
                 self.path.unlink()
             await self.gate.aclose()
 
-    async def caller(self, container: str) -> Caller | None:
-        """The flow run a container was started for, as the API has it (remembered)."""
-        if (known := self.callers.get(container)) is not None:
+    async def caller(self, run_id: str) -> Caller | None:
+        """The flow run as the API has it (remembered: a run's parameters never change)."""
+        if (known := self.callers.get(run_id)) is not None:
             return known
-        run_id = await asyncio.to_thread(self.flow_run, container, self.pool)
-        run = await self.gate.flow_run(run_id) if run_id else None
-        if run_id is None or run is None or run.get("work_pool_name") != self.pool:
+        run = await self.gate.flow_run(run_id)
+        if run is None or run.get("work_pool_name") != self.pool:
             return None
         endpoints = frozenset(address(u) for u in session_endpoints(run.get("parameters") or {}))
         caller = Caller(run_id, str(run["flow_id"]), run.get("deployment_id"), endpoints)
-        self.callers[container] = caller
+        self.callers[run_id] = caller
         while len(self.callers) > KNOWN:
             self.callers.popitem(last=False)
         return caller
@@ -210,8 +192,8 @@ class Gateway:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         up_writer = None
         try:
-            container = await asyncio.to_thread(self.container, peer_pid(writer))
-            caller = await self.caller(container) if container else None
+            run_id = await asyncio.to_thread(self.flow_run, peer_pid(writer))
+            caller = await self.caller(run_id) if run_id else None
             line = await asyncio.wait_for(reader.readuntil(b"\n"), timeout=10)
             name = line[:FIRST_LINE].decode("ascii", "replace").strip()
             if caller is None:

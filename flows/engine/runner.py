@@ -28,7 +28,6 @@ from flows.engine.gc import lean_gc
 from flows.engine.progress import Progress
 from flows.engine.remote import FleetPool
 from flows.engine.runlog import quiet_call_failures
-from flows.inputs.prepare import Prepared
 from tasks.context import current
 from tasks.execute import failed_result, with_policy
 from tasks.schema import CallPolicy, NotRun, NotRunReason, Record, RunStats, ShardRun, Unit, UnitKind
@@ -105,19 +104,6 @@ class RunnerConfig:
         fleet limits like its sessions."""
         return cls(
             config.concurrency, cache_dir, fleet_sessions=config.fleet_sessions, fleet_rpm=config.fleet_rpm
-        )
-
-    @classmethod
-    def of(cls, prepared: Prepared) -> RunnerConfig:
-        o = prepared.options
-        return cls(
-            o.concurrency,
-            prepared.cache_dir,
-            max_calls=o.max_calls,
-            budget_usd=o.budget_usd,
-            warm_up=o.prompt_cache and not o.batch,  # a batch is cached best-effort by the provider
-            batch=BatchMode(o.batch_wait, o.batch_poll) if o.batch else None,
-            units_per_task=o.units_per_task,
         )
 
 

@@ -48,11 +48,34 @@ SHARD_DEPLOYMENT_NAME = "skillab-shard"
 SHARD_DEPLOYMENT = f"{SHARD_FLOW}/{SHARD_DEPLOYMENT_NAME}"
 
 
-class BenchOptions(BaseModel):
-    """The parameters of a run. Flags override ``skillab.yaml``, which overrides these defaults."""
+class RunOptions(BaseModel):
+    """What the options of every mode share: the budget, the sandbox, the certificate's limits, where
+    the report goes. A mode's options subclass it, redefining a field where its default or its words
+    are its own."""
 
     # NaN and infinity are refused everywhere: `--threshold nan` would pass every gate.
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    base_url: str | None = Field(None, description="override the provider endpoint")
+    concurrency: int = Field(4, ge=1, description="units in flight at once")
+    timeout: float = Field(120.0, gt=0, description="seconds per unit")
+    seed: int = Field(0, description="seed for shuffling and the bootstrap")
+    os_sandbox: bool = Field(True, description=OS_SANDBOX_HELP)
+    allow_network: bool = Field(False, description=ALLOW_NETWORK_HELP)
+    max_error_rate: float = Field(0.1, ge=0, le=1, description="failed share of the runs that blocks a claim")
+    require_valid: bool = Field(False, description=REQUIRE_VALID_HELP)
+    output_dir: str | None = Field(
+        None, description="also write the report JSON here (for the report server)"
+    )
+    suite: str | None = Field(None, description="suite name, recorded in the report")
+    dry_run: bool = Field(False, description="print the plan; run nothing")
+    budget_usd: float | None = Field(None, gt=0, description="stop starting units past this spend")
+    max_calls: int | None = Field(None, ge=1, description="stop starting units past this count")
+
+
+class BenchOptions(RunOptions):
+    """The parameters of a sample-mode run. Flags override ``skillab.yaml``, which overrides these
+    defaults."""
 
     samples: str | None = Field(None, description="samples file; default eval-samples.json/.yaml/.yml")
     skill_dir: str = Field("skills", description="folder of the artifact variants")
@@ -76,7 +99,6 @@ class BenchOptions(BaseModel):
         f"each case in its sandbox: {' | '.join(AGENT_CLIS)} (default: local)",
     )
     model: str | None = Field(None, description="model under test (default: the executor's default)")
-    base_url: str | None = Field(None, description="override the provider endpoint")
     temperature: float | None = Field(None, ge=0, le=2, description="sampling temperature, passed through")
     max_tokens: int | None = Field(None, ge=1, description="output token limit, passed through")
     seed: int = Field(0, description="seed for the model (where supported), shuffling and bootstrap")
@@ -172,7 +194,6 @@ class BenchOptions(BaseModel):
     max_error_rate: float = Field(
         0.1, ge=0, le=1, description="errored+ungraded share above which no improvement is claimed"
     )
-    require_valid: bool = Field(False, description=REQUIRE_VALID_HELP)
     threshold: float = Field(3.5, ge=1, le=5, description="ci: minimum average composite score per variant")
     require: Literal["none", "better", "not-worse"] = Field(
         "none", description="ci: also gate on the verdict"

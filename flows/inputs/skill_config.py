@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from executors.agent import find_binary
 from executors.contents import inspect_tree
@@ -18,7 +18,6 @@ from executors.errors import InputError
 from executors.parsing import load_json, load_yaml
 from executors.plugin import MANIFEST, Plugin, looks_like_plugin, read_plugin, runner_problem
 from executors.registry import AGENT_CLI_CLASSES, AGENT_CLIS, EXECUTORS, agent_cli
-from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP
 from executors.schema import one_line
 from executors.versions import installed_version
 from flows.inputs.files import (
@@ -29,7 +28,7 @@ from flows.inputs.files import (
     read_text,
     validation_lines,
 )
-from flows.inputs.options import FLEET_POOL_HELP, FLEET_RPM_HELP, FLEET_SESSIONS_HELP, REQUIRE_VALID_HELP
+from flows.inputs.options import FLEET_POOL_HELP, FLEET_RPM_HELP, FLEET_SESSIONS_HELP, RunOptions
 from flows.inputs.suites.skill_creator import evals_file, load_evals
 from graders.agent_task import AgentTask, parse_task
 from graders.leakage import ARTIFACT_WORDS, case_leaks
@@ -107,10 +106,8 @@ def runner_default_model(data: Any) -> Any:
     return data
 
 
-class SkillBenchConfig(BaseModel):
+class SkillBenchConfig(RunOptions):
     """The seed's config.yml keys and defaults, plus what a program needs that a chat session did not."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     runner_model: str = Field("", description=RUNNER_MODEL_HELP)
     judge_model: str = Field("opus", description="model of the four-criterion judge")
@@ -141,16 +138,11 @@ class SkillBenchConfig(BaseModel):
     judge_executor: str = Field("anthropic", description="executor of the judge model")
     timeout: float = Field(600.0, gt=0, description="seconds per session; the process group is killed after")
     concurrency: int = Field(2, ge=1, description="sessions at once")
-    os_sandbox: bool = Field(True, description=OS_SANDBOX_HELP)
-    allow_network: bool = Field(False, description=ALLOW_NETWORK_HELP)
     seed: int = Field(0, description="seed for shuffling, the bootstrap and task generation")
     max_error_rate: float = Field(0.1, ge=0, le=1, description="failed share of an arm that blocks a claim")
     diagnose: bool = Field(
         True,
         description="ask the judge for suggestions on grouped failures; --no-diagnose: group failures without asking",
-    )
-    output_dir: str | None = Field(
-        None, description="also write the report JSON here (for the report server)"
     )
     threshold: float | None = Field(
         None, ge=0, le=100, description="CI gate: minimum average with-skill score (0-100); exit 1 below it"
@@ -158,7 +150,6 @@ class SkillBenchConfig(BaseModel):
     require: Literal["none", "better", "not-worse"] = Field(
         "none", description="CI gate: the with-skill verdict required (exit 1 otherwise)"
     )
-    require_valid: bool = Field(False, description=REQUIRE_VALID_HELP)
     fleet_sessions: int | None = Field(None, ge=1, description=FLEET_SESSIONS_HELP)
     fleet_rpm: int | None = Field(None, ge=1, description=FLEET_RPM_HELP)
     fleet_pool: str | None = Field(None, description=FLEET_POOL_HELP)

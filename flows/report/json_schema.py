@@ -10,6 +10,7 @@ import inspect
 import itertools
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +44,14 @@ def json_schema() -> dict[str, Any]:
 
 
 def report_models() -> list[type[Model]]:
-    """Every report part: the subclasses of ``Model``, here and where their figures are computed."""
+    """Every report part: the subclasses of ``Model``, here, in the modes and where their figures are
+    computed (of the modules loaded: a class whose module was unloaded is no part)."""
     found: list[type[Model]] = []
     todo = [Model]
     while todo:
         found += (children := todo.pop().__subclasses__())
         todo += children
-    return found
+    return [m for m in found if m.__module__ in sys.modules]
 
 
 def docstrings() -> dict[str, dict[str, str]]:

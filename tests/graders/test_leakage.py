@@ -10,8 +10,8 @@ import yaml
 
 from flows.cli.main import main
 from flows.inputs.options import BenchOptions
-from flows.inputs.prepare import prepare
 from flows.inputs.skill_config import Skill, task_leaks
+from flows.modes.sample.prepare import prepare
 from graders.agent_task import AgentTask
 from graders.leakage import ARTIFACT_WORDS, DESCRIPTION_WORDS, case_leaks, shared_run
 from tests.flows.helpers import make_project

@@ -16,8 +16,8 @@ from executors.base import Executor
 from executors.pricing import PriceTable, caching_savings
 from executors.schema import RunResult
 from executors.versions import installed_version
-from flows.inputs.prepare import Prepared
 from flows.modes.sample.model import PromptCaching, SampleMeta, SampleReport
+from flows.modes.sample.prepare import Prepared
 from flows.report.build import agent_cli_meta, assemble, cli_version, run_stats_meta, timestamp, variant_entry
 from flows.report.entries import AssertionDetail, AssertionSummary, CaseResult, SampleRun, SampleVariantResult
 from graders.schema import JudgeStatus

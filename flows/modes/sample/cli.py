@@ -20,7 +20,7 @@ from flows.cli.prefect_env import launch_server
 from flows.cli.run import FlowCall, run_flow
 from flows.inputs.files import validation_lines
 from flows.inputs.options import BenchOptions
-from flows.inputs.prepare import Prepared, handover_key, prepare
+from flows.modes.sample.prepare import Prepared, handover_key, prepare
 
 
 def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:
@@ -120,7 +120,7 @@ def print_ui_link(state: Any) -> None:
 
 
 def print_plan(prepared: Any) -> None:
-    from flows.engine.runlog import estimate
+    from flows.modes.sample.estimate import estimate
 
     o = prepared.options
     e = estimate(prepared)

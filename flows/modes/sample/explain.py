@@ -4,10 +4,10 @@ ablation and the failure diagnosis (flows/modes/explain.py holds what every mode
 from __future__ import annotations
 
 from flows.engine.runner import UnitRunner
-from flows.inputs.prepare import Prepared
 from flows.modes.explain import diagnose, mark_judge
 from flows.modes.sample.bias import judge_bias
 from flows.modes.sample.model import SampleReport
+from flows.modes.sample.prepare import Prepared
 from flows.report.ablation import ablation
 from flows.report.schema import JudgeGold
 

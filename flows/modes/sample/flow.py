@@ -20,13 +20,15 @@ from prefect.states import Completed, Failed, State
 
 from executors.registry import close_all
 from executors.schema import RunResult
-from flows.engine.judging import combine, judge_outputs
 from flows.engine.prefetch import prefetch
 from flows.engine.progress import LogTarget, Progress
-from flows.engine.runlog import estimate, plan_line, run_logger, tag_flow_run
-from flows.engine.runner import Executed, RunnerConfig, UnitRunner, unwalked
+from flows.engine.runlog import run_logger, tag_flow_run
+from flows.engine.runner import Executed, UnitRunner, unwalked
 from flows.inputs.options import BenchOptions
-from flows.inputs.prepare import Prepared, prepared_for
+from flows.modes.sample.estimate import estimate, plan_line
+from flows.modes.sample.judging import combine, judge_outputs
+from flows.modes.sample.prepare import Prepared, prepared_for
+from flows.modes.sample.units import runner_config
 from graders.judge import Judgement
 from graders.schema import Grade, Sample
 from tasks.context import current
@@ -153,12 +155,12 @@ async def run_units(
 
         shard_runs = await dispatch_shards(prepared, cwd)
     progress = Progress(len(units), "executing", enabled=show_progress, log=log)
-    runner = UnitRunner(RunnerConfig.of(prepared), progress, on_first_result=prefetch_after_calls)
+    runner = UnitRunner(runner_config(prepared), progress, on_first_result=prefetch_after_calls)
     sequences: dict[str, Any] = {}
     gold = None
     try:
         if prepared.gold is not None:
-            from flows.engine.gold import check_gold
+            from flows.modes.sample.gold import check_gold
 
             gold = await check_gold(prepared, runner)
         if opts.sequential:

@@ -25,7 +25,7 @@ from executors.base import HttpExecutor
 from executors.registry import get_executor
 from executors.schema import RunResult
 from flows.engine.economy import over_budget, warm_up_requests
-from flows.inputs.prepare import Prepared
+from flows.modes.sample.prepare import Prepared
 from tasks.calls import EarlyCalls, attempt
 from tasks.schema import Unit
 from tasks.store.cache import ResultCache

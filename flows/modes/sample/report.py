@@ -24,14 +24,14 @@ from typing import Any
 from prefect.artifacts import acreate_link_artifact, acreate_markdown_artifact, acreate_table_artifact
 from prefect.runtime import flow_run
 
-from flows.engine.judging import pairwise
 from flows.engine.progress import LogTarget
 from flows.engine.runlog import flow_run_page
 from flows.engine.runner import Executed, unwalked
-from flows.inputs.prepare import Prepared
 from flows.modes.sample.build import blind_labels, build_report, relabel
 from flows.modes.sample.explain import explain_sample_run
+from flows.modes.sample.judging import pairwise
 from flows.modes.sample.model import SampleReport
+from flows.modes.sample.prepare import Prepared
 from flows.report.build import new_report_id, publish
 from flows.report.ci import append_github_summary, summary_markdown, write_junit
 from flows.report.logtext import figure_lines, page_urls, regression_lines, verdict_lines

@@ -22,9 +22,10 @@ from prefect.exceptions import ObjectNotFound
 from executors.errors import InputError
 from flows.engine.progress import Progress
 from flows.engine.runlog import run_logger
-from flows.engine.runner import RunnerConfig, UnitRunner
+from flows.engine.runner import UnitRunner
 from flows.inputs.options import SHARD_FLOW, BenchOptions
-from flows.inputs.prepare import Prepared, prepare
+from flows.modes.sample.prepare import Prepared, prepare
+from flows.modes.sample.units import runner_config
 from tasks.schema import ShardRun, Unit
 
 
@@ -45,7 +46,7 @@ async def bench_shard(options: BenchOptions, cwd: str, shard: int, shards: int) 
     log = run_logger()
     log.info(f"shard {shard} of {shards}: {len(units):,} of the run's units, into the shared cache")
     progress = Progress(len(units), f"shard {shard}", enabled=False, log=log)
-    runner = UnitRunner(RunnerConfig.of(prepared), progress)
+    runner = UnitRunner(runner_config(prepared), progress)
     results = await runner.run(units, prepared.policy(prepared.target))
     return {
         "shard": shard,

@@ -15,19 +15,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from executors.errors import InputError
 from executors.parsing import load_json
 from executors.registry import AGENT_CLIS
-from executors.sandbox import ALLOW_NETWORK_HELP, OS_SANDBOX_HELP, Isolation, checked_isolation
+from executors.sandbox import Isolation, checked_isolation
 from flows.inputs.environment import Environment, snapshot
 from flows.inputs.files import options_file, writable_folder
 from flows.inputs.options import (
     FLEET_POOL_HELP,
     FLEET_RPM_HELP,
     FLEET_SESSIONS_HELP,
-    REQUIRE_VALID_HELP,
+    RunOptions,
     fleet_sandbox,
 )
 from flows.inputs.skill_config import (
@@ -61,10 +61,9 @@ DEFAULT_VARIANT = "default"
 ENVIRONMENT_VARIANT = "environment"  # the user's setup without the skill under test
 
 
-class TriggerOptions(BaseModel):
+class TriggerOptions(RunOptions):
     """The parameters of a trigger run; every one is also a flag."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
     _runner_model = model_validator(mode="before")(runner_default_model)
 
     skill: tuple[str, ...] = Field(
@@ -89,21 +88,13 @@ class TriggerOptions(BaseModel):
         300.0, gt=0, description="seconds per session: generous, a skill called on turn three counts"
     )
     max_turns: int = Field(10, ge=1, description="turn limit of each session")
-    concurrency: int = Field(4, ge=1, description="sessions at once")
-    os_sandbox: bool = Field(True, description=OS_SANDBOX_HELP)
-    allow_network: bool = Field(False, description=ALLOW_NETWORK_HELP)
     seed: int = Field(0, description="seed of the split and the bootstrap intervals")
     results_dir: str = Field("./skill-bench/triggers", description="where each run's report and sessions go")
-    output_dir: str | None = Field(
-        None, description="also write the report JSON here (for the report server)"
-    )
     cache: bool = Field(
         True,
         description="reuse cached sessions and cache new ones; --no-cache: neither read nor write the session cache",
     )
     cache_dir: str | None = Field(None, description="session cache (default ~/.skillab/cache)")
-    max_calls: int | None = Field(None, ge=1, description="stop starting sessions past this count")
-    budget_usd: float | None = Field(None, gt=0, description="stop starting sessions past this spend")
     dry_run: bool = Field(False, description="print the plan (sessions, estimated cost); run nothing")
     margin: float = Field(
         TRIGGER_SCALE.margin, ge=0, le=1, description="practical margin of an A/B verdict on the rate scale"
@@ -111,19 +102,16 @@ class TriggerOptions(BaseModel):
     min_effect: float = Field(
         TRIGGER_SCALE.min_effect, gt=0, le=1, description="rate difference an A/B should detect"
     )
-    max_error_rate: float = Field(0.1, ge=0, le=1, description="failed share of sessions that blocks a claim")
     min_recall: float | None = Field(
         None, ge=0, le=1, description="CI gate: every skill's recall at least this"
     )
     max_false_fire: float | None = Field(
         None, ge=0, le=1, description="CI gate: every skill's false-fire rate at most this"
     )
-    require_valid: bool = Field(False, description=REQUIRE_VALID_HELP)
     fleet_sessions: int | None = Field(None, ge=1, description=FLEET_SESSIONS_HELP)
     fleet_rpm: int | None = Field(None, ge=1, description=FLEET_RPM_HELP)
     fleet_pool: str | None = Field(None, description=FLEET_POOL_HELP)
     junit: str | None = Field(None, description="write JUnit XML (one test per query and variant)")
-    suite: str | None = Field(None, description="suite name, recorded in the report")
     plugin_mcp: bool = Field(
         False,
         description="start the MCP servers of a plugin under test (without it they are left out of the "

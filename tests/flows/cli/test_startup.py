@@ -46,7 +46,7 @@ SAMPLE_PATH = (
     "flows.cli.main",
     "flows.modes.sample.cli",
     "flows.cli.prefect_env",
-    "flows.inputs.prepare",
+    "flows.modes.sample.prepare",
     "flows.modes.sample.flow",
     "flows.engine.runner",
     "tasks.execute",

@@ -60,10 +60,7 @@ async def gateway(tmp_path: Path, container_run: dict[str, str]) -> AsyncIterato
     api = get_current_settings().api
     gate = ApiGate(str(api.url), api.auth_string.get_secret_value() if api.auth_string else None, None)
     path = tmp_path / "gw" / "gateway.sock"
-    served = Gateway(
-        POOL, gate, container=lambda _: "c0" if container_run else None,
-        flow_run=lambda _c, _p: container_run.get("id"), path=path,
-    )  # fmt: skip
+    served = Gateway(POOL, gate, flow_run=lambda _pid: container_run.get("id"), path=path)
     task = asyncio.create_task(served.serve())
     while not path.exists():
         await asyncio.sleep(0.02)

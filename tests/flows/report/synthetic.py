@@ -9,10 +9,10 @@ from executors.registry import get_executor
 from executors.schema import ErrorKind, RunResult
 from flows.inputs.options import BenchOptions
 from flows.inputs.plan import Target
-from flows.inputs.prepare import Prepared
 from flows.inputs.samples import Variant
 from flows.modes.sample.build import blind_labels, build_report, relabel
 from flows.modes.sample.model import SampleReport
+from flows.modes.sample.prepare import Prepared
 from flows.report.build import new_report_id
 from graders.registry import parse
 from graders.schema import AssertionResult, Grade, JudgeResult, Sample

@@ -200,5 +200,6 @@ def test_compare_two_runs(browser: object, server: str, reports: dict) -> None:
     page.check(f"input[name=a][value='{reports['plain']}']")
     page.check(f"input[name=b][value='{reports['plain']}']")
     page.click("text=Compare A with B")
+    page.locator("#compare tbody tr").first.wait_for()  # the click navigates: wait for the new page
     assert page.locator("#compare tbody tr").count() == 8  # 4 cases x 2 variants
     page.close()

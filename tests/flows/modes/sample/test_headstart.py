@@ -18,8 +18,8 @@ import pytest
 
 from flows.cli.main import main
 from flows.inputs.options import BenchOptions
-from flows.inputs.prepare import prepare
 from flows.modes.sample import headstart
+from flows.modes.sample.prepare import prepare
 from tasks.calls import EarlyCalls
 from tests.fakes.provider import Call, FakeProvider, Fault
 from tests.flows.helpers import answer, make_project, report_runs, use_provider

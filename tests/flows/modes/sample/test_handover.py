@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from flows.inputs import prepare as prepare_module
 from flows.inputs.options import BenchOptions
-from flows.inputs.prepare import handover_key, prepared_for
+from flows.modes.sample import prepare as prepare_module
+from flows.modes.sample.prepare import handover_key, prepared_for
 from tasks.context import RunContext
 
 

@@ -8,7 +8,7 @@ from flows.engine.progress import Progress
 from flows.engine.runner import UnitRunner
 from flows.inputs.gold import Gold
 from flows.inputs.plan import JudgeJob
-from flows.inputs.prepare import Prepared
+from flows.modes.sample.prepare import Prepared
 from graders.judge import Judgement, judge_layer, parse_reply, prompts_for
 from graders.schema import JudgeResult, JudgeStatus
 from tasks.stats.agreement import rater_agreement
