@@ -28,5 +28,6 @@ export PREFECT_SERVER_ANALYTICS_ENABLED=false
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
-# the slowest tests listed at the end: where the run's time goes
-.venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 "$@"
+# Two workers, each running whole test files (a file's fixtures and the fleet's one Docker pool stay
+# on one worker); the slowest tests listed at the end: where the run's time goes.
+.venv/bin/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=25 "$@"

@@ -88,23 +88,33 @@ def flow_run_page(run_id: object) -> str | None:
 
 async def tag_flow_run(mode: str, name: str | None) -> None:
     """Tags the flow run ("skillab", the mode, the suite or skill): the Prefect UI filters its runs
-    list by them. On the flow run only, through the API once, never as Prefect's tags context: a
-    tagged task run asks the API for a concurrency slot per tag, a round trip per unit, and fails
-    when the server has gone away."""
+    list by them."""
+    await add_tags("skillab", mode, *([name] if name else []))
+
+
+def outcome_tag(outcome: str) -> str:
+    """The tag that shows a run's outcome in the runs list ("outcome:regressed"): its state keeps
+    Prefect's own name (Completed, Failed), which the UI's filters and deployment pages count by."""
+    return "outcome:" + "-".join(outcome.lower().replace(",", " ").split())
+
+
+async def add_tags(*tags: str) -> None:
+    """Adds ``tags`` to this flow run's. On the flow run only, through the API, never as Prefect's
+    tags context: a tagged task run asks the API for a concurrency slot per tag, a round trip per
+    unit, and fails when the server has gone away."""
     from prefect.context import FlowRunContext
 
     ctx = FlowRunContext.get()
     if ctx is None or ctx.flow_run is None:
         return
-    have = set(ctx.flow_run.tags)
-    wanted = have | {"skillab", mode, *([name] if name else [])}
-    if wanted != have:
-        # Cosmetic: a run whose API is slow or gone goes on untagged (the API watch says the rest).
-        from prefect.client.orchestration import get_client
+    # Cosmetic: a run whose API is slow or gone goes on untagged (the API watch says the rest).
+    from prefect.client.orchestration import get_client
 
-        with contextlib.suppress(Exception):
-            async with get_client() as client:
-                await client.update_flow_run(ctx.flow_run.id, tags=sorted(wanted))
+    with contextlib.suppress(Exception):
+        async with get_client() as client:
+            have = set((await client.read_flow_run(ctx.flow_run.id)).tags)  # the context's are as it began
+            if not set(tags) <= have:
+                await client.update_flow_run(ctx.flow_run.id, tags=sorted(have | set(tags)))
 
 
 def night_name() -> str:

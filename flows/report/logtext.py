@@ -53,6 +53,13 @@ def verdict_lines(report: Report) -> list[str]:
     ]
 
 
+def named_verdict_lines(report: Report) -> list[str]:
+    """Every verdict of the report, the mode's own included, one line each."""
+    return [
+        f"verdict: {n.name}: {n.verdict.label}{uncertified(report, n.verdict)}" for n in report.verdicts()
+    ]
+
+
 def validity_lines(report: Report) -> list[str]:
     """The certificate: its summary, then each check with its status and figure."""
     v = report.validity
@@ -143,7 +150,7 @@ def outcome_name(report: Report) -> str:
     """A finished run's outcome in a word or two, for its final state's name (what a runs list
     shows): the verdict ("Mixed" when comparisons disagree, "Scored" with one variant), and the
     failed calls when there were any."""
-    labels = {str(c.verdict.label) for c in report.comparisons}
+    labels = {str(n.verdict.label) for n in report.verdicts()}
     word = "Scored" if not labels else labels.pop().capitalize() if len(labels) == 1 else "Mixed"
     errors = sum(s.error_count for s in report.summary.values())
     return f"{word}, {errors} error{'s' if errors != 1 else ''}" if errors else word

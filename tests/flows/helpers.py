@@ -188,3 +188,16 @@ def answer(system: str, prompt: str) -> str:
     country = prompt.rstrip("?").split()[-1]
     capital = CAPITALS.get(country, "unknown")
     return capital if "one word" in system else f"I believe the capital of {country} is {capital}."
+
+
+def run_tags(state: Any) -> set[str]:
+    """The tags of the flow run that ended in ``state``, as the API has them."""
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+
+    async def read() -> set[str]:
+        async with get_client() as client:
+            return set((await client.read_flow_run(state.state_details.flow_run_id)).tags)
+
+    return asyncio.run(read())

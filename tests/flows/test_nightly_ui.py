@@ -137,8 +137,10 @@ def test_last_night_at_a_glance(tmp_path: Path, prefect_server: Any) -> None:
         finally:
             os.killpg(serving_proc.pid, signal.SIGTERM)
             serving_proc.wait(timeout=60)
-    assert first.state.is_completed() and first.state.name == "Inconclusive, 2 errors", first.state
-    assert second.state.is_failed() and second.state.name == "Regressed", second.state
+    # Prefect's own state names (its filters and deployment pages count by them), the outcome a tag
+    assert first.state.is_completed() and first.state.name == "Completed", first.state
+    assert second.state.is_failed() and second.state.name == "Failed", second.state
+    assert "outcome:inconclusive-2-errors" in first.tags and "outcome:regressed" in second.tags
     assert "REGRESSION in v2" in second.state.message and "mean 5.00 → 2.75" in second.state.message
     assert {"skillab", "nightly", "sample", "capitals-nightly"} <= set(second.tags)
     # The night's log: the story, the failed calls said once each kind, no traceback.
@@ -156,18 +158,24 @@ def test_last_night_at_a_glance(tmp_path: Path, prefect_server: Any) -> None:
         auth = json.dumps(os.environ["PREFECT_API_AUTH_STRING"])
         page.add_init_script(f"localStorage.setItem('prefect-password', btoa({auth}))")
         page.on("request", lambda r: outside.append(r.url) if not r.url.startswith(LOCAL) else None)
-        # the runs list: each night by its name, in a state named after its outcome
+        # the runs list: each night by its name, its state, and its outcome's tag
         page.goto(f"{prefect_server.ui_url}/runs")
-        page.get_by_text("Regressed").first.wait_for()
+        page.get_by_text("outcome:regressed").first.wait_for()
         body = page.inner_text("body")
-        assert first.state.name in body and first.name in body and second.name in body
+        assert first.name in body and second.name in body and "outcome:inconclusive-2-errors" in body
+        assert "Failed" in body and "Completed" in body
         page.screenshot(path=str(SHOTS / "prefect-runs.png"))
         # the night itself: its state, tags, task runs and log
         page.goto(f"{prefect_server.ui_url}/runs/flow-run/{second.id}")
         page.get_by_text("REGRESSION in v2").first.wait_for()
         body = page.inner_text("body")
-        assert "Regressed" in body and "Traceback" not in body
+        assert "outcome:regressed" in body and "Failed" in body and "Traceback" not in body
         page.screenshot(path=str(SHOTS / "prefect-night.png"))
+        # the deployment's page counts and lists both nights (a state of another name it did not)
+        page.goto(f"{prefect_server.ui_url}/deployments/deployment/{second.deployment_id}")
+        page.get_by_text(second.name).first.wait_for()
+        body = page.inner_text("body")
+        assert first.name in body and "No runs found" not in body
         # a failed call's task run: its error in its state, its retry delay a number of seconds
         page.goto(f"{prefect_server.ui_url}/runs/task-run/{failed.id}")
         page.get_by_text("Retry Delay").first.wait_for()

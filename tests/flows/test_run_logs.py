@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.provider import Call, FakeProvider, Fault
-from tests.flows.helpers import answer, make_project, use_provider
+from tests.flows.helpers import answer, make_project, run_tags, use_provider
 from tests.flows.test_nightly import nightly_state
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -92,7 +92,8 @@ def test_a_nightly_run_tells_its_story(tmp_path: Path, monkeypatch: pytest.Monke
     assert any(m.startswith("REGRESSION in v2 against the previous run") for m in errors)
     assert not any("Traceback" in m for _, m in logs)
     assert any("v2 against the previous run" in m and "WORSE" in m for _, m in logs)
-    assert second.name == "Regressed" and "REGRESSION in v2" in (second.message or "")
+    assert second.name == "Failed" and "outcome:regressed" in run_tags(second)  # Prefect's own state name
+    assert "REGRESSION in v2" in (second.message or "")
     assert "v2: mean 5.00 → 3.00, -2.00" in (second.message or "")
 
 
@@ -117,7 +118,9 @@ def test_twenty_failed_calls_are_a_few_lines_not_a_flood(
     with FakeProvider(answer, fault_for=faults_20) as server:
         use_provider(monkeypatch, server.url)
         state = nightly_state(project / "skillab.yaml", "flood")
-    assert state.is_failed() and state.name == "Errors"  # nothing measured
+    assert (
+        state.is_failed() and state.name == "Failed" and "outcome:errors" in run_tags(state)
+    )  # nothing measured
     logs = logs_until(state.state_details.flow_run_id, "Finished in state")
     errors = [m for level, m in logs if level >= 40]
     assert len(errors) <= 3, errors

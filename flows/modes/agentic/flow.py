@@ -28,7 +28,7 @@ from executors.schema import AgentRequest, AgentSession, RunResult
 from executors.workspace import claim, release, sweep
 from flows.engine.judging import run_judge_jobs
 from flows.engine.progress import LogTarget, Progress
-from flows.engine.runlog import run_logger, tag_flow_run
+from flows.engine.runlog import add_tags, outcome_tag, run_logger, tag_flow_run
 from flows.engine.runner import Refused, RunnerConfig, UnitRunner
 from flows.inputs.ablation import SkillAblation, plan_skill_ablations, write_ablated_skills
 from flows.inputs.plan import JudgeJob, Target
@@ -64,7 +64,7 @@ from flows.modes.agentic.report import REPORT_ARMS, AgenticRun, Graded, build_sk
 from flows.modes.agentic.reuse import Reuse
 from flows.modes.agentic.sessions import contamination, init_event, write_outputs
 from flows.modes.explain import diagnose_skill_run
-from flows.report.logtext import figure_lines, state_message, verdict_lines
+from flows.report.logtext import figure_lines, outcome_name, state_message, verdict_lines
 from flows.report.schema import GraderCheck
 from flows.report.validity import certify
 from graders.agent_task import AgentTask
@@ -497,7 +497,9 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
             f"insufficient data: {len(complete)} task(s) completed in both arms (at least 2 are needed); "
             f"see {results}"
         )
+        await add_tags(outcome_tag("insufficient data"))
         return Failed(message=str(short), data=current().keep(short))
+    await add_tags(outcome_tag(outcome_name(report)))
     for line in [
         *figure_lines(report),
         *verdict_lines(report),

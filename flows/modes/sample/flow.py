@@ -22,7 +22,7 @@ from executors.registry import close_all
 from executors.schema import RunResult
 from flows.engine.prefetch import prefetch
 from flows.engine.progress import LogTarget, Progress
-from flows.engine.runlog import run_logger, tag_flow_run
+from flows.engine.runlog import add_tags, outcome_tag, run_logger, tag_flow_run
 from flows.engine.runner import Executed, UnitRunner, unwalked
 from flows.inputs.options import BenchOptions
 from flows.modes.sample.estimate import estimate, plan_line
@@ -186,17 +186,19 @@ async def sample_bench(options: BenchOptions, cwd: str = ".", show_progress: boo
         outcome = await finish(prepared, executed)  # pairwise judging and the diagnosis still call models
     finally:
         await close_all()  # connection pools belong to this flow run's event loop
-    state = final_state(options, outcome)  # kept before the UI's share: the report is what the command needs
+    state, word = final_state(options, outcome)  # before the UI's share: the report is what the command needs
+    await add_tags(outcome_tag(word))
     await publish_artifacts(outcome)
     log_outcome(log, outcome)
     return state
 
 
-def final_state(options: BenchOptions, outcome: Any) -> State:
-    """Completed, named after the verdict (the runs list shows a state's name, not its message);
-    Failed (a state, not an exception: no traceback on the terminal or in the run's log) when nothing
-    was measured, the suite regressed against its previous run (its message stating the drop), or
-    --require-valid and the report is not certified. The report is written either way."""
+def final_state(options: BenchOptions, outcome: Any) -> tuple[State, str]:
+    """Completed, its message the verdicts; Failed (a state, not an exception: no traceback on the
+    terminal or in the run's log) when nothing was measured, the suite regressed against its
+    previous run (its message stating the drop), or --require-valid and the report is not
+    certified; and the outcome in a word or two, for the run's outcome tag (the states keep
+    Prefect's names: its filters count by them). The report is written either way."""
     from flows.report.gates import unmeasured
     from flows.report.logtext import outcome_name, regression_outcome, state_message
     from flows.report.validity import require_valid_failures
@@ -211,6 +213,6 @@ def final_state(options: BenchOptions, outcome: Any) -> State:
     elif options.require_valid and (invalid := require_valid_failures(report)):
         failed, name = NotCertifiedError("; ".join(invalid), path), "Not certified"
     if failed is not None:
-        return Failed(name=name, message=str(failed), data=current().keep(failed))
+        return Failed(message=str(failed), data=current().keep(failed)), name
     result = current().keep({"report_path": str(outcome.path) if outcome.path else None, "id": report.id})
-    return Completed(name=outcome_name(report), message=state_message(report), data=result)
+    return Completed(message=state_message(report), data=result), outcome_name(report)

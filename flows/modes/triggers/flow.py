@@ -10,7 +10,7 @@ from typing import Any
 from prefect import flow
 
 from flows.engine.progress import Progress
-from flows.engine.runlog import tag_flow_run
+from flows.engine.runlog import add_tags, outcome_tag, run_logger, tag_flow_run
 from flows.engine.runner import RunnerConfig, UnitRunner
 from flows.inputs.files import skillab_home
 from flows.modes.triggers.plan import TriggerOptions, prepare_triggers
@@ -18,6 +18,8 @@ from flows.modes.triggers.report import build_trigger_report
 from flows.modes.triggers.runner import TriggerRunner
 from flows.report.build import new_report_id, publish
 from flows.report.ci import write_junit
+from flows.report.logtext import named_verdict_lines, outcome_name, validity_lines
+from flows.report.schema import Report
 from tasks.context import current
 
 
@@ -25,6 +27,17 @@ from tasks.context import current
 async def trigger_bench(
     options: TriggerOptions, cwd: str = ".", show_progress: bool = True
 ) -> dict[str, Any]:
+    """Trigger mode: does the skill fire when it should, and only then? The run's outcome is a tag
+    of its flow run (a nightly run's is its gates', see nightly.py)."""
+    result, report = await run_triggers(options, cwd, show_progress)
+    await add_tags(outcome_tag(outcome_name(report)))
+    return result
+
+
+async def run_triggers(
+    options: TriggerOptions, cwd: str, show_progress: bool
+) -> tuple[dict[str, Any], Report]:
+    """The sessions, the report and its files, and the run's story in its Prefect log."""
     await tag_flow_run("trigger", options.suite)
     plan = prepare_triggers(options, Path(cwd))
     started = dt.datetime.now(dt.UTC)
@@ -52,4 +65,7 @@ async def trigger_bench(
         publish(report, Path(options.output_dir))
     if options.junit:
         write_junit(report, Path(cwd) / options.junit, 0.0, options.require_valid)  # no score threshold
-    return current().keep({"report_path": str(path), "id": report.id})
+    log = run_logger()  # the run's story in its Prefect log, its outcome a tag of the run
+    for line in [*named_verdict_lines(report), *validity_lines(report), f"report: {path}"]:
+        log.info(line)
+    return current().keep({"report_path": str(path), "id": report.id}), report

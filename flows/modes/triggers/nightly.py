@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from prefect import flow
 from prefect.states import Completed, Failed, State
 
-from flows.engine.runlog import night_name
-from flows.modes.triggers.flow import trigger_bench
+from flows.engine.runlog import add_tags, night_name, outcome_tag
+from flows.modes.triggers.flow import run_triggers
 from flows.modes.triggers.model import TriggerReport
 from flows.modes.triggers.plan import load_trigger_config
 from flows.modes.triggers.report import gate_failures
@@ -22,13 +21,14 @@ async def nightly_triggers(config: str, suite: str) -> State:
     run; a missed gate fails it, naming every skill and figure that missed."""
     path = Path(config).resolve()
     options = load_trigger_config(path, suite)
-    result: dict[str, Any] = await trigger_bench.fn(options, str(path.parent), False)
+    result, _ = await run_triggers(options, str(path.parent), False)
     failures = gate_failures(
         load_report(Path(result["report_path"]), TriggerReport),
         options.min_recall,
         options.max_false_fire,
         options.require_valid,
     )
+    await add_tags(outcome_tag("missed gates" if failures else "gates met"))
     if failures:
-        return Failed(name="Missed gates", message=f"suite {suite!r}: " + "; ".join(failures))
-    return Completed(name="Gates met", message=f"suite {suite!r}: every gate met", data=result)
+        return Failed(message=f"suite {suite!r}: " + "; ".join(failures))
+    return Completed(message=f"suite {suite!r}: every gate met", data=result)

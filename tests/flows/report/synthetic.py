@@ -53,21 +53,24 @@ def make_report(
     started: dt.datetime = STARTED,
     prompts: dict[int, str] | None = None,
     errors: dict[str, dict[int, str]] | None = None,
+    repeat: int = 1,
 ) -> SampleReport:
-    """A sample-mode report: ``scores`` gives each variant's score per case (cases s0, s1, ...);
-    ``errors``: variant -> case index -> the error its run failed with instead."""
+    """A sample-mode report: ``scores`` gives each variant's score per case (cases s0, s1, ...), the
+    same in each of ``repeat`` runs; ``errors``: variant -> case index -> the error its run failed with
+    instead."""
     names = list(scores)
     n = len(next(iter(scores.values())))
     samples = [Sample(sample_id=f"s{i}", prompt=(prompts or {}).get(i, f"question {i}")) for i in range(n)]
-    prep = prepared(tmp, samples, names, suite=suite, blind=blind)
+    prep = prepared(tmp, samples, names, suite=suite, blind=blind, repeat=repeat)
     records = [
-        record(f"s{i}", v, s)
+        record(f"s{i}", v, s, run)
         if (error := (errors or {}).get(v, {}).get(i)) is None
-        else record(f"s{i}", v, s).model_copy(
+        else record(f"s{i}", v, s, run).model_copy(
             update={"result": RunResult(ok=False, error=error, error_kind=ErrorKind.PERMANENT), "grade": None}
         )
         for v, values in scores.items()
         for i, s in enumerate(values)
+        for run in range(1, repeat + 1)
     ]
     report_id = new_report_id(started, names)
     labels = blind_labels(names, 0, report_id) if blind else {x: x for x in names}

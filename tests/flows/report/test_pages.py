@@ -199,3 +199,11 @@ def test_pages_work_with_scripts_off(browser: Any, site: str, folder: dict[str, 
         page.click("a.suite-link")
     assert "/suite/caps" in page.url
     context.close()
+
+
+def test_a_sample_runs_cards_have_no_trigger_line(tmp_path: Path) -> None:
+    """--repeat: each run's card shows its own lines, none of trigger mode's ("fired: nothing")."""
+    from flows.report.server import export_html
+
+    page = export_html(make_report(tmp_path, {"v1": [5, 3, 4], "v2": [4, 4, 5]}, repeat=2))
+    assert "run 2" in page and "fired:" not in page

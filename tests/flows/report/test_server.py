@@ -203,3 +203,44 @@ def test_compare_two_runs(browser: object, server: str, reports: dict) -> None:
     page.locator("#compare tbody tr").first.wait_for()  # the click navigates: wait for the new page
     assert page.locator("#compare tbody tr").count() == 8  # 4 cases x 2 variants
     page.close()
+
+
+#: WCAG 2 contrast of every element's own text against the first opaque background behind it.
+CONTRAST_JS = """() => {
+  const rgb = s => (s.match(/[\\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => {
+    const c = [r, g, b].map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+  };
+  const behind = el => {
+    for (let e = el; e; e = e.parentElement) {
+      const c = rgb(getComputedStyle(e).backgroundColor);
+      if (c.length >= 3 && (c.length < 4 || c[3] === 1)) return c;
+    }
+    return [255, 255, 255];
+  };
+  const low = [];
+  for (const el of document.querySelectorAll("body *")) {
+    const own = [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+    const style = getComputedStyle(el);
+    if (!own || style.visibility === "hidden" || el.closest("svg") || !el.getClientRects().length) continue;
+    const [a, b] = [lum(rgb(style.color)), lum(behind(el))];
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    const large = parseFloat(style.fontSize) >= 24 || (parseFloat(style.fontSize) >= 18.66 && +style.fontWeight >= 700);
+    if (ratio < (large ? 3 : 4.5)) low.push(`${el.tagName}.${el.className}: ${ratio.toFixed(2)} "${el.textContent.trim().slice(0, 40)}"`);
+  }
+  return low;
+}"""
+
+
+def test_text_meets_wcag_aa_contrast(reports: dict, server: str, browser: object) -> None:
+    """Every piece of text on the runs list, a run's page and the compare page reads at 4.5:1 (3:1
+    when large) against what is behind it."""
+    page = browser.new_page()  # type: ignore[attr-defined]
+    pages = ["/", f"/run/{reports['plain']}", f"/compare?a={reports['plain']}&b={reports['blind']}"]
+    low = []
+    for path in pages:
+        page.goto(server + path)
+        low += [f"{path}: {line}" for line in page.evaluate(CONTRAST_JS)]
+    page.close()
+    assert not low, "\n".join(low[:20])

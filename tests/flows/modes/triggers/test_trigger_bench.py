@@ -21,7 +21,7 @@ from executors.agent import find_binary
 from flows.cli.main import main
 from tests.browser import chromium, serving
 from tests.fakes.provider import FakeProvider, SkillScript
-from tests.flows.helpers import subprocess_env
+from tests.flows.helpers import run_tags, subprocess_env
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -277,10 +277,34 @@ def test_a_scheduled_trigger_suite_fails_its_flow_run_on_a_missed_gate(
         (root / "triggers.yaml").write_text(yaml.safe_dump(options))
         flow = nightly_triggers(str(root / "triggers.yaml"), "greetings", return_state=True)
         state: Any = asyncio.run(cast(Coroutine[Any, Any, Any], flow))
-    assert state.is_failed() and state.name == "Missed gates"
+    assert state.is_failed() and state.name == "Failed" and "outcome:missed-gates" in run_tags(state)
     assert f"suite 'greetings': default: {NAME}: recall 0% < 50%" in str(state.message)
     (path,) = (root / "skill-bench" / "triggers").glob("*.json")  # results_dir under the suite's folder
     assert json.loads(path.read_text())["meta"]["suite"] == "greetings"
+
+
+def test_an_ad_hoc_trigger_run_tells_its_outcome_in_prefect(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its flow run keeps Prefect's state name, its outcome a tag, and its log the run's story."""
+    from flows.modes.triggers.flow import trigger_bench
+    from flows.modes.triggers.plan import load_trigger_config
+    from tests.flows.test_run_logs import logs_until
+
+    root = project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."})
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeProvider() as server:
+        SkillScript(NAME, p=1.0).install(server)
+        options = {"skill": [f"skills/v1/{NAME}"], "queries": "queries.yaml", "runs": 1}
+        options |= {"base-url": server.url, "timeout": 60, "cache-dir": str(root / "cache")}
+        (root / "triggers.yaml").write_text(yaml.safe_dump(options))
+        loaded = load_trigger_config(root / "triggers.yaml")
+        flow = trigger_bench(loaded, str(root), False, return_state=True)
+        state: Any = asyncio.run(cast(Coroutine[Any, Any, Any], flow))
+    assert state.is_completed() and state.name == "Completed"
+    assert {"skillab", "trigger", "outcome:scored"} <= run_tags(state)
+    logs = [m for _, m in logs_until(state.state_details.flow_run_id, "report: ")]
+    assert any(m.startswith("validity: ") for m in logs) and any(m.startswith("report: ") for m in logs)
 
 
 def test_the_trigger_page_in_chromium(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
