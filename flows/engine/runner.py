@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 from prefect.utilities.annotations import quote
 
-from executors.errors import TransientError
+from executors.errors import ErrorKind, TransientError
 from executors.schema import AgentRequest, AgentSession, RunResult
 from flows.engine.economy import BatchMode, over_budget, run_batched, warm_up
 from flows.engine.fleet import Fleet, provider_of
@@ -105,6 +105,13 @@ class RunnerConfig:
         return cls(
             config.concurrency, cache_dir, fleet_sessions=config.fleet_sessions, fleet_rpm=config.fleet_rpm
         )
+
+
+def failure_kind(result: RunResult) -> str:
+    """How a failed unit failed, for the log and the progress counts: a transient cause that
+    outlived every retry is not transient to the user (an endpoint answering 500 all night)."""
+    kind = str(result.error_kind)
+    return "after retries" if kind == ErrorKind.TRANSIENT and result.attempts > 1 else kind
 
 
 @contextlib.contextmanager
@@ -255,7 +262,7 @@ class UnitRunner:
         if result.cache_error:
             self.cache_errors.append(result.cache_error)
         self.spend(unit.kind, result.cost_usd)
-        failure = None if result.ok else (unit.label, str(result.error_kind), str(result.error))
+        failure = None if result.ok else (unit.label, failure_kind(result), str(result.error))
         self.progress.advance(ok=result.ok, cost=result.cost_usd, failure=failure)
         if self.on_first_result is not None:
             hook, self.on_first_result = self.on_first_result, None

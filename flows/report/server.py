@@ -358,8 +358,10 @@ def create_app(
 
 
 def compare_rows(a: Report, b: Report) -> list[dict[str, Any]]:
-    """Per case and shared variant: score in run A, in run B, and the change. A side with an errored
-    run has no change: a failed call is never an improvement or a drop."""
+    """Per case and shared variant: score in run A, in run B, and the change. The scores are the
+    cases' composites, as the regression check takes them (a case's mean over its scored runs): a
+    side with no score has no change, a failed call is never an improvement or a drop; the sides
+    with an errored run are marked."""
     index_b = {r.sample_id: r for r in b.results}
     rows = []
     for case in a.results:
@@ -379,7 +381,7 @@ def compare_rows(a: Report, b: Report) -> list[dict[str, Any]]:
                     "a": sa,
                     "b": sb,
                     "errored": errored,
-                    "delta": None if errored or sa is None or sb is None else sb - sa,
+                    "delta": None if sa is None or sb is None else sb - sa,
                 }
             )
     return rows

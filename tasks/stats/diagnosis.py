@@ -128,16 +128,24 @@ def reason_groups(failures: list[Failure]) -> list[_Group]:
     return out
 
 
+def _size(g: _Group) -> tuple[int, int, str, str]:
+    """Largest first (cases, then runs), then by name."""
+    return (-len(g.cases), -g.runs, g.kind, g.key)
+
+
 def group_failures(failures: list[Failure], cases: int, max_groups: int = MAX_GROUPS) -> list[dict[str, Any]]:
     """The groups, largest first: by what failed, then by reason; each with its cases and share."""
     by_what: dict[tuple[str, str], _Group] = {}
     for f in sorted(failures, key=lambda f: (f.sample_id, f.run)):
         for kind, key, message in f.what:
             by_what.setdefault((kind, key), _Group(kind, key)).add(f, message)
-    ordered = sorted(by_what.values(), key=lambda g: (-len(g.cases), -g.runs, g.kind, g.key))
+    # runs that failed to execute are always among the groups kept: a cut at max_groups among groups of
+    # equal size must never hide them; the groups kept are shown largest first
+    kept = sorted(by_what.values(), key=lambda g: (g.kind != "error", *_size(g)))[:max_groups]
+    ordered = sorted(kept, key=_size)
     reasons = sorted(reason_groups(failures), key=lambda g: (-len(g.cases), -g.runs, g.key))
     # a reason shared by a single run says little: keep reason groups of two runs or more
-    chosen = ordered[:max_groups] + [g for g in reasons if g.runs >= 2][: max(2, max_groups // 2)]
+    chosen = ordered + [g for g in reasons if g.runs >= 2][: max(2, max_groups // 2)]
     return [
         {
             "key": g.key,

@@ -35,3 +35,11 @@ def test_judge_reasons_group_by_shared_words() -> None:
     assert groups[0]["key"] == "judge says: capital named wrong"
     assert groups[1]["key"] == "judge says: rambles verbose"
     assert content_words("The 3 answers: wrong!") == {"answers", "wrong"}
+
+
+def test_the_error_group_is_never_cut() -> None:
+    """Nine groups of one case each: the cut at eight keeps the runs that failed to execute."""
+    failures = [Failure(c, 1, (("assertion", f"contains: {c}", "not found"),)) for c in "abcdefgh"]
+    failures.append(Failure("z", 1, (("error", "error: timeout", "120 s"),)))
+    keys = [g["key"] for g in group_failures(failures, cases=9)]
+    assert len(keys) == 8 and "error: timeout" in keys

@@ -3,6 +3,7 @@ other installed skills? Real agent sessions with the skill listed, never forced.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from flows.modes.triggers.report import build_trigger_report
 from flows.modes.triggers.runner import TriggerRunner
 from flows.report.build import new_report_id, publish
 from flows.report.ci import write_junit
-from flows.report.logtext import named_verdict_lines, outcome_name, validity_lines
+from flows.report.logtext import md, named_verdict_lines, outcome_name, validity_lines
 from flows.report.schema import Report
 from tasks.context import current
 
@@ -65,7 +66,20 @@ async def run_triggers(
         publish(report, Path(options.output_dir))
     if options.junit:
         write_junit(report, Path(cwd) / options.junit, 0.0, options.require_valid)  # no score threshold
-    log = run_logger()  # the run's story in its Prefect log, its outcome a tag of the run
-    for line in [*named_verdict_lines(report), *validity_lines(report), f"report: {path}"]:
+    log = run_logger()  # the run's story in its Prefect log and a summary artifact
+    story = [*named_verdict_lines(report), *validity_lines(report), f"report: {path}"]
+    for line in story:
         log.info(line)
+    await summary_artifact(report, story)
     return current().keep({"report_path": str(path), "id": report.id}), report
+
+
+async def summary_artifact(report: Report, story: list[str]) -> None:
+    """The run's verdicts and certificate as the flow run's markdown artifact (the Prefect UI's
+    Artifacts tab). Cosmetic: a run whose API is slow or gone goes on without it."""
+    from prefect.artifacts import acreate_markdown_artifact
+
+    lines = [f"## skillab triggers: {md(', '.join(report.meta.variants))}", ""]
+    lines += [f"- {md(line.strip())}" for line in story]
+    with contextlib.suppress(Exception):
+        await acreate_markdown_artifact(markdown="\n".join(lines), description=f"skillab report {report.id}")

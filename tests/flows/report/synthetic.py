@@ -56,15 +56,15 @@ def make_report(
     repeat: int = 1,
 ) -> SampleReport:
     """A sample-mode report: ``scores`` gives each variant's score per case (cases s0, s1, ...), the
-    same in each of ``repeat`` runs; ``errors``: variant -> case index -> the error its run failed with
-    instead."""
+    same in each of ``repeat`` runs; ``errors``: variant -> case index -> the error its first run
+    failed with instead."""
     names = list(scores)
     n = len(next(iter(scores.values())))
     samples = [Sample(sample_id=f"s{i}", prompt=(prompts or {}).get(i, f"question {i}")) for i in range(n)]
     prep = prepared(tmp, samples, names, suite=suite, blind=blind, repeat=repeat)
     records = [
         record(f"s{i}", v, s, run)
-        if (error := (errors or {}).get(v, {}).get(i)) is None
+        if run > 1 or (error := (errors or {}).get(v, {}).get(i)) is None
         else record(f"s{i}", v, s, run).model_copy(
             update={"result": RunResult(ok=False, error=error, error_kind=ErrorKind.PERMANENT), "grade": None}
         )

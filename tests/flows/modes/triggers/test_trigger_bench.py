@@ -305,6 +305,19 @@ def test_an_ad_hoc_trigger_run_tells_its_outcome_in_prefect(
     assert {"skillab", "trigger", "outcome:scored"} <= run_tags(state)
     logs = [m for _, m in logs_until(state.state_details.flow_run_id, "report: ")]
     assert any(m.startswith("validity: ") for m in logs) and any(m.startswith("report: ") for m in logs)
+    (summary,) = asyncio.run(run_artifacts(state.state_details.flow_run_id))
+    assert "## skillab triggers: default" in summary and "validity: " in summary
+
+
+async def run_artifacts(flow_run_id: object) -> list[str]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    async with get_client() as client:
+        arts = await client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+        )
+    return [str(a.data) for a in arts]
 
 
 def test_the_trigger_page_in_chromium(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
