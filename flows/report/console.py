@@ -111,9 +111,9 @@ def print_summary(report: Report, path: Path | None, console: Console | None = N
 
 def economy_lines(report: Report) -> list[str]:
     """What caching and batching saved, and what this run left undone (budgets, pending batches)."""
-    meta, lines, mode = report.meta, [], type(report)
+    meta, lines, kind = report.meta, [], type(report)  # the mode's report class says its units
     if meta.cache_hits:
-        made = f"{mode.unit}(s) {mode.unit_verb}"
+        made = f"{kind.unit}(s) {kind.unit_verb}"
         lines.append(f"cache: {meta.cache_hits:,} result(s) taken from the cache, {meta.calls or 0:,} {made}")
     if reused := meta.reused_line():
         lines.append(
@@ -129,10 +129,10 @@ def economy_lines(report: Report) -> list[str]:
             f"batch: {pending} call(s) still in a batch; re-run to collect them (nothing is resubmitted)"
         )
     if len(meta.not_run) > pending:
-        units = f"{mode.unit}(s)"
+        units = f"{kind.unit}(s)"
         again = (
-            f"re-run with a larger budget to complete them (finished {mode.unit}s are cached)"
-            if mode.caches
+            f"re-run with a larger budget to complete them (finished {kind.unit}s are cached)"
+            if kind.caches
             else "re-run with a larger budget to run the suite in full"
         )
         lines.append(

@@ -57,16 +57,14 @@ class Mode(Protocol):
 
 
 class BaseMode:
-    """The defaults of a mode; a mode's ``MODE`` subclasses it and sets what is its own."""
+    """The defaults of a mode; a mode's ``MODE`` subclasses it and sets what is its own (its name, its
+    report class and its ``add_commands``, which every mode has)."""
 
     name: str
     report: str
     group: str | None = None
     words: Mapping[str, str] = MappingProxyType({})
     batches = False
-
-    def add_commands(self, sub: Any) -> None:
-        raise NotImplementedError(f"{self.name} mode has no commands")
 
     def nightly_flow(self) -> Any | None:
         return None

@@ -30,7 +30,7 @@ from flows.report.entries import (
     CaseResult,
     Regression,
 )
-from flows.report.modes import modes, resolved
+from flows.report.modes import Mode, modes, resolved
 from tasks.schema import NotRun, Scale
 from tasks.stats.figures import (
     Analysis,
@@ -319,8 +319,14 @@ def _adapter(classes: tuple[type[Report], ...]) -> TypeAdapter[Report]:
 
 def report_classes() -> tuple[type[Report], ...]:
     """Every mode's report class, in the registry's order."""
-    found = tuple(resolved(m.report) for m in modes())
-    for mode, cls in zip(modes(), found, strict=True):
+    return _classes(modes())
+
+
+@functools.cache
+def _classes(every: tuple[Mode, ...]) -> tuple[type[Report], ...]:
+    """The classes the modes name, imported and checked once per registry (every report read asks)."""
+    found = tuple(resolved(m.report) for m in every)
+    for mode, cls in zip(every, found, strict=True):
         if not (isinstance(cls, type) and issubclass(cls, Report) and mode_of(cls) == mode.name):
             raise TypeError(f"mode {mode.name}: {mode.report} is not a Report of mode {mode.name!r}")
     return found

@@ -201,3 +201,16 @@ def run_tags(state: Any) -> set[str]:
             return set((await client.read_flow_run(state.state_details.flow_run_id)).tags)
 
     return asyncio.run(read())
+
+
+async def flow_run_artifacts(flow_run_id: object) -> list[Any]:
+    """A flow run's artifacts, as the API has them."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    async with get_client() as client:
+        return list(
+            await client.read_artifacts(
+                artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+            )
+        )

@@ -14,21 +14,14 @@ import pytest
 from flows.cli.main import main
 from flows.modes.sample.nightly import nightly_bench
 from tests.fakes.provider import FakeProvider
-from tests.flows.helpers import answer, make_project, run_tags, use_provider
+from tests.flows.helpers import answer, flow_run_artifacts, make_project, run_tags, use_provider
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
 async def night_artifacts(flow_run_id: object) -> dict[str, str]:
     """A flow run's artifacts: key -> its data (a link artifact: its text and link)."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
-
-    async with get_client() as client:
-        arts = await client.read_artifacts(
-            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
-        )
-    return {a.key: str(a.data) for a in arts if a.key}
+    return {a.key: str(a.data) for a in await flow_run_artifacts(flow_run_id) if a.key}
 
 
 def nightly_state(config: Path, suite: str) -> Any:

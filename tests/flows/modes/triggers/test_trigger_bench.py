@@ -21,7 +21,7 @@ from executors.agent import find_binary
 from flows.cli.main import main
 from tests.browser import chromium, serving
 from tests.fakes.provider import FakeProvider, SkillScript
-from tests.flows.helpers import run_tags, subprocess_env
+from tests.flows.helpers import flow_run_artifacts, run_tags, subprocess_env
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -263,6 +263,14 @@ def test_budgets_then_kill_9_and_resume_without_repeating_a_session(
     assert meta["cacheHits"] == finished and meta["calls"] == planned - finished and not meta["notRun"]
 
 
+def suite_file(root: Path, server: FakeProvider, more: dict[str, Any] | None = None) -> Path:
+    """A trigger suite's options file (triggers.yaml) for the v1 skill, one run per query."""
+    options = {"skill": [f"skills/v1/{NAME}"], "queries": "queries.yaml", "runs": 1, **(more or {})}
+    options |= {"base-url": server.url, "timeout": 60, "cache-dir": str(root / "cache")}
+    (root / "triggers.yaml").write_text(yaml.safe_dump(options))
+    return root / "triggers.yaml"
+
+
 def test_a_scheduled_trigger_suite_fails_its_flow_run_on_a_missed_gate(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -272,9 +280,7 @@ def test_a_scheduled_trigger_suite_fails_its_flow_run_on_a_missed_gate(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     with FakeProvider() as server:
         SkillScript(NAME, p=0.0).install(server)  # never fires: recall 0
-        options = {"skill": [f"skills/v1/{NAME}"], "queries": "queries.yaml", "runs": 1, "min-recall": 0.5}
-        options |= {"base-url": server.url, "timeout": 60, "cache-dir": str(root / "cache")}
-        (root / "triggers.yaml").write_text(yaml.safe_dump(options))
+        suite_file(root, server, {"min-recall": 0.5})
         flow = nightly_triggers(str(root / "triggers.yaml"), "greetings", return_state=True)
         state: Any = asyncio.run(cast(Coroutine[Any, Any, Any], flow))
     assert state.is_failed() and state.name == "Failed" and "outcome:missed-gates" in run_tags(state)
@@ -295,9 +301,7 @@ def test_an_ad_hoc_trigger_run_tells_its_outcome_in_prefect(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     with FakeProvider() as server:
         SkillScript(NAME, p=1.0).install(server)
-        options = {"skill": [f"skills/v1/{NAME}"], "queries": "queries.yaml", "runs": 1}
-        options |= {"base-url": server.url, "timeout": 60, "cache-dir": str(root / "cache")}
-        (root / "triggers.yaml").write_text(yaml.safe_dump(options))
+        suite_file(root, server)
         loaded = load_trigger_config(root / "triggers.yaml")
         flow = trigger_bench(loaded, str(root), False, return_state=True)
         state: Any = asyncio.run(cast(Coroutine[Any, Any, Any], flow))
@@ -305,19 +309,8 @@ def test_an_ad_hoc_trigger_run_tells_its_outcome_in_prefect(
     assert {"skillab", "trigger", "outcome:scored"} <= run_tags(state)
     logs = [m for _, m in logs_until(state.state_details.flow_run_id, "report: ")]
     assert any(m.startswith("validity: ") for m in logs) and any(m.startswith("report: ") for m in logs)
-    (summary,) = asyncio.run(run_artifacts(state.state_details.flow_run_id))
+    (summary,) = [str(a.data) for a in asyncio.run(flow_run_artifacts(state.state_details.flow_run_id))]
     assert "## skillab triggers: default" in summary and "validity: " in summary
-
-
-async def run_artifacts(flow_run_id: object) -> list[str]:
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
-
-    async with get_client() as client:
-        arts = await client.read_artifacts(
-            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
-        )
-    return [str(a.data) for a in arts]
 
 
 def test_the_trigger_page_in_chromium(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
