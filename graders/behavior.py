@@ -5,9 +5,9 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from typing import Any
 
 from executors.schema import AgentEvent, AgentSession
+from graders.grades import Behavior
 
 THRASH_RUN = 3
 
@@ -24,7 +24,7 @@ def _target(event: AgentEvent) -> str:
     return _normalised(event)
 
 
-def analyze(session: AgentSession) -> dict[str, Any]:
+def analyze(session: AgentSession) -> Behavior:
     uses = [e for e in session.events if e.kind == "tool_use"]
     by_id = {e.tool_id: e for e in uses if e.tool_id}
     counts: dict[str, int] = {}
@@ -52,17 +52,17 @@ def analyze(session: AgentSession) -> dict[str, Any]:
                 recovered += 1
                 break
     denials = session.meta.get("permission_denials") or []
-    return {
-        "tool_calls": counts,
-        "total_tool_calls": len(uses),
-        "turns": session.meta.get("num_turns") or sum(1 for e in session.events if e.kind == "text") or None,
-        "thrashing_detected": thrashing,
-        "longest_repeat": longest if uses else 0,
-        "errors_encountered": len(errors),
-        "errors_recovered": recovered,
-        "max_turns_hit": session.status == "max_turns",
-        "permission_denials": len(denials),
-        "skill_invoked": session.skill_invoked,
-        "skills_invoked": list(session.meta.get("skills_invoked") or []),
-        "api_errors": sum(1 for e in session.events if e.kind == "error"),
-    }
+    return Behavior(
+        tool_calls=counts,
+        total_tool_calls=len(uses),
+        turns=session.meta.get("num_turns") or sum(1 for e in session.events if e.kind == "text") or None,
+        thrashing_detected=thrashing,
+        longest_repeat=longest if uses else 0,
+        errors_encountered=len(errors),
+        errors_recovered=recovered,
+        max_turns_hit=session.status == "max_turns",
+        permission_denials=len(denials),
+        skill_invoked=session.skill_invoked,
+        skills_invoked=list(session.meta.get("skills_invoked") or []),
+        api_errors=sum(1 for e in session.events if e.kind == "error"),
+    )

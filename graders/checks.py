@@ -17,7 +17,6 @@ import contextlib
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -27,6 +26,7 @@ from executors.registry import AGENT_CLI_CLASSES
 from executors.sandbox import Isolation, executable_paths, host_env, require, run_sandboxed
 from executors.workspace import session_root
 from graders.agent_task import AgentTask, Check
+from graders.grades import CheckDetail, CheckResults
 from graders.schema import GradingError
 
 RUN_TIMEOUT_S = 60.0
@@ -216,11 +216,12 @@ def run_check(check: Check, runner: CheckRunner) -> tuple[bool | None, str]:
 
 def run_checks(
     task: AgentTask, sandbox: Path, isolation: Isolation = "bubblewrap", timeout_s: float = RUN_TIMEOUT_S
-) -> dict[str, Any]:
+) -> CheckResults:
     """Every check of ``task`` against ``sandbox``; commands under ``isolation``. Raises
     SandboxUnavailableError when bubblewrap is asked for and cannot run here."""
-    out: dict[str, Any] = {}
-    details = []
+    kinds: dict[str, bool] = {}
+    contains: dict[str, bool] = {}
+    details: list[CheckDetail] = []
     warnings = []
     undecided = []
     with check_runner(sandbox, isolation, timeout_s) as runner:
@@ -229,22 +230,24 @@ def run_checks(
                 ok, reason = run_check(check, runner)
             except Exception as exc:  # a checker that hung or broke decides nothing (fail closed)
                 reason = str(exc) if isinstance(exc, GradingError) else f"{type(exc).__name__}: {exc}"
-                details.append({"check": check.label, "passed": None, "reason": reason, "error": True})
+                details.append(CheckDetail(check=check.label, passed=None, reason=reason, error=True))
                 undecided.append(f"{check.label}: {reason}")
                 continue
-            details.append({"check": check.label, "passed": ok, "reason": reason})
+            details.append(CheckDetail(check=check.label, passed=ok, reason=reason))
             if ok is None:
                 warnings.append(f"{check.label}: skipped: {reason}")
-                continue
-            if check.kind == "file_contains":
-                out.setdefault("file_contains", {})[check.target] = ok
+            elif check.kind == "file_contains":
+                contains[check.target] = ok
             else:
-                out[check.kind] = bool(out.get(check.kind, True)) and ok
-    out["all_passed"] = all(d["passed"] is not False for d in details)
-    out["details"] = details
-    out["isolation"] = isolation
-    if warnings:
-        out["warnings"] = warnings
-    if undecided:
-        out["grading_error"] = "; ".join(undecided)
-    return out
+                kinds[check.kind] = kinds.get(check.kind, True) and ok
+    optional: dict[str, object] = {"warnings": warnings, "grading_error": "; ".join(undecided)}
+    return CheckResults.model_validate(
+        {
+            **kinds,
+            **({"file_contains": contains} if contains else {}),
+            "all_passed": all(d.passed is not False for d in details),
+            "details": details,
+            "isolation": isolation,
+            **{k: v for k, v in optional.items() if v},
+        }
+    )

@@ -12,9 +12,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from graders.grades import WEIGHTS, CheckResults, Criterion, SessionGrade
 from graders.judge import JudgeParseError, JudgePrompt, _json_objects
 
-WEIGHTS = {"correctness": 0.40, "completeness": 0.25, "quality": 0.20, "efficiency": 0.15}
 CHECK_CAP = 50.0
 PROMPT_VERSION = "1"
 MAX_FILE_CHARS = 6000
@@ -69,14 +69,13 @@ def criteria_prompt(
     expected: str,
     rubric: str,
     final_answer: str,
-    checks: dict[str, Any],
+    checks: CheckResults,
     files: dict[str, str],
     usage: dict[str, Any],
 ) -> JudgePrompt:
     check_lines = "\n".join(
-        f"- {d['check']}: {'passed' if d['passed'] else 'FAILED' if d['passed'] is False else 'skipped'}"
-        f" {d.get('reason', '')}"
-        for d in checks.get("details", [])
+        f"- {d.check}: {'passed' if d.passed else 'FAILED' if d.passed is False else 'skipped'} {d.reason}"
+        for d in checks.details
     )
     body = (
         f"The task the agent was given:\n{_fenced('TASK', task_prompt)}\n\n"
@@ -94,40 +93,42 @@ def criteria_prompt(
     return JudgePrompt("criteria", SYSTEM, body)
 
 
-def parse_criteria(reply: str) -> dict[str, Any]:
-    """The four scores (clamped to 0-100) with justifications; JudgeParseError when any is missing.
-    The last complete object wins (a quoted example before the judge's own does not); a score that is
-    not a finite number makes the object incomplete."""
+def parse_criteria(reply: str) -> SessionGrade:
+    """The four scores (clamped to 0-100) with justifications, and the summary; JudgeParseError when
+    any is missing. The last complete object wins (a quoted example before the judge's own does not);
+    a score that is not a finite number makes the object incomplete."""
     for obj in reversed(_json_objects(reply)):
-        scores: dict[str, Any] = {}
+        scores: dict[str, Criterion] = {}
         for name in WEIGHTS:
             entry = obj.get(name)
             raw = entry.get("score") if isinstance(entry, dict) else entry
             if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
                 break
-            scores[name] = {
-                "score": min(100.0, max(0.0, float(raw))),
-                "justification": str(entry.get("justification", "")) if isinstance(entry, dict) else "",
-            }
+            why = str(entry.get("justification", "")) if isinstance(entry, dict) else ""
+            scores[name] = Criterion(score=min(100.0, max(0.0, float(raw))), justification=why)
         else:
-            scores["summary"] = str(obj.get("summary", ""))
-            return scores
+            return SessionGrade.model_validate({**scores, "summary": str(obj.get("summary", ""))})
     raise JudgeParseError(f"no JSON object with the four criteria in the reply: {reply[:200]!r}")
 
 
-def grade(criteria: dict[str, Any], checks_passed: bool) -> dict[str, Any]:
+def grade(criteria: SessionGrade, checks_passed: bool) -> SessionGrade:
     """The seed's grade.json: correctness capped at 50 when a check failed; weighted_total in code."""
-    out = {name: dict(criteria[name]) for name in WEIGHTS}
-    if not checks_passed and out["correctness"]["score"] > CHECK_CAP:
-        out["correctness"]["score"] = CHECK_CAP
-        out["correctness"]["justification"] += f" (capped at {CHECK_CAP:g}: a deterministic check failed)"
-    total = sum(WEIGHTS[name] * out[name]["score"] for name in WEIGHTS)
-    return {
-        "deterministic_checks_passed": checks_passed,
-        **out,
-        "weighted_total": round(total, 2),
-        "summary": criteria.get("summary", ""),
-    }
+    out = {name: c.model_copy() for name in WEIGHTS if (c := getattr(criteria, name)) is not None}
+    if not checks_passed and out["correctness"].score > CHECK_CAP:
+        out["correctness"] = Criterion(
+            score=CHECK_CAP,
+            justification=out["correctness"].justification
+            + f" (capped at {CHECK_CAP:g}: a deterministic check failed)",
+        )
+    total = sum(WEIGHTS[name] * out[name].score for name in WEIGHTS)
+    return SessionGrade.model_validate(
+        {
+            "deterministic_checks_passed": checks_passed,
+            **out,
+            "weighted_total": round(total, 2),
+            "summary": criteria.summary or "",
+        }
+    )
 
 
 def read_files(sandbox: Path, files: list[Path]) -> dict[str, str]:

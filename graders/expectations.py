@@ -17,6 +17,7 @@ from typing import Any
 
 from executors.schema import AgentEvent
 from graders.criteria import SYSTEM, _fenced, files_block
+from graders.grades import ExpectationResult, ExpectationSummary, SessionGrade
 from graders.judge import JudgeParseError, JudgePrompt, _json_objects
 
 PROMPT_VERSION = "1"
@@ -119,7 +120,7 @@ def _norm(text: Any) -> str:
     return re.sub(r"\s+", " ", str(text)).strip().lower()
 
 
-def parse_expectations(reply: str, expectations: Sequence[str]) -> list[dict[str, Any]]:
+def parse_expectations(reply: str, expectations: Sequence[str]) -> list[ExpectationResult]:
     """grading.json's entries ({text, passed, evidence}) in the order of ``expectations``: the last
     object whose list has one verdict per expectation wins; matched by text when the judge echoed
     every text (in any order), else by position. JudgeParseError when no object qualifies."""
@@ -133,11 +134,11 @@ def parse_expectations(reply: str, expectations: Sequence[str]) -> list[dict[str
         by_text = {_norm(i.get("text", "")): i for i in items}
         ordered = [by_text[w] for w in wanted] if sorted(by_text) == sorted(wanted) else items
         return [
-            {
-                "text": text,
-                "passed": bool(_verdict(item.get("passed"))),
-                "evidence": str(item.get("evidence") or "")[: EVIDENCE_CHARS * 2],
-            }
+            ExpectationResult(
+                text=text,
+                passed=bool(_verdict(item.get("passed"))),
+                evidence=str(item.get("evidence") or "")[: EVIDENCE_CHARS * 2],
+            )
             for text, item in zip(expectations, ordered, strict=True)
         ]
     raise JudgeParseError(
@@ -146,20 +147,17 @@ def parse_expectations(reply: str, expectations: Sequence[str]) -> list[dict[str
     )
 
 
-def expectations_grade(results: list[dict[str, Any]]) -> dict[str, Any]:
+def expectations_grade(results: list[ExpectationResult]) -> SessionGrade:
     """The session's grade: the judged expectations, grading.json's summary, and the score on the
     agentic 0-100 scale (100 x the share passed)."""
-    passed = sum(1 for r in results if r["passed"])
+    passed = sum(1 for r in results if r.passed)
     total = len(results)
     rate = passed / total if total else 0.0
-    return {
-        "expectations": results,
-        "expectation_summary": {
-            "passed": passed,
-            "failed": total - passed,
-            "total": total,
-            "pass_rate": round(rate, 4),
-        },
-        "weighted_total": round(100 * rate, 2),
-        "summary": f"{passed} of {total} expectations passed",
-    }
+    return SessionGrade(
+        expectations=results,
+        expectation_summary=ExpectationSummary(
+            passed=passed, failed=total - passed, total=total, pass_rate=round(rate, 4)
+        ),
+        weighted_total=round(100 * rate, 2),
+        summary=f"{passed} of {total} expectations passed",
+    )

@@ -11,8 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
+from graders.grades import GraderResult
 from graders.plugin_eval import (
     JUDGE_VOTES,
     BaselineGrader,
@@ -99,23 +98,6 @@ class RunEvidence:
 
 
 # ----------------------------------------------------------------- grading
-
-
-class GraderResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    type: str
-    passed: bool
-    weight: float
-    explanation: str
-    with_only: bool = False
-    votes: tuple[bool | None, ...] = ()
-    error: bool = False  # the grader could not decide (a grading error): no pass, no model failure
-
-    @property
-    def scored(self) -> bool:
-        return not self.with_only
 
 
 def graders_for_arm(case: PluginCase, with_plugin: bool) -> list[tuple[Grader, bool]]:

@@ -264,9 +264,9 @@ def try_task(
                 )
         if task.plugin_case is not None:
             return _try_plugin_graders(task, task.plugin_case, ref, start)
-        on_ref, on_start = (run_checks(task, folder, isolation)["details"] for folder in (ref, start))
+        on_ref, on_start = (run_checks(task, folder, isolation).details for folder in (ref, start))
     return [
-        _verdict(task, i, check.label, r["passed"], s["passed"], r["reason"], undecided=bool(r.get("error")))
+        _verdict(task, i, check.label, r.passed, s.passed, r.reason, undecided=bool(r.error))
         for i, (check, r, s) in enumerate(zip(task.checks, on_ref, on_start, strict=True))
     ]
 

@@ -147,6 +147,26 @@ class NotRun(Figures):
     """budget (--max-calls, --budget-usd reached) or batch pending (re-run to collect it)"""
 
 
+class Seen(Frozen):
+    """What the units' answers said of the world they ran in: the model ids the responses reported
+    (per unit kind: the model under test, the judge), and per variant the tools and the skills the
+    agent CLI offered its sessions. Sorted, so two runs compare by equality."""
+
+    models: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    tools: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    listed: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+
+    def merged(self, other: Seen) -> Seen:
+        def union(a: dict[str, tuple[str, ...]], b: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+            return {k: tuple(sorted({*a.get(k, ()), *b.get(k, ())})) for k in sorted({*a, *b})}
+
+        return Seen(
+            models=union(self.models, other.models),
+            tools=union(self.tools, other.tools),
+            listed=union(self.listed, other.listed),
+        )
+
+
 class RunStats(Frozen):
     """What a run's runner did (model calls or agent sessions), frozen for the report: calls made or
     sessions started, cache hits, spend, units not run."""
@@ -161,6 +181,11 @@ class RunStats(Frozen):
         default=0, description="calls that put a shared prefix in the provider's cache"
     )
     batched_calls: int = Field(default=0, description="calls answered through a provider's batch API")
+    seen: Seen = Field(default_factory=Seen, description="what the answers said of the world they ran in")
+
+    def with_judge(self, judge: RunStats) -> RunStats:
+        """These figures with what a separate judge runner saw (its answers' model ids)."""
+        return self.model_copy(update={"seen": self.seen.merged(judge.seen)})
 
 
 class TranscriptStep(Figures):

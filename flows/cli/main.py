@@ -79,7 +79,7 @@ def add_mode_commands(sub: Any, command: str | None) -> None:
     sample run does not import agentic and trigger mode (0.1-0.2 s here)."""
     every = modes()
     known = {w for m in every for w in m.words} | {m.group for m in every if m.group}
-    groups: dict[str, Any] = {}
+    groups: dict[str, argparse._SubParsersAction[Parser]] = {}
     for mode in every:
         if mode.group is None:
             if command is None or command in mode.words or command not in known:

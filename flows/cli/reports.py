@@ -72,7 +72,7 @@ def cmd_history(args: argparse.Namespace, command: Command) -> int:
         raise InputError(f"{reports}: no runs of suite {args.suite!r}")
     variants = sorted({v for r in rows for v in r["means"]})
     table = Table(title=f"suite {args.suite}: {len(rows)} run(s)")
-    for column in ("date", "run", "model", *variants, "verdicts", "regression"):
+    for column in ("date", "run", "model", *variants, "verdicts", "regression", "what ran changed"):
         table.add_column(column)
     previous: dict[str, float | None] = {}
     for r in rows:
@@ -93,6 +93,7 @@ def cmd_history(args: argparse.Namespace, command: Command) -> int:
             *cells,
             ", ".join(r["verdicts"]),
             ", ".join(r["regressed"]) or "—",
+            "\n".join(r["changed"]) or "—",
         )
     Console(width=None if sys.stdout.isatty() else 160).print(table)
     return EXIT_OK

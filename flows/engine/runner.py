@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, cast
+from typing import Protocol, TypeVar, cast
 
 from prefect.utilities.annotations import quote
 
@@ -30,8 +30,9 @@ from flows.engine.remote import FleetPool
 from flows.engine.runlog import quiet_call_failures
 from tasks.context import current
 from tasks.execute import failed_result, with_policy
-from tasks.schema import CallPolicy, NotRun, NotRunReason, Record, RunStats, ShardRun, Unit, UnitKind
+from tasks.schema import CallPolicy, NotRun, NotRunReason, Record, RunStats, Seen, ShardRun, Unit, UnitKind
 from tasks.stats.figures import JudgeGold
+from tasks.stats.sequential import ConfidenceSequence
 from tasks.store.cache import ResultCache
 
 T = TypeVar("T")
@@ -153,6 +154,7 @@ class UnitRunner:
         self.cache_errors: list[str] = []
         self.warm_ups = 0
         self.batched = 0
+        self.seen: dict[str, dict[str, set[str]]] = {"models": {}, "tools": {}, "listed": {}}
         fleet = config.fleet_sessions or config.fleet_rpm
         self.fleet = Fleet(config.fleet_sessions, config.fleet_rpm) if fleet else None
         self.pool = FleetPool(config.fleet_pool) if config.fleet_pool else None
@@ -178,6 +180,18 @@ class UnitRunner:
         """A unit a mode took from its own cache (a trigger session's outcome)."""
         self.cache_hits += 1
         self.progress.advance(ok=ok, cached=True)
+
+    def saw(self, part: str, key: str, values: Iterable[object]) -> None:
+        """Values an answer reported (a model id, the tools or skills a session was offered)."""
+        found = {str(v) for v in values if v}
+        if found:
+            self.seen[part].setdefault(key, set()).update(found)
+
+    def saw_session(self, variant: str, session: AgentSession) -> None:
+        self.saw("models", UnitKind.SESSION, [session.meta.get("model")])
+        tools = session.meta.get("tools")
+        self.saw("tools", variant, tools if isinstance(tools, list) else [])
+        self.saw("listed", variant, session.skills_listed or ())
 
     def spend(self, kind: str, cost: float) -> None:
         self.spent += cost
@@ -207,6 +221,7 @@ class UnitRunner:
             async with self.fleet.slot(request.cli) if self.fleet else contextlib.nullcontext():
                 session = await self.run_session(request, base_url, label)
         self.spend(UnitKind.SESSION, session.cost_usd)
+        self.saw_session(unit[1], session)
         return session
 
     async def run_session(self, request: AgentRequest, base_url: str | None, label: str) -> AgentSession:
@@ -256,12 +271,16 @@ class UnitRunner:
             batched_calls=self.batched,
             cache_errors=len(self.cache_errors),
             cache_error=self.cache_errors[0] if self.cache_errors else None,
+            seen=Seen.model_validate(
+                {part: {k: tuple(sorted(v)) for k, v in sorted(by.items())} for part, by in self.seen.items()}
+            ),
         )
 
     def paid(self, unit: Unit, result: RunResult) -> RunResult:
         if result.cache_error:
             self.cache_errors.append(result.cache_error)
         self.spend(unit.kind, result.cost_usd)
+        self.saw("models", unit.kind, [result.model])
         failure = None if result.ok else (unit.label, failure_kind(result), str(result.error))
         self.progress.advance(ok=result.ok, cost=result.cost_usd, failure=failure)
         if self.on_first_result is not None:
@@ -297,6 +316,7 @@ class UnitRunner:
         for unit in units:
             if unit.key in hits:
                 self.cache_hits += 1
+                self.saw("models", unit.kind, [hits[unit.key].model])
                 sink.results[unit.key] = hits[unit.key]
                 self.progress.advance(ok=True, cached=True)
             elif unit.key in batched:
@@ -385,5 +405,5 @@ class Executed:
     started_at: dt.datetime
     shard_runs: list[ShardRun]
     planned: int  # units the run would make without --sequential
-    sequences: dict[str, Any]  # --sequential: treatment -> its ConfidenceSequence
+    sequences: dict[str, ConfidenceSequence]  # --sequential: treatment -> its sequence
     gold: JudgeGold | None  # --judge-gold: the check made before the run

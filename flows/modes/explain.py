@@ -8,7 +8,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from executors.base import HttpExecutor
 from executors.registry import close_all, usable_executor
@@ -22,19 +21,20 @@ from flows.report.diagnosis_parts import Diagnosis
 from flows.report.schema import JudgeGold, Report
 from graders.diagnosis import DIAGNOSIS_SCHEMA_JSON, FailedCase, diagnosis_prompt, parse_diagnosis
 from tasks.schema import Arm, CallPolicy
+from tasks.stats.diagnosis import FailureGroup
 
 #: Groups per variant that get a suggestion (the largest), and cases shown per group.
 SUGGESTED_GROUPS = 5
 CASES_SHOWN = 3
 
 
-def failed_cases(report: Report, variant: str, group: dict[str, Any]) -> list[FailedCase]:
+def failed_cases(report: Report, variant: str, group: FailureGroup) -> list[FailedCase]:
     by_id = {c.sample_id: c for c in report.results}
     out = []
-    for sample_id in group["cases"][:CASES_SHOWN]:
+    for sample_id in group.cases[:CASES_SHOWN]:
         case = by_id[sample_id]
         entry = case.variants[variant]
-        out.append(FailedCase(sample_id, case.prompt, entry.output or entry.error or "", group["key"]))
+        out.append(FailedCase(sample_id, case.prompt, entry.output or entry.error or "", group.key))
     return out
 
 
@@ -47,19 +47,19 @@ async def diagnose(
     ``artifacts``: variant label -> the artifact's text (None for the baseline)."""
     part = diagnosis(report)
     if suggest is None:
-        return Diagnosis.model_validate(part)
+        return part
     target, runner, policy = suggest
     jobs, owners = [], []
-    for v in part["variants"]:
-        for group in v["groups"][:SUGGESTED_GROUPS]:
-            cases = failed_cases(report, v["variant"], group)
-            prompt = diagnosis_prompt(artifacts.get(v["variant"]), group["key"], group["share"], cases)
+    for v in part.variants:
+        for group in v.groups[:SUGGESTED_GROUPS]:
+            cases = failed_cases(report, v.variant, group)
+            prompt = diagnosis_prompt(artifacts.get(v.variant), group.key, group.share, cases)
             jobs.append(
                 JudgeJob(
                     target,
                     prompt,
-                    f"diagnose:{group['key'][:40]}",
-                    v["variant"],
+                    f"diagnose:{group.key[:40]}",
+                    v.variant,
                     1,
                     schema_json=DIAGNOSIS_SCHEMA_JSON,
                 )
@@ -72,8 +72,9 @@ async def diagnose(
         runner.progress = saved
     for group, (text, _, _) in zip(owners, outcomes, strict=True):
         if text is not None:
-            group["suggestion"], group["suggestion_by"] = text, judge_name(target)
-    return Diagnosis.model_validate(part | {"suggestions": True})
+            group.suggestion, group.suggestion_by = text, judge_name(target)
+    part.suggestions = True
+    return part
 
 
 def mark_judge(report: Report, gold: JudgeGold | None) -> None:

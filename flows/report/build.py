@@ -19,6 +19,7 @@ from pydantic_core import to_json
 
 from executors import sandbox
 from flows.report.entries import RunEntry, V
+from flows.report.fingerprint import fingerprint
 from flows.report.schema import REPORT_VERSION, RP, Meta, Report, mode_of
 from tasks.schema import RunStats, Scale
 from tasks.stats.figures import Aggregate, Analysis, CaseStats
@@ -57,11 +58,14 @@ def assemble(
     scale: Scale,
     aggregate: Aggregate | None,
     results: list[Any],
+    stats: RunStats | None = None,
     **parts: Any,
 ) -> RP:
     """Every mode's report is made here, as its mode's class: the figures of ``aggregate`` plus the
     mode's own parts (by their Python names), validated into the typed model (a missing or misnamed
-    field fails here, not in a reader)."""
+    field fails here, not in a reader). ``stats``: what the runner saw, the run's fingerprint."""
+    if stats is not None:
+        meta.fingerprint = fingerprint(meta, stats)
     return cls(
         version=REPORT_VERSION,
         id=report_id,

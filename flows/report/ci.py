@@ -16,6 +16,7 @@ from flows.report.logtext import (
     headline,
     md,
     regression_outcome,
+    world_change_lines,
 )
 from flows.report.schema import CheckStatus, JunitCase, Report
 from tasks.store.files import atomic_write_text
@@ -124,7 +125,7 @@ def regression_markdown(report: Report) -> list[str]:
     for name, v in r.per_variant.items():
         mark = "**REGRESSED**" if name in r.regressed else str(v.verdict.label)
         lines.append(f"- {md(name)}: {mark}, {md(change_figures(v))}")
-    lines += [f"- {md(line)}" for line in artifact_change_lines(report)]
+    lines += [f"- {md(line)}" for line in (*artifact_change_lines(report), *world_change_lines(report))]
     lines += ["", md(regression_outcome(report))]
     return lines
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from flows.report.diagnosis_parts import Diagnosis, VariantDiagnosis
 from flows.report.entries import AgentRun, AssertionDetail, RunEntry, SampleRun, SessionRun
 from flows.report.schema import Report
-from tasks.stats.diagnosis import Failure, group_failures
+from tasks.stats.diagnosis import Failure, FailureKind, group_failures
 
 NOTE = (
     "Groups are computed from the results. Each suggestion is an LLM's reading of the failing cases "
@@ -27,8 +28,8 @@ def assertion_key(a: AssertionDetail) -> str:
     return f"not {text}" if a.negate else text
 
 
-def sample_what(run: SampleRun, threshold: float) -> list[tuple[str, str, str]]:
-    what = [
+def sample_what(run: SampleRun, threshold: float) -> list[tuple[FailureKind, str, str]]:
+    what: list[tuple[FailureKind, str, str]] = [
         ("assertion", assertion_key(a), a.message or "")
         for a in (run.assertions.details if run.assertions else [])
         if not a.passed
@@ -47,17 +48,16 @@ def sample_what(run: SampleRun, threshold: float) -> list[tuple[str, str, str]]:
     return what
 
 
-def agentic_what(run: AgentRun, threshold: float) -> list[tuple[str, str, str]]:
-    what = [
-        ("check", f"check {d.get('check')}", str(d.get("reason") or ""))
+def agentic_what(run: AgentRun, threshold: float) -> list[tuple[FailureKind, str, str]]:
+    what: list[tuple[FailureKind, str, str]] = [
+        ("check", f"check {d.check}", d.reason)
         for d in run.check_details or []
-        if d.get("passed") is False and not d.get("indicator")  # a plugin-fired indicator is no failure
+        if d.passed is False and not d.indicator  # a plugin-fired indicator is no failure
     ]
-    extra = (run.grade.model_extra or {}) if run.grade is not None else {}
     for name, score in (run.criteria or {}).items():
         if score < threshold:
-            why = extra.get(name, {}).get("justification", "") if isinstance(extra.get(name), dict) else ""
-            what.append(("judge", f"judge criterion: {name}", str(why)))
+            criterion = getattr(run.grade, name, None) if run.grade is not None else None
+            what.append(("judge", f"judge criterion: {name}", criterion.justification if criterion else ""))
     for e in (run.grade.expectations or []) if run.grade is not None else []:
         if not e.passed:  # a skill-creator eval's expectation
             what.append(("judge", f"expectation: {e.text}", e.evidence))
@@ -80,11 +80,11 @@ def run_failure(report: Report, sample_id: str, run: RunEntry) -> Failure | None
         return Failure(sample_id, run.run, (("error", f"error: {kind}", run.error or ""),))
     low = run.composite_score is not None and run.composite_score < threshold
     if isinstance(run, AgentRun):
-        checks_failed = run.checks is not None and run.checks.get("all_passed") is False
+        checks_failed = run.checks is not None and not run.checks.all_passed
         if not (checks_failed or low or (run.grade is not None and run.grade.status == "ungraded")):
             return None
         reason = run.grade.summary if run.grade is not None else None
-        if run.grade is not None and "plugin_eval_score" in (run.grade.model_extra or {}):
+        if run.grade is not None and run.grade.plugin_eval_score is not None:
             reason = None  # a plugin case's summary lists its graders (already in `what`), no judge's words
         return Failure(sample_id, run.run, tuple(agentic_what(run, 70.0)), reason or None)
     if isinstance(run, SampleRun) and (low or run.judge_status == "ungraded"):
@@ -92,7 +92,7 @@ def run_failure(report: Report, sample_id: str, run: RunEntry) -> Failure | None
     return None
 
 
-def diagnosis(report: Report) -> dict[str, Any]:
+def diagnosis(report: Report) -> Diagnosis:
     """The Diagnosis part, without suggestions (``flows.engine.diagnose`` adds them)."""
     variants = []
     for name in report.summary or report.meta.variants:
@@ -108,11 +108,11 @@ def diagnosis(report: Report) -> dict[str, Any]:
                 if failure is not None:
                     failures.append(failure)
         variants.append(
-            {
-                "variant": name,
-                "cases": cases,
-                "failing_cases": len({f.sample_id for f in failures}),
-                "groups": group_failures(failures, cases),
-            }
+            VariantDiagnosis(
+                variant=name,
+                cases=cases,
+                failing_cases=len({f.sample_id for f in failures}),
+                groups=group_failures(failures, cases),
+            )
         )
-    return {"variants": variants, "suggestions": False, "note": NOTE}
+    return Diagnosis(variants=variants, suggestions=False, note=NOTE)

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from tasks.stats.diagnosis import FailureGroup
 from tasks.stats.figures import (
     LengthFigures,
     Paired,
@@ -62,21 +63,6 @@ class JudgeBias(Model):
         default=None, description="self-preference (same-vendor judge)"
     )
     lines: list[str] = Field(default_factory=list, description="every probe's line")
-
-
-class FailureGroup(Model):
-    """Failing runs of one variant that share what failed (or the judge's reason)."""
-
-    key: str = Field(description="what failed, e.g. 'assertion contains: Paris' or 'judge: rubric'")
-    kind: Literal["assertion", "check", "judge", "error", "reason"] = Field(description="the kind of failure")
-    cases: list[str] = Field(description="the cases concerned")
-    runs: int = Field(description="failing runs in the group")
-    share: float = Field(description="cases in the group / cases of the variant")
-    examples: list[str] = Field(default_factory=list, description="messages or judge reasons, up to 3")
-    suggestion: str | None = Field(
-        default=None, description="an LLM's paragraph on what went wrong and what to change: a suggestion"
-    )
-    suggestion_by: str | None = Field(default=None, description="the model that wrote it")
 
 
 class VariantDiagnosis(Model):

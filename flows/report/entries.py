@@ -4,11 +4,11 @@ its human feedback and assertion details, and how a suite changed since its prev
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import Field
 
+from graders.grades import Behavior, CheckDetail, CheckResults, PluginEvalPart, SessionGrade
 from tasks.schema import TranscriptStep
 from tasks.stats.figures import (
     CaseStats,
@@ -16,20 +16,6 @@ from tasks.stats.figures import (
     Verdict,
 )
 from tasks.stats.models import Figures, Model
-
-
-class SessionGradeStatus(StrEnum):
-    """How one agentic session was graded."""
-
-    GRADED = "graded"
-    UNGRADED = "ungraded"  # the judge failed twice: excluded from scores, counted
-    CONTAMINATED = "contaminated"  # the arm saw (or lacked) the skill: excluded, with the reason
-    FAILED = "failed"  # the session itself failed: an error, scored as the seed does
-
-
-def lowered(value: Any) -> Any:
-    """Version 1 agentic reports wrote statuses in capitals."""
-    return value.lower() if isinstance(value, str) else value
 
 
 class RegressionVariant(Model):
@@ -77,6 +63,8 @@ class Regression(Model):
     regressed: list[str] = Field(description="variants whose verdict against the previous run is WORSE")
     artifact_changes: dict[str, ArtifactChange] = Field(default_factory=dict)
     """variant -> how its artifact changed since the previous run (unchanged variants left out)"""
+    world_changes: list[str] = Field(default_factory=list)
+    """what else changed since the previous run (its fingerprint against this one's), one line each"""
 
 
 # ---------------------------------------------------------------- results
@@ -145,66 +133,6 @@ class AssertionSummary(Model):
     """1 + 4 x passed weight / total weight"""
     details: list[AssertionDetail]
     """each assertion"""
-
-
-class CriterionScore(Model):
-    """One of the four criteria."""
-
-    score: float
-    """0-100"""
-    reasoning: str = ""
-    """the judge's justification"""
-
-
-class ExpectationResult(Model):
-    """One skill-creator expectation as the judge graded it (grading.json's entry)."""
-
-    text: str
-    """the expectation, as the eval states it"""
-    passed: bool
-    """the judge found clear evidence that it holds"""
-    evidence: str = ""
-    """what the judge quoted or found"""
-
-
-class ExpectationSummary(Figures):
-    """grading.json's summary of a session's expectations."""
-
-    passed: int
-    """expectations that passed"""
-    failed: int
-    """expectations that failed"""
-    total: int
-    """expectations in all"""
-    pass_rate: float
-    """passed / total; the session's score is 100 x this"""
-
-
-class SessionGrade(Figures):
-    """The four-criterion judgement of one agentic session, or why there is none."""
-
-    model_config = ConfigDict(extra="allow")  # the four criteria, each {score, reasoning}
-
-    status: SessionGradeStatus = SessionGradeStatus.GRADED
-    """graded, ungraded, contaminated or failed"""
-    weighted_total: float | None = None
-    """the four criteria weighted 40/25/20/15, computed in code"""
-    deterministic_checks_passed: bool | None = None
-    """every sandbox check passed"""
-    summary: str | None = None
-    """the judge's summary"""
-    reason: str | None = None
-    """why there is no judgement"""
-    error: str | None = None
-    """the judge's last error"""
-    raw: str | None = None
-    """the judge's last reply, when it could not be parsed"""
-    expectations: list[ExpectationResult] | None = None
-    """a skill-creator eval: each expectation with its verdict and evidence"""
-    expectation_summary: ExpectationSummary | None = None
-    """a skill-creator eval: passed, failed, total and pass rate"""
-
-    _status_case = field_validator("status", mode="before")(lowered)
 
 
 class RunEntry(Model):
@@ -286,13 +214,13 @@ class AgentRun(SessionRun):
     """the session's judgement"""
     contaminated: str | None = None
     """why the session was excluded"""
-    checks: dict[str, Any] | None = None
+    checks: CheckResults | None = None
     """sandbox check totals"""
-    check_details: list[dict[str, Any]] | None = None
+    check_details: list[CheckDetail] | None = None
     """each sandbox check"""
     criteria: dict[str, float] | None = None
     """the four criteria's scores"""
-    behavior: dict[str, Any] | None = None
+    behavior: Behavior | None = None
     """transcript analysis"""
     usage: dict[str, Any] | None = None
     """tokens as the CLI reported them"""
@@ -304,9 +232,9 @@ class AgentRun(SessionRun):
         description="the earlier run this baseline session was taken from (nothing deciding it changed)",
     )
 
-    def plugin_eval(self) -> dict[str, Any]:
-        """A plugin eval case's grading of this session (score, graders, pending); {} otherwise."""
-        return dict((self.checks or {}).get("plugin_eval") or {})
+    def plugin_eval(self) -> PluginEvalPart | None:
+        """A plugin eval case's grading of this session (score, graders, pending)."""
+        return self.checks.plugin_eval if self.checks is not None else None
 
 
 class TriggerRun(SessionRun):

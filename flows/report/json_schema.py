@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from flows.report.schema import SCHEMA_FILE, reports_adapter
+from graders.grades import Part
 from tasks.stats.models import Model
 
 
@@ -43,11 +44,12 @@ def json_schema() -> dict[str, Any]:
     return schema
 
 
-def report_models() -> list[type[Model]]:
+def report_models() -> list[type[BaseModel]]:
     """Every report part: the subclasses of ``Model``, here, in the modes and where their figures are
-    computed (of the modules loaded: a class whose module was unloaded is no part)."""
-    found: list[type[Model]] = []
-    todo = [Model]
+    computed, and the grading parts a session's entry embeds (of the modules loaded: a class whose
+    module was unloaded is no part)."""
+    found: list[type[BaseModel]] = []
+    todo: list[type[BaseModel]] = [Model, Part]
     while todo:
         found += (children := todo.pop().__subclasses__())
         todo += children

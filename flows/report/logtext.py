@@ -118,6 +118,13 @@ def artifact_change_lines(report: Report) -> list[str]:
     ]
 
 
+def world_change_lines(report: Report) -> list[str]:
+    """What ran differently from the previous run besides the artifacts (its fingerprint): a drop
+    beside one of these may be the world's doing, not the skill's."""
+    r = report.regression
+    return [f"changed since the previous run: {line}" for line in (r.world_changes if r else [])]
+
+
 def regression_lines(report: Report) -> list[str]:
     """Against the suite's previous run on the same model: each variant's verdict and figures, the
     artifacts that changed, then the outcome."""
@@ -130,7 +137,7 @@ def regression_lines(report: Report) -> list[str]:
         f"suite {suite}: {name} against the previous run {r.previous}: {v.verdict.label} ({change_figures(v)})"
         for name, v in r.per_variant.items()
     ]
-    return [*lines, *artifact_change_lines(report), regression_outcome(report)]
+    return [*lines, *artifact_change_lines(report), *world_change_lines(report), regression_outcome(report)]
 
 
 def regression_outcome(report: Report) -> str:
@@ -139,9 +146,15 @@ def regression_outcome(report: Report) -> str:
         return f"suite {report.meta.suite}: first run on {report.meta.model}"
     if r.regressed:
         drops = "; ".join(f"{name}: {change_figures(r.per_variant[name])}" for name in r.regressed)
+        world = (
+            f"; what ran changed too ({len(r.world_changes)} part(s), listed above): the drop may be the "
+            "world's doing, not the artifact's"
+            if r.world_changes
+            else ""
+        )
         return (
             f"REGRESSION in {', '.join(r.regressed)} against the previous run {r.previous} of suite "
-            f"{report.meta.suite} ({drops})"
+            f"{report.meta.suite} ({drops}){world}"
         )
     return f"suite {report.meta.suite}: no regression against the previous run {r.previous}"
 

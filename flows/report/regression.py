@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from flows.report.entries import ArtifactChange, Regression, RegressionVariant
+from flows.report.fingerprint import changes
 from flows.report.schema import Meta, Report
 from flows.report.store import read_reports
 from tasks.schema import VerdictLabel
@@ -102,6 +103,7 @@ def compare_runs(previous: Report, current: Report, *, seed: int) -> Regression:
         per_variant=per_variant,
         regressed=sorted(v for v, r in per_variant.items() if r.verdict.label == VerdictLabel.WORSE),
         artifact_changes=artifact_changes(previous, current),
+        world_changes=changes(previous.meta.fingerprint, current.meta.fingerprint),
     )
 
 
@@ -123,7 +125,9 @@ def regression_against_previous(reports_dir: Path, report: Report) -> Regression
 
 
 def history(reports_dir: Path, suite: str) -> list[dict[str, Any]]:
-    """One row per run of the suite: when, which model, each variant's mean, verdicts, regressions."""
+    """One row per run of the suite: when, which model, each variant's mean, verdicts, regressions,
+    and what changed in what ran since the run before it (its fingerprint)."""
+    reports = suite_reports(reports_dir, suite)
     return [
         {
             "id": report.id,
@@ -132,6 +136,7 @@ def history(reports_dir: Path, suite: str) -> list[dict[str, Any]]:
             "means": {report.variant_name(k): v.avg_composite_score for k, v in report.summary.items()},
             "verdicts": [str(c.verdict.label) for c in report.comparisons],
             "regressed": report.regression.regressed if report.regression else [],
+            "changed": changes(reports[i - 1].meta.fingerprint, report.meta.fingerprint) if i else [],
         }
-        for report in suite_reports(reports_dir, suite)
+        for i, report in enumerate(reports)
     ]

@@ -52,6 +52,31 @@ RP = TypeVar("RP", bound="Report")
 # ---------------------------------------------------------------- the report
 
 
+class Fingerprint(Model):
+    """What actually ran, as the answers and sessions reported it (not as asked for): two runs of a
+    suite compare fingerprints, so a changed CLI, model, judge, tool grant, listing or environment is
+    named beside the verdict. Lists are sorted; digests are the first 12 hex digits of a SHA-256."""
+
+    skillab: str
+    """skillab's version"""
+    executor: str
+    """the executor or agent CLI asked for"""
+    agent_cli: str | None = None
+    """the agent CLI and its version as its sessions reported it"""
+    models: list[str] = Field(default_factory=list)
+    """the model ids the responses (or sessions) under test reported"""
+    judge_models: list[str] = Field(default_factory=list)
+    """the model ids the judge's responses reported"""
+    tools: dict[str, str] = Field(default_factory=dict)
+    """variant -> digest of the tools the agent CLI offered its sessions (their grants included)"""
+    listing: dict[str, str] = Field(default_factory=dict)
+    """variant -> digest of the skills the agent CLI listed to its sessions"""
+    environment: str | None = None
+    """digest of the environment snapshot the sessions ran in (--environment)"""
+    sandbox: str | None = None
+    """the OS sandbox and its version, and the work pool whose containers ran the sessions"""
+
+
 class Meta(Model):
     """What was run, on what, when, with which inputs (their hashes), and what it cost: what every
     mode records; each mode's subclass adds its own."""
@@ -101,6 +126,8 @@ class Meta(Model):
     """the agent CLI and its version as its sessions reported it (e.g. claude 2.1.330)"""
     notices: list[str] = Field(default_factory=list)
     """what the user was told before the run"""
+    fingerprint: Fingerprint | None = None
+    """what actually ran, as the answers reported it: compared with the previous run of the suite"""
 
     # What a mode's meta may add to the shared readers (regression, console), None where it records
     # nothing of the kind.
@@ -115,6 +142,14 @@ class Meta(Model):
 
     def reused_line(self) -> str | None:
         """The sessions taken from earlier runs instead of run again, in words."""
+        return None
+
+    def sandbox_line(self) -> str | None:
+        """The OS sandbox the units ran in, its version and work pool, for the fingerprint."""
+        return None
+
+    def environment_digest(self) -> str | None:
+        """The SHA-256 of the environment snapshot the units ran in, for the fingerprint."""
         return None
 
 
@@ -133,6 +168,13 @@ class SessionMeta(Meta):
     """the Prefect Docker work pool whose containers ran the agent sessions (--fleet-pool); None: here"""
     plugin: str | None = None
     """the artifact is a whole plugin: what it holds and whether its MCP servers ran"""
+
+    def sandbox_line(self) -> str | None:
+        parts = [
+            self.sandbox_version or self.isolation,
+            f"pool {self.fleet_pool}" if self.fleet_pool else None,
+        ]
+        return " in ".join(p for p in parts if p) or None
 
 
 # ---------------------------------------------------------------- can the verdict be believed?

@@ -172,11 +172,7 @@ def _criteria(case: str, run: RunEntry) -> list[tuple[str, bool]]:
         details = run.assertions.details if run.assertions else []
         return [(f"{case}#{i + 1} ({d.type})", d.passed) for i, d in enumerate(details) if not d.error]
     if isinstance(run, AgentRun):
-        return [
-            (f"{case}: {d.get('check')}", d["passed"])
-            for d in run.check_details or []
-            if isinstance(d.get("passed"), bool)
-        ]
+        return [(f"{case}: {d.check}", d.passed) for d in run.check_details or [] if d.passed is not None]
     return []
 
 

@@ -11,11 +11,17 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal
+
+from pydantic import Field
+
+from tasks.stats.models import Model
 
 MAX_GROUPS = 8
 EXAMPLES = 3
 REASON_SIMILARITY = 0.5
+#: What a failure group is of: an assertion, a sandbox check, a judge criterion, an error, a reason.
+FailureKind = Literal["assertion", "check", "judge", "error", "reason"]
 STOPWORDS = frozenset(
     [
         "the",
@@ -77,13 +83,13 @@ class Failure:
 
     sample_id: str
     run: int
-    what: tuple[tuple[str, str, str], ...]
+    what: tuple[tuple[FailureKind, str, str], ...]
     reason: str | None = None
 
 
 @dataclass
 class _Group:
-    kind: str
+    kind: FailureKind
     key: str
     cases: set[str] = field(default_factory=set)
     runs: int = 0
@@ -133,7 +139,22 @@ def _size(g: _Group) -> tuple[int, int, str, str]:
     return (-len(g.cases), -g.runs, g.kind, g.key)
 
 
-def group_failures(failures: list[Failure], cases: int, max_groups: int = MAX_GROUPS) -> list[dict[str, Any]]:
+class FailureGroup(Model):
+    """Failing runs of one variant that share what failed (or the judge's reason)."""
+
+    key: str = Field(description="what failed, e.g. 'assertion contains: Paris' or 'judge: rubric'")
+    kind: FailureKind = Field(description="the kind of failure")
+    cases: list[str] = Field(description="the cases concerned")
+    runs: int = Field(description="failing runs in the group")
+    share: float = Field(description="cases in the group / cases of the variant")
+    examples: list[str] = Field(default_factory=list, description="messages or judge reasons, up to 3")
+    suggestion: str | None = Field(
+        default=None, description="an LLM's paragraph on what went wrong and what to change: a suggestion"
+    )
+    suggestion_by: str | None = Field(default=None, description="the model that wrote it")
+
+
+def group_failures(failures: list[Failure], cases: int, max_groups: int = MAX_GROUPS) -> list[FailureGroup]:
     """The groups, largest first: by what failed, then by reason; each with its cases and share."""
     by_what: dict[tuple[str, str], _Group] = {}
     for f in sorted(failures, key=lambda f: (f.sample_id, f.run)):
@@ -147,13 +168,13 @@ def group_failures(failures: list[Failure], cases: int, max_groups: int = MAX_GR
     # a reason shared by a single run says little: keep reason groups of two runs or more
     chosen = ordered + [g for g in reasons if g.runs >= 2][: max(2, max_groups // 2)]
     return [
-        {
-            "key": g.key,
-            "kind": g.kind,
-            "cases": sorted(g.cases),
-            "runs": g.runs,
-            "share": len(g.cases) / cases if cases else 0.0,
-            "examples": g.examples,
-        }
+        FailureGroup(
+            key=g.key,
+            kind=g.kind,
+            cases=sorted(g.cases),
+            runs=g.runs,
+            share=len(g.cases) / cases if cases else 0.0,
+            examples=g.examples,
+        )
         for g in chosen
     ]

@@ -100,9 +100,6 @@ class Cost:
     batch: float
     cached_batch: float
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 def cost(
     calls_per_variant: int,
@@ -172,9 +169,6 @@ class Pilot:
     within: float | None  # s_within^2: run-to-run variance, pooled
     between: float | None  # s_between^2: variance of the true per-case differences
     notes: tuple[str, ...] = field(default=())
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _clean_runs(values: Sequence[float], where: str) -> tuple[list[float], int]:
@@ -344,9 +338,6 @@ class Option:
     feasible: bool  # within the available cases
     cost: Cost | None
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
 class Plan:
@@ -364,7 +355,8 @@ class Plan:
     #: (None below the cases any verdict needs, or without a spread)
     smallest_better: float | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
+        """The plan, its pilot and options included, for ``skillab plan --json``."""
         return asdict(self)
 
 

@@ -122,6 +122,8 @@ class FakeProvider:
         self.responses_agent: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
         # Streaming chat completions (OpenCode): body -> items, {"text": ...} or {"tool": name, "arguments": {...}}
         self.chat_agent: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
+        # The model id a response reports for the one asked for: a provider moving an alias to a new model.
+        self.answered_as: dict[str, str] = {}
         self.calls: list[Call] = []
         self.lock = threading.RLock()  # re-entered while a batch retrieval processes items
         self.implicit_cache_min: int | None = None  # OpenAI/Gemini implicit caching: off
@@ -302,7 +304,7 @@ class FakeProvider:
         return {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
-            "model": body["model"],
+            "model": self.answered_as.get(body["model"], body["model"]),
             "choices": [
                 {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
             ],
@@ -352,7 +354,7 @@ class FakeProvider:
             "id": "msg_fake",
             "type": "message",
             "role": "assistant",
-            "model": body["model"],
+            "model": self.answered_as.get(body["model"], body["model"]),
             "content": [{"type": "text", "text": text}],
             "stop_reason": "end_turn",
             "usage": self._anthropic_usage(body, system, prompt) | {"output_tokens": len(text.split())},

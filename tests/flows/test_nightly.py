@@ -162,3 +162,35 @@ def test_junit_and_github_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert not root.find("testsuite[@name='skillab.v2']").findall("testcase/failure")  # type: ignore[union-attr]
     text = summary.read_text()
     assert text.startswith("earlier step\n## skillab: v1, v2") and "| v2 | 5.00 |" in text
+
+
+def test_a_night_whose_provider_moved_the_alias_names_the_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unchanged artifact between two nights, the provider answering the second night as another
+    model: the regression check names that change (the fingerprint), not the artifact."""
+    project = make_project(tmp_path / "suite", n=4)
+    reports = tmp_path / "reports"
+    (project / "skillab.yaml").write_text(
+        f"executor: openai\nmodel: gpt-4o-mini\njudge: false\noutput_dir: {reports}\ncache: false\n"
+    )
+    with FakeProvider(answer) as server:
+        use_provider(monkeypatch, server.url)
+        assert nightly_state(project / "skillab.yaml", "moved").is_completed()
+        server.answered_as = {"gpt-4o-mini": "gpt-4o-mini-2026-11-30"}
+        second = nightly_state(project / "skillab.yaml", "moved")
+    assert second.is_completed()  # nothing regressed: the same answers
+    nights = sorted(
+        (json.loads(p.read_text()) for p in reports.glob("*.json")), key=lambda r: r["meta"]["timestamp"]
+    )
+    assert [n["meta"]["fingerprint"]["models"] for n in nights] == [
+        ["gpt-4o-mini"],
+        ["gpt-4o-mini-2026-11-30"],
+    ]
+    regression = nights[1]["regression"]
+    assert regression["artifactChanges"] == {}
+    assert regression["worldChanges"] == [
+        "model under test (as the answers reported it): gpt-4o-mini -> gpt-4o-mini-2026-11-30"
+    ]
+    summary = asyncio.run(night_artifacts(second.state_details.flow_run_id))["moved-summary"]
+    assert "changed since the previous run: model under test (as the answers reported it)" in summary

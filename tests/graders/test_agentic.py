@@ -77,14 +77,12 @@ def test_checks_in_a_sandbox(tmp_path: Path) -> None:
     task = parse_task(TASK, "t")
     (tmp_path / "calc.py").write_text("def add(a, b):\n    return a + b\n")
     result = run_checks(task, tmp_path)
-    assert result["all_passed"] and result["file_contains"] == {"def add": True, "return": True}
+    assert result.all_passed and result.file_contains == {"def add": True, "return": True}
     (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     broken = run_checks(task, tmp_path)
-    assert (
-        not broken["all_passed"] and broken["runs_without_error"] is False and broken["syntax_valid"] is True
-    )
+    assert not broken.all_passed and broken.runs_without_error is False and broken.syntax_valid is True
     (tmp_path / "calc.py").write_text("def add(a, b:\n")
-    assert run_checks(task, tmp_path)["syntax_valid"] is False
+    assert run_checks(task, tmp_path).syntax_valid is False
 
 
 def test_a_checker_that_cannot_decide_is_a_grading_error(
@@ -102,13 +100,13 @@ def test_a_checker_that_cannot_decide_is_a_grading_error(
 
     monkeypatch.setattr(checks, "_syntax", hung)
     result = run_checks(task, tmp_path)
-    undecided = next(d for d in result["details"] if d["check"] == "syntax_valid: python")
-    assert undecided["passed"] is None and undecided["error"] and "timed out" in result["grading_error"]
-    assert result["all_passed"]  # the other checks decided, and passed
+    undecided = next(d for d in result.details if d.check == "syntax_valid: python")
+    assert undecided.passed is None and undecided.error and "timed out" in (result.grading_error or "")
+    assert result.all_passed  # the other checks decided, and passed
     # the sandbox itself failing: no check ran, a grading error rather than a failed session
     monkeypatch.setenv("SKILLAB_BWRAP", "skillab-no-such-bwrap")
     failed = check_sandbox.fn(task, str(tmp_path), "t", "bubblewrap")
-    assert failed["details"] == [] and "bubblewrap is not available" in failed["grading_error"]
+    assert failed.details == [] and "bubblewrap is not available" in (failed.grading_error or "")
 
 
 def test_other_languages(tmp_path: Path) -> None:
@@ -124,11 +122,11 @@ def test_other_languages(tmp_path: Path) -> None:
     (tmp_path / "a.sh").write_text("echo hi\n")
     (tmp_path / "a.yaml").write_text("a: [1, 2]\n")
     (tmp_path / "a.js").write_text("const x = 1;\n")
-    assert run_checks(t, tmp_path)["all_passed"]
+    assert run_checks(t, tmp_path).all_passed
     (tmp_path / "a.sh").write_text("if then fi\n")
     (tmp_path / "a.json").write_text("{a: 1}")
     out = run_checks(t, tmp_path)
-    failed = {d["check"] for d in out["details"] if d["passed"] is False}
+    failed = {d.check for d in out.details if d.passed is False}
     assert failed == {"syntax_valid: json", "syntax_valid: shell"}
 
 
@@ -138,12 +136,13 @@ def test_grade_weights_and_cap() -> None:
         '{"score": 80, "justification": "x"}, "quality": {"score": 70, "justification": "y"}, '
         '"efficiency": {"score": 120, "justification": "z"}, "summary": "good"}'
     )
-    assert criteria["efficiency"]["score"] == 100
+    assert criteria.efficiency is not None and criteria.efficiency.score == 100
     g = grade(criteria, checks_passed=True)
-    assert g["weighted_total"] == pytest.approx(0.4 * 90 + 0.25 * 80 + 0.2 * 70 + 0.15 * 100)
+    assert g.weighted_total == pytest.approx(0.4 * 90 + 0.25 * 80 + 0.2 * 70 + 0.15 * 100)
     capped = grade(criteria, checks_passed=False)
-    assert capped["correctness"]["score"] == 50 and "capped" in capped["correctness"]["justification"]
-    assert capped["weighted_total"] == pytest.approx(0.4 * 50 + 0.25 * 80 + 0.2 * 70 + 0.15 * 100)
+    assert capped.correctness is not None
+    assert capped.correctness.score == 50 and "capped" in capped.correctness.justification
+    assert capped.weighted_total == pytest.approx(0.4 * 50 + 0.25 * 80 + 0.2 * 70 + 0.15 * 100)
     with pytest.raises(JudgeParseError):
         parse_criteria('{"correctness": {"score": 90}}')
 
@@ -177,7 +176,7 @@ def test_behaviour_thrashing_errors_recovery() -> None:
         meta={"num_turns": 6, "permission_denials": [{"tool": "WebFetch"}]},
     )
     b = analyze(session)
-    assert b["tool_calls"] == {"Bash": 3, "Read": 1, "Write": 1} and b["total_tool_calls"] == 5
-    assert b["thrashing_detected"] and b["longest_repeat"] == 3
-    assert b["errors_encountered"] == 3 and b["errors_recovered"] == 2  # the Read on x.py never recovered
-    assert b["permission_denials"] == 1 and b["skill_invoked"] and not b["max_turns_hit"] and b["turns"] == 6
+    assert b.tool_calls == {"Bash": 3, "Read": 1, "Write": 1} and b.total_tool_calls == 5
+    assert b.thrashing_detected and b.longest_repeat == 3
+    assert b.errors_encountered == 3 and b.errors_recovered == 2  # the Read on x.py never recovered
+    assert b.permission_denials == 1 and b.skill_invoked and not b.max_turns_hit and b.turns == 6

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from executors.sandbox import Isolation, SandboxUnavailableError, probe
 from graders.agent_task import Check, parse_task
 from graders.checks import run_checks
+from graders.grades import CheckResults
 from tests.fakes.escape import CANARIES, escape_places
 
 needs_bwrap = pytest.mark.skipif(
@@ -50,10 +51,8 @@ def outside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[st
         yield places
 
 
-def verdicts(result: dict[str, object]) -> dict[str, tuple[object, str]]:
-    details = result["details"]
-    assert isinstance(details, list)
-    return {d["check"]: (d["passed"], d["reason"]) for d in details}
+def verdicts(result: CheckResults) -> dict[str, tuple[object, str]]:
+    return {d.check: (d.passed, d.reason) for d in result.details}
 
 
 @needs_bwrap
@@ -74,7 +73,7 @@ def test_runs_without_error_cannot_reach_out(
     ]
     result = run_checks(parse_task(task_with(*checks), "t"), sandbox)
     got = verdicts(result)
-    assert result["isolation"] == "bubblewrap"
+    assert result.isolation == "bubblewrap"
     for key in CANARIES:
         assert not outside[key].exists(), f"{key} reached the host"
     assert got[f"runs_without_error: echo canary > {outside['etc_canary']}"][0] is False  # / is read-only
@@ -84,7 +83,7 @@ def test_runs_without_error_cannot_reach_out(
     assert (sandbox / "made.txt").read_text() == "made\n"  # the task's sandbox is writable
     assert got['runs_without_error: test -z "$ANTHROPIC_API_KEY"'][0] is True  # keys are not passed on
     assert got["runs_without_error: umount /root"][0] is False
-    assert not result["all_passed"]
+    assert not result.all_passed
 
 
 def test_without_bubblewrap_only_a_fresh_home(
@@ -107,7 +106,7 @@ def test_without_bubblewrap_only_a_fresh_home(
         monkeypatch.setenv("SKILLAB_BWRAP", "skillab-no-such-bwrap")
         run_checks(task, sandbox)
     result = run_checks(task, sandbox, isolation="none")
-    assert result["all_passed"] and result["isolation"] == "none"
+    assert result.all_passed and result.isolation == "none"
     assert outside["tmp_canary"].exists()
 
 

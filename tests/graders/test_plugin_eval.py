@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from executors.errors import InputError
+from graders.grades import GraderResult
 from graders.plugin_eval import (
     BaselineGrader,
     FileExistsGrader,
@@ -24,7 +25,6 @@ from graders.plugin_eval import (
     parse_case,
 )
 from graders.plugin_grading import (
-    GraderResult,
     RunEvidence,
     glob_regex,
     grade_deterministic,
@@ -336,11 +336,10 @@ def test_llm_grader_prompt_and_majority_of_three() -> None:
     assert not undecided.passed and undecided.error and "no readable judge vote of 3" in undecided.explanation
     from flows.modes.agentic.plugin_eval import finish, summarize
 
-    checks = summarize([], [grader.name])
-    grade = finish(case, checks, {grader.name: [None, None, None]}, with_plugin=True)
-    assert grade["status"] == "ungraded" and grade["weighted_total"] is None and "polite" in grade["error"]
-    assert checks["details"][0]["error"] is True
-    assert finish(case, summarize([], [grader.name]), {grader.name: [False] * 3}, True)["weighted_total"] == 0
+    checks, grade = finish(case, summarize([], [grader.name]), {grader.name: [None, None, None]}, True)
+    assert grade.status == "ungraded" and grade.weighted_total is None and "polite" in (grade.error or "")
+    assert checks.details[0].error is True
+    assert finish(case, summarize([], [grader.name]), {grader.name: [False] * 3}, True)[1].weighted_total == 0
     missing = case_of(
         [{"type": "llm", "name": "f", "criteria": "c", "focus": {"source": "file", "path": "x"}}]
     )

@@ -15,6 +15,7 @@ from graders.expectations import (
     parse_expectations,
     transcript_text,
 )
+from graders.grades import ExpectationResult
 from graders.judge import JudgeParseError
 
 EXPECT = ["The answer states the total 60", "The agent read sales.csv", "No file was deleted"]
@@ -62,15 +63,15 @@ def test_verdicts_in_order_with_evidence() -> None:
         reply((EXPECT[0], True, "answer: 'The total is 60'"), (EXPECT[1], True, "Read sales.csv"), (EXPECT[2], False, "rm ran")),
         EXPECT,
     )  # fmt: skip
-    assert [r["passed"] for r in out] == [True, True, False]
-    assert out[0] == {"text": EXPECT[0], "passed": True, "evidence": "answer: 'The total is 60'"}
+    assert [r.passed for r in out] == [True, True, False]
+    assert out[0].dump() == {"text": EXPECT[0], "passed": True, "evidence": "answer: 'The total is 60'"}
 
 
 def test_an_echoed_list_in_another_order_is_matched_by_text() -> None:
     out = parse_expectations(
         reply((EXPECT[2].upper(), False, "c"), (EXPECT[0], True, "a"), (EXPECT[1], True, "b")), EXPECT
     )
-    assert [(r["text"], r["passed"], r["evidence"]) for r in out] == [
+    assert [(r.text, r.passed, r.evidence) for r in out] == [
         (EXPECT[0], True, "a"),
         (EXPECT[1], True, "b"),
         (EXPECT[2], False, "c"),
@@ -80,13 +81,13 @@ def test_an_echoed_list_in_another_order_is_matched_by_text() -> None:
 def test_texts_not_echoed_are_matched_by_position_and_pass_fail_words_count() -> None:
     items = [{"passed": "PASS", "evidence": "x"}, {"passed": "fail"}, {"passed": False}]
     out = parse_expectations("Here: " + json.dumps({"expectations": items}), EXPECT)
-    assert [r["passed"] for r in out] == [True, False, False] and out[1]["evidence"] == ""
+    assert [r.passed for r in out] == [True, False, False] and out[1].evidence == ""
 
 
 def test_the_last_complete_object_wins_over_a_quoted_example() -> None:
     example = reply((EXPECT[0], True, ""), (EXPECT[1], True, ""), (EXPECT[2], True, ""))
     own = reply((EXPECT[0], False, "no"), (EXPECT[1], False, "no"), (EXPECT[2], False, "no"))
-    assert [r["passed"] for r in parse_expectations(f"like {example} but: {own}", EXPECT)] == [False] * 3
+    assert [r.passed for r in parse_expectations(f"like {example} but: {own}", EXPECT)] == [False] * 3
 
 
 @pytest.mark.parametrize(
@@ -106,12 +107,13 @@ def test_a_reply_without_a_verdict_per_expectation_is_a_parse_error(bad: str) ->
 
 def test_the_score_is_the_share_passed_on_the_0_100_scale() -> None:
     results = [
-        {"text": t, "passed": p, "evidence": ""} for t, p in zip(EXPECT, (True, False, True), strict=True)
+        ExpectationResult(text=t, passed=p, evidence="")
+        for t, p in zip(EXPECT, (True, False, True), strict=True)
     ]
-    graded = expectations_grade(results)
+    graded = expectations_grade(results).dump()
     assert graded["expectation_summary"] == {"passed": 2, "failed": 1, "total": 3, "pass_rate": 0.6667}
     assert graded["weighted_total"] == 66.67 and graded["summary"] == "2 of 3 expectations passed"
-    assert graded["expectations"] == results
+    assert graded["expectations"] == [r.dump() for r in results]
 
 
 def test_the_transcript_keeps_tool_calls_results_and_the_end() -> None:

@@ -306,9 +306,7 @@ def case_threshold_failures(report: Any, threshold: float) -> list[str]:
         entry = case.variants.get(Arm.WITH_SKILL)
         runs = (entry.runs or [entry]) if entry is not None else []
         scores = [
-            float(r.plugin_eval().get("score") or 0.0)
-            if r.plugin_eval()
-            else (r.composite_score or 0.0) / 100
+            float(part.score or 0.0) if (part := r.plugin_eval()) else (r.composite_score or 0.0) / 100
             for r in runs
         ]
         score = sum(scores) / len(scores) if scores else 0.0

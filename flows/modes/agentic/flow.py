@@ -79,13 +79,14 @@ from graders.expectations import (
     transcript_text,
 )
 from graders.expectations import max_tokens as expectation_tokens
+from graders.grades import CheckResults, GradeStatus, SessionGrade
 from graders.plugin_eval import PluginCase
 from graders.plugin_grading import RunEvidence
 from graders.schema import Grade
 from graders.validation import broken_notices, tasks_without_broken, validate_tasks
 from tasks.agent import check_sandbox
 from tasks.context import current
-from tasks.schema import Arm, CallPolicy, Record, RunStats
+from tasks.schema import Arm, CallPolicy, Record, RunStats, UnitKind
 from tasks.store.files import atomic_write_json, atomic_write_text
 
 
@@ -192,7 +193,7 @@ async def run_sessions(
     return [s for s, _ in ran], [o for _, o in ran], runner.stats()
 
 
-def check_sessions(plans: list[Session], isolation: Isolation) -> list[dict[str, Any]]:
+def check_sessions(plans: list[Session], isolation: Isolation) -> list[CheckResults]:
     """The deterministic checks of each sandbox, then the seed's archive copy of it."""
     checks = [
         grade_plugin_run(s.task.plugin_case, evidence(s.sandbox, s.outputs), s.kind == Arm.WITH_SKILL)
@@ -201,13 +202,13 @@ def check_sessions(plans: list[Session], isolation: Isolation) -> list[dict[str,
         for s in plans
     ]
     for s, c in zip(plans, checks, strict=True):
-        atomic_write_json(s.grades / f"{s.mode}-checks.json", c)
+        atomic_write_json(s.grades / f"{s.mode}-checks.json", c.dump())
         if s.sandbox.exists():
             archive_tree(s.sandbox, s.archive)  # the agent's links out of the sandbox become notes
     return checks
 
 
-def judge_job(target: Target, s: Session, session: AgentSession, checks: dict[str, Any]) -> JudgeJob:
+def judge_job(target: Target, s: Session, session: AgentSession, checks: CheckResults) -> JudgeJob:
     """The judgement of one session: each expectation of a skill-creator eval, else the four criteria."""
     task, files = s.task, read_files(s.archive, sandbox_files(s.archive))
     if task.expectations:
@@ -246,10 +247,10 @@ async def judge_sessions(
     config: SkillBenchConfig,
     plans: list[Session],
     outcomes: list[tuple[AgentSession, str | None]],
-    checks: list[dict[str, Any]],
-) -> tuple[dict[int, dict[str, Any]], float]:
+    checks: list[CheckResults],
+) -> tuple[dict[int, SessionGrade], RunStats]:
     """The judge, blind to the arm, for every clean session that ran to its end; and what the
-    judge's calls cost."""
+    judge's runner did (its calls' cost, the model ids they reported). A plugin eval case's checks are completed in ``checks`` (its judged graders)."""
     executor = usable_executor(config.judge_executor, "--judge-executor")
     endpoint = executor.base_url if isinstance(executor, HttpExecutor) else "in-process"
     target = Target(executor, config.judge_model, endpoint)
@@ -259,12 +260,16 @@ async def judge_sessions(
     clean = [i for i, (session, bad) in enumerate(outcomes) if session.ok and bad is None]
     # a check that could not decide leaves the session ungraded (fail closed): no judgement is paid for
     undecided = {
-        i: {"status": "ungraded", "error": checks[i]["grading_error"]}
+        i: SessionGrade(status=GradeStatus.UNGRADED, error=error)
         for i in clean
-        if checks[i].get("grading_error")
+        if (error := checks[i].grading_error)
     }
     judged = [i for i in clean if plans[i].task.plugin_case is None and i not in undecided]
-    plugin = await judge_plugin_runs(runner, target, policy, plugin_runs(plans, clean), checks)
+    plugin: dict[int, SessionGrade] = {}
+    for i, (done, plugin_grade) in (
+        await judge_plugin_runs(runner, target, policy, plugin_runs(plans, clean), checks)
+    ).items():
+        checks[i], plugin[i] = done, plugin_grade
     # One batch for the four-criterion judgements, one per skill-creator eval (its own expectations).
     groups: dict[str, list[int]] = {}
     for i in judged:
@@ -280,16 +285,16 @@ async def judge_sessions(
         return await run_judge_jobs(runner, jobs, parse_criteria, lambda _: policy)
 
     verdicts = await asyncio.gather(*(batch(part) for part in groups.values()))
-    out: dict[int, dict[str, Any]] = {}
+    out: dict[int, SessionGrade] = {}
     for part, results in zip(groups.values(), verdicts, strict=True):
         for i, (parsed, raw, error) in zip(part, results, strict=True):
             if parsed is None:
-                out[i] = {"status": "ungraded", "error": error, "raw": raw}
+                out[i] = SessionGrade(status=GradeStatus.UNGRADED, error=error, raw=raw)
             elif plans[i].task.expectations:
                 out[i] = expectations_grade(parsed)
             else:
-                out[i] = grade(parsed, bool(checks[i]["all_passed"]))
-    return plugin | out | undecided, runner.stats().spent_by_kind.get("judge", 0.0)
+                out[i] = grade(parsed, checks[i].all_passed)
+    return plugin | out | undecided, runner.stats()
 
 
 async def plugin_setup(
@@ -338,32 +343,34 @@ def session_record(g: Graded, config: SkillBenchConfig) -> Record:
         variant=g.plan.mode,
         run=g.plan.run,
         result=result,
-        grade=Grade(composite=g.grade.get("weighted_total")) if session.ok else None,
-        gate=bool(g.checks["all_passed"]),
+        grade=Grade(composite=g.grade.weighted_total) if session.ok else None,
+        gate=g.checks.all_passed,
     )
 
 
 def grade_sessions(
     plans: list[Session],
     outcomes: list[tuple[AgentSession, str | None]],
-    checks: list[dict[str, Any]],
-    grades: dict[int, dict[str, Any]],
+    checks: list[CheckResults],
+    grades: dict[int, SessionGrade],
 ) -> list[Graded]:
     """Each session with its grade file: judged, ungraded, contaminated or failed."""
     graded = []
     for i, s in enumerate(plans):
         session, contaminated = outcomes[i]
         behavior = analyze(session)
-        atomic_write_json(s.outputs / "behavior.json", behavior)
+        atomic_write_json(s.outputs / "behavior.json", behavior.dump())
         if contaminated:
-            g: dict[str, Any] = {"status": "contaminated", "reason": contaminated, "weighted_total": None}
+            g = SessionGrade(status=GradeStatus.CONTAMINATED, reason=contaminated, weighted_total=None)
         elif not session.ok:
-            g = {"status": "failed", "reason": f"{session.status}: {session.error}", "weighted_total": 0.0}
+            g = SessionGrade(
+                status=GradeStatus.FAILED, reason=f"{session.status}: {session.error}", weighted_total=0.0
+            )
         else:
             g = grades[i]
-        atomic_write_json(s.grades / f"{s.mode}-grade.json", g)
+        atomic_write_json(s.grades / f"{s.mode}-grade.json", g.dump())
         if s.task.plugin_case is not None:  # the judged graders' votes came in after the checks file
-            atomic_write_json(s.grades / f"{s.mode}-checks.json", checks[i])
+            atomic_write_json(s.grades / f"{s.mode}-checks.json", checks[i].dump())
         graded.append(Graded(s, session, checks[i], behavior, g, contaminated))
     return graded
 
@@ -474,13 +481,13 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
         plans, outcomes, stats = await run_sessions(config, skill, plans, isolation, log, skill_dirs, reuse)
         checks = check_sessions(plans, isolation)
         try:
-            grades, judge_cost = await judge_sessions(config, plans, outcomes, checks)
+            grades, judged = await judge_sessions(config, plans, outcomes, checks)
         finally:
             await close_all()
         graded = grade_sessions(plans, outcomes, checks, grades)
         records = [session_record(g, config) for g in graded if not g.contaminated]
-        ablated = {a.arm: a.heading for a in ablations}
-        suite = (tasks, suite_hash, results, started)
+        ablated, suite = {a.arm: a.heading for a in ablations}, (tasks, suite_hash, results, started)
+        stats, judge_cost = stats.with_judge(judged), judged.spent_by_kind.get(UnitKind.JUDGE, 0.0)
         run = AgenticRun(config, skill, *suite, isolation, ablated, version, warnings, judge_cost, stats)
         report = build_skill_report(run, graded, records)
         report.diagnosis = await diagnose_skill_run(

@@ -257,7 +257,7 @@ def _not_invoked_where_expected(report: AgenticReport) -> int:
         if case.expect in (None, "none") or entry is None:
             continue
         for run in entry.runs or [entry]:
-            if run.behavior is not None and not run.behavior.get("skill_invoked") and run.ok:
+            if run.behavior is not None and not run.behavior.skill_invoked and run.ok:
                 missed += 1
     return missed
 

@@ -5,8 +5,9 @@ first agent's (the interaction)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from flows.modes.agentic.model import AgenticMeta, AgenticReport
 from flows.report.ci import validity_markdown
@@ -31,11 +32,14 @@ def agent_report(root: Path, runner: str) -> Path | None:
     return written[-1] if written else None
 
 
+T = TypeVar("T")
+
+
 def arm_name(runner: str, arm: str) -> str:
     return f"{runner}/{arm}"
 
 
-def _prefixed(runner: str, values: dict[str, Any] | None) -> dict[str, Any]:
+def _prefixed(runner: str, values: Mapping[str, T] | None) -> dict[str, T]:
     return {arm_name(runner, k): v for k, v in (values or {}).items()}
 
 

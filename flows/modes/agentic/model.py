@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from flows.report.diagnosis_parts import AgentMatrix
-from flows.report.entries import AgentVariantResult, CaseResult, lowered
+from flows.report.entries import AgentVariantResult, CaseResult
 from flows.report.schema import CheckStatus, Report, SessionMeta, ValidityCheck
 from flows.report.validity import SHOWN
 from tasks.schema import Arm
@@ -123,7 +123,7 @@ class AgenticReport(Report):
             for run in runs_of(data):
                 grade = run.get("grade")
                 if run.get("status") != "contaminated" and isinstance(grade, dict):
-                    run["grade"] = {**grade, "status": lowered(grade.get("status", "graded"))}
+                    run["grade"] = {**grade, "status": str(grade.get("status", "graded")).lower()}
         return data
 
     def own_checks(self, limit: float) -> list[ValidityCheck]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from executors.agent import read_events, shipped_configuration
 from executors.sandbox import Isolation
@@ -21,10 +20,10 @@ from flows.engine.judging import run_judge_jobs
 from flows.engine.runner import UnitRunner
 from flows.inputs.plan import JudgeJob, Target
 from graders.checks import check_runner, inside
+from graders.grades import CheckDetail, CheckResults, GraderResult, GradeStatus, PluginEvalPart, SessionGrade
 from graders.judge import JudgeParseError, JudgePrompt
 from graders.plugin_eval import JUDGE_VOTES, BaselineGrader, LlmGrader, PluginCase, offered_tools
 from graders.plugin_grading import (
-    GraderResult,
     RunEvidence,
     grade_deterministic,
     graders_for_arm,
@@ -122,7 +121,7 @@ def evidence(sandbox: Path, outputs: Path) -> RunEvidence:
     return RunEvidence(events=events, created_files=created, read_file=read)
 
 
-def grade_plugin_run(case: PluginCase, run: RunEvidence, with_plugin: bool) -> dict[str, Any]:
+def grade_plugin_run(case: PluginCase, run: RunEvidence, with_plugin: bool) -> CheckResults:
     """The free graders' verdicts in the checks' shape; judged graders listed as pending."""
     results, pending = [], []
     for grader, with_only in graders_for_arm(case, with_plugin):
@@ -130,28 +129,27 @@ def grade_plugin_run(case: PluginCase, run: RunEvidence, with_plugin: bool) -> d
         if result is None:
             pending.append(grader.name)
         else:
-            results.append(result.model_dump())
+            results.append(result)
     return summarize(results, pending)
 
 
-def summarize(results: list[dict[str, Any]], pending: list[str]) -> dict[str, Any]:
-    graded = [GraderResult(**r) for r in results]
-    score = run_score(graded) if not pending else None
-    return {
-        "all_passed": all(r.passed for r in graded if r.scored),
-        "details": [
-            {
-                "check": f"{r.type}: {r.name}",
-                "passed": r.passed,
-                "reason": r.explanation,
-                "indicator": r.with_only,
+def summarize(results: list[GraderResult], pending: list[str]) -> CheckResults:
+    score = run_score(results) if not pending else None
+    return CheckResults(
+        all_passed=all(r.passed for r in results if r.scored),
+        details=[
+            CheckDetail(
+                check=f"{r.type}: {r.name}",
+                passed=r.passed,
+                reason=r.explanation,
+                indicator=r.with_only,
                 **({"error": True} if r.error else {}),
-            }
-            for r in graded
+            )
+            for r in results
         ],
-        "plugin_eval": {"score": score, "graders": results, "pending": pending},
-        "isolation": "none",  # nothing is run: the graders read the stream and the files
-    }
+        plugin_eval=PluginEvalPart(score=score, graders=results, pending=pending),
+        isolation="none",  # nothing is run: the graders read the stream and the files
+    )
 
 
 def judge_jobs(
@@ -189,28 +187,30 @@ def parse_judge_vote(raw: str) -> bool:
 
 
 def finish(
-    case: PluginCase, checks: dict[str, Any], votes: dict[str, list[bool | None]], with_plugin: bool
-) -> dict[str, Any]:
+    case: PluginCase, checks: CheckResults, votes: dict[str, list[bool | None]], with_plugin: bool
+) -> tuple[CheckResults, SessionGrade]:
     """The checks with the judged graders' majorities added, and the run's grade."""
-    results = list(checks["plugin_eval"]["graders"])
+    part = checks.plugin_eval or PluginEvalPart(score=None, graders=[])
+    results = list(part.graders)
     for grader, with_only in graders_for_arm(case, with_plugin):
-        if grader.name in checks["plugin_eval"]["pending"] and isinstance(grader, LlmGrader | BaselineGrader):
-            results.append(judged_result(grader, votes.get(grader.name, []), with_only).model_dump())
+        if grader.name in part.pending and isinstance(grader, LlmGrader | BaselineGrader):
+            results.append(judged_result(grader, votes.get(grader.name, []), with_only))
     order = [g.name for g in case.graders]
-    results.sort(key=lambda r: order.index(r["name"]))
-    checks.clear()
-    checks.update(summarize(results, []))
-    undecided = [f"{r['name']}: {r['explanation']}" for r in results if r.get("error") and not r["with_only"]]
+    results.sort(key=lambda r: order.index(r.name))
+    done = summarize(results, [])
+    undecided = [f"{r.name}: {r.explanation}" for r in results if r.error and not r.with_only]
     if undecided:  # fail closed: the run has no score, counted apart from the model's failures
-        return {"status": "ungraded", "error": "; ".join(undecided), "weighted_total": None}
-    score = float(checks["plugin_eval"]["score"] or 0.0)
-    return {
-        "status": "graded",
-        "deterministic_checks_passed": checks["all_passed"],
-        "weighted_total": round(100 * score, 2),
-        "plugin_eval_score": score,
-        "summary": "; ".join(f"{r['name']}: {'pass' if r['passed'] else 'FAIL'}" for r in results),
-    }
+        return done, SessionGrade(
+            status=GradeStatus.UNGRADED, error="; ".join(undecided), weighted_total=None
+        )
+    score = float(done.plugin_eval.score or 0.0) if done.plugin_eval else 0.0
+    return done, SessionGrade(
+        status=GradeStatus.GRADED,
+        deterministic_checks_passed=done.all_passed,
+        weighted_total=round(100 * score, 2),
+        plugin_eval_score=score,
+        summary="; ".join(f"{r.name}: {'pass' if r.passed else 'FAIL'}" for r in results),
+    )
 
 
 async def judge_plugin_runs(
@@ -218,10 +218,10 @@ async def judge_plugin_runs(
     target: Target,
     policy: CallPolicy,
     runs: list[tuple[int, PluginCase, RunEvidence, bool, tuple[str, str, int]]],
-    checks: list[dict[str, Any]],
-) -> dict[int, dict[str, Any]]:
+    checks: list[CheckResults],
+) -> dict[int, tuple[CheckResults, SessionGrade]]:
     """Three judge votes per judged grader of each run (index, case, evidence, with plugin, label),
-    majority wins; each run's checks completed in place and its grade returned by index."""
+    majority wins; each run's completed checks and its grade, by index."""
     planned = [
         (i, name, job)
         for i, case, run, arm, label in runs

@@ -26,29 +26,28 @@ SCHEMA_VERSION = 1
 
 def _run(entry: AgentRun, judge_share: float) -> dict[str, Any]:
     part = entry.plugin_eval()
-    graders = part.get("graders") or []
-    scored = [g for g in graders if not g.get("with_only")]
-    score = part.get("score")
+    graders = part.graders if part is not None else []
+    scored = [g for g in graders if g.scored]
     return {
-        "score": float(score or 0.0),
-        "passed": bool(entry.ok and scored and all(g["passed"] for g in scored)),
+        "score": float(part.score or 0.0) if part is not None else 0.0,
+        "passed": bool(entry.ok and scored and all(g.passed for g in scored)),
         "turns": int(entry.num_turns or 0),
         "costUsd": float(entry.cost_usd or 0.0),
-        "judgeCostUsd": judge_share if any(g.get("votes") for g in graders) else 0.0,
+        "judgeCostUsd": judge_share if any(g.votes for g in graders) else 0.0,
         "durationSeconds": (entry.duration_ms or 0.0) / 1000,
         "error": None if entry.ok else (entry.error or entry.status or "error"),
         "tracePath": f"{entry.outputs}/raw_stream.jsonl" if entry.outputs else "",
         "skippedPaidGraders": False,
         "graders": [
             {
-                "name": g["name"],
-                "passed": bool(g["passed"]),
-                "weight": float(g.get("weight", 1.0)),
-                "explanation": str(g.get("explanation") or ""),
-                "withOnly": bool(g.get("with_only")),
-                "scored": not g.get("with_only"),
-                **({"judgeVotes": [bool(v) for v in g["votes"] if v is not None]} if g.get("votes") else {}),
-                "evidence": str(g.get("explanation") or ""),
+                "name": g.name,
+                "passed": g.passed,
+                "weight": g.weight,
+                "explanation": g.explanation,
+                "withOnly": g.with_only,
+                "scored": g.scored,
+                **({"judgeVotes": [bool(v) for v in g.votes if v is not None]} if g.votes else {}),
+                "evidence": g.explanation,
             }
             for g in graders
         ],
@@ -66,7 +65,7 @@ def _judged_runs(report: AgenticReport) -> int:
         for case in report.results
         for entry in case.variants.values()
         for r in entry.runs or [entry]
-        if any(g.get("votes") for g in r.plugin_eval().get("graders") or [])
+        if (part := r.plugin_eval()) is not None and any(g.votes for g in part.graders)
     )
 
 

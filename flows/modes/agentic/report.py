@@ -28,9 +28,9 @@ from flows.report.build import (
     timestamp,
     variant_entry,
 )
-from flows.report.entries import AgentRun, AgentVariantResult, CaseResult, SessionGrade
+from flows.report.entries import AgentRun, AgentVariantResult, CaseResult
 from graders.agent_task import AgentTask
-from graders.criteria import WEIGHTS
+from graders.grades import WEIGHTS, Behavior, CheckResults, SessionGrade
 from tasks.schema import AGENTIC_SCALE, Arm, Record, RunStats, TranscriptStep
 from tasks.stats.aggregate import aggregate
 from tasks.stats.figures import Aggregate, CaseStats
@@ -46,9 +46,9 @@ class Graded:
 
     plan: Session
     session: AgentSession
-    checks: dict[str, Any]
-    behavior: dict[str, Any]
-    grade: dict[str, Any]
+    checks: CheckResults
+    behavior: Behavior
+    grade: SessionGrade
     contaminated: str | None
 
 
@@ -67,12 +67,12 @@ def session_entry(g: Graded) -> AgentRun:
         ok=session.ok,
         status="contaminated" if g.contaminated else session.status,
         # a failed or excluded session is an error, not a 0: it has no score (the grade file keeps the seed's)
-        composite_score=g.grade.get("weighted_total") if session.ok and not g.contaminated else None,
-        grade=SessionGrade.model_validate(g.grade) if g.grade is not None else None,
+        composite_score=g.grade.weighted_total if session.ok and not g.contaminated else None,
+        grade=g.grade,
         contaminated=g.contaminated,
-        checks={k: v for k, v in g.checks.items() if k != "details"},
-        check_details=g.checks.get("details"),
-        criteria={k: g.grade[k]["score"] for k in WEIGHTS if k in g.grade},
+        checks=g.checks.totals(),
+        check_details=g.checks.details,
+        criteria=g.grade.criteria(),
         behavior=g.behavior,
         output=session.final_text,
         error=session.error,
@@ -140,13 +140,11 @@ def criteria_means(graded: list[Graded], arms: list[str]) -> dict[str, dict[str,
     out: dict[str, dict[str, float | None]] = {}
     for mode in arms:
         grades = [
-            g.grade
+            g.grade.criteria()
             for g in graded
-            if g.plan.mode == mode and g.contaminated is None and "correctness" in g.grade
+            if g.plan.mode == mode and g.contaminated is None and g.grade.correctness is not None
         ]
-        out[mode] = {
-            k: (sum(x[k]["score"] for x in grades) / len(grades) if grades else None) for k in WEIGHTS
-        }
+        out[mode] = {k: (sum(x[k] for x in grades) / len(grades) if grades else None) for k in WEIGHTS}
     return out
 
 
@@ -180,19 +178,19 @@ def behavior_summary(graded: list[Graded], arms: list[str]) -> dict[str, Behavio
         rows = [(g.session, g.behavior) for g in graded if g.plan.mode == mode and g.contaminated is None]
         n = len(rows) or 1
         out[mode] = BehaviorSummary(
-            avg_tool_calls=sum(b["total_tool_calls"] for _, b in rows) / n,
-            avg_turns=sum(b["turns"] or 0 for _, b in rows) / n,
-            thrashing=sum(1 for _, b in rows if b["thrashing_detected"]),
+            avg_tool_calls=sum(b.total_tool_calls for _, b in rows) / n,
+            avg_turns=sum(b.turns or 0 for _, b in rows) / n,
+            thrashing=sum(1 for _, b in rows if b.thrashing_detected),
             sessions=len(rows),
             avg_duration_s=sum(s.duration_ms for s, _ in rows) / n / 1000,
             avg_cost_usd=sum(s.cost_usd for s, _ in rows) / n,
             total_cost_usd=sum(s.cost_usd for s, _ in rows),
-            skill_invoked=sum(1 for _, b in rows if b["skill_invoked"]),
-            errors_encountered=sum(b["errors_encountered"] for _, b in rows),
-            errors_recovered=sum(b["errors_recovered"] for _, b in rows),
-            max_turns_hit=sum(1 for _, b in rows if b["max_turns_hit"]),
-            permission_denials=sum(b["permission_denials"] for _, b in rows),
-            skills_called=dict(Counter(n for _, b in rows for n in set(b.get("skills_invoked") or []))),
+            skill_invoked=sum(1 for _, b in rows if b.skill_invoked),
+            errors_encountered=sum(b.errors_encountered for _, b in rows),
+            errors_recovered=sum(b.errors_recovered for _, b in rows),
+            max_turns_hit=sum(1 for _, b in rows if b.max_turns_hit),
+            permission_denials=sum(b.permission_denials for _, b in rows),
+            skills_called=dict(Counter(n for _, b in rows for n in set(b.skills_invoked))),
         )
     return out
 
@@ -328,9 +326,7 @@ def build_skill_report(run: AgenticRun, graded: list[Graded], records: list[Reco
     )
     sections = ablation_aggregate(run, records)
     case_results = task_results(tasks, graded, case_stats(agg, sections), run.arms, run.skill.name)
-    passes = {
-        mode: [bool(g.checks["all_passed"]) for g in graded if g.plan.mode == mode] for mode in run.arms
-    }
+    passes = {mode: [g.checks.all_passed for g in graded if g.plan.mode == mode] for mode in run.arms}
     report = assemble(
         AgenticReport,
         f"{started.strftime('%Y-%m-%dT%H-%M-%S')}-skill-{skill.name}",
@@ -338,6 +334,7 @@ def build_skill_report(run: AgenticRun, graded: list[Graded], records: list[Reco
         AGENTIC_SCALE,
         agg,
         case_results,
+        run.stats,
         criteria=criteria_means(graded, run.arms),
         deterministic_pass_rate={m: (sum(v) / len(v) if v else None) for m, v in passes.items()},
         negative_controls=[r for r in case_results if r.type == "negative-control"],

@@ -221,6 +221,7 @@ def build_report(
         aggregate.scale,
         aggregate,
         sample_results(prepared, records, variants, aggregate.case_stats),
+        stats,
         **parts,
     )
 

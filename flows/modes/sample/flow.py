@@ -34,6 +34,7 @@ from graders.schema import Grade, Sample
 from tasks.context import current
 from tasks.grade import grade_outputs
 from tasks.schema import SAMPLE_SCALE, Record, ShardRun, Unit
+from tasks.stats.sequential import ConfidenceSequence
 
 #: What a run imports after its calls (flows/engine/prefetch.py), in the order it needs them.
 AFTER_CALLS = ("flows.modes.sample.report", "flows.report.console", "flows.report.gates")
@@ -102,11 +103,11 @@ async def grade(
 
 async def run_in_waves(
     prepared: Prepared, runner: UnitRunner, units: list[Unit]
-) -> tuple[list[Record], dict[str, Any]]:
+) -> tuple[list[Record], dict[str, ConfidenceSequence]]:
     """--sequential: cases in waves (a seeded order drawn before the first), each wave executed and
     graded, its paired differences fed to one confidence sequence per treatment; stop as soon as
     every sequence settles against the margin, a budget ends, or the cases run out."""
-    from tasks.stats.sequential import ConfidenceSequence, decide
+    from tasks.stats.sequential import decide
 
     opts, control = prepared.options, prepared.control
     order = [s.sample_id for s in prepared.samples]
@@ -156,7 +157,7 @@ async def run_units(
         shard_runs = await dispatch_shards(prepared, cwd)
     progress = Progress(len(units), "executing", enabled=show_progress, log=log)
     runner = UnitRunner(runner_config(prepared), progress, on_first_result=prefetch_after_calls)
-    sequences: dict[str, Any] = {}
+    sequences: dict[str, ConfidenceSequence] = {}
     gold = None
     try:
         if prepared.gold is not None:

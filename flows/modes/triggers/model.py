@@ -29,6 +29,10 @@ class TriggerMeta(SessionMeta):
     context_window: int | None = None
     """the window (tokens) that share is of"""
 
+    def environment_digest(self) -> str | None:
+        digest = (self.environment or {}).get("sha256")
+        return str(digest) if digest else None
+
 
 class TriggerFigures(Model):
     """Trigger mode: per variant, rates per query and per skill with intervals, routing; A/B comparisons."""

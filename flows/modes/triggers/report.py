@@ -268,6 +268,7 @@ def build_trigger_report(
         TRIGGER_SCALE.model_copy(update={"margin": o.margin, "min_effect": o.min_effect}),
         None,
         query_results(plan, outcomes),
+        stats,
         triggers=figures(plan, outcomes),
     )
     report.validity = certify(report, o.max_error_rate, leaks=plan.notices)

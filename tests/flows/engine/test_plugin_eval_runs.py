@@ -106,13 +106,14 @@ def test_scaffold_runs_in_the_sandbox_and_its_files_are_not_created_ones(tmp_pat
     run = evidence(sandbox, outputs)
     assert list(run.created_files) == ["out/report.md"]
     checks = grade_plugin_run(c, run, with_plugin=True)
-    assert {g["name"]: g["passed"] for g in checks["plugin_eval"]["graders"]} == {
+    assert checks.plugin_eval is not None
+    assert {g.name: g.passed for g in checks.plugin_eval.graders} == {
         "seeded": True,
         "not-created": True,
         "made": True,
         "listed": True,
     }
-    assert checks["all_passed"] and checks["plugin_eval"]["score"] == 1.0
+    assert checks.all_passed and checks.plugin_eval.score == 1.0
 
 
 def test_a_failing_scaffold_is_a_failed_session_and_escapes_are_refused(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from flows.modes.agentic.markdown import report_markdown
 from flows.modes.agentic.model import AgenticReport
 from flows.report.diagnosis import run_failure
 from flows.report.schema import load_report
+from graders.grades import CheckResults
 
 AGENTIC = Path(__file__).parents[2] / "data" / "reports_v1" / "agentic.json"
 
@@ -16,7 +17,8 @@ AGENTIC = Path(__file__).parents[2] / "data" / "reports_v1" / "agentic.json"
 def not_invoked(report: AgenticReport, expect: str | None) -> AgenticReport:
     first = report.results[0]
     entry = first.variants["with-skill"]
-    entry.behavior = (entry.behavior or {}) | {"skill_invoked": False}
+    assert entry.behavior is not None
+    entry.behavior = entry.behavior.model_copy(update={"skill_invoked": False})
     first.expect = expect
     return report
 
@@ -36,11 +38,14 @@ def test_a_plugin_cases_grader_list_is_no_judges_words() -> None:
     entry = case.variants["with-skill"]
     assert entry.grade is not None
     grade = entry.grade.model_copy(
-        update={"summary": "def-greet: FAIL; file-exists: pass", "weighted_total": 50.0}
+        update={
+            "summary": "def-greet: FAIL; file-exists: pass",
+            "weighted_total": 50.0,
+            "plugin_eval_score": 0.5,
+        }
     )
-    grade.__pydantic_extra__ = {"plugin_eval_score": 0.5}
     failing = entry.model_copy(
-        update={"grade": grade, "composite_score": 50.0, "checks": {"all_passed": False}}
+        update={"grade": grade, "composite_score": 50.0, "checks": CheckResults(all_passed=False)}
     )
     found = run_failure(report, case.sample_id, failing)
     assert found is not None and found.reason is None

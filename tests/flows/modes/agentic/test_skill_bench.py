@@ -212,6 +212,13 @@ def test_skill_run_end_to_end(
     report = json.loads((results / "report.json").read_text())
     assert report["meta"]["suiteSha256"] and report["summary"]["with-skill"]["errorCount"] == 2
     assert report["meta"]["isolation"] == "bubblewrap" and report["meta"]["sandboxVersion"]
+    # what ran, as the sessions and the judge's answers reported it: the real CLI's version, the model
+    # ids, the tools and skills each arm was offered (the skill listed in one arm only)
+    fingerprint = report["meta"]["fingerprint"]
+    assert fingerprint["agentCli"] == report["meta"]["agentCliVersion"] and fingerprint["models"]
+    assert fingerprint["judgeModels"] and fingerprint["sandbox"].startswith("bubblewrap")
+    assert set(fingerprint["tools"]) == set(fingerprint["listing"]) == {"with-skill", "baseline"}
+    assert fingerprint["listing"]["with-skill"] != fingerprint["listing"]["baseline"]
     assert checks["isolation"] == "bubblewrap"
     assert (
         report["deterministicPassRate"]["with-skill"] == 0.5

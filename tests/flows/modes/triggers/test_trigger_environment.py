@@ -193,6 +193,10 @@ def test_a_neighbour_that_loses_its_queries_is_found_and_no_secret_is_copied(
     assert env["skills"] == ["changelog-bot", "lint-fixer", "release-notes", "helper:tidy"]
     assert env["plugins"] == ["helper"] and "release-notes is installed in the environment unchanged" in err
     assert len(env["sha256"]) == 64
+    # the fingerprint: the snapshot's digest and, per variant, the skills the real CLI listed
+    fingerprint = report_of(tmp_path)["meta"]["fingerprint"]  # type: ignore[index]
+    assert fingerprint["environment"] == env["sha256"][:12] and fingerprint["agentCli"].startswith("claude")
+    assert len(fingerprint["listing"]) == 2 and len(set(fingerprint["listing"].values())) == 2
     page = page_text(tmp_path)
     assert "Who steals from whom" in page and "Listing the model received" in page
     row = next(x for x in page.splitlines() if x.startswith("changelog-bot") and "recall" in x)
