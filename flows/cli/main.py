@@ -36,6 +36,11 @@ def add_report_commands(sub: Any) -> None:
     hist = sub.add_parser("history", help="the trend of a named suite over its runs")
     hist.add_argument("--suite", required=True)
     hist.add_argument("--reports-dir", default=None, help="reports folder (default: ~/.skillab/reports)")
+    hist.add_argument(
+        "--history-url",
+        default=None,
+        help="a team's shared history (folder or s3://): its runs mirrored in first",
+    )
     hist.set_defaults(handler=cmd_history)
     report = sub.add_parser(
         "report", help="serve the reports in the browser (127.0.0.1), or export one as HTML"

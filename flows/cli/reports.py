@@ -67,6 +67,10 @@ def cmd_history(args: argparse.Namespace, command: Command) -> int:
     from flows.report.regression import history
 
     reports = Path(args.reports_dir) if args.reports_dir else skillab_home() / "reports"
+    if args.history_url:
+        from flows.engine.team_history import mirror
+
+        mirror("pull", args.history_url, args.suite, reports)
     rows = history(reports, args.suite)
     if not rows:
         raise InputError(f"{reports}: no runs of suite {args.suite!r}")

@@ -67,6 +67,15 @@ class Storage:
     def size(self, key: str) -> int:
         return int(self.fs.size(self.path(key)))
 
+    def names(self, folder: str) -> list[str]:
+        """The names of the files directly in ``folder`` (a key), sorted; none when it is absent."""
+        self.fs.invalidate_cache()
+        try:
+            found = self.fs.ls(self.path(folder), detail=False)
+        except FileNotFoundError:
+            return []
+        return sorted(str(p).rstrip("/").rsplit("/", 1)[-1] for p in found)
+
 
 #: How long a session's signed URLs hold: its wait for a worker, its timeout and the grace, with room.
 SIGNED_S = 24 * 3600

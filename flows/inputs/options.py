@@ -199,6 +199,11 @@ class BenchOptions(RunOptions):
         "none", description="ci: also gate on the verdict"
     )
     suite: str | None = Field(None, description="suite name for regression history")
+    history_url: str | None = Field(
+        None,
+        description="a team's one history: a folder or s3:// URL where every machine's reports of the suite "
+        "are kept; a run compares with the newest earlier night in it and adds its own",
+    )
     budget_usd: float | None = Field(None, gt=0, description="stop scheduling new calls past this spend")
     max_calls: int | None = Field(None, ge=1, description="stop scheduling new calls past this count")
     shards: int = Field(1, ge=1, description="split execution over this many flow runs on a work pool")

@@ -65,6 +65,8 @@ class Regression(Model):
     """variant -> how its artifact changed since the previous run (unchanged variants left out)"""
     world_changes: list[str] = Field(default_factory=list)
     """what else changed since the previous run (its fingerprint against this one's), one line each"""
+    canaries: list[str] = Field(default_factory=list)
+    """the gold items (--judge-gold) whose judged score moved since the previous run: the grading changed"""
 
 
 # ---------------------------------------------------------------- results

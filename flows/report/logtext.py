@@ -122,7 +122,7 @@ def world_change_lines(report: Report) -> list[str]:
     """What ran differently from the previous run besides the artifacts (its fingerprint): a drop
     beside one of these may be the world's doing, not the skill's."""
     r = report.regression
-    return [f"changed since the previous run: {line}" for line in (r.world_changes if r else [])]
+    return [f"changed since the previous run: {line}" for line in (r.world_changes + r.canaries if r else [])]
 
 
 def regression_lines(report: Report) -> list[str]:

@@ -104,7 +104,33 @@ def compare_runs(previous: Report, current: Report, *, seed: int) -> Regression:
         regressed=sorted(v for v, r in per_variant.items() if r.verdict.label == VerdictLabel.WORSE),
         artifact_changes=artifact_changes(previous, current),
         world_changes=changes(previous.meta.fingerprint, current.meta.fingerprint),
+        canaries=canary_moves(previous, current),
     )
+
+
+#: How far a canary's judged score may move between nights (on the 1-5 scale) before it counts:
+#: a judge sampled above temperature 0 may move a rounding step; a changed judge moves a point.
+CANARY_TOLERANCE = 0.5
+
+
+def canary_moves(previous: Report, current: Report) -> list[str]:
+    """The gold items both runs judged (the same gold file) whose score moved past the tolerance, or
+    that one run could grade and the other not: the judge, not the artifact, changed."""
+    before, after = previous.judge_gold, current.judge_gold
+    if before is None or after is None or before.sha256 != after.sha256:
+        return []
+
+    def shown(score: float | None) -> str:
+        return "UNGRADED" if score is None else f"{score:g}"
+
+    moved = []
+    for item in sorted(set(before.scores) & set(after.scores)):
+        was, now = before.scores[item], after.scores[item]
+        if (was is None) != (now is None) or (
+            was is not None and now is not None and abs(now - was) > CANARY_TOLERANCE
+        ):
+            moved.append(f"canary {item}: judged {shown(now)}, {shown(was)} on the previous run")
+    return moved
 
 
 def regression_against_previous(reports_dir: Path, report: Report) -> Regression | None:

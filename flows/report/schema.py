@@ -192,7 +192,8 @@ class ValidityCheck(Model):
     """One line of the certificate: what was checked, how it came out, with its figure."""
 
     check: str = Field(
-        description="graders, errors, grading errors, power, judge, discrimination, baseline, listing or leakage"
+        description="graders, errors, grading errors, power, judge, canaries, discrimination, baseline, listing "
+        "or leakage"
     )
     status: CheckStatus = Field(description="PASS, WARN or FAIL")
     value: float | None = Field(default=None, description="the figure checked")

@@ -135,6 +135,28 @@ def judge_line(report: Report) -> ValidityCheck | None:
     return None
 
 
+def canary_line(report: Report) -> ValidityCheck | None:
+    """The gold items against the suite's previous run (--judge-gold with --suite): a judged score
+    that moved means the grading changed under the artifact, and no verdict of tonight is certified."""
+    gold, regression = report.judge_gold, report.regression
+    if gold is None or regression is None or not gold.scores:
+        return None
+    moved = regression.canaries
+    return ValidityCheck(
+        check="canaries",
+        status=CheckStatus.FAIL if moved else CheckStatus.PASS,
+        value=float(len(moved)),
+        limit=0.0,
+        line=(
+            f"{len(moved)} of {len(gold.scores)} gold item(s) were judged differently from the previous run: "
+            "the grading changed, not only the artifact"
+            if moved
+            else f"the {len(gold.scores)} gold item(s) were judged as on the previous run"
+        ),
+        items=moved,
+    )
+
+
 def discrimination_line(report: Report) -> ValidityCheck | None:
     """Do the deterministic criteria (assertions, checks) tell the arms apart at all? One that passes
     in every run of every arm, or fails in every one, decides nothing."""
@@ -254,6 +276,7 @@ def certify(
         *error_lines(report, max_error_rate),
         power_line(named),
         judge_line(report),
+        canary_line(report),
         discrimination_line(report),
         *report.own_checks(max_error_rate),
         leakage_line(leaks),

@@ -79,6 +79,10 @@ class JudgeGold(Model):
         default_factory=dict, description="each judge of an ensemble vs the gold"
     )
     message: str = Field(description="the finding in one sentence")
+    scores: dict[str, float | None] = Field(
+        default_factory=dict,
+        description="item -> the judge layer's score on this run (the canaries: a suite's nights compare them)",
+    )
 
 
 class LengthFigures(Figures):

@@ -309,3 +309,43 @@ def test_only_the_section_that_matters_is_found(tmp_path: Path, monkeypatch: pyt
     assert found["Format"]["inputTokens"] == pytest.approx(5, abs=1)
     page = (project / "reports" / f"{report['id']}.html").read_text()
     assert "Sections of" in page and "no detectable effect at this N" in page
+
+
+def test_canaries_moved_by_a_swapped_judge_fail_the_night(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The gold file as the suite's canaries: judged first every night; an unchanged judge (A/A) keeps
+    them, a judge that now scores g4 a 2 (was 5) moves them, the certificate fails on it and
+    --require-valid fails the night's gate."""
+    project = make_project(tmp_path / "p", n=4, rubric=True)
+    write_gold(project)
+    night = ["ci", *cli(project, "--judge-gold", "gold.yaml", "--threshold", "1", "--suite", "canaries")]
+    night += ["--output-dir", str(project / "nights"), "--quiet", "--min-judge-alpha", "0.5", "--no-cache"]
+
+    def swapped(system: str, prompt: str) -> str:
+        if "strict, fair grader" in system and answer_block(prompt) == "GOLD g4":
+            return json.dumps({"score": 2, "reason": "a stricter judge"})
+        return gold_judge(system, prompt)
+
+    def newest() -> dict[str, object]:
+        runs = [json.loads(p.read_text()) for p in (project / "nights").glob("*.json")]
+        return max(runs, key=lambda r: r["meta"]["timestamp"])
+
+    with FakeProvider(gold_judge) as server:
+        use_provider(monkeypatch, server.url)
+        monkeypatch.chdir(project)
+        assert main(night) == 0
+        assert main([*night, "--require-valid"]) == 0  # A/A: the same judge keeps every canary
+        same = newest()
+        assert same["regression"]["canaries"] == []  # type: ignore[index]
+        checks = {c["check"]: c for c in same["validity"]["checks"]}  # type: ignore[index]
+        assert checks["canaries"]["status"] == "PASS"
+        server.answer = swapped
+        capsys.readouterr()
+        assert main([*night, "--require-valid"]) == 1
+    moved = newest()
+    assert moved["regression"]["canaries"] == ["canary g4: judged 2, 5 on the previous run"]  # type: ignore[index]
+    checks = {c["check"]: c for c in moved["validity"]["checks"]}  # type: ignore[index]
+    assert checks["canaries"]["status"] == "FAIL" and not moved["validity"]["certified"]  # type: ignore[index]
+    # the night's Prefect state says why its gate failed
+    assert "not certified: canaries: 1 of 10 gold item(s) were judged differently" in capsys.readouterr().err

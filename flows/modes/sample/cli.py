@@ -246,6 +246,7 @@ RUN_GROUPS: dict[str, tuple[str, ...]] = {
         "max_error_rate",
         "require_valid",
         "suite",
+        "history_url",
         "junit",
         "github_summary",
     ),

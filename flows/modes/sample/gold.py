@@ -71,6 +71,7 @@ def gold_figures(gold: Gold, results: list[JudgeResult], min_alpha: float, seed:
         agreement=overall,
         per_judge=per_judge,
         message=message,
+        scores={item.id: r.score for item, r in zip(gold.items, results, strict=True)},
     )
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from prefect.artifacts import acreate_link_artifact, acreate_markdown_artifact, acreate_table_artifact
 from prefect.runtime import flow_run
 
+from flows.engine import team_history
 from flows.engine.progress import LogTarget
 from flows.engine.runlog import flow_run_page
 from flows.engine.runner import Executed, unwalked
@@ -60,13 +61,19 @@ async def finish(prepared: Prepared, executed: Executed) -> Outcome:
     if executed.shard_runs:
         report.meta.shards = executed.shard_runs
     await explain_sample_run(report, prepared, executed.runner, labels, executed.gold)
+    suite, shared = prepared.options.suite, prepared.options.history_url
+    if suite and shared:
+        await asyncio.to_thread(team_history.mirror, "pull", shared, suite, prepared.output_dir)
+    if suite:  # before the certificate: the canaries are judged against the previous run
+        report.regression = regression_against_previous(prepared.output_dir, report)
     graders = [GraderCheck.model_validate(f, from_attributes=True) for f in prepared.graders]
     report.validity = certify(report, prepared.options.max_error_rate, graders, prepared.leaks)
-    if prepared.options.suite:
-        report.regression = regression_against_previous(prepared.output_dir, report)
     # the report pages link back to the run's UI page
     report.meta.prefect_flow_run = flow_run_page(flow_run.id)
-    return Outcome(report, write_outputs(report, prepared))
+    path = write_outputs(report, prepared)
+    if suite and shared:
+        await asyncio.to_thread(team_history.mirror, "push", shared, suite, path)
+    return Outcome(report, path)
 
 
 async def assemble(prepared: Prepared, executed: Executed) -> tuple[SampleReport, dict[str, str]]:

@@ -23,6 +23,7 @@ import pytest
 
 from flows.cli.main import main
 from tests.fakes.provider import FakeProvider
+from tests.fakes.s3 import s3_bucket
 from tests.flows.helpers import Workers, subprocess_env
 from tests.flows.modes.agentic.test_skill_bench import agent, calc_project, judge, skill_run
 
@@ -374,29 +375,8 @@ def test_a_trigger_suite_in_containers_gives_the_local_figures(
 
 @pytest.fixture
 def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """An S3 endpoint on 127.0.0.1 (moto's server, the real protocol) with an empty bucket; its
-    credentials in the environment, where s3fs and --register-fleet read them."""
-    from moto.server import ThreadedMotoServer
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        for name, value in {
-            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
-            "AWS_ACCESS_KEY_ID": "fleet-test",
-            "AWS_SECRET_ACCESS_KEY": "fleet-test-secret",
-            "AWS_DEFAULT_REGION": "us-east-1",
-        }.items():
-            monkeypatch.setenv(name, value)
-        import fsspec
-
-        fsspec.filesystem("s3", skip_instance_cache=True).mkdir("skillab-fleet")
+    with s3_bucket(monkeypatch, "skillab-fleet"):
         yield "s3://skillab-fleet/runs"
-    finally:
-        server.stop()
 
 
 def test_sessions_travel_through_s3_with_nothing_mounted(
