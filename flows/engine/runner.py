@@ -16,7 +16,7 @@ import datetime as dt
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from prefect.utilities.annotations import quote
 
@@ -32,7 +32,6 @@ from tasks.context import current
 from tasks.execute import failed_result, with_policy
 from tasks.schema import CallPolicy, NotRun, NotRunReason, Record, RunStats, Seen, ShardRun, Unit, UnitKind
 from tasks.stats.figures import JudgeGold
-from tasks.stats.sequential import ConfidenceSequence
 from tasks.store.cache import ResultCache
 
 T = TypeVar("T")
@@ -405,5 +404,6 @@ class Executed:
     started_at: dt.datetime
     shard_runs: list[ShardRun]
     planned: int  # units the run would make without --sequential
-    sequences: dict[str, ConfidenceSequence]  # --sequential: treatment -> its sequence
+    # --sequential: treatment -> its ConfidenceSequence (its module imports numpy: not at startup)
+    sequences: dict[str, Any]
     gold: JudgeGold | None  # --judge-gold: the check made before the run

@@ -13,6 +13,7 @@ from flows.report.explain import explain_markdown
 from flows.report.logtext import (
     artifact_change_lines,
     change_figures,
+    control_lines,
     headline,
     md,
     regression_outcome,
@@ -125,7 +126,10 @@ def regression_markdown(report: Report) -> list[str]:
     for name, v in r.per_variant.items():
         mark = "**REGRESSED**" if name in r.regressed else str(v.verdict.label)
         lines.append(f"- {md(name)}: {mark}, {md(change_figures(v))}")
-    lines += [f"- {md(line)}" for line in (*artifact_change_lines(report), *world_change_lines(report))]
+    lines += [
+        f"- {md(line)}"
+        for line in (*artifact_change_lines(report), *world_change_lines(report), *control_lines(report))
+    ]
     lines += ["", md(regression_outcome(report))]
     return lines
 

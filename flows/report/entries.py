@@ -4,7 +4,7 @@ its human feedback and assertion details, and how a suite changed since its prev
 
 from __future__ import annotations
 
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import Field
 
@@ -52,6 +52,22 @@ class ArtifactChange(Model):
     """its size now"""
 
 
+class ControlVerdict(Model):
+    """A same-night control: a changed variant against its last known good artifact run the same night
+    (the candidate verdict: the world cancels), and that control against its own night (the drift)."""
+
+    control_night: str
+    """the run whose artifact is the control (the last night that passed)"""
+    candidate: RegressionVariant
+    """tonight's variant against tonight's control, paired by case: WORSE is the skill's regression"""
+    drift: RegressionVariant | None
+    """tonight's control against the same artifact on its own night: WORSE or BETTER is the world's change"""
+    outcome: Literal["the skill regressed", "the world changed", "both", "neither"]
+    """what the night found"""
+    rule: str
+    """how the outcome was decided, with the figures"""
+
+
 class Regression(Model):
     """This run of a suite against its previous run on the same model."""
 
@@ -65,6 +81,8 @@ class Regression(Model):
     """variant -> how its artifact changed since the previous run (unchanged variants left out)"""
     world_changes: list[str] = Field(default_factory=list)
     """what else changed since the previous run (its fingerprint against this one's), one line each"""
+    controls: dict[str, ControlVerdict] = Field(default_factory=dict)
+    """variant -> its same-night control (a night that ran the last known good artifact beside it)"""
     canaries: list[str] = Field(default_factory=list)
     """the gold items (--judge-gold) whose judged score moved since the previous run: the grading changed"""
 

@@ -125,6 +125,35 @@ def world_change_lines(report: Report) -> list[str]:
     return [f"changed since the previous run: {line}" for line in (r.world_changes + r.canaries if r else [])]
 
 
+def control_lines(report: Report) -> list[str]:
+    """Each variant run beside its same-night control: what the night found, and the rule."""
+    r = report.regression
+    return [
+        f"same-night control of {name}: {c.outcome} ({c.rule})"
+        for name, c in (r.controls if r else {}).items()
+    ]
+
+
+def night_outcome(report: Report) -> str | None:
+    """A night with a same-night control, in words: the skill regressed, the world changed, both, or
+    neither; None for a night without one."""
+    r = report.regression
+    if r is None or not r.controls:
+        return None
+    found = {c.outcome for c in r.controls.values()}
+    skill = bool(found & {"the skill regressed", "both"})
+    world = bool(found & {"the world changed", "both"}) or any(
+        v.verdict.label in ("WORSE", "BETTER")
+        for name, v in r.per_variant.items()
+        if name not in r.artifact_changes
+    )
+    return {
+        (True, True): "both",
+        (True, False): "the skill regressed",
+        (False, True): "the world changed",
+    }.get((skill, world), "neither")
+
+
 def regression_lines(report: Report) -> list[str]:
     """Against the suite's previous run on the same model: each variant's verdict and figures, the
     artifacts that changed, then the outcome."""
@@ -137,13 +166,22 @@ def regression_lines(report: Report) -> list[str]:
         f"suite {suite}: {name} against the previous run {r.previous}: {v.verdict.label} ({change_figures(v)})"
         for name, v in r.per_variant.items()
     ]
-    return [*lines, *artifact_change_lines(report), *world_change_lines(report), regression_outcome(report)]
+    return [
+        *lines,
+        *artifact_change_lines(report),
+        *world_change_lines(report),
+        *control_lines(report),
+        regression_outcome(report),
+    ]
 
 
 def regression_outcome(report: Report) -> str:
     r = report.regression
     if r is None:
         return f"suite {report.meta.suite}: first run on {report.meta.model}"
+    night = night_outcome(report)
+    if night is not None and not r.regressed:
+        return f"suite {report.meta.suite}: {night} (same-night control), no regression of the artifact"
     if r.regressed:
         drops = "; ".join(f"{name}: {change_figures(r.per_variant[name])}" for name in r.regressed)
         world = (
@@ -154,7 +192,7 @@ def regression_outcome(report: Report) -> str:
         )
         return (
             f"REGRESSION in {', '.join(r.regressed)} against the previous run {r.previous} of suite "
-            f"{report.meta.suite} ({drops}){world}"
+            f"{report.meta.suite} ({drops}){world}" + (f"; same-night control: {night}" if night else "")
         )
     return f"suite {report.meta.suite}: no regression against the previous run {r.previous}"
 

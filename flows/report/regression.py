@@ -7,10 +7,11 @@ differences (this run minus the previous one) give a verdict; WORSE is a regress
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from flows.report.entries import ArtifactChange, Regression, RegressionVariant
+from flows.report.entries import ArtifactChange, ControlVerdict, Regression, RegressionVariant
 from flows.report.fingerprint import changes
 from flows.report.schema import Meta, Report
 from flows.report.store import read_reports
@@ -91,19 +92,32 @@ def artifact_changes(previous: Report, current: Report) -> dict[str, ArtifactCha
     }
 
 
-def compare_runs(previous: Report, current: Report, *, seed: int) -> Regression:
+def compare_runs(
+    previous: Report, current: Report, *, seed: int, earlier: Sequence[Report] = ()
+) -> Regression:
+    """``current`` against ``previous``, variant by variant; a variant run beside its same-night control
+    (``<name>@good``) is decided by that control instead, its drift read from ``earlier`` runs."""
     before, after = case_scores(previous), case_scores(current)
     per_variant = {
         variant: compare_variant(before[variant], after[variant], current, seed)
         for variant in sorted(set(before) & set(after))
+        if not variant.endswith(KNOWN_GOOD)
     }
+    world = changes(previous.meta.fingerprint, current.meta.fingerprint)
+    controls = same_night_controls(current, after, earlier or [previous], seed, world)
+    changed = artifact_changes(previous, current)
+    worse = {v for v, r in per_variant.items() if r.verdict.label == VerdictLabel.WORSE and v not in controls}
+    if controls:  # a night with a control: a variant whose artifact did not change moved with the world
+        worse &= set(changed)
+    worse |= {v for v, c in controls.items() if c.outcome in ("the skill regressed", "both")}
     return Regression(
         previous=previous.id,
         previous_timestamp=previous.meta.timestamp,
         per_variant=per_variant,
-        regressed=sorted(v for v, r in per_variant.items() if r.verdict.label == VerdictLabel.WORSE),
-        artifact_changes=artifact_changes(previous, current),
-        world_changes=changes(previous.meta.fingerprint, current.meta.fingerprint),
+        regressed=sorted(worse),
+        controls=controls,
+        artifact_changes=changed,
+        world_changes=world,
         canaries=canary_moves(previous, current),
     )
 
@@ -133,6 +147,73 @@ def canary_moves(previous: Report, current: Report) -> list[str]:
     return moved
 
 
+#: The name of a variant's same-night control: its last known good artifact, run beside it.
+KNOWN_GOOD = "@good"
+MOVED = (VerdictLabel.WORSE, VerdictLabel.BETTER)
+
+
+def same_night_controls(
+    current: Report,
+    after: dict[str, dict[str, float]],
+    earlier: Sequence[Report],
+    seed: int,
+    world: list[str],
+) -> dict[str, ControlVerdict]:
+    """Each variant run beside its control tonight: the candidate verdict (variant against control,
+    tonight) and the drift verdict (the control against the same artifact on its own night)."""
+    hashes = {current.variant_name(k): v for k, v in (current.meta.skill_hashes or {}).items()}
+    out = {}
+    for name in sorted(after):
+        control = f"{name}{KNOWN_GOOD}"
+        if control not in after:
+            continue
+        good = [r for r in earlier if hashes.get(control) in {*(r.meta.skill_hashes or {}).values()} - {None}]
+        night = good[-1] if good else None
+        candidate = compare_variant(after[control], after[name], current, seed)
+        drift = None
+        if night is not None:
+            own = {night.variant_name(k): h for k, h in (night.meta.skill_hashes or {}).items()}
+            then = next((v for v, h in own.items() if h == hashes.get(control)), None)
+            drift = compare_variant(case_scores(night).get(str(then), {}), after[control], current, seed)
+        out[name] = control_verdict(night.id if night else "unknown", candidate, drift, world)
+    return out
+
+
+def control_verdict(
+    night: str, candidate: RegressionVariant, drift: RegressionVariant | None, world_parts: list[str]
+) -> ControlVerdict:
+    """The rule: the skill regressed when tonight's variant is WORSE than tonight's control; the world
+    changed when the control moved (WORSE or BETTER) against its own night, or, its night unknown,
+    when the fingerprint changed; both, or neither."""
+    skill = candidate.verdict.label == VerdictLabel.WORSE
+    moved = drift.verdict.label in MOVED if drift is not None else False
+    world = moved or (drift is None and bool(world_parts))
+    outcome = {(True, True): "both", (True, False): "the skill regressed", (False, True): "the world changed"}
+    rule = (
+        f"variant vs control tonight: {candidate.verdict.label} ({_diff(candidate)}); control vs its own "
+        f"night {night}: " + (f"{drift.verdict.label} ({_diff(drift)})" if drift is not None else "not found")
+    )
+    if world_parts:
+        rule += "; what ran changed: " + "; ".join(world_parts)
+    return ControlVerdict(
+        control_night=night,
+        candidate=candidate,
+        drift=drift,
+        outcome=outcome.get((skill, world), "neither"),  # type: ignore[arg-type]
+        rule=rule,
+    )
+
+
+def _diff(v: RegressionVariant) -> str:
+    p = v.paired
+    interval = (
+        f", 95% CI {p.ci_low:+.2f} to {p.ci_high:+.2f}"
+        if p.ci_low is not None and p.ci_high is not None
+        else ""
+    )
+    return f"{p.mean:+.2f}{interval} over {v.cases} cases" if p.mean is not None else f"{v.cases} cases"
+
+
 def regression_against_previous(reports_dir: Path, report: Report) -> Regression | None:
     """The comparison with the newest earlier run of the same suite and model, if any."""
     suite = report.meta.suite
@@ -147,7 +228,7 @@ def regression_against_previous(reports_dir: Path, report: Report) -> Regression
     ]
     if not earlier:
         return None
-    return compare_runs(earlier[-1], report, seed=report.meta.seed)
+    return compare_runs(earlier[-1], report, seed=report.meta.seed, earlier=earlier)
 
 
 def history(reports_dir: Path, suite: str) -> list[dict[str, Any]]:

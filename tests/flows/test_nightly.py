@@ -14,7 +14,7 @@ import pytest
 from flows.cli.main import main
 from flows.modes.sample.nightly import nightly_bench
 from tests.fakes.provider import FakeProvider
-from tests.flows.helpers import answer, flow_run_artifacts, make_project, run_tags, use_provider
+from tests.flows.helpers import CAPITALS, answer, flow_run_artifacts, make_project, run_tags, use_provider
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -29,19 +29,24 @@ def nightly_state(config: Path, suite: str) -> Any:
     return asyncio.run(cast(Coroutine[Any, Any, Any], nightly_bench(str(config), suite, return_state=True)))
 
 
+def chatty_second_night(project: Path, suite: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
+    """Two nights of the suite; between them the artifact changes and makes v2 chatty (every case
+    loses 2 points)."""
+    with FakeProvider(answer) as server:
+        use_provider(monkeypatch, server.url)
+        first = nightly_state(project / "skillab.yaml", suite)
+        assert first.is_completed()
+        (project / "skills" / "v2.md").write_text("Answer the question in full sentences.")
+        return first, nightly_state(project / "skillab.yaml", suite)
+
+
 def test_nightly_regression_fails_the_second_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project = make_project(tmp_path / "suite", n=8)
     reports = tmp_path / "reports"
     (project / "skillab.yaml").write_text(
         f"executor: openai\nmodel: gpt-4o-mini\njudge: false\noutput_dir: {reports}\ncache_dir: {tmp_path / 'c'}\n"
     )
-    with FakeProvider(answer) as server:
-        use_provider(monkeypatch, server.url)
-        first = nightly_state(project / "skillab.yaml", "capitals")
-        assert first.is_completed()
-        # The artifact changes between nights and makes v2 chatty: every case loses 2 points.
-        (project / "skills" / "v2.md").write_text("Answer the question in full sentences.")
-        second = nightly_state(project / "skillab.yaml", "capitals")
+    first, second = chatty_second_night(project, "capitals", monkeypatch)
     # The night ends Failed (Prefect's own state name: its filters count by it), tagged with the
     # outcome, its message stating the drop.
     assert second.is_failed() and second.name == "Failed" and "outcome:regressed" in run_tags(second)
@@ -194,3 +199,80 @@ def test_a_night_whose_provider_moved_the_alias_names_the_change(
     ]
     summary = asyncio.run(night_artifacts(second.state_details.flow_run_id))["moved-summary"]
     assert "changed since the previous run: model under test (as the answers reported it)" in summary
+
+
+def control_suite(tmp_path: Path) -> Path:
+    """A suite whose nights run a same-night control (no result cache: every arm meets the night's world)."""
+    project = make_project(tmp_path / "suite", n=6)
+    (project / "skillab.yaml").write_text(
+        f"executor: openai\nmodel: gpt-4o-mini\njudge: false\noutput_dir: {tmp_path / 'reports'}\n"
+        "cache: false\nsame_night_control: true\n"
+    )
+    return project
+
+
+def newest_night(reports: Path) -> dict[str, Any]:
+    runs = [json.loads(p.read_text()) for p in reports.glob("*.json")]
+    return max(runs, key=lambda r: r["meta"]["timestamp"])
+
+
+def test_a_same_night_control_tells_the_skills_regression(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The world unchanged, v2 made chatty: tonight's v2 against tonight's v2@good (last night's
+    artifact) is WORSE, and the control did not move against its own night: the skill regressed."""
+    project = control_suite(tmp_path)
+    _, second = chatty_second_night(project, "controlled", monkeypatch)
+    assert second.is_failed() and "outcome:regressed" in run_tags(second)
+    night = newest_night(tmp_path / "reports")
+    assert night["meta"]["variants"] == ["v1", "v2", "v2@good"]
+    control = night["regression"]["controls"]["v2"]
+    assert control["outcome"] == "the skill regressed" and control["controlNight"] != night["id"]
+    assert control["candidate"]["verdict"]["label"] == "WORSE" and control["candidate"]["cases"] == 6
+    assert control["drift"]["verdict"]["label"] not in ("WORSE", "BETTER")
+    assert night["regression"]["regressed"] == ["v2"]
+    assert "same-night control: the skill regressed" in second.message
+    assert "variant vs control tonight: WORSE" in control["rule"]
+
+
+def test_a_same_night_control_tells_the_worlds_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """v2 reworded (the same behaviour), the provider's model moved under the alias and now answers
+    at length whatever the artifact: v2 equals its control tonight, the control dropped against its
+    own night, the unchanged v1 is not blamed: the world changed, naming the model."""
+    project = control_suite(tmp_path)
+
+    def moved(system: str, prompt: str) -> str:
+        country = prompt.rstrip("?").split()[-1]
+        return f"Well, the capital of {country} is {CAPITALS.get(country, 'unknown')}."
+
+    with FakeProvider(answer) as server:
+        use_provider(monkeypatch, server.url)
+        assert nightly_state(project / "skillab.yaml", "world").is_completed()
+        (project / "skills" / "v2.md").write_text("Answer with one word, please.")
+        server.answer, server.answered_as = moved, {"gpt-4o-mini": "gpt-4o-mini-2026-12-01"}
+        second = nightly_state(project / "skillab.yaml", "world")
+    assert second.is_completed() and "outcome:world-changed" in run_tags(second)
+    night = newest_night(tmp_path / "reports")
+    control = night["regression"]["controls"]["v2"]
+    assert control["outcome"] == "the world changed" and night["regression"]["regressed"] == []
+    assert (
+        control["candidate"]["verdict"]["label"] != "WORSE"
+        and control["drift"]["verdict"]["label"] == "WORSE"
+    )
+    assert (
+        "model under test (as the answers reported it): gpt-4o-mini -> gpt-4o-mini-2026-12-01"
+        in control["rule"]
+    )
+    assert "the world changed (same-night control), no regression of the artifact" in second.message
+
+
+def test_an_unchanged_suite_runs_no_control(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = control_suite(tmp_path)
+    with FakeProvider(answer) as server:
+        use_provider(monkeypatch, server.url)
+        assert nightly_state(project / "skillab.yaml", "same").is_completed()
+        assert nightly_state(project / "skillab.yaml", "same").is_completed()
+    night = newest_night(tmp_path / "reports")
+    assert night["meta"]["variants"] == ["v1", "v2"] and night["regression"]["controls"] == {}

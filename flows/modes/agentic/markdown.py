@@ -10,7 +10,7 @@ from flows.report.ci import validity_markdown
 from flows.report.entries import AgentVariantResult, CaseResult
 from flows.report.explain import explain_markdown
 from flows.report.logtext import md, uncertified
-from graders.criteria import WEIGHTS
+from graders.grades import WEIGHTS
 from tasks.schema import Arm, VerdictLabel
 from tasks.stats.figures import Comparison
 

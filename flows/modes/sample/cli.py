@@ -247,6 +247,8 @@ RUN_GROUPS: dict[str, tuple[str, ...]] = {
         "require_valid",
         "suite",
         "history_url",
+        "same_night_control",
+        "control_every",
         "junit",
         "github_summary",
     ),

@@ -34,7 +34,6 @@ from graders.schema import Grade, Sample
 from tasks.context import current
 from tasks.grade import grade_outputs
 from tasks.schema import SAMPLE_SCALE, Record, ShardRun, Unit
-from tasks.stats.sequential import ConfidenceSequence
 
 #: What a run imports after its calls (flows/engine/prefetch.py), in the order it needs them.
 AFTER_CALLS = ("flows.modes.sample.report", "flows.report.console", "flows.report.gates")
@@ -103,11 +102,11 @@ async def grade(
 
 async def run_in_waves(
     prepared: Prepared, runner: UnitRunner, units: list[Unit]
-) -> tuple[list[Record], dict[str, ConfidenceSequence]]:
+) -> tuple[list[Record], dict[str, Any]]:
     """--sequential: cases in waves (a seeded order drawn before the first), each wave executed and
     graded, its paired differences fed to one confidence sequence per treatment; stop as soon as
     every sequence settles against the margin, a budget ends, or the cases run out."""
-    from tasks.stats.sequential import decide
+    from tasks.stats.sequential import ConfidenceSequence, decide
 
     opts, control = prepared.options, prepared.control
     order = [s.sample_id for s in prepared.samples]
@@ -157,7 +156,7 @@ async def run_units(
         shard_runs = await dispatch_shards(prepared, cwd)
     progress = Progress(len(units), "executing", enabled=show_progress, log=log)
     runner = UnitRunner(runner_config(prepared), progress, on_first_result=prefetch_after_calls)
-    sequences: dict[str, ConfidenceSequence] = {}
+    sequences: dict[str, Any] = {}
     gold = None
     try:
         if prepared.gold is not None:
@@ -201,7 +200,7 @@ def final_state(options: BenchOptions, outcome: Any) -> tuple[State, str]:
     certified; and the outcome in a word or two, for the run's outcome tag (the states keep
     Prefect's names: its filters count by them). The report is written either way."""
     from flows.report.gates import unmeasured
-    from flows.report.logtext import outcome_name, regression_outcome, state_message
+    from flows.report.logtext import night_outcome, outcome_name, regression_outcome, state_message
     from flows.report.validity import require_valid_failures
 
     report, path = outcome.report, str(outcome.path)
@@ -216,4 +215,6 @@ def final_state(options: BenchOptions, outcome: Any) -> tuple[State, str]:
     if failed is not None:
         return Failed(message=str(failed), data=current().keep(failed)), name
     result = current().keep({"report_path": str(outcome.path) if outcome.path else None, "id": report.id})
-    return Completed(message=state_message(report), data=result), outcome_name(report)
+    night = night_outcome(report)  # a same-night control's finding names the night's outcome
+    word = "World changed" if night == "the world changed" else outcome_name(report)
+    return Completed(message=state_message(report), data=result), word

@@ -10,6 +10,7 @@ from prefect import flow
 from flows.engine.runlog import night_name, run_logger
 from flows.inputs.options import BenchOptions
 from flows.inputs.samples import load_config
+from flows.modes.sample.control import with_controls
 from flows.modes.sample.flow import sample_bench
 
 
@@ -29,5 +30,9 @@ async def nightly_bench(config: str, suite: str, batch: bool | None = None) -> A
     The benchmark runs in this flow run itself, not a subflow: the run the deployment lists holds
     the night's task runs, artifacts and log, and ends in the benchmark's own named state."""
     options, folder = suite_options(config, suite, batch)
-    run_logger().info(f"nightly run of suite {suite} ({config}): variants {', '.join(options.variants)}")
+    options, told = with_controls(options, folder)
+    log = run_logger()
+    log.info(f"nightly run of suite {suite} ({config}): variants {', '.join(options.variants)}")
+    for line in told:
+        log.info(line)
     return await sample_bench.fn(options, str(folder), False)

@@ -29,6 +29,7 @@ from flows.engine.progress import LogTarget
 from flows.engine.runlog import flow_run_page
 from flows.engine.runner import Executed, unwalked
 from flows.modes.sample.build import blind_labels, build_report, relabel
+from flows.modes.sample.control import keep_known_good
 from flows.modes.sample.explain import explain_sample_run
 from flows.modes.sample.judging import pairwise
 from flows.modes.sample.model import SampleReport
@@ -71,6 +72,7 @@ async def finish(prepared: Prepared, executed: Executed) -> Outcome:
     # the report pages link back to the run's UI page
     report.meta.prefect_flow_run = flow_run_page(flow_run.id)
     path = write_outputs(report, prepared)
+    keep_known_good(prepared, report)
     if suite and shared:
         await asyncio.to_thread(team_history.mirror, "push", shared, suite, path)
     return Outcome(report, path)

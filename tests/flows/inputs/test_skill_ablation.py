@@ -18,7 +18,7 @@ from flows.modes.agentic.plan import ARMS, arm_root, plan_sessions
 from flows.modes.agentic.report import AgenticRun, Graded, build_skill_report
 from graders.agent_task import parse_task
 from graders.behavior import analyze
-from graders.criteria import WEIGHTS
+from graders.grades import WEIGHTS, CheckResults, SessionGrade
 from tasks.schema import Arm
 
 SKILL_MD = """---
@@ -128,8 +128,8 @@ def graded(plan: object, score: float, tokens: int) -> Graded:
         final_text="done",
         meta={"usage": {"input_tokens": tokens, "cache_read_input_tokens": 100, "output_tokens": 5}},
     )
-    grade = {k: {"score": score} for k in WEIGHTS} | {"weighted_total": score}
-    return Graded(plan, session, {"all_passed": score > 60}, analyze(session), grade, None)  # type: ignore[arg-type]
+    grade = SessionGrade.model_validate({k: {"score": score} for k in WEIGHTS} | {"weighted_total": score})
+    return Graded(plan, session, CheckResults(all_passed=score > 60), analyze(session), grade, None)  # type: ignore[arg-type]
 
 
 def test_report_finds_the_section_against_the_full_skill(tmp_path: Path) -> None:
