@@ -340,11 +340,15 @@ def test_canaries_moved_by_a_swapped_judge_fail_the_night(
         assert same["regression"]["canaries"] == []  # type: ignore[index]
         checks = {c["check"]: c for c in same["validity"]["checks"]}  # type: ignore[index]
         assert checks["canaries"]["status"] == "PASS"
-        server.answer = swapped
+        server.answer, server.answered_as = swapped, {"claude-judge": "claude-judge-2026-12-01"}
         capsys.readouterr()
         assert main([*night, "--require-valid"]) == 1
     moved = newest()
     assert moved["regression"]["canaries"] == ["canary g4: judged 2, 5 on the previous run"]  # type: ignore[index]
+    # the fingerprint names the judge's new model id, as its answers reported it
+    assert moved["regression"]["worldChanges"] == [  # type: ignore[index]
+        "judge model (as its answers reported it): claude-judge -> claude-judge-2026-12-01"
+    ]
     checks = {c["check"]: c for c in moved["validity"]["checks"]}  # type: ignore[index]
     assert checks["canaries"]["status"] == "FAIL" and not moved["validity"]["certified"]  # type: ignore[index]
     # the night's Prefect state says why its gate failed
