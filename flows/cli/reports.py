@@ -74,7 +74,7 @@ def cmd_history(args: argparse.Namespace, command: Command) -> int:
     rows = history(reports, args.suite)
     if not rows:
         raise InputError(f"{reports}: no runs of suite {args.suite!r}")
-    variants = sorted({v for r in rows for v in r["means"]})
+    variants = sorted({v for r in rows for v in r.means})
     table = Table(title=f"suite {args.suite}: {len(rows)} run(s)")
     for column in ("date", "run", "model", *variants, "verdicts", "regression", "what ran changed"):
         table.add_column(column)
@@ -82,7 +82,7 @@ def cmd_history(args: argparse.Namespace, command: Command) -> int:
     for r in rows:
         cells = []
         for v in variants:
-            mean, before = r["means"].get(v), previous.get(v)
+            mean, before = r.means.get(v), previous.get(v)
             trend = (
                 ""
                 if mean is None or before is None
@@ -91,13 +91,13 @@ def cmd_history(args: argparse.Namespace, command: Command) -> int:
             cells.append("—" if mean is None else f"{mean:.2f}{trend}")
             previous[v] = mean
         table.add_row(
-            r["timestamp"][:19].replace("T", " "),
-            r["id"],
-            str(r["model"]),
+            r.timestamp[:19].replace("T", " "),
+            r.id,
+            str(r.model),
             *cells,
-            ", ".join(r["verdicts"]),
-            ", ".join(r["regressed"]) or "—",
-            "\n".join(r["changed"]) or "—",
+            ", ".join(r.verdicts),
+            ", ".join(r.regressed) or "—",
+            "\n".join(r.changed) or "—",
         )
     Console(width=None if sys.stdout.isatty() else 160).print(table)
     return EXIT_OK

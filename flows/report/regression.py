@@ -8,6 +8,7 @@ differences (this run minus the previous one) give a verdict; WORSE is a regress
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -231,19 +232,32 @@ def regression_against_previous(reports_dir: Path, report: Report) -> Regression
     return compare_runs(earlier[-1], report, seed=report.meta.seed, earlier=earlier)
 
 
-def history(reports_dir: Path, suite: str) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class HistoryRow:
+    """One run of a suite in its history."""
+
+    id: str
+    timestamp: str
+    model: str
+    means: dict[str, float | None]  # variant -> its mean composite score
+    verdicts: list[str]
+    regressed: list[str]
+    changed: list[str]  # what ran differently from the run before (its fingerprint)
+
+
+def history(reports_dir: Path, suite: str) -> list[HistoryRow]:
     """One row per run of the suite: when, which model, each variant's mean, verdicts, regressions,
-    and what changed in what ran since the run before it (its fingerprint)."""
+    and what changed in what ran since the run before it."""
     reports = suite_reports(reports_dir, suite)
     return [
-        {
-            "id": report.id,
-            "timestamp": report.meta.timestamp,
-            "model": report.meta.model,
-            "means": {report.variant_name(k): v.avg_composite_score for k, v in report.summary.items()},
-            "verdicts": [str(c.verdict.label) for c in report.comparisons],
-            "regressed": report.regression.regressed if report.regression else [],
-            "changed": changes(reports[i - 1].meta.fingerprint, report.meta.fingerprint) if i else [],
-        }
+        HistoryRow(
+            id=report.id,
+            timestamp=report.meta.timestamp,
+            model=report.meta.model,
+            means={report.variant_name(k): v.avg_composite_score for k, v in report.summary.items()},
+            verdicts=[str(c.verdict.label) for c in report.comparisons],
+            regressed=report.regression.regressed if report.regression else [],
+            changed=changes(reports[i - 1].meta.fingerprint, report.meta.fingerprint) if i else [],
+        )
         for i, report in enumerate(reports)
     ]

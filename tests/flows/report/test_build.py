@@ -65,7 +65,7 @@ def test_regression_against_the_previous_run_of_a_suite(tmp_path: Path) -> None:
     second.regression = regression
     publish(second, reports)
     rows = history(reports, "nightly")
-    assert [r["regressed"] for r in rows] == [[], ["v1"]]
+    assert [r.regressed for r in rows] == [[], ["v1"]]
 
 
 def test_unreadable_files_in_the_reports_folder_are_skipped_with_a_warning(tmp_path: Path) -> None:

@@ -51,7 +51,7 @@ def test_version_1_reports_feed_history(tmp_path: Path) -> None:
         report.meta.suite = "old-suite"
         (folder / f"{report.id}.json").write_text(report.model_dump_json(by_alias=True), encoding="utf-8")
     rows = history(folder, "old-suite")
-    assert len(rows) == 3 and all(row["means"] for row in rows)
+    assert len(rows) == 3 and all(row.means for row in rows)
 
 
 V2 = V1.with_name("reports_v2")
