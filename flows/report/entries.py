@@ -52,6 +52,16 @@ class ArtifactChange(Model):
     """its size now"""
 
 
+NightOutcome = Literal["the skill regressed", "the world changed", "both", "neither"]
+
+
+def night_outcome_of(skill: bool, world: bool) -> NightOutcome:
+    """What a night with a same-night control found, from whether the skill and the world moved."""
+    if skill:
+        return "both" if world else "the skill regressed"
+    return "the world changed" if world else "neither"
+
+
 class ControlVerdict(Model):
     """A same-night control: a changed variant against its last known good artifact run the same night
     (the candidate verdict: the world cancels), and that control against its own night (the drift)."""
@@ -62,7 +72,7 @@ class ControlVerdict(Model):
     """tonight's variant against tonight's control, paired by case: WORSE is the skill's regression"""
     drift: RegressionVariant | None
     """tonight's control against the same artifact on its own night: WORSE or BETTER is the world's change"""
-    outcome: Literal["the skill regressed", "the world changed", "both", "neither"]
+    outcome: NightOutcome
     """what the night found"""
     rule: str
     """how the outcome was decided, with the figures"""

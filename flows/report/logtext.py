@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from flows.report.entries import ArtifactChange, RegressionVariant
+from flows.report.entries import ArtifactChange, RegressionVariant, night_outcome_of
 from flows.report.schema import Report
 from tasks.schema import VerdictLabel
 from tasks.stats.figures import Verdict
@@ -147,11 +147,7 @@ def night_outcome(report: Report) -> str | None:
         for name, v in r.per_variant.items()
         if name not in r.artifact_changes
     )
-    return {
-        (True, True): "both",
-        (True, False): "the skill regressed",
-        (False, True): "the world changed",
-    }.get((skill, world), "neither")
+    return night_outcome_of(skill, world)
 
 
 def regression_lines(report: Report) -> list[str]:

@@ -12,7 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flows.report.entries import ArtifactChange, ControlVerdict, Regression, RegressionVariant
+from flows.report.entries import (
+    ArtifactChange,
+    ControlVerdict,
+    Regression,
+    RegressionVariant,
+    night_outcome_of,
+)
 from flows.report.fingerprint import changes
 from flows.report.schema import Meta, Report
 from flows.report.store import read_reports
@@ -189,7 +195,6 @@ def control_verdict(
     skill = candidate.verdict.label == VerdictLabel.WORSE
     moved = drift.verdict.label in MOVED if drift is not None else False
     world = moved or (drift is None and bool(world_parts))
-    outcome = {(True, True): "both", (True, False): "the skill regressed", (False, True): "the world changed"}
     rule = (
         f"variant vs control tonight: {candidate.verdict.label} ({_diff(candidate)}); control vs its own "
         f"night {night}: " + (f"{drift.verdict.label} ({_diff(drift)})" if drift is not None else "not found")
@@ -200,7 +205,7 @@ def control_verdict(
         control_night=night,
         candidate=candidate,
         drift=drift,
-        outcome=outcome.get((skill, world), "neither"),  # type: ignore[arg-type]
+        outcome=night_outcome_of(skill, world),
         rule=rule,
     )
 
