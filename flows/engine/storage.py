@@ -30,8 +30,13 @@ class Storage:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        # path-style S3 requests: one host name for every bucket, the one the gateway routes
-        options = {"config_kwargs": {"s3": {"addressing_style": "path"}}} if url.startswith("s3://") else {}
+        # path-style S3 requests: one host name for every bucket, the one the gateway routes; a fresh
+        # client each time (fsspec would reuse one made for an endpoint the environment no longer names)
+        options = (
+            {"config_kwargs": {"s3": {"addressing_style": "path"}}, "skip_instance_cache": True}
+            if url.startswith("s3://")
+            else {}
+        )
         self.fs, self.root = url_to_fs(url, **options)
 
     def path(self, key: str) -> str:

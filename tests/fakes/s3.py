@@ -1,17 +1,20 @@
 """An S3 endpoint on 127.0.0.1: moto's server (the real protocol), with an empty bucket and its
-credentials in the environment, where s3fs and --register-fleet read them."""
+credentials in the environment, where s3fs and --register-fleet read them. moto keeps its buckets
+in the process, across servers: each call makes a bucket of its own name."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
+import uuid
 from collections.abc import Iterator
 
 import pytest
 
 
 @contextlib.contextmanager
-def s3_bucket(monkeypatch: pytest.MonkeyPatch, bucket: str) -> Iterator[None]:
+def s3_bucket(monkeypatch: pytest.MonkeyPatch, prefix: str) -> Iterator[str]:
+    """A fresh bucket named ``prefix-<random>``; yields its name."""
     from moto.server import ThreadedMotoServer
 
     with socket.socket() as probe:
@@ -29,7 +32,8 @@ def s3_bucket(monkeypatch: pytest.MonkeyPatch, bucket: str) -> Iterator[None]:
             monkeypatch.setenv(name, value)
         import fsspec
 
+        bucket = f"{prefix}-{uuid.uuid4().hex[:8]}"
         fsspec.filesystem("s3", skip_instance_cache=True).mkdir(bucket)
-        yield
+        yield bucket
     finally:
         server.stop()

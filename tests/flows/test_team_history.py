@@ -71,8 +71,8 @@ def test_a_shared_folder_is_one_history(
 def test_an_s3_bucket_is_one_history(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with s3_bucket(monkeypatch, "team-history"):
-        two_nights(tmp_path, "s3://team-history/skillab", monkeypatch, capsys)
+    with s3_bucket(monkeypatch, "team-history") as bucket:
+        two_nights(tmp_path, f"s3://{bucket}/skillab", monkeypatch, capsys)
 
 
 def test_what_a_shared_storage_holds_is_bounded(tmp_path: Path) -> None:

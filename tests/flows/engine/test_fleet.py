@@ -375,8 +375,8 @@ def test_a_trigger_suite_in_containers_gives_the_local_figures(
 
 @pytest.fixture
 def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    with s3_bucket(monkeypatch, "skillab-fleet"):
-        yield "s3://skillab-fleet/runs"
+    with s3_bucket(monkeypatch, "skillab-fleet") as bucket:
+        yield f"s3://{bucket}/runs"
 
 
 def test_sessions_travel_through_s3_with_nothing_mounted(
@@ -427,7 +427,7 @@ def test_sessions_travel_through_s3_with_nothing_mounted(
         )
         assert "fleet-test-secret" not in json.dumps(r.parameters) + json.dumps(r.job_variables)
     records = fsspec.filesystem("s3", skip_instance_cache=True).glob(
-        "skillab-fleet/runs/sessions/*/session.json"
+        f"{s3.removeprefix('s3://')}/sessions/*/session.json"
     )
     assert len(records) == 4  # 2 tasks x 2 arms
     assert report["summary"]["with-skill"]["avgCompositeScore"] == 90
