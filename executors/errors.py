@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import sys
 from collections.abc import Iterable
 from email.utils import parsedate_to_datetime
 from enum import StrEnum
@@ -87,6 +88,11 @@ def parse_retry_after(value: str | None) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, (when - dt.datetime.now(dt.UTC)).total_seconds())
+
+
+def warn(message: str) -> None:
+    """What a user should know that stops nothing, one line on stderr."""
+    print(f"skillab: warning: {message}", file=sys.stderr)
 
 
 class InputError(ValueError):

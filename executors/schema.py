@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 import unicodedata
 from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from executors.errors import ErrorKind
+from executors.errors import ErrorKind, warn
 from executors.sandbox import Isolation
 
 
@@ -71,10 +70,7 @@ def not_negative(value: Any, info: ValidationInfo) -> Any:
     """A server's negative token count or cost is clamped at zero, with a warning: a negative total
     would keep --budget-usd from ever triggering."""
     if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
-        print(
-            f"skillab: warning: the server reported {info.field_name} = {value}; counted as 0",
-            file=sys.stderr,
-        )
+        warn(f"the server reported {info.field_name} = {value}; counted as 0")
         return type(value)(0)
     return value
 

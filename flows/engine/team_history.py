@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import quote
 
+from executors.errors import warn
 from flows.engine.storage import Storage
 
 #: A report's file name (its id, then .json), and the most a shared report may weigh.
@@ -62,13 +63,9 @@ def mirror(step: Literal["pull", "push"], url: str, suite: str, local: Path) -> 
             return
         copied, refused = pull(url, suite, local)
     except Exception as exc:  # fsspec's errors are many: a network, a credential, a bucket
-        _warn(f"--history-url {url}: could not {step} the suite's reports ({type(exc).__name__}: {exc})")
+        warn(f"--history-url {url}: could not {step} the suite's reports ({type(exc).__name__}: {exc})")
         return
     for line in refused:
-        _warn(f"--history-url {url}: refused {line}")
+        warn(f"--history-url {url}: refused {line}")
     if copied:
         print(f"skillab: {copied} report(s) of suite {suite} from {url}", file=sys.stderr)
-
-
-def _warn(message: str) -> None:
-    print(f"skillab: warning: {message}", file=sys.stderr)

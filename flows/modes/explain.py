@@ -5,11 +5,11 @@ counted like every judge call)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from executors.base import HttpExecutor
+from executors.errors import warn
 from executors.registry import close_all, usable_executor
 from flows.engine.judging import judge_name, run_judge_jobs
 from flows.engine.progress import Progress
@@ -83,7 +83,7 @@ def mark_judge(report: Report, gold: JudgeGold | None) -> None:
         return
     report.judge_gold = gold
     if not report.judge_gold.reliable:
-        print(f"skillab: warning: {report.judge_gold.message}", file=sys.stderr)
+        warn(report.judge_gold.message)
         for comp in report.comparisons:
             comp.verdict.judge_caveat = report.judge_gold.message
 

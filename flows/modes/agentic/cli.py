@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from executors.errors import InputError
+from executors.errors import InputError, warn
 from flows.cli.codes import EXIT_FAIL, EXIT_OK
 from flows.cli.command import Command
 from flows.cli.flags import add_model_flags
@@ -76,7 +76,7 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
         check_runner(runner, version, tasks)
     # said before the run (and kept in the report): such a case may not score as its author meant
     for warning in suite_warnings(tasks, config, skill.name, skill.plugin is not None):
-        print(f"skillab: warning: {warning}", file=sys.stderr)
+        warn(warning)
     plan_skill_ablations(skill.path, config.ablate, config.ablate_sections)  # a SKILL.md without headings
     checked_isolation(config.os_sandbox)  # exit 2 before any session when bubblewrap cannot run
     fleet_sandbox(config.fleet_pool, config.os_sandbox, config.allow_network)

@@ -23,7 +23,7 @@ STORE = ".known-good"
 
 def keep_known_good(prepared: Prepared, report: Report) -> None:
     """A suite's night that did not regress: its artifacts become the known good ones."""
-    if not prepared.options.suite or (report.regression is not None and report.regression.regressed):
+    if not prepared.options.suite or not passed(report):
         return
     store = prepared.output_dir / STORE
     for v in prepared.variants:

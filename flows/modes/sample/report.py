@@ -13,7 +13,6 @@ import asyncio
 import functools
 import os
 import re
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable
@@ -24,6 +23,7 @@ from typing import Any
 from prefect.artifacts import acreate_link_artifact, acreate_markdown_artifact, acreate_table_artifact
 from prefect.runtime import flow_run
 
+from executors.errors import warn
 from flows.engine import team_history
 from flows.engine.progress import LogTarget
 from flows.engine.runlog import flow_run_page
@@ -189,10 +189,6 @@ def write_outputs(report: SampleReport, prepared: Prepared) -> Path:
 
 def fallback_reports_dir() -> Path:
     return Path(tempfile.gettempdir()) / "skillab-reports"
-
-
-def warn(message: str) -> None:
-    print(f"skillab: warning: {message}", file=sys.stderr)
 
 
 def report_port() -> str:
