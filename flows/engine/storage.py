@@ -72,6 +72,10 @@ class Storage:
     def size(self, key: str) -> int:
         return int(self.fs.size(self.path(key)))
 
+    def info(self, key: str) -> dict[str, object]:
+        """What the storage says of one object: its type and size (a folder's: link and link count)."""
+        return dict(self.fs.info(self.path(key)))
+
     def names(self, folder: str) -> list[str]:
         """The names of the files directly in ``folder`` (a key), sorted; none when it is absent."""
         self.fs.invalidate_cache()

@@ -39,6 +39,8 @@ def pull(url: str, suite: str, dest: Path) -> tuple[int, list[str]]:
             refused.append(f"{name}: not a report's file name")
         elif (dest / name).exists():
             continue
+        elif odd := _odd(store.info(key)):
+            refused.append(f"{name}: {odd}")
         elif (size := store.size(key)) > MAX_REPORT_BYTES:
             refused.append(f"{name}: {size:,} bytes (at most {MAX_REPORT_BYTES:,})")
         else:
@@ -47,6 +49,18 @@ def pull(url: str, suite: str, dest: Path) -> tuple[int, list[str]]:
             partial.replace(dest / name)
             copied += 1
     return copied, refused
+
+
+def _odd(info: dict[str, object]) -> str | None:
+    """Why an object of a folder storage is no report to take: a link (it may lead out of the
+    folder), a hard link (the same file elsewhere), or not a file."""
+    if info.get("islink"):
+        return "a link (refused: it may lead out of the shared folder)"
+    if info.get("type") != "file":
+        return "not a file"
+    if int(str(info.get("nlink") or 1)) > 1:
+        return "a hard link (refused: the same file stands elsewhere)"
+    return None
 
 
 def push(url: str, suite: str, report: Path) -> None:

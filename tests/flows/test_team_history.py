@@ -84,9 +84,22 @@ def test_what_a_shared_storage_holds_is_bounded(tmp_path: Path) -> None:
     (folder / "notes.txt").write_text("x")
     with (folder / "2026-12-01-huge.json").open("wb") as huge:
         huge.truncate(MAX_REPORT_BYTES + 1)  # sparse: the bytes it would write count
+    outside = tmp_path / "host-secret.json"
+    outside.write_text('{"secret": true}')
+    (folder / "2026-12-01-link.json").symlink_to(outside)  # a link that leaves the shared folder
+    (folder / "2026-12-01-hard.json").hardlink_to(outside)
+    (folder / "2026-12-01-dir.json").mkdir()
     dest.mkdir()
     (dest / "2026-12-01-ok.json").write_text('{"mine": true}')
     copied, refused = pull(str(shared), "s", dest)
     assert copied == 0 and json.loads((dest / "2026-12-01-ok.json").read_text()) == {"mine": True}
-    assert sorted(r.split(":")[0] for r in refused) == ["..hidden.json", "2026-12-01-huge.json", "notes.txt"]
+    assert sorted(r.split(":")[0] for r in refused) == [
+        "..hidden.json",
+        "2026-12-01-dir.json",
+        "2026-12-01-hard.json",
+        "2026-12-01-huge.json",
+        "2026-12-01-link.json",
+        "notes.txt",
+    ]
+    assert not any("secret" in p.read_text() for p in dest.glob("*.json"))
     assert not (dest / "2026-12-01-huge.json").exists()
