@@ -32,7 +32,7 @@ from packaging.requirements import Requirement
 
 from executors.agent import CLI_DIR_ENV, cli_dir
 from executors.errors import InputError
-from flows.engine.remote import ROOT, SOURCES, source_digest, source_files
+from flows.engine.remote import IMAGE_VARIABLE, ROOT, SOURCES, source_digest, source_files
 
 SUITE, MIRROR = "bookworm", "http://deb.debian.org/debian"
 PACKAGES = ("python3", "python3-venv", "ca-certificates", "bubblewrap", "nodejs", "git", "ripgrep")
@@ -62,6 +62,14 @@ def docker(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProces
 
 def exists(tag: str) -> bool:
     return docker("image", "inspect", tag).returncode == 0
+
+
+def _image_id(tag: str) -> str:
+    """A local image's id (the digest of its content): the root file system's says which Debian
+    packages the image holds, which its tag (a digest of the recipe) does not."""
+    proc = docker("image", "inspect", "--format", "{{.Id}}", tag)
+    _checked(proc, f"docker image inspect {tag}")
+    return proc.stdout.decode().strip().removeprefix("sha256:")[:12]
 
 
 def _checked(proc: subprocess.CompletedProcess[bytes], what: str) -> None:
@@ -254,7 +262,7 @@ def build(clis: tuple[str, ...] = ("claude",)) -> Built:
                 tag,
                 context,
                 f"FROM {base}\n{copies}RUN python -m compileall -q {APP}\nWORKDIR {APP}\nENV PYTHONPATH={APP}\n"
-                f'LABEL skillab.source="{source}"\n',
+                f'LABEL skillab.source="{source}"\nENV {IMAGE_VARIABLE}="{tag} on {_image_id(rootfs)}"\n',
             )
         made.append(tag)
     _checked(docker("tag", tag, "skillab-session:latest"), "docker tag")

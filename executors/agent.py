@@ -51,7 +51,7 @@ from executors.schema import (
     SkillListing,
     Usage,
 )
-from executors.versions import version_problem
+from executors.versions import installed_version, version_problem
 from executors.workspace import session_root
 
 CLI_DIR_ENV = "SKILLAB_AGENT_CLI_DIR"
@@ -202,6 +202,13 @@ class AgentExecutor(Executor):
     prompt_on_stdin: ClassVar[bool] = False
     agentic = True
     stream_limit: int = STREAM_LIMIT
+
+    @classmethod
+    def cache_version(cls) -> str:
+        """The installed CLI's version too: a night on a new CLI answers anew, never from the cache
+        of the old one (a changed CLI is part of the world a night must see)."""
+        path = find_binary(cls.binary)
+        return f"{cls.version} {cls.binary} {(installed_version(path) if path else None) or 'unknown'}"
 
     @classmethod
     def priced_as(cls, model: str) -> str:
@@ -446,6 +453,9 @@ class AgentExecutor(Executor):
             cost_usd=float(cost) if cost is not None else self.prices.cost_of(request.model, usage),
             latency_ms=session.duration_ms,
             model=str(session.meta.get("model") or request.model),
+            tools=tuple(sorted(map(str, tools)))
+            if isinstance(tools := session.meta.get("tools"), list)
+            else (),
         )
 
 

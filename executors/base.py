@@ -78,6 +78,11 @@ class Executor(ABC):
     #: The provider's cache prices as ratios to its input price (a price file's missing cache prices).
     cache_ratios: ClassVar[CacheRatios] = NO_DISCOUNT
 
+    @classmethod
+    def cache_version(cls) -> str:
+        """This executor's part of every cache key: what it sends and returns may differ by it."""
+        return cls.version
+
     def __init__(self, settings: ExecutorSettings | None = None) -> None:
         self.settings = settings or ExecutorSettings()
         ratios = self.cache_ratios

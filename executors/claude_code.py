@@ -230,13 +230,17 @@ class _ClaudeStream:
     result: dict[str, Any] | None = None
     invoked: bool = False
     called: list[str] = field(default_factory=list)
+    answered_as: list[str] = field(default_factory=list)  # the model ids the API's responses named
 
     def take(self, e: dict[str, Any]) -> None:
         kind = e.get("type")
         if kind == "system" and e.get("subtype") == "init":
             self._init(e)
         elif kind == "assistant":
-            for block in (e.get("message") or {}).get("content") or []:
+            message = e.get("message") or {}
+            if isinstance(model := message.get("model"), str) and model and model not in self.answered_as:
+                self.answered_as.append(model)
+            for block in message.get("content") or []:
                 self._assistant(block)
         elif kind == "user":
             for block in (e.get("message") or {}).get("content") or []:
@@ -305,6 +309,8 @@ class _ClaudeStream:
             first = next(iter(usage.values()))
             if isinstance(first, dict) and isinstance(first.get("contextWindow"), int):
                 self.meta["context_window"] = first["contextWindow"]
+        if self.answered_as:  # what answered, not the name the CLI asked by (an alias moves)
+            self.meta["model"] = self.answered_as[0]
         status = _result_status(result)
         text = str(result.get("result") or "")
         seen["events"] = (*out, AgentEvent(kind="result", text=text, is_error=status != "success"))

@@ -141,6 +141,9 @@ class RunResult(Frozen):
     price_multiplier: float = Field(
         default=1.0, description="what the provider charges of the list price: 0.5 for a batch API result"
     )
+    tools: tuple[str, ...] = Field(
+        default=(), description="sample mode through an agent CLI: the tools the CLI offered the session"
+    )
 
     _clamped = field_validator("cost_usd", mode="before")(not_negative)
 

@@ -149,12 +149,14 @@ class NotRun(Figures):
 
 class Seen(Frozen):
     """What the units' answers said of the world they ran in: the model ids the responses reported
-    (per unit kind: the model under test, the judge), and per variant the tools and the skills the
-    agent CLI offered its sessions. Sorted, so two runs compare by equality."""
+    (per unit kind: the model under test, the judge), per variant the tools and the skills the
+    agent CLI offered its sessions, and the fleet's images. Sorted, so two runs compare by equality."""
 
     models: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     tools: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     listed: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    images: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    """work pool -> the container images its sessions ran in (as each container named its own)"""
 
     def merged(self, other: Seen) -> Seen:
         def union(a: dict[str, tuple[str, ...]], b: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
@@ -164,6 +166,7 @@ class Seen(Frozen):
             models=union(self.models, other.models),
             tools=union(self.tools, other.tools),
             listed=union(self.listed, other.listed),
+            images=union(self.images, other.images),
         )
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 import uuid
@@ -68,6 +69,9 @@ SESSION_FLOW = "skillab-session"
 #: skillab's code as a container runs it: the fleet's image holds these, at this digest.
 SOURCES = ("flows", "tasks", "graders", "executors", "deployments", "pyproject.toml")
 POLL_S = 1.0
+#: The image a container runs, as the fleet's image names itself (deployments/image.py): each
+#: session's record carries it, so a night on a rebuilt image is told apart in the fingerprint.
+IMAGE_VARIABLE = "SKILLAB_IMAGE"
 #: After a session's own timeout, how long its flow run may still take (container start, upload).
 GRACE_ENV, GRACE_S = "SKILLAB_FLEET_GRACE_S", 180
 #: How long a session may wait for a worker while none of the pool's is online.
@@ -147,7 +151,13 @@ async def container_session(
         store.put(files, stored(key, FILES))
         record = Path(tmp) / "session.json"
         record.write_text(
-            json.dumps({"session": session.model_dump(mode="json"), "rate_limited": limited.seen}),
+            json.dumps(
+                {
+                    "session": session.model_dump(mode="json"),
+                    "rate_limited": limited.seen,
+                    "image": os.environ.get(IMAGE_VARIABLE),
+                }
+            ),
             encoding="utf-8",
         )
         store.put(record, result)
@@ -352,6 +362,8 @@ def _restore(store: Storage, key: str, request: AgentRequest) -> Dispatched:
             folder.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(unpacked / name, folder)
     session = AgentSession.model_validate(record["session"])
+    if isinstance(image := record.get("image"), str):  # the image the container said it was
+        session = session.model_copy(update={"meta": {**session.meta, "image": image}})
     return Dispatched(session, bool(record.get("rate_limited")))
 
 

@@ -153,7 +153,7 @@ class UnitRunner:
         self.cache_errors: list[str] = []
         self.warm_ups = 0
         self.batched = 0
-        self.seen: dict[str, dict[str, set[str]]] = {"models": {}, "tools": {}, "listed": {}}
+        self.seen: dict[str, dict[str, set[str]]] = {"models": {}, "tools": {}, "listed": {}, "images": {}}
         fleet = config.fleet_sessions or config.fleet_rpm
         self.fleet = Fleet(config.fleet_sessions, config.fleet_rpm) if fleet else None
         self.pool = FleetPool(config.fleet_pool) if config.fleet_pool else None
@@ -186,11 +186,29 @@ class UnitRunner:
         if found:
             self.seen[part].setdefault(key, set()).update(found)
 
+    def saw_result(self, unit: Unit, result: RunResult) -> None:
+        self.saw("models", unit.kind, [result.model])
+        if unit.kind == UnitKind.EXECUTE:  # sample mode through an agent CLI: what it offered
+            self.saw("tools", unit.variant, result.tools)
+
+    def saw_offered(
+        self, variant: str, model: object, tools: Iterable[object], listed: Iterable[str] | None
+    ) -> None:
+        """A session's model id, and the tools and skills its CLI offered it (run, or from a cache)."""
+        self.saw("models", UnitKind.SESSION, [model])
+        self.saw("tools", variant, tools)
+        self.saw("listed", variant, listed or ())
+
     def saw_session(self, variant: str, session: AgentSession) -> None:
-        self.saw("models", UnitKind.SESSION, [session.meta.get("model")])
         tools = session.meta.get("tools")
-        self.saw("tools", variant, tools if isinstance(tools, list) else [])
-        self.saw("listed", variant, session.skills_listed or ())
+        self.saw_offered(
+            variant,
+            session.meta.get("model"),
+            tools if isinstance(tools, list) else [],
+            session.skills_listed,
+        )
+        if self.pool is not None:
+            self.saw("images", self.pool.pool, [session.meta.get("image")])
 
     def spend(self, kind: str, cost: float) -> None:
         self.spent += cost
@@ -279,7 +297,7 @@ class UnitRunner:
         if result.cache_error:
             self.cache_errors.append(result.cache_error)
         self.spend(unit.kind, result.cost_usd)
-        self.saw("models", unit.kind, [result.model])
+        self.saw_result(unit, result)
         failure = None if result.ok else (unit.label, failure_kind(result), str(result.error))
         self.progress.advance(ok=result.ok, cost=result.cost_usd, failure=failure)
         if self.on_first_result is not None:
@@ -315,7 +333,7 @@ class UnitRunner:
         for unit in units:
             if unit.key in hits:
                 self.cache_hits += 1
-                self.saw("models", unit.kind, [hits[unit.key].model])
+                self.saw_result(unit, hits[unit.key])
                 sink.results[unit.key] = hits[unit.key]
                 self.progress.advance(ok=True, cached=True)
             elif unit.key in batched:

@@ -30,7 +30,7 @@ def unit_key(target: Target, request: RunRequest, run: int, extra: str = "") -> 
         "call",
         {
             "executor": target.executor.name,
-            "executor_version": target.executor.version,
+            "executor_version": target.executor.cache_version(),
             "endpoint": target.endpoint,
             "request": request.model_dump(mode="json"),
             "run": run,

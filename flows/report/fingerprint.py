@@ -30,6 +30,7 @@ def fingerprint(meta: Meta, stats: RunStats) -> Fingerprint:
         listing={variant: digest(skills) for variant, skills in seen.listed.items()},
         environment=(env[:DIGEST_CHARS] if (env := meta.environment_digest()) else None),
         sandbox=meta.sandbox_line(),
+        image=", ".join(sorted({i for images in seen.images.values() for i in images})) or None,
     )
 
 
@@ -46,6 +47,7 @@ PARTS: dict[str, tuple[str, Callable[[Fingerprint], str | None]]] = {
     "judge_models": ("judge model (as its answers reported it)", lambda f: _words(f.judge_models)),
     "environment": ("environment snapshot", lambda f: f.environment),
     "sandbox": ("OS sandbox", lambda f: f.sandbox),
+    "image": ("fleet image", lambda f: f.image),
 }
 
 

@@ -135,11 +135,19 @@ def control_lines(report: Report) -> list[str]:
 
 
 def night_outcome(report: Report) -> str | None:
-    """A night with a same-night control, in words: the skill regressed, the world changed, both, or
-    neither; None for a night without one."""
+    """A night in words: the skill regressed, the world changed, both, or neither. With a same-night
+    control, as the control found; without one, only what the fingerprint and the artifacts tell
+    apart: a changed world under unchanged artifacts is the world's, a drop of a changed artifact in
+    an unchanged world the skill's; None when a changed artifact dropped in a changed world (only a
+    control can tell those apart) and for a run with nothing to compare."""
     r = report.regression
-    if r is None or not r.controls:
+    if r is None:
         return None
+    if not r.controls:
+        world = bool(r.world_changes or r.canaries)
+        if world and r.regressed and r.artifact_changes:
+            return None
+        return night_outcome_of(bool(r.regressed) and not world, world)
     found = {c.outcome for c in r.controls.values()}
     skill = bool(found & {"the skill regressed", "both"})
     world = bool(found & {"the world changed", "both"}) or any(
@@ -176,8 +184,9 @@ def regression_outcome(report: Report) -> str:
     if r is None:
         return f"suite {report.meta.suite}: first run on {report.meta.model}"
     night = night_outcome(report)
-    if night is not None and not r.regressed:
-        return f"suite {report.meta.suite}: {night} (same-night control), no regression of the artifact"
+    told = "same-night control" if r.controls else "no control ran: what ran and the artifacts tell it"
+    if night is not None and (r.controls or night != "neither") and not r.regressed:
+        return f"suite {report.meta.suite}: {night} ({told}), no regression of the artifact"
     if r.regressed:
         drops = "; ".join(f"{name}: {change_figures(r.per_variant[name])}" for name in r.regressed)
         world = (
@@ -188,7 +197,7 @@ def regression_outcome(report: Report) -> str:
         )
         return (
             f"REGRESSION in {', '.join(r.regressed)} against the previous run {r.previous} of suite "
-            f"{report.meta.suite} ({drops}){world}" + (f"; same-night control: {night}" if night else "")
+            f"{report.meta.suite} ({drops}){world}" + (f"; {night} ({told})" if night else "")
         )
     return f"suite {report.meta.suite}: no regression against the previous run {r.previous}"
 

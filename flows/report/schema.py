@@ -75,6 +75,8 @@ class Fingerprint(Model):
     """digest of the environment snapshot the sessions ran in (--environment)"""
     sandbox: str | None = None
     """the OS sandbox and its version, and the work pool whose containers ran the sessions"""
+    image: str | None = None
+    """the fleet's container image the sessions ran in: its tag and its root file system's image id"""
 
 
 class Meta(Model):

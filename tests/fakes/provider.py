@@ -276,7 +276,12 @@ class FakeProvider:
 
         def chunk(delta: dict[str, Any] | None, finish: str | None = None, **extra: Any) -> str:
             choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
-            data = {"id": cid, "object": "chat.completion.chunk", "model": body["model"], "choices": choices}
+            data = {
+                "id": cid,
+                "object": "chat.completion.chunk",
+                "model": self.reported(body),
+                "choices": choices,
+            }
             return f"data: {json.dumps(data | extra)}\n\n"
 
         parts = [chunk({"role": "assistant", "content": ""})]
@@ -299,12 +304,16 @@ class FakeProvider:
         parts += [chunk(None, usage=usage), "data: [DONE]\n\n"]
         return Response("".join(parts), media_type="text/event-stream")
 
+    def reported(self, body: dict[str, Any]) -> str:
+        """The model id a response names: the one asked for, unless ``answered_as`` moved its alias."""
+        return self.answered_as.get(body["model"], body["model"])
+
     def _completion(self, body: dict[str, Any], system: str, prompt: str) -> dict[str, Any]:
         text = self.reply(system, prompt, body["model"])
         return {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
-            "model": self.answered_as.get(body["model"], body["model"]),
+            "model": self.reported(body),
             "choices": [
                 {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
             ],
@@ -354,7 +363,7 @@ class FakeProvider:
             "id": "msg_fake",
             "type": "message",
             "role": "assistant",
-            "model": self.answered_as.get(body["model"], body["model"]),
+            "model": self.reported(body),
             "content": [{"type": "text", "text": text}],
             "stop_reason": "end_turn",
             "usage": self._anthropic_usage(body, system, prompt) | {"output_tokens": len(text.split())},
@@ -403,7 +412,7 @@ class FakeProvider:
                         "id": f"msg_{len(self.calls)}",
                         "type": "message",
                         "role": "assistant",
-                        "model": body["model"],
+                        "model": self.reported(body),
                         "content": [],
                         "stop_reason": None,
                         "stop_sequence": None,

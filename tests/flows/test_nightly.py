@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
 import xml.etree.ElementTree as ET
 from collections.abc import Coroutine
 from pathlib import Path
@@ -11,6 +13,8 @@ from typing import Any, cast
 
 import pytest
 
+from executors.agent import cli_dir, find_binary
+from executors.versions import installed_version
 from flows.cli.main import main
 from flows.modes.sample.nightly import nightly_bench
 from tests.fakes.provider import FakeProvider
@@ -52,6 +56,10 @@ def test_nightly_regression_fails_the_second_run(tmp_path: Path, monkeypatch: py
     assert second.is_failed() and second.name == "Failed" and "outcome:regressed" in run_tags(second)
     assert first.name == "Completed" and "outcome:better" in run_tags(first)  # v2 (one word) beats v1
     assert "REGRESSION in v2" in second.message and "mean 5.00 → 3.00, -2.00, 95% CI" in second.message
+    # the artifact changed in an unchanged world (no control ran): the skill's doing
+    assert second.message.endswith(
+        "; the skill regressed (no control ran: what ran and the artifacts tell it)"
+    )
     runs = sorted(reports.glob("*.json"))
     assert len(runs) == 2
     latest = max((json.loads(p.read_text()) for p in runs), key=lambda r: r["meta"]["timestamp"])
@@ -184,7 +192,8 @@ def test_a_night_whose_provider_moved_the_alias_names_the_change(
         assert nightly_state(project / "skillab.yaml", "moved").is_completed()
         server.answered_as = {"gpt-4o-mini": "gpt-4o-mini-2026-11-30"}
         second = nightly_state(project / "skillab.yaml", "moved")
-    assert second.is_completed()  # nothing regressed: the same answers
+    assert second.is_completed() and "outcome:world-changed" in run_tags(second)  # the same answers
+    assert "the world changed (no control ran: what ran and the artifacts tell it)" in second.message
     nights = sorted(
         (json.loads(p.read_text()) for p in reports.glob("*.json")), key=lambda r: r["meta"]["timestamp"]
     )
@@ -231,7 +240,7 @@ def test_a_same_night_control_tells_the_skills_regression(
     assert control["candidate"]["verdict"]["label"] == "WORSE" and control["candidate"]["cases"] == 6
     assert control["drift"]["verdict"]["label"] not in ("WORSE", "BETTER")
     assert night["regression"]["regressed"] == ["v2"]
-    assert "same-night control: the skill regressed" in second.message
+    assert "the skill regressed (same-night control)" in second.message
     assert "variant vs control tonight: WORSE" in control["rule"]
 
 
@@ -276,3 +285,87 @@ def test_an_unchanged_suite_runs_no_control(tmp_path: Path, monkeypatch: pytest.
         assert nightly_state(project / "skillab.yaml", "same").is_completed()
     night = newest_night(tmp_path / "reports")
     assert night["meta"]["variants"] == ["v1", "v2"] and night["regression"]["controls"] == {}
+
+
+def test_a_night_on_another_claude_cli_reads_the_world_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real claude CLI, two installed versions: an unchanged skill over two nights, the second on
+    the newer CLI. Its answers are not taken from the older CLI's cache; the night reads "the world
+    changed", naming the CLI's versions."""
+    older = cli_dir() / "older" / "node_modules" / ".bin" / "claude"
+    if not older.exists() or find_binary("claude") is None:
+        pytest.fail("the claude CLIs are missing: scripts/install-agent-clis.sh installs both")
+    project = make_project(tmp_path / "suite", n=2)
+    reports = tmp_path / "reports"
+    with FakeProvider(answer) as server:
+        (project / "skillab.yaml").write_text(
+            f"executor: claude\nmodel: sonnet\njudge: false\nbase_url: {server.url}\noutput_dir: {reports}\n"
+            f"cache_dir: {tmp_path / 'c'}\n"
+        )
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        monkeypatch.setenv("SKILLAB_CLAUDE_BIN", str(older))
+        assert nightly_state(project / "skillab.yaml", "cli").is_completed()
+        monkeypatch.delenv("SKILLAB_CLAUDE_BIN")
+        calls = len(server.calls)
+        second = nightly_state(project / "skillab.yaml", "cli")
+        assert len(server.calls) > calls  # answered by the newer CLI, not from the older one's cache
+    assert second.is_completed() and "outcome:world-changed" in run_tags(second)
+    night = max(
+        (json.loads(p.read_text()) for p in reports.glob("*.json")), key=lambda r: r["meta"]["timestamp"]
+    )
+    regression = night["regression"]
+    assert regression["artifactChanges"] == {} and regression["regressed"] == []
+    (line,) = [c for c in regression["worldChanges"] if c.startswith("agent CLI:")]
+    assert (
+        line
+        == f"agent CLI: claude {installed_version(str(older))} -> claude {installed_version(find_binary('claude') or '')}"
+    )
+    assert "2.1.331" in line and "the world changed (no control ran" in second.message
+
+
+def test_a_night_whose_cli_strips_a_tool_grant_names_the_tools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real claude CLI; on the second night a build of it that drops a grant (the same version:
+    the CLI run with Bash disallowed, as a release that loses a skill's allowed-tools would run it).
+    The unchanged skill is not blamed: the night names the tools each arm was offered."""
+    real = find_binary("claude")
+    if real is None:
+        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    # the build: the CLI's own executable (linked, else copied) and a launcher beside it in one npm
+    # folder, which the session's sandbox shows as it shows any installed CLI
+    modules = tmp_path / "stripped" / "node_modules"
+    build = modules / "claude-code" / "claude"
+    build.parent.mkdir(parents=True)
+    try:
+        os.link(Path(real).resolve(), build)
+    except OSError:
+        shutil.copy2(Path(real).resolve(), build)
+    stripped = modules / ".bin" / "claude"
+    stripped.parent.mkdir()
+    stripped.write_text(f'#!/bin/sh\nexec {build} "$@" --disallowedTools Bash\n')
+    stripped.chmod(0o755)
+    project = make_project(tmp_path / "suite", n=2)
+    reports = tmp_path / "reports"
+    with FakeProvider(answer) as server:
+        (project / "skillab.yaml").write_text(
+            f"executor: claude\nmodel: sonnet\njudge: false\nbase_url: {server.url}\noutput_dir: {reports}\n"
+            "cache: false\n"
+        )
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        assert nightly_state(project / "skillab.yaml", "grant").is_completed()
+        monkeypatch.setenv("SKILLAB_CLAUDE_BIN", str(stripped))
+        second = nightly_state(project / "skillab.yaml", "grant")
+    assert second.is_completed() and "outcome:world-changed" in run_tags(second)
+    nights = sorted(
+        (json.loads(p.read_text()) for p in reports.glob("*.json")), key=lambda r: r["meta"]["timestamp"]
+    )
+    regression = nights[1]["regression"]
+    assert regression["artifactChanges"] == {} and regression["regressed"] == []
+    tools = [n["meta"]["fingerprint"]["tools"] for n in nights]
+    assert set(tools[0]) == {"v1", "v2"} and all(tools[0][v] != tools[1][v] for v in ("v1", "v2"))
+    assert [c.split(":")[0] for c in regression["worldChanges"]] == [
+        "tools offered (v1)",
+        "tools offered (v2)",
+    ]

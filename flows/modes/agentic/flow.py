@@ -165,6 +165,7 @@ async def run_sessions(
             )
         else:  # an earlier run's, restored; checked against this skill all the same
             session = kept.session
+            runner.saw_session(s.mode, session)  # what it ran on is tonight's fingerprint too
         if isinstance(session, Refused):
             refused.add(session.reason)
             return None

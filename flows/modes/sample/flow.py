@@ -206,15 +206,20 @@ def final_state(options: BenchOptions, outcome: Any) -> tuple[State, str]:
     report, path = outcome.report, str(outcome.path)
     regression = report.regression
     failed: FailedBench | None = None
+    # what the night found names its outcome (a drop of unchanged artifacts in a changed world)
+    world = night_outcome(report) == "the world changed"
     if idle := unmeasured(report):
         failed, name = NothingMeasuredError("; ".join(idle), path), "Errors"
     elif regression and regression.regressed:
-        failed, name = RegressionError(regression_outcome(report), path), "Regressed"
+        failed, name = (
+            RegressionError(regression_outcome(report), path),
+            "World changed" if world else "Regressed",
+        )
     elif options.require_valid and (invalid := require_valid_failures(report)):
         failed, name = NotCertifiedError("; ".join(invalid), path), "Not certified"
     if failed is not None:
         return Failed(message=str(failed), data=current().keep(failed)), name
     result = current().keep({"report_path": str(outcome.path) if outcome.path else None, "id": report.id})
-    night = night_outcome(report)  # a same-night control's finding names the night's outcome
-    word = "World changed" if night == "the world changed" else outcome_name(report)
-    return Completed(message=state_message(report), data=result), word
+    return Completed(message=state_message(report), data=result), "World changed" if world else outcome_name(
+        report
+    )

@@ -19,7 +19,15 @@ from flows.modes.triggers.report import build_trigger_report
 from flows.modes.triggers.runner import TriggerRunner
 from flows.report.build import new_report_id, publish
 from flows.report.ci import write_junit
-from flows.report.logtext import md, named_verdict_lines, outcome_name, validity_lines
+from flows.report.logtext import (
+    artifact_change_lines,
+    md,
+    named_verdict_lines,
+    outcome_name,
+    validity_lines,
+    world_change_lines,
+)
+from flows.report.regression import regression_against_previous
 from flows.report.schema import Report
 from tasks.context import current
 
@@ -61,13 +69,16 @@ async def run_triggers(
     stats = runner.stats()
     report_id = new_report_id(started, ["triggers", *(v.label for v in plan.variants)])
     report = build_trigger_report(plan, report_id, outcomes, started, stats)
+    # a suite's run against its previous one: the artifacts and what ran that changed between them
+    report.regression = regression_against_previous(Path(cwd) / options.results_dir, report)
     path = publish(report, Path(cwd) / options.results_dir)
     if options.output_dir:
         publish(report, Path(options.output_dir))
     if options.junit:
         write_junit(report, Path(cwd) / options.junit, 0.0, options.require_valid)  # no score threshold
     log = run_logger()  # the run's story in its Prefect log and a summary artifact
-    story = [*named_verdict_lines(report), *validity_lines(report), f"report: {path}"]
+    changed = [*artifact_change_lines(report), *world_change_lines(report)]
+    story = [*named_verdict_lines(report), *validity_lines(report), *changed, f"report: {path}"]
     for line in story:
         log.info(line)
     await summary_artifact(report, story)

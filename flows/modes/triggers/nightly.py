@@ -12,6 +12,7 @@ from flows.modes.triggers.flow import run_triggers
 from flows.modes.triggers.model import TriggerReport
 from flows.modes.triggers.plan import load_trigger_config
 from flows.modes.triggers.report import gate_failures
+from flows.report.logtext import night_outcome, world_change_lines
 from flows.report.schema import load_report
 
 
@@ -22,13 +23,16 @@ async def nightly_triggers(config: str, suite: str) -> State:
     path = Path(config).resolve()
     options = load_trigger_config(path, suite)
     result, _ = await run_triggers(options, str(path.parent), False)
-    failures = gate_failures(
-        load_report(Path(result["report_path"]), TriggerReport),
-        options.min_recall,
-        options.max_false_fire,
-        options.require_valid,
+    report = load_report(Path(result["report_path"]), TriggerReport)
+    failures = gate_failures(report, options.min_recall, options.max_false_fire, options.require_valid)
+    # unchanged skills under a changed CLI, model or listing: the night names the world, not the skill
+    moved = report.regression is not None and bool(report.regression.artifact_changes)
+    world = night_outcome(report) == "the world changed" and not moved
+    changed = "".join(f"; {line}" for line in world_change_lines(report))
+    await add_tags(
+        outcome_tag("world changed" if world and failures else "missed gates" if failures else "gates met")
     )
-    await add_tags(outcome_tag("missed gates" if failures else "gates met"))
     if failures:
-        return Failed(message=f"suite {suite!r}: " + "; ".join(failures))
-    return Completed(message=f"suite {suite!r}: every gate met", data=result)
+        told = "; the world changed, not the skills" if world else ""
+        return Failed(message=f"suite {suite!r}: " + "; ".join(failures) + told + changed)
+    return Completed(message=f"suite {suite!r}: every gate met{changed}", data=result)

@@ -19,7 +19,7 @@ from pydantic import Field, model_validator
 
 from executors.errors import InputError
 from executors.parsing import load_json
-from executors.registry import AGENT_CLIS
+from executors.registry import AGENT_CLIS, agent_cli
 from executors.sandbox import Isolation, checked_isolation
 from flows.inputs.environment import Environment, snapshot
 from flows.inputs.files import options_file, writable_folder
@@ -351,6 +351,7 @@ def session_key(options: TriggerOptions, query: Query, variant: TriggerVariant, 
         "trigger",
         {
             "runner": variant.runner,
+            "cli": agent_cli(variant.runner).cache_version(),  # a new CLI is a new session
             "model": variant.model,
             "endpoint": variant.base_url,
             "query": query.query,
@@ -501,6 +502,10 @@ class TriggerOutcome(Model):
     """the skills the CLI listed to the model, where it says"""
     cli_version: str | None
     """the agent CLI's version as the session reported it"""
+    model: str | None = None
+    """the model id the session reported (a night served from the cache still says what ran)"""
+    tools: list[str] = Field(default_factory=list)
+    """the tools the CLI offered the session"""
     transcript: list[TranscriptStep]
     """the session's steps, each shortened"""
     cached: bool = False

@@ -37,6 +37,8 @@ def outcome_of(session: AgentSession, triggers: SessionTriggers) -> TriggerOutco
         cost_usd=session.cost_usd,
         listed=list(session.skills_listed) if session.skills_listed is not None else None,
         cli_version=session.meta.get("cli_version"),
+        model=str(m) if (m := session.meta.get("model")) else None,
+        tools=[str(t) for t in tools] if isinstance(tools := session.meta.get("tools"), list) else [],
         transcript=[
             TranscriptStep(
                 kind=e.kind,
@@ -109,6 +111,7 @@ class TriggerRunner:
         cached = self.cached(s)
         if cached is not None:
             self.runner.hit(ok=cached.status == TriggerStatus.OK)
+            self.runner.saw_offered(s.variant.label, cached.model, cached.tools, cached.listed)
             return cached
         request = self.request(s, root)
         unit = (s.query.id, s.variant.label, s.run)

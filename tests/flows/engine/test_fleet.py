@@ -124,6 +124,10 @@ def test_a_suite_over_three_docker_workers_gives_the_local_report(
     assert (folder / "sandbox/task-01/run-1/with-skill/calc.py").read_text().endswith("return a + b\n")
     meta = json.loads((folder / "outputs/task-01/run-1/with-skill/meta.json").read_text())
     assert meta["skill_invoked"] and remote["meta"]["isolation"] == "bubblewrap"
+    # the image the containers said they were, in what ran: a night on a rebuilt image is told apart
+    image = remote["meta"]["fingerprint"]["image"]
+    assert re.fullmatch(r"skillab-session:[0-9a-f]{16} on [0-9a-f]{12}", image), image
+    assert local["meta"]["fingerprint"].get("image") is None
     assert seen.containers, "no container of the pool was seen running"
     for info in seen.containers.values():  # what each container held: no more than a local session
         host, env = info["HostConfig"], dict(e.split("=", 1) for e in info["Config"]["Env"])

@@ -13,7 +13,8 @@ NIGHT = Fingerprint(
     judge_models=["claude-haiku-4-5"],
     tools={"with-skill": digest(["Bash", "Read", "Skill"]), "baseline": digest(["Bash", "Read"])},
     listing={"with-skill": digest(["calc-skill"])},
-    sandbox="bubblewrap 0.8.0",
+    sandbox="bubblewrap 0.8.0 in pool night-fleet",
+    image="skillab-session:0123456789abcdef on 1a2b3c4d5e6f",
 )
 
 
@@ -28,11 +29,14 @@ def test_each_changed_part_is_named_with_both_values() -> None:
             "agent_cli": "claude-code 2.1.295",
             "judge_models": ["claude-haiku-5-5"],
             "tools": {**NIGHT.tools, "with-skill": digest(["Bash", "Read"])},  # a grant dropped
+            "image": "skillab-session:0123456789abcdef on 5e6f7a8b9c0d",  # the fleet's image rebuilt
         }
     )
     assert changes(NIGHT, moved) == [
         "agent CLI: claude-code 2.1.293 -> claude-code 2.1.295",
         "judge model (as its answers reported it): claude-haiku-4-5 -> claude-haiku-5-5",
+        "fleet image: skillab-session:0123456789abcdef on 1a2b3c4d5e6f -> "
+        "skillab-session:0123456789abcdef on 5e6f7a8b9c0d",
         f"tools offered (with-skill): {digest(['Bash', 'Read', 'Skill'])} -> {digest(['Bash', 'Read'])}",
     ]
 

@@ -404,3 +404,38 @@ def test_one_session_limit_across_two_runs_on_one_account(
     gcl = asyncio.run(limit())
     assert gcl.limit == 1 and gcl.active_slots == 0 and "sk-fleet-test" not in gcl.name
     assert fleet_peak == 1 and free_peak > 1, (fleet_peak, free_peak)
+
+
+def test_a_trigger_night_whose_model_moved_names_the_world(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two nights of an unchanged skill, the scripted server answering the second as another model
+    (an alias moved), the gate missed that night: the night names the model, not the skill. A night
+    read from the session cache still says which model its sessions ran on."""
+    from flows.modes.triggers.nightly import nightly_triggers
+
+    root = project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."})
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+
+    def night() -> Any:
+        flow = nightly_triggers(str(root / "triggers.yaml"), "greetings", return_state=True)
+        return asyncio.run(cast(Coroutine[Any, Any, Any], flow))
+
+    with FakeProvider() as server:
+        script = SkillScript(NAME, p=1.0)
+        script.install(server)
+        suite_file(root, server, {"min-recall": 0.5})
+        assert night().is_completed()
+        cached = night()  # every session from the cache: the same model, nothing changed
+        assert cached.is_completed() and "changed since the previous run" not in str(cached.message)
+        suite_file(root, server, {"min-recall": 0.5, "cache": False})
+        (report, *_) = (root / "skill-bench" / "triggers").glob("*.json")
+        asked = json.loads(report.read_text())["meta"]["fingerprint"]["models"]  # the CLI resolved its alias
+        server.answered_as = dict.fromkeys(asked, "claude-sonnet-9-9")
+        SkillScript(NAME, p=0.0).install(server)  # the new model never fires the skill
+        moved = night()
+    assert moved.is_failed() and "outcome:world-changed" in run_tags(moved)
+    message = str(moved.message)
+    assert f"default: {NAME}: recall 0% < 50%" in message and "the world changed, not the skills" in message
+    assert "changed since the previous run: model under test (as the answers reported it): " in message
+    assert message.endswith("-> claude-sonnet-9-9")
