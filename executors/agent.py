@@ -25,6 +25,7 @@ from executors import agent_config
 from executors.agent_config import CONFIG_FILES, HERE
 from executors.base import Executor
 from executors.contents import copy_tree
+from executors.conversation import NO_CONVERSATION, ClaudeConversation, Talking, talks
 from executors.egress import Provider, Route, forwarder
 from executors.errors import PermanentError, TransientError, is_transient_status
 from executors.limits import DiskWatch, disk_limit, pids_cgroup
@@ -210,6 +211,14 @@ class AgentExecutor(Executor):
         path = find_binary(cls.binary)
         return f"{cls.version} {cls.binary} {(installed_version(path) if path else None) or 'unknown'}"
 
+    #: The CLI takes a conversation on its input (a case's user and permission policy); a case with
+    #: either is refused for a CLI without, before anything runs.
+    converses: ClassVar[bool] = False
+
+    def conversation(self, request: AgentRequest) -> ClaudeConversation | None:
+        """The session's user and permission policy played over the CLI's input (``converses``)."""
+        return None
+
     @classmethod
     def priced_as(cls, model: str) -> str:
         """The model whose price a model name of the CLI is looked up under."""
@@ -287,6 +296,8 @@ class AgentExecutor(Executor):
         shipped = shipped_configuration(Path(request.sandbox), "the session's working folder")
         if shipped is not None:
             return AgentSession(ok=False, status="error", error=shipped)
+        if talks(request) and not self.converses:
+            return AgentSession(ok=False, status="error", error=f"{self.name}: {NO_CONVERSATION}")
         Path(request.sandbox).mkdir(parents=True, exist_ok=True)
         Path(request.home).mkdir(parents=True, exist_ok=True)
         network: Network = "host" if request.allow_network else "model"
@@ -335,21 +346,29 @@ class AgentExecutor(Executor):
         )
         raw = Path(request.raw_stream)
         raw.parent.mkdir(parents=True, exist_ok=True)
+        talk = self.conversation(request) if talks(request) else None
         started = time.perf_counter()
-        ended = await self._execute(command, request, env, raw)
+        ended = await self._execute(command, request, env, raw, talk)
         elapsed = (time.perf_counter() - started) * 1000
         for written in (raw, raw.with_name("stderr.txt")):
             redact_file(written)
         session = self.parse(read_events(raw), request)
-        update = {"exit_code": ended.code, "duration_ms": elapsed, "isolation": isolation}
+        update: dict[str, Any] = {"exit_code": ended.code, "duration_ms": elapsed, "isolation": isolation}
+        if talk is not None:
+            update["conversation"] = tuple(talk.log)
         return session.model_copy(update=update | ended.failure(session, request, raw))
 
     async def _execute(
-        self, command: list[str], request: AgentRequest, env: dict[str, str], raw: Path
+        self,
+        command: list[str],
+        request: AgentRequest,
+        env: dict[str, str],
+        raw: Path,
+        talk: ClaudeConversation | None = None,
     ) -> _Ended:
         """The CLI run to its end: its stream copied to ``raw`` (cut at the flood limit), killed
         with its process group at the timeout, a flood, the disk bound, or a child left holding
-        its output."""
+        its output. With a conversation, the CLI's input is a pipe it answers on."""
         # stdout is a pipe of our own, not asyncio's: asyncio's wait() also waits for the pipes it
         # made to close, which never happens once reading stops at a flood (the paused reader
         # leaves data unread) or while a background child of the agent still holds the pipe.
@@ -361,7 +380,9 @@ class AgentExecutor(Executor):
             out = stack.enter_context(open(raw, "wb"))
             err = stack.enter_context(open(raw.with_name("stderr.txt"), "wb"))
             stdin: Any = asyncio.subprocess.DEVNULL
-            if self.prompt_on_stdin:
+            if talk is not None:
+                stdin = asyncio.subprocess.PIPE
+            elif self.prompt_on_stdin:
                 prompt = Path(request.home) / "skillab-prompt.txt"
                 prompt.write_text(request.prompt, encoding="utf-8")
                 stdin = stack.enter_context(open(prompt, "rb"))
@@ -381,7 +402,10 @@ class AgentExecutor(Executor):
                 DiskWatch(watched, disk_limit(), on_exceeded=lambda: kill_group(proc.pid))
             )
             try:
-                await asyncio.wait_for(self._pump(proc, reader, out, ended), request.timeout_s)
+                pump = self._pump(
+                    proc, reader, out, ended, Talking(talk, proc.stdin) if talk and proc.stdin else None
+                )
+                await asyncio.wait_for(pump, request.timeout_s)
             except TimeoutError:
                 ended.timed_out = True
             finally:
@@ -391,18 +415,24 @@ class AgentExecutor(Executor):
         ended.code = proc.returncode
         return ended
 
-    async def _pump(self, proc: Any, reader: asyncio.StreamReader, out: Any, ended: _Ended) -> None:
+    async def _pump(
+        self, proc: Any, reader: asyncio.StreamReader, out: Any, ended: _Ended, talking: Talking | None
+    ) -> None:
         """The stream copied until the CLI exits (and its last lines are read)."""
 
         async def copy() -> None:
             # Copied through Python so a flood is cut at the limit, not after filling the disk.
             written = 0
+            if talking is not None:
+                await talking.start()
             while chunk := await reader.read(1 << 16):
                 written += len(chunk)
                 if written > self.stream_limit:
                     ended.flooded = True
                     return
                 out.write(chunk)
+                if talking is not None:
+                    await talking.heard(chunk)
 
         copying = asyncio.ensure_future(copy())
         exited = asyncio.ensure_future(proc.wait())

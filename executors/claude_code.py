@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from executors.agent import ADD_DIRS, AgentExecutor, install_skill, plugin_copy
+from executors.agent import ADD_DIRS, AgentExecutor, install_skill, plugin_copy, talks
 from executors.case_env import case_env
 from executors.contents import copy_file, copy_tree
+from executors.conversation import ClaudeConversation
 from executors.egress import ANTHROPIC, PLACEHOLDER_KEY
 from executors.listing import claude_budget
 from executors.plugin import prepared_copy, read_plugin
@@ -60,6 +61,7 @@ class ClaudeCodeExecutor(AgentExecutor):
         "haiku": "claude-haiku-4",
     }
     loads_plugins = True
+    converses = True  # stream-json input, and permission prompts on it (--permission-prompt-tool stdio)
     # plugin-dir: 2.1.197 (the oldest release run here) loads a plugin folder with --plugin-dir and
     # lists its parts in the init event. plugin-eval: ``claude plugin eval`` (absent from 2.1.197).
     # resume-file: resuming from a session file's path (not an id), as `claude plugin eval` does with
@@ -82,18 +84,27 @@ class ClaudeCodeExecutor(AgentExecutor):
         return [value.strip().lstrip("/")] if value else []
 
     def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
+        talking = talks(request)
         argv = [
             "-p",
-            request.prompt,
+            # with a conversation, the prompt is its first message on the input, and every permission
+            # prompt (AskUserQuestion's too) comes to skillab as a control request: nothing bypassed
+            *(
+                ["--input-format", "stream-json", "--permission-prompt-tool", "stdio"]
+                if talking
+                else [request.prompt]
+            ),
             "--output-format",
             "stream-json",
             "--verbose",
-            "--dangerously-skip-permissions",
+            *(["--permission-mode", "default"] if talking else ["--dangerously-skip-permissions"]),
             "--model",
             request.model,
             "--max-turns",
             str(request.max_turns),
         ]
+        # pre-approved tools skip the prompts a policy answers: a conversation approves the Skill alone
+        tools = "" if talking else f",{TOOLS}"
         appended = []
         for loaded in install_environment(request):
             argv += ["--plugin-dir", str(loaded)]
@@ -103,12 +114,12 @@ class ClaudeCodeExecutor(AgentExecutor):
             argv += ["--plugin-dir", str(plugin)]
         if not request.force_skill or (plugin is not None and not installed):
             # trigger mode, or a whole plugin: its parts listed, nothing forced, the Skill tool kept
-            argv += ["--allowedTools", f"Skill,{TOOLS}"]
+            argv += ["--allowedTools", f"Skill{tools}"]
         elif installed:
-            argv += ["--allowedTools", f"Skill({request.skill_name}),{TOOLS}"]
+            argv += ["--allowedTools", f"Skill({request.skill_name}){tools}"]
             appended.append(FORCE_SKILL.format(name=request.skill_name))
         else:
-            argv += ["--allowedTools", TOOLS, "--disallowedTools", "Skill"]
+            argv += [*(["--allowedTools", TOOLS] if not talking else []), "--disallowedTools", "Skill"]
         if request.system:
             appended.append(request.system)
         if appended:
@@ -132,6 +143,9 @@ class ClaudeCodeExecutor(AgentExecutor):
             # rather than a default of the CLI's that the server may not know.
             env["CLAUDE_CODE_SUBAGENT_MODEL"] = request.model
         return argv, env
+
+    def conversation(self, request: AgentRequest) -> ClaudeConversation | None:
+        return ClaudeConversation(request.prompt, request.user, request.permissions)
 
     def budgeted(self, listing: SkillListing, session: AgentSession, request: AgentRequest) -> SkillListing:
         fraction = budget_fraction(Path(request.home), Path(request.sandbox))

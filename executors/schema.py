@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import fnmatch
+import json
+import re
 import unicodedata
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from executors.errors import ErrorKind, warn
 from executors.sandbox import Isolation
@@ -167,6 +178,94 @@ class InstalledSkill(Frozen):
 ENVIRONMENT_PARTS = ("home", "project", "plugins")
 
 
+# ---------------------------------------------------------------- sessions that talk to the world
+
+
+Decision = Literal["allow", "deny", "ask"]
+
+
+def _regex(value: str, what: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"{what}: not a regular expression ({exc})") from None
+    return value
+
+
+class Reply(Frozen):
+    """What the user says to a question that matches ``when`` (a regular expression, any case)."""
+
+    when: str
+    say: str
+
+    @model_validator(mode="after")
+    def _valid(self) -> Reply:
+        _regex(self.when, "when")
+        return self
+
+
+class SimulatedUser(Frozen):
+    """Who the agent talks to: what they want, the facts only they hold (a fact is told when a
+    question names its key), scripted replies (first match wins), what they say otherwise, and
+    how many times they answer before they leave."""
+
+    persona: str = ""
+    goal: str = ""
+    facts: dict[str, str] = Field(default_factory=dict)
+    replies: tuple[Reply, ...] = ()
+    default: str = "I don't know; decide yourself."
+    turns: int = Field(default=3, ge=1, le=50, description="the most answers the user gives")
+    satisfied: str | None = Field(default=None, description="when the user is satisfied (for the judge)")
+
+    def answer(self, question: str) -> str:
+        for reply in self.replies:
+            if re.search(reply.when, question, re.I):
+                return reply.say
+        told = [v for k, v in self.facts.items() if re.search(rf"\b{re.escape(k)}\b", question, re.I)]
+        return " ".join(told) if told else self.default
+
+
+class PermissionRule(Frozen):
+    """A decision for the tools ``tool`` names (a glob: ``Bash``, ``mcp__*``), when ``when`` (a
+    regular expression) is found in the call's input as JSON, or always."""
+
+    tool: OneLine
+    when: str | None = None
+    decision: Decision
+
+    @model_validator(mode="after")
+    def _valid(self) -> PermissionRule:
+        if self.when is not None:
+            _regex(self.when, "when")
+        return self
+
+    def applies(self, tool: str, given: dict[str, Any]) -> bool:
+        if not fnmatch.fnmatchcase(tool, self.tool):
+            return False
+        return self.when is None or re.search(self.when, json.dumps(given, sort_keys=True), re.I) is not None
+
+
+class PermissionPolicy(Frozen):
+    """How a case's permission prompts are answered: the first rule that applies, else ``default``;
+    ``ask`` puts the question to the simulated user (no user: denied)."""
+
+    default: Decision = "allow"
+    rules: tuple[PermissionRule, ...] = ()
+
+    def decide(self, tool: str, given: dict[str, Any]) -> Decision:
+        return next((r.decision for r in self.rules if r.applies(tool, given)), self.default)
+
+
+class Utterance(Frozen):
+    """One exchange of a conversation, in order: who said it, and what."""
+
+    who: Literal["user", "agent", "policy"]
+    kind: Literal["prompt", "question", "answer", "permission"]
+    text: str
+    tool: str | None = None
+    decision: Literal["allow", "deny"] | None = None
+
+
 class AgentRequest(Frozen):
     """One headless agent session in its own sandbox."""
 
@@ -218,6 +317,12 @@ class AgentRequest(Frozen):
     # A plugin eval case's own settings (claude only); None / empty: the executor's defaults.
     tools: tuple[str, ...] | None = Field(
         default=None, description="the only built-in tools offered to the model (claude --tools)"
+    )
+    user: SimulatedUser | None = Field(
+        default=None, description="a simulated user who answers the agent's questions (a case's ## User)"
+    )
+    permissions: PermissionPolicy | None = Field(
+        default=None, description="how permission prompts are answered (a case's ## Permissions)"
     )
     disallowed_tools: tuple[str, ...] = Field(default=(), description="tools withheld (--disallowedTools)")
     environment: str | None = Field(
@@ -302,6 +407,9 @@ class AgentSession(Frozen):
     duration_ms: float = 0.0
     isolation: Isolation | None = Field(
         default=None, description="the OS sandbox the session ran in; None when it did not run"
+    )
+    conversation: tuple[Utterance, ...] = Field(
+        default=(), description="a session with a user or a permission policy: who said what, in order"
     )
 
     @property

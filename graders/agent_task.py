@@ -5,6 +5,7 @@ difficulty: easy|medium|hard
 category: <domain>
 type: positive|negative-control
 ## Prompt / ## Expected Outcome / ## Verification Checks / ## Grading Rubric / ## Tags
+## User / ## Permissions (YAML, optional: a simulated user and a permission policy, docs/agentic.md)
 
 A check's path (file_exists's file, file_contains's ``in <file>``, syntax_valid's file) names a file
 inside the session's sandbox: an absolute path or a ``..`` component is rejected when the task loads.
@@ -14,24 +15,46 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
-from typing import Literal
+from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from executors.errors import InputError
-from executors.schema import OneLine
+from executors.schema import OneLine, PermissionPolicy, SimulatedUser
 from graders.plugin_eval import PluginCase
 
-CHECK_KINDS = ("file_exists", "file_contains", "syntax_valid", "runs_without_error")
+#: Checks of the sandbox's files, then of the conversation (a case with a ``## User``): ``asked``, the
+#: agent asked a question matching the pattern; ``asked_before``, its first question came before its
+#: first use of the tool; ``refused``, the permission policy or the user refused a call of the tool.
+FILE_CHECKS = ("file_exists", "file_contains", "syntax_valid", "runs_without_error")
+CONVERSATION_CHECKS = ("asked", "asked_before", "refused")
+CHECK_KINDS = (*FILE_CHECKS, *CONVERSATION_CHECKS)
 DIFFICULTIES = ("easy", "medium", "hard")
 TYPES = ("positive", "negative-control")
-SECTIONS = ("prompt", "expected outcome", "verification checks", "grading rubric", "tags")
+SECTIONS = (
+    "prompt",
+    "expected outcome",
+    "verification checks",
+    "grading rubric",
+    "tags",
+    "user",
+    "permissions",
+)
 
 
 class Check(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: Literal["file_exists", "file_contains", "syntax_valid", "runs_without_error"]
+    kind: Literal[
+        "file_exists",
+        "file_contains",
+        "syntax_valid",
+        "runs_without_error",
+        "asked",
+        "asked_before",
+        "refused",
+    ]
     target: str  # file, pattern, language or file, or command
     file: str | None = None  # file_contains: the file to search (None: every file)
 
@@ -76,6 +99,16 @@ class AgentTask(BaseModel):
     # A case of a Claude Code plugin eval suite: its graders decide it (graders.plugin_eval).
     plugin_case: PluginCase | None = None
     case_dir: str | None = None  # the case's folder (its scaffold script is found there)
+    # A case that talks to the world: who answers the agent's questions, how its permission prompts
+    # are answered (executors.conversation); both arms meet the same user.
+    user: SimulatedUser | None = None
+    permissions: PermissionPolicy | None = None
+
+    @model_validator(mode="after")
+    def _conversation_checks(self) -> AgentTask:
+        if self.user is None and (c := next((c for c in self.checks if c.kind in CONVERSATION_CHECKS), None)):
+            raise ValueError(f"checks: {c.kind} grades a conversation: the task needs a '## User' section")
+        return self
 
     @property
     def negative_control(self) -> bool:
@@ -122,7 +155,35 @@ def parse_check(line: str) -> Check:
         return Check(kind="file_contains", target=rest.strip("\"'"))
     if kind in ("file_exists", "syntax_valid"):
         confined(kind, "path", rest)
+    if kind == "asked":
+        try:
+            re.compile(rest)
+        except re.error as exc:
+            raise InputError(f"asked: not a regular expression ({exc})") from None
     return Check(kind=kind, target=rest)  # type: ignore[arg-type]
+
+
+def _yaml_section(sections: dict[str, str], name: str, model: type[BaseModel]) -> Any:
+    """A ``## User`` or ``## Permissions`` section: YAML (in a code fence or not) of ``model``."""
+    text = sections.get(name)
+    if not text:
+        return None
+    text = re.sub(r"^```\w*\n|\n```$", "", text.strip())
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InputError(f"{name}: not YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{name}: a mapping of fields, e.g. 'facts: {{region: EMEA}}'")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(
+            [
+                f"{name}.{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}"
+                for e in exc.errors()
+            ]
+        ) from None
 
 
 def parse_task(text: str, task_id: str) -> AgentTask:
@@ -171,6 +232,8 @@ def parse_task(text: str, task_id: str) -> AgentTask:
             checks=tuple(checks),
             rubric=sections["grading rubric"],
             tags=tags,
+            user=_yaml_section(sections, "user", SimulatedUser),
+            permissions=_yaml_section(sections, "permissions", PermissionPolicy),
         )
     except ValidationError as exc:
         raise InputError(

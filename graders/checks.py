@@ -14,6 +14,8 @@ path that leads out of it, by ``..`` or a symlink the agent left, is not followe
 from __future__ import annotations
 
 import contextlib
+import fnmatch
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,11 +23,13 @@ from pathlib import Path
 import yaml
 
 from executors.agent import find_binary
+from executors.conversation import ASK_TOOL
 from executors.parsing import load_json, load_yaml
 from executors.registry import AGENT_CLI_CLASSES
 from executors.sandbox import Isolation, executable_paths, host_env, require, run_sandboxed
+from executors.schema import AgentSession
 from executors.workspace import session_root
-from graders.agent_task import AgentTask, Check
+from graders.agent_task import CONVERSATION_CHECKS, FILE_CHECKS, AgentTask, Check
 from graders.grades import CheckDetail, CheckResults
 from graders.schema import GradingError
 
@@ -214,11 +218,72 @@ def run_check(check: Check, runner: CheckRunner) -> tuple[bool | None, str]:
     return code == 0, f"exit code {code}" + (f": {tail[-1][:200]}" if tail and code else "")
 
 
+def first_question(session: AgentSession) -> int | None:
+    """Where in the session's events the agent first asked its user (AskUserQuestion, or a turn's
+    text the conversation took as a question)."""
+    asked = {u.text.strip() for u in session.conversation if u.kind == "question"}
+    return next(
+        (
+            i
+            for i, e in enumerate(session.events)
+            if (e.kind == "tool_use" and e.tool == ASK_TOOL)
+            or (e.kind == "text" and (e.text or "").strip() in asked)
+        ),
+        None,
+    )
+
+
+def conversation_check(check: Check, session: AgentSession | None) -> tuple[bool | None, str]:
+    """A check of what was said: asked, asked_before, refused (graders.agent_task)."""
+    if session is None:
+        return None, "no conversation to grade (a reference solution has none)"
+    questions = [u.text for u in session.conversation if u.kind == "question"]
+    if check.kind == "asked":
+        hit = next((q for q in questions if re.search(check.target, q, re.I)), None)
+        return (
+            (True, f"asked: {hit[:160]}")
+            if hit
+            else (False, f"no question matched {check.target!r} ({len(questions)} asked)")
+        )
+    if check.kind == "refused":
+        refused = [
+            u
+            for u in session.conversation
+            if u.decision == "deny" and fnmatch.fnmatchcase(u.tool or "", check.target)
+        ]
+        return (
+            (True, f"refused: {refused[0].tool}: {refused[0].text[:160]}")
+            if refused
+            else (False, f"no call of {check.target} was refused")
+        )
+    asked = first_question(session)
+    used = next(
+        (
+            i
+            for i, e in enumerate(session.events)
+            if e.kind == "tool_use" and fnmatch.fnmatchcase(e.tool or "", check.target)
+        ),
+        None,
+    )
+    if asked is None:
+        return False, "the agent never asked" + (f" before using {check.target}" if used is not None else "")
+    if used is not None and used < asked:
+        return False, f"{check.target} was used before the first question"
+    return (
+        True,
+        f"asked before using {check.target}" if used is not None else f"asked; {check.target} was not used",
+    )
+
+
 def run_checks(
-    task: AgentTask, sandbox: Path, isolation: Isolation = "bubblewrap", timeout_s: float = RUN_TIMEOUT_S
+    task: AgentTask,
+    sandbox: Path,
+    isolation: Isolation = "bubblewrap",
+    timeout_s: float = RUN_TIMEOUT_S,
+    session: AgentSession | None = None,
 ) -> CheckResults:
-    """Every check of ``task`` against ``sandbox``; commands under ``isolation``. Raises
-    SandboxUnavailableError when bubblewrap is asked for and cannot run here."""
+    """Every check of ``task`` against ``sandbox`` (and the session's conversation); commands under
+    ``isolation``. Raises SandboxUnavailableError when bubblewrap is asked for and cannot run here."""
     kinds: dict[str, bool] = {}
     contains: dict[str, bool] = {}
     details: list[CheckDetail] = []
@@ -227,7 +292,8 @@ def run_checks(
     with check_runner(sandbox, isolation, timeout_s) as runner:
         for check in task.checks:
             try:
-                ok, reason = run_check(check, runner)
+                talked = check.kind in CONVERSATION_CHECKS
+                ok, reason = conversation_check(check, session) if talked else run_check(check, runner)
             except Exception as exc:  # a checker that hung or broke decides nothing (fail closed)
                 reason = str(exc) if isinstance(exc, GradingError) else f"{type(exc).__name__}: {exc}"
                 details.append(CheckDetail(check=check.label, passed=None, reason=reason, error=True))
@@ -238,7 +304,7 @@ def run_checks(
                 warnings.append(f"{check.label}: skipped: {reason}")
             elif check.kind == "file_contains":
                 contains[check.target] = ok
-            else:
+            elif check.kind in FILE_CHECKS:
                 kinds[check.kind] = kinds.get(check.kind, True) and ok
     optional: dict[str, object] = {"warnings": warnings, "grading_error": "; ".join(undecided)}
     return CheckResults.model_validate(

@@ -123,6 +123,12 @@ class Behavior(Part):
     """the session ended at its turn limit"""
     permission_denials: int = 0
     """tool calls the CLI refused"""
+    questions_asked: int = 0
+    """questions the agent put to its simulated user (a case with a user)"""
+    user_answers: int = 0
+    """the simulated user's answers (a scripted user's cost nothing)"""
+    permissions_refused: int = 0
+    """tool calls the case's permission policy (or its user) refused"""
     skill_invoked: bool | None = None
     """the skill under test was invoked"""
     skills_invoked: list[str] = []

@@ -28,12 +28,17 @@ async def run_agent_session(request: AgentRequest, base_url: str | None, label: 
 
 @task(name="check-sandbox", task_run_name="checks · {label}", cache_policy=NO_CACHE, persist_result=False)
 def check_sandbox(
-    agent_task: AgentTask, sandbox: str, label: str, isolation: Isolation = "bubblewrap"
+    agent_task: AgentTask,
+    sandbox: str,
+    label: str,
+    isolation: Isolation = "bubblewrap",
+    session: AgentSession | None = None,
 ) -> CheckResults:
-    """The task's checks on one sandbox, their commands under ``isolation`` (recorded in the result).
-    Checks that could not run at all (the sandbox failed) are a grading error, not a failed session."""
+    """The task's checks on one sandbox (and the session's conversation), their commands under
+    ``isolation`` (recorded in the result). Checks that could not run at all (the sandbox failed)
+    are a grading error, not a failed session."""
     try:
-        return run_checks(agent_task, Path(sandbox), isolation)
+        return run_checks(agent_task, Path(sandbox), isolation, session=session)
     except Exception as exc:
         return CheckResults(
             all_passed=False,

@@ -94,6 +94,7 @@ FOREIGN_FORMATS = {
     "executors/gemini.py": "the Gemini API's request and response",
     "executors/gemini_cli.py": "Gemini CLI's stream events",
     "executors/claude_code.py": "Claude Code's result event",
+    "executors/conversation.py": "Claude Code's control protocol (its permission replies)",
     "executors/copilot_cli.py": "Copilot CLI's event log",
     "executors/opencode.py": "OpenCode's config file",
     "flows/inputs/environment.py": "Claude Code's installed_plugins.json",

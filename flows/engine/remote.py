@@ -150,16 +150,8 @@ async def container_session(
             )
         store.put(files, stored(key, FILES))
         record = Path(tmp) / "session.json"
-        record.write_text(
-            json.dumps(
-                {
-                    "session": session.model_dump(mode="json"),
-                    "rate_limited": limited.seen,
-                    "image": os.environ.get(IMAGE_VARIABLE),
-                }
-            ),
-            encoding="utf-8",
-        )
+        kept = {"session": session.model_dump(mode="json"), "rate_limited": limited.seen}
+        record.write_text(json.dumps(kept | {"image": os.environ.get(IMAGE_VARIABLE)}), encoding="utf-8")
         store.put(record, result)
     return str(session.status)
 

@@ -14,6 +14,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from executors.agent import find_binary
 from executors.contents import inspect_tree
+from executors.conversation import NO_CONVERSATION
 from executors.errors import InputError
 from executors.parsing import load_json, load_yaml
 from executors.plugin import MANIFEST, Plugin, looks_like_plugin, read_plugin, runner_problem
@@ -424,6 +425,7 @@ def suite_warnings(
             "note: skillab grants each case's allowed_tools inside its OS sandbox (claude plugin eval "
             "grants the gated ones only with --allow-tools)"
         )
+    refused += conversation_refusals(tasks, config.runner, config.tasks)
     for t in tasks:
         case = t.plugin_case
         if case is None:
@@ -445,6 +447,21 @@ def suite_warnings(
     if refused:
         raise InputError(refused)
     return warnings
+
+
+def conversation_refusals(tasks: list[AgentTask], runner: str, folder: str | None) -> list[str]:
+    """Cases with a simulated user or a permission policy, refused (one line each) for an agent CLI
+    that cannot take a conversation on its input."""
+    mute = [
+        r for r in dict.fromkeys(x.strip() for x in runner.split(",")) if r and not agent_cli(r).converses
+    ]
+    return [
+        (f"{Path(folder) / t.task_id}.md" if folder else t.task_id)
+        + f": {'user' if t.user is not None else 'permissions'}: --runner {r}: {NO_CONVERSATION}"
+        for r in mute
+        for t in tasks
+        if t.user is not None or t.permissions is not None
+    ]
 
 
 def load_tasks(folder: Path) -> tuple[list[AgentTask], str]:

@@ -8,6 +8,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import Field
 
+from executors.schema import Utterance
 from graders.grades import Behavior, CheckDetail, CheckResults, PluginEvalPart, SessionGrade
 from tasks.schema import TranscriptStep
 from tasks.stats.figures import (
@@ -256,6 +257,9 @@ class AgentRun(SessionRun):
     """tokens as the CLI reported them"""
     num_turns: int | None = None
     """turns the session took"""
+    conversation: list[Utterance] | None = None
+    """a case with a user or a permission policy: who said what, in order (the prompt, the agent's
+    questions, the user's answers, each permission decision)"""
     outputs: str | None = Field(default=None, description="folder of the session's raw outputs")
     reused_from: str | None = Field(
         default=None,

@@ -864,6 +864,17 @@ def anthropic_text(body: dict[str, Any]) -> tuple[str, str]:
 # ------------------------------------------------------------ scripted skill triggering (Claude Code)
 
 
+def tool_results(body: dict[str, Any]) -> list[str]:
+    """The tool results a Messages request carries, in order, each as text."""
+    return [
+        b["content"] if isinstance(b.get("content"), str) else json.dumps(b.get("content"))
+        for m in body["messages"]
+        if isinstance(m.get("content"), list)
+        for b in m["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    ]
+
+
 def session_id(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> str:
     """Claude Code's session id: the X-Claude-Code-Session-Id header, else metadata.user_id's JSON."""
     if headers is not None and headers.get(SESSION_HEADER):

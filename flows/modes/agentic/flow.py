@@ -117,6 +117,8 @@ def session_request(
         allow_network=config.allow_network,
         plugin_dir=str(skill.path) if with_skill and plugin is not None else None,
         plugin_mcp=config.plugin_mcp,
+        user=s.task.user,  # both arms meet the same user and the same policy
+        permissions=s.task.permissions,
     )
 
 
@@ -194,13 +196,15 @@ async def run_sessions(
     return [s for s, _ in ran], [o for _, o in ran], runner.stats()
 
 
-def check_sessions(plans: list[Session], isolation: Isolation) -> list[CheckResults]:
-    """The deterministic checks of each sandbox, then the seed's archive copy of it."""
+def check_sessions(
+    plans: list[Session], sessions: list[AgentSession], isolation: Isolation
+) -> list[CheckResults]:
+    """The deterministic checks of each sandbox (and conversation), then the seed's archive copy of it."""
     checks = [
         grade_plugin_run(s.task.plugin_case, evidence(s.sandbox, s.outputs), s.kind == Arm.WITH_SKILL)
         if s.task.plugin_case
-        else check_sandbox(s.task, str(s.sandbox), s.label, isolation)
-        for s in plans
+        else check_sandbox(s.task, str(s.sandbox), s.label, isolation, session)
+        for s, session in zip(plans, sessions, strict=True)
     ]
     for s, c in zip(plans, checks, strict=True):
         atomic_write_json(s.grades / f"{s.mode}-checks.json", c.dump())
@@ -480,7 +484,7 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
         log.info(f"{plan_line(config, skill, plans, isolation)}; results in {results}")
         reuse = Reuse.of(config.reuse_baseline, results, version)
         plans, outcomes, stats = await run_sessions(config, skill, plans, isolation, log, skill_dirs, reuse)
-        checks = check_sessions(plans, isolation)
+        checks = check_sessions(plans, [session for session, _ in outcomes], isolation)
         try:
             grades, judged = await judge_sessions(config, plans, outcomes, checks)
         finally:

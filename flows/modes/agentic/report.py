@@ -81,6 +81,7 @@ def session_entry(g: Graded) -> AgentRun:
         usage=session.meta.get("usage"),
         input_tokens=prompt_tokens(session),
         num_turns=session.meta.get("num_turns"),
+        conversation=list(session.conversation) or None,
         transcript=[
             TranscriptStep(
                 kind=e.kind,

@@ -116,6 +116,10 @@ def write_outputs(
     results = [e for e in raw if e.get("type") == "result"]
     atomic_write_json(s.outputs / "response.json", results[-1] if results else {"error": session.error})
     atomic_write_json(s.outputs / "transcript.json", raw)
+    if session.conversation:  # who said what: the CLI's stream has the agent's side only
+        atomic_write_json(
+            s.outputs / "conversation.json", [u.model_dump(mode="json") for u in session.conversation]
+        )
     meta = {
         **session.meta,
         "skill_name": skill,

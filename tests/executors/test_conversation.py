@@ -1,0 +1,178 @@
+"""Sessions that talk to the world: the simulated user and the permission policy, played by the
+conversation alone, then over the real claude CLI's stream-json input against the scripted server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from executors.agent import find_binary
+from executors.base import ExecutorSettings
+from executors.claude_code import ClaudeCodeExecutor
+from executors.conversation import ASK_TOOL, ClaudeConversation
+from executors.schema import AgentRequest, PermissionPolicy, PermissionRule, Reply, SimulatedUser
+from tests.fakes.provider import FakeProvider, tool_results
+
+USER = SimulatedUser(
+    persona="a sales lead",
+    goal="a report of one region",
+    facts={"region": "EMEA", "year": "2025"},
+    replies=(Reply(when=r"format", say="Plain text."),),
+    turns=2,
+)
+
+
+def ask(rid: str, tool: str, given: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "control_request",
+        "request_id": rid,
+        "request": {"subtype": "can_use_tool", "tool_name": tool, "input": given},
+    }
+
+
+def said(text: str) -> dict[str, Any]:
+    return {"type": "assistant", "message": {"content": [{"type": "text", "text": text}]}}
+
+
+DONE = {"type": "result", "subtype": "success", "is_error": False}
+
+
+def test_the_user_tells_a_fact_only_when_asked_for_it_and_leaves_after_their_turns() -> None:
+    talk = ClaudeConversation("Write the report.", USER, None)
+    assert talk.opening() == [{"type": "user", "message": {"role": "user", "content": "Write the report."}}]
+    question = {"questions": [{"question": "Which region and which year?", "header": "Scope", "options": []}]}
+    (reply,), ended = talk.on_line(ask("r1", ASK_TOOL, question))
+    assert not ended and reply["response"]["request_id"] == "r1"
+    assert reply["response"]["response"] == {
+        "behavior": "allow",
+        "updatedInput": {**question, "answers": {"Which region and which year?": "EMEA 2025"}},
+    }
+    talk.on_line(said("Which format do you want?"))
+    assert talk.on_line(DONE) == (
+        [{"type": "user", "message": {"role": "user", "content": "Plain text."}}],
+        False,
+    )
+    talk.on_line(said("And the currency?"))  # the user's two answers are spent: the session ends
+    assert talk.on_line(DONE) == ([], True)
+    assert [(u.who, u.kind, u.text) for u in talk.log] == [
+        ("user", "prompt", "Write the report."),
+        ("agent", "question", "Which region and which year?"),
+        ("user", "answer", "EMEA 2025"),
+        ("agent", "question", "Which format do you want?"),
+        ("user", "answer", "Plain text."),
+        ("agent", "question", "And the currency?"),
+    ]
+
+
+def test_a_turn_that_ends_without_a_question_ends_the_session() -> None:
+    talk = ClaudeConversation("Go.", USER, None)
+    talk.on_line(said("Done: report.txt written."))
+    assert talk.on_line(DONE) == ([], True)
+
+
+def test_the_policy_allows_denies_and_asks_the_user() -> None:
+    policy = PermissionPolicy(
+        default="allow",
+        rules=(
+            PermissionRule(tool="Bash", when=r"\brm\b", decision="deny"),
+            PermissionRule(tool="mcp__*", decision="ask"),
+        ),
+    )
+    yes = SimulatedUser(replies=(Reply(when="deploy", say="Yes, go ahead."),), default="No.")
+    talk = ClaudeConversation("Clean up.", yes, policy)
+
+    def verdict(tool: str, given: dict[str, Any]) -> dict[str, Any]:
+        (reply,), _ = talk.on_line(ask("r", tool, given))
+        return dict(reply["response"]["response"])
+
+    assert verdict("Bash", {"command": "ls"}) == {"behavior": "allow", "updatedInput": {"command": "ls"}}
+    assert verdict("Bash", {"command": "rm -rf build"})["behavior"] == "deny"
+    assert verdict("mcp__ops__deploy", {"target": "prod"})["behavior"] == "allow"  # the user said yes
+    assert verdict("mcp__ops__delete", {"target": "prod"})["behavior"] == "deny"  # "No."
+    decisions = [(u.who, u.tool, u.decision) for u in talk.log if u.kind == "permission"]
+    assert decisions == [
+        ("policy", "Bash", "allow"),
+        ("policy", "Bash", "deny"),
+        ("user", "mcp__ops__deploy", "allow"),
+        ("user", "mcp__ops__delete", "deny"),
+    ]
+    # no user to ask: an "ask" is a refusal
+    alone = ClaudeConversation("Go.", None, PermissionPolicy(default="ask"))
+    (reply,), _ = alone.on_line(ask("r", "Write", {"file_path": "x"}))
+    assert reply["response"]["response"]["behavior"] == "deny"
+
+
+def test_a_bad_rule_is_refused_when_it_loads() -> None:
+    with pytest.raises(ValueError, match="when: not a regular expression"):
+        PermissionRule(tool="Bash", when="(", decision="deny")
+
+
+# ---------------------------------------------------------------- the real claude CLI
+
+
+def workdir(body: dict[str, Any]) -> str:
+    found = re.search(r"Primary working directory: (\S+)", json.dumps(body))
+    assert found, "the CLI names its working directory in the system prompt"
+    return found.group(1).replace("\\n", "")
+
+
+def ask_first(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """With the instruction to ask in its system prompt, the model asks for the region (Claude
+    Code's AskUserQuestion), then writes it; without, it guesses. Then it tries to delete a file."""
+    results, cwd = tool_results(body), workdir(body)
+    asks = "Ask the user for the region" in json.dumps(body.get("system"))
+    if asks and not results:
+        options = [{"label": "Europe", "description": "EMEA"}, {"label": "Asia", "description": "APAC"}]
+        question = {
+            "question": "Which region should the report cover?",
+            "header": "Region",
+            "options": options,
+        }
+        return [{"type": "tool_use", "id": "toolu_ask", "name": ASK_TOOL, "input": {"questions": [question]}}]
+    if len(results) == (1 if asks else 0):
+        region = m.group(1) if (m := re.search(r'="(\w+)"', results[-1] if results else "")) else "APAC"
+        write = {"file_path": f"{cwd}/report.txt", "content": f"Region: {region}\n"}
+        return [{"type": "tool_use", "id": "toolu_write", "name": "Write", "input": write}]
+    if len(results) == (2 if asks else 1):
+        command = {"command": f"rm {cwd}/keep.txt", "description": "remove the scratch file"}
+        return [{"type": "tool_use", "id": "toolu_rm", "name": "Bash", "input": command}]
+    return [{"type": "text", "text": "report.txt written."}]
+
+
+@pytest.mark.parametrize("skill", [True, False], ids=["asks", "guesses"])
+def test_the_real_claude_cli_asks_the_user_and_meets_the_policy(tmp_path: Path, skill: bool) -> None:
+    if find_binary("claude") is None:
+        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    sandbox = tmp_path / "sb"
+    sandbox.mkdir()
+    (sandbox / "keep.txt").write_text("scratch\n")
+    policy = PermissionPolicy(rules=(PermissionRule(tool="Bash", when=r"\brm\b", decision="deny"),))
+    with FakeProvider(agent=ask_first) as server:
+        claude = ClaudeCodeExecutor(ExecutorSettings(base_url=server.url))
+        request = AgentRequest(
+            cli="claude",
+            model="sonnet",
+            prompt="Write report.txt with the sales region.",
+            sandbox=str(sandbox),
+            home=str(tmp_path / "home"),
+            raw_stream=str(tmp_path / "out" / "raw_stream.jsonl"),
+            system="Ask the user for the region before writing anything." if skill else None,
+            user=USER,
+            permissions=policy,
+            timeout_s=60,
+        )
+        session = asyncio.run(claude.session(request))
+    assert session.ok, session.error
+    assert (sandbox / "report.txt").read_text() == ("Region: EMEA\n" if skill else "Region: APAC\n")
+    assert (sandbox / "keep.txt").exists()  # the policy refused the deletion: nothing bypassed
+    talk = [(u.who, u.kind) for u in session.conversation]
+    asked = [("agent", "question"), ("user", "answer")] if skill else []
+    assert talk == [("user", "prompt"), *asked, ("policy", "permission"), ("policy", "permission")]
+    decisions = [(u.tool, u.decision) for u in session.conversation if u.kind == "permission"]
+    assert decisions == [("Write", "allow"), ("Bash", "deny")]
+    assert session.final_text == "report.txt written."
