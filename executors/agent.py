@@ -356,6 +356,13 @@ class AgentExecutor(Executor):
         update: dict[str, Any] = {"exit_code": ended.code, "duration_ms": elapsed, "isolation": isolation}
         if talk is not None:
             update["conversation"] = tuple(talk.log)
+            if (voice := talk.voice) is not None and voice.calls:  # a model played the user: priced apart
+                user = {
+                    "user_calls": voice.calls,
+                    "user_cost_usd": round(voice.cost_usd, 6),
+                    "user_errors": voice.errors,
+                }
+                update["meta"] = {**session.meta, **user}
         return session.model_copy(update=update | ended.failure(session, request, raw))
 
     async def _execute(

@@ -23,12 +23,13 @@ import json
 import re
 from typing import Any, Literal
 
-from executors.schema import AgentRequest, PermissionPolicy, SimulatedUser, Utterance
+from executors.schema import AgentRequest, PermissionPolicy, RunRequest, SimulatedUser, Utterance
 
 #: The words that make a user's answer to "may I ...?" a yes.
 YES = re.compile(r"^\s*(yes|y|ok|okay|sure|go ahead|allow|approved?|please do)\b", re.I)
 #: Claude Code's tool for asking the user (its answers travel in the permission reply's input).
 ASK_TOOL = "AskUserQuestion"
+MAX_ANSWER = 500  # characters of a model-played user's answer
 
 
 def _summary(given: dict[str, Any]) -> str:
@@ -42,12 +43,65 @@ def user_message(text: str) -> dict[str, Any]:
     return {"type": "user", "message": {"role": "user", "content": text}}
 
 
+def role_prompt(user: SimulatedUser) -> str:
+    """The instructions of a model playing the user."""
+    facts = "\n".join(f"- {k}: {v}" for k, v in user.facts.items()) or "- (none)"
+    return (
+        "You play a user talking to an AI assistant that is doing a task for you. Stay in your role: "
+        "answer the assistant's question in one or two short sentences, as this user would, and never "
+        "do the task yourself.\n"
+        f"Who you are: {user.persona or 'a user'}\nWhat you want: {user.goal or 'the task done'}\n"
+        f"What only you know (tell it when the question asks for it):\n{facts}\n"
+        f"When you do not know the answer, say: {user.default}"
+    )
+
+
+class UserVoice:
+    """The simulated user's answers: a scripted reply first; then, for a user played by a model
+    (``model``), that model's answer through its executor (its calls and cost counted apart from
+    the agent's); else the facts the question names, or the user's default."""
+
+    def __init__(self, user: SimulatedUser) -> None:
+        self.user = user
+        self.calls = 0
+        self.cost_usd = 0.0
+        self.errors: list[str] = []
+
+    async def answer(self, question: str, log: list[Utterance]) -> str:
+        scripted = self.user.scripted(question)
+        if scripted is not None or self.user.model is None:
+            return scripted if scripted is not None else self.user.answer(question)
+        from executors.registry import get_executor  # the registry imports every executor, this one's too
+
+        said = "\n".join(f"{u.who}: {u.text}" for u in log if u.kind in ("prompt", "question", "answer"))
+        request = RunRequest(
+            executor=self.user.executor,
+            model=self.user.model,
+            system=role_prompt(self.user),
+            prompt=f"The conversation so far:\n{said}\n\nThe assistant asks you: {question}\nYour answer:",
+            temperature=0.0,
+            max_tokens=200,
+            seed=0,
+        )
+        self.calls += 1
+        try:
+            result = await get_executor(self.user.executor).run(request)
+        except Exception as exc:  # the user's model failing is the user not answering, not a crash
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+            return self.user.default
+        self.cost_usd += result.cost_usd
+        # a user says one line; a small model goes on to play both parts, which is cut off
+        said = next((line.strip() for line in result.output.splitlines() if line.strip()), "")
+        return said[:MAX_ANSWER] or self.user.default
+
+
 class ClaudeConversation:
     """A case's user and policy played over Claude Code's stream-json input and control protocol."""
 
     def __init__(self, prompt: str, user: SimulatedUser | None, policy: PermissionPolicy | None) -> None:
         self.prompt = prompt
         self.user = user
+        self.voice = UserVoice(user) if user is not None else None
         self.policy = policy or PermissionPolicy()
         self.log: list[Utterance] = []
         self.answers = 0  # the user's answers so far (questions and permission asks)
@@ -57,7 +111,7 @@ class ClaudeConversation:
         self.log.append(Utterance(who="user", kind="prompt", text=self.prompt))
         return [user_message(self.prompt)]
 
-    def on_line(self, line: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+    async def on_line(self, line: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
         """What to write back for one line of the CLI's stream, and whether the conversation ended
         (the CLI's input is then closed, which ends the session)."""
         kind = line.get("type")
@@ -71,33 +125,33 @@ class ClaudeConversation:
                 self.last_text = "\n".join(t for t in texts if t.strip())
             return [], False
         if kind == "control_request":
-            return [self._control(line)], False
+            return [await self._control(line)], False
         if kind == "result":
-            return self._turn_ended(line)
+            return await self._turn_ended(line)
         return [], False
 
     def _willing(self) -> bool:
         return self.user is not None and self.answers < self.user.turns
 
-    def _ask_user(self, question: str) -> str | None:
+    async def _ask_user(self, question: str) -> str | None:
         """The user's answer, counted; None once they have left (or when there is none)."""
-        if self.user is None or not self._willing():
+        if self.voice is None or not self._willing():
             return None
         self.answers += 1
-        return self.user.answer(question)
+        return await self.voice.answer(question, self.log)
 
-    def _turn_ended(self, line: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+    async def _turn_ended(self, line: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
         question, self.last_text = self.last_text.strip(), ""
         if line.get("subtype") != "success" or line.get("is_error") or not question.endswith("?"):
             return [], True
         self.log.append(Utterance(who="agent", kind="question", text=question))
-        answer = self._ask_user(question)
+        answer = await self._ask_user(question)
         if answer is None:
             return [], True
         self.log.append(Utterance(who="user", kind="answer", text=answer))
         return [user_message(answer)], False
 
-    def _control(self, line: dict[str, Any]) -> dict[str, Any]:
+    async def _control(self, line: dict[str, Any]) -> dict[str, Any]:
         request = line.get("request") or {}
         rid = line.get("request_id")
         if request.get("subtype") != "can_use_tool":
@@ -107,19 +161,19 @@ class ClaudeConversation:
             }
         tool = str(request.get("tool_name") or "")
         given: dict[str, Any] = request["input"] if isinstance(request.get("input"), dict) else {}
-        verdict = self._ask_tool(given) if tool == ASK_TOOL else self._permission(tool, given)
+        verdict = await (self._ask_tool(given) if tool == ASK_TOOL else self._permission(tool, given))
         return {
             "type": "control_response",
             "response": {"subtype": "success", "request_id": rid, "response": verdict},
         }
 
-    def _ask_tool(self, given: dict[str, Any]) -> dict[str, Any]:
+    async def _ask_tool(self, given: dict[str, Any]) -> dict[str, Any]:
         questions = [q for q in given.get("questions") or [] if isinstance(q, dict) and q.get("question")]
         answers: dict[str, str] = {}
         for q in questions:
             text = str(q["question"])
             self.log.append(Utterance(who="agent", kind="question", text=text, tool=ASK_TOOL))
-            answer = self._ask_user(text)
+            answer = await self._ask_user(text)
             if answer is None:
                 break
             self.log.append(Utterance(who="user", kind="answer", text=answer, tool=ASK_TOOL))
@@ -128,11 +182,11 @@ class ClaudeConversation:
             return {"behavior": "deny", "message": "Nobody is there to answer: decide yourself."}
         return {"behavior": "allow", "updatedInput": {**given, "answers": answers}}
 
-    def _permission(self, tool: str, given: dict[str, Any]) -> dict[str, Any]:
+    async def _permission(self, tool: str, given: dict[str, Any]) -> dict[str, Any]:
         decision = self.policy.decide(tool, given)
         who: Literal["user", "policy"] = "policy"
         if decision == "ask":
-            answer = self._ask_user(f"May I use {tool}: {_summary(given)}?")
+            answer = await self._ask_user(f"May I use {tool}: {_summary(given)}?")
             decision, who = ("allow" if answer is not None and YES.match(answer) else "deny"), "user"
         self.log.append(
             Utterance(who=who, kind="permission", text=_summary(given), tool=tool, decision=decision)
@@ -179,7 +233,7 @@ class Talking:
                 continue
             if not isinstance(line, dict):
                 continue
-            replies, ended = self.talk.on_line(line)
+            replies, ended = await self.talk.on_line(line)
             await self.write(replies)
             if ended and not self.stdin.is_closing():
                 self.stdin.close()

@@ -216,11 +216,19 @@ class SimulatedUser(Frozen):
     default: str = "I don't know; decide yourself."
     turns: int = Field(default=3, ge=1, le=50, description="the most answers the user gives")
     satisfied: str | None = Field(default=None, description="when the user is satisfied (for the judge)")
+    model: str | None = Field(
+        default=None, description="a model plays the user (its persona, goal and facts); None: scripted only"
+    )
+    executor: str = Field(default="local", description="the executor of the model playing the user")
+
+    def scripted(self, question: str) -> str | None:
+        """The first scripted reply whose pattern the question matches."""
+        return next((r.say for r in self.replies if re.search(r.when, question, re.I)), None)
 
     def answer(self, question: str) -> str:
-        for reply in self.replies:
-            if re.search(reply.when, question, re.I):
-                return reply.say
+        """A scripted user's answer: a reply, else the facts the question names, else the default."""
+        if (said := self.scripted(question)) is not None:
+            return said
         told = [v for k, v in self.facts.items() if re.search(rf"\b{re.escape(k)}\b", question, re.I)]
         return " ".join(told) if told else self.default
 

@@ -65,6 +65,8 @@ def analyze(session: AgentSession) -> Behavior:
         questions_asked=sum(1 for u in session.conversation if u.kind == "question"),
         user_answers=sum(1 for u in session.conversation if u.kind == "answer"),
         permissions_refused=sum(1 for u in session.conversation if u.decision == "deny"),
+        user_calls=int(session.meta.get("user_calls") or 0),
+        user_cost_usd=float(session.meta.get("user_cost_usd") or 0.0),
         skill_invoked=session.skill_invoked,
         skills_invoked=list(session.meta.get("skills_invoked") or []),
         api_errors=sum(1 for e in session.events if e.kind == "error"),

@@ -126,7 +126,11 @@ class Behavior(Part):
     questions_asked: int = 0
     """questions the agent put to its simulated user (a case with a user)"""
     user_answers: int = 0
-    """the simulated user's answers (a scripted user's cost nothing)"""
+    """the simulated user's answers"""
+    user_calls: int = 0
+    """calls of the model playing the user (a scripted user makes none)"""
+    user_cost_usd: float = 0.0
+    """what the model playing the user cost, apart from the agent's session"""
     permissions_refused: int = 0
     """tool calls the case's permission policy (or its user) refused"""
     skill_invoked: bool | None = None

@@ -42,23 +42,28 @@ def said(text: str) -> dict[str, Any]:
 DONE = {"type": "result", "subtype": "success", "is_error": False}
 
 
+def step(talk: ClaudeConversation, line: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+    """What the conversation writes back for one line of the CLI's stream."""
+    return asyncio.run(talk.on_line(line))
+
+
 def test_the_user_tells_a_fact_only_when_asked_for_it_and_leaves_after_their_turns() -> None:
     talk = ClaudeConversation("Write the report.", USER, None)
     assert talk.opening() == [{"type": "user", "message": {"role": "user", "content": "Write the report."}}]
     question = {"questions": [{"question": "Which region and which year?", "header": "Scope", "options": []}]}
-    (reply,), ended = talk.on_line(ask("r1", ASK_TOOL, question))
+    (reply,), ended = step(talk, ask("r1", ASK_TOOL, question))
     assert not ended and reply["response"]["request_id"] == "r1"
     assert reply["response"]["response"] == {
         "behavior": "allow",
         "updatedInput": {**question, "answers": {"Which region and which year?": "EMEA 2025"}},
     }
-    talk.on_line(said("Which format do you want?"))
-    assert talk.on_line(DONE) == (
+    step(talk, said("Which format do you want?"))
+    assert step(talk, DONE) == (
         [{"type": "user", "message": {"role": "user", "content": "Plain text."}}],
         False,
     )
-    talk.on_line(said("And the currency?"))  # the user's two answers are spent: the session ends
-    assert talk.on_line(DONE) == ([], True)
+    step(talk, said("And the currency?"))  # the user's two answers are spent: the session ends
+    assert step(talk, DONE) == ([], True)
     assert [(u.who, u.kind, u.text) for u in talk.log] == [
         ("user", "prompt", "Write the report."),
         ("agent", "question", "Which region and which year?"),
@@ -71,8 +76,8 @@ def test_the_user_tells_a_fact_only_when_asked_for_it_and_leaves_after_their_tur
 
 def test_a_turn_that_ends_without_a_question_ends_the_session() -> None:
     talk = ClaudeConversation("Go.", USER, None)
-    talk.on_line(said("Done: report.txt written."))
-    assert talk.on_line(DONE) == ([], True)
+    step(talk, said("Done: report.txt written."))
+    assert step(talk, DONE) == ([], True)
 
 
 def test_the_policy_allows_denies_and_asks_the_user() -> None:
@@ -87,7 +92,7 @@ def test_the_policy_allows_denies_and_asks_the_user() -> None:
     talk = ClaudeConversation("Clean up.", yes, policy)
 
     def verdict(tool: str, given: dict[str, Any]) -> dict[str, Any]:
-        (reply,), _ = talk.on_line(ask("r", tool, given))
+        (reply,), _ = step(talk, ask("r", tool, given))
         return dict(reply["response"]["response"])
 
     assert verdict("Bash", {"command": "ls"}) == {"behavior": "allow", "updatedInput": {"command": "ls"}}
@@ -103,7 +108,7 @@ def test_the_policy_allows_denies_and_asks_the_user() -> None:
     ]
     # no user to ask: an "ask" is a refusal
     alone = ClaudeConversation("Go.", None, PermissionPolicy(default="ask"))
-    (reply,), _ = alone.on_line(ask("r", "Write", {"file_path": "x"}))
+    (reply,), _ = step(alone, ask("r", "Write", {"file_path": "x"}))
     assert reply["response"]["response"]["behavior"] == "deny"
 
 
@@ -176,3 +181,57 @@ def test_the_real_claude_cli_asks_the_user_and_meets_the_policy(tmp_path: Path, 
     decisions = [(u.tool, u.decision) for u in session.conversation if u.kind == "permission"]
     assert decisions == [("Write", "allow"), ("Bash", "deny")]
     assert session.final_text == "report.txt written."
+
+
+def texts_of(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return " ".join(
+        b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
+    )
+
+
+def question_then_write(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Ends its first turn with a question; once answered, writes the answer down."""
+    question = "Which region should the report cover?"
+    if not any(m["role"] == "assistant" and question in texts_of(m) for m in body["messages"]):
+        return [{"type": "text", "text": question}]
+    if not tool_results(body):
+        write = {
+            "file_path": f"{workdir(body)}/answer.txt",
+            "content": texts_of(body["messages"][-1]).strip(),
+        }
+        return [{"type": "tool_use", "id": "toolu_w", "name": "Write", "input": write}]
+    return [{"type": "text", "text": "Written."}]
+
+
+def test_a_user_played_by_the_embedded_model(tmp_path: Path) -> None:
+    """The user's answer comes from a model (here the embedded one, through its executor), its calls
+    counted apart from the agent's; the agent's turn that ended in a question got it as a message."""
+    pytest.importorskip("xllamacpp", reason="the 'local' extra is installed by scripts/setup.sh")
+    from executors.local import DEFAULT_MODEL
+
+    if find_binary("claude") is None:
+        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    user = SimulatedUser(
+        persona="a sales lead", facts={"region": "EMEA"}, model=DEFAULT_MODEL, executor="local"
+    )
+    with FakeProvider(agent=question_then_write) as server:
+        claude = ClaudeCodeExecutor(ExecutorSettings(base_url=server.url))
+        request = AgentRequest(
+            cli="claude",
+            model="sonnet",
+            prompt="Write the report.",
+            sandbox=str(tmp_path / "sb"),
+            home=str(tmp_path / "home"),
+            raw_stream=str(tmp_path / "out" / "raw_stream.jsonl"),
+            user=user,
+            timeout_s=120,
+        )
+        session = asyncio.run(claude.session(request))
+    assert session.ok, session.error
+    (answer,) = [u.text for u in session.conversation if u.kind == "answer"]
+    assert answer.strip() and answer != user.default  # the model's words, not a fallback
+    assert (tmp_path / "sb" / "answer.txt").read_text() == answer
+    assert session.meta["user_calls"] == 1 and not session.meta["user_errors"]
