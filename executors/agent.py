@@ -25,7 +25,7 @@ from executors import agent_config
 from executors.agent_config import CONFIG_FILES, HERE
 from executors.base import Executor
 from executors.contents import copy_tree
-from executors.conversation import NO_CONVERSATION, ClaudeConversation, Talking, talks
+from executors.conversation import NO_CONVERSATION, ClaudeConversation, Talking, meets_the_world, talks
 from executors.egress import Provider, Route, forwarder
 from executors.errors import PermanentError, TransientError, is_transient_status
 from executors.limits import DiskWatch, disk_limit, pids_cgroup
@@ -215,7 +215,7 @@ class AgentExecutor(Executor):
     #: either is refused for a CLI without, before anything runs.
     converses: ClassVar[bool] = False
 
-    def conversation(self, request: AgentRequest) -> ClaudeConversation | None:
+    def conversation(self, request: AgentRequest, voice: Executor | None) -> ClaudeConversation | None:
         """The session's user and permission policy played over the CLI's input (``converses``)."""
         return None
 
@@ -285,9 +285,10 @@ class AgentExecutor(Executor):
     def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
         """The session from the stream's JSON events."""
 
-    async def session(self, request: AgentRequest) -> AgentSession:
-        """Run the CLI in the request's sandbox. Raises SandboxUnavailableError when the request asks
-        for bubblewrap and it cannot run here (a setup problem, not a failed session)."""
+    async def session(self, request: AgentRequest, voice: Executor | None = None) -> AgentSession:
+        """Run the CLI in the request's sandbox (``voice``: the executor of a model playing the
+        case's user). Raises SandboxUnavailableError when the request asks for bubblewrap and it
+        cannot run here (a setup problem, not a failed session)."""
         binary = find_binary(self.binary)
         if binary is None:
             raise PermanentError(self.problem() or self.binary)
@@ -296,7 +297,7 @@ class AgentExecutor(Executor):
         shipped = shipped_configuration(Path(request.sandbox), "the session's working folder")
         if shipped is not None:
             return AgentSession(ok=False, status="error", error=shipped)
-        if talks(request) and not self.converses:
+        if meets_the_world(request) and not self.converses:
             return AgentSession(ok=False, status="error", error=f"{self.name}: {NO_CONVERSATION}")
         Path(request.sandbox).mkdir(parents=True, exist_ok=True)
         Path(request.home).mkdir(parents=True, exist_ok=True)
@@ -307,8 +308,9 @@ class AgentExecutor(Executor):
             self.provider, self.settings.base_url, tcp=isolation == "none" or network == "host"
         )
         argv, env = self.prepare(request, route.url(EGRESS_PORT))
+        talk = self.conversation(request, voice) if talks(request) else None
         with pids_cgroup(isolation) as group:
-            session = await self._run(request, binary, argv, env, isolation, network, route, group)
+            session = await self._run(request, binary, argv, env, isolation, (network, route), group, talk)
         sid = session.meta.get("session_id")
         listing = forwarder().listing(str(sid)) if sid and self.provider.observe else None
         if listing is None:
@@ -326,10 +328,11 @@ class AgentExecutor(Executor):
         argv: list[str],
         env: dict[str, str],
         isolation: Isolation,
-        network: Network,
-        route: Route,
+        egress: tuple[Network, Route],
         group: Path | None,
+        talk: ClaudeConversation | None,
     ) -> AgentSession:
+        network, route = egress
         writable = [request.home, *(env[k] for k in ("TMPDIR", "CODEX_HOME") if env.get(k))]
         command = wrap(
             [binary, *argv],
@@ -346,7 +349,6 @@ class AgentExecutor(Executor):
         )
         raw = Path(request.raw_stream)
         raw.parent.mkdir(parents=True, exist_ok=True)
-        talk = self.conversation(request) if talks(request) else None
         started = time.perf_counter()
         ended = await self._execute(command, request, env, raw, talk)
         elapsed = (time.perf_counter() - started) * 1000

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from executors.agent import ADD_DIRS, AgentExecutor, install_skill, plugin_copy, talks
+from executors.base import Executor
 from executors.case_env import case_env
 from executors.contents import copy_file, copy_tree
-from executors.conversation import ClaudeConversation
+from executors.conversation import ClaudeConversation, stand_ins
 from executors.egress import ANTHROPIC, PLACEHOLDER_KEY
 from executors.listing import claude_budget
 from executors.plugin import prepared_copy, read_plugin
@@ -85,24 +86,19 @@ class ClaudeCodeExecutor(AgentExecutor):
 
     def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
         talking = talks(request)
-        argv = [
-            "-p",
-            # with a conversation, the prompt is its first message on the input, and every permission
-            # prompt (AskUserQuestion's too) comes to skillab as a control request: nothing bypassed
-            *(
-                ["--input-format", "stream-json", "--permission-prompt-tool", "stdio"]
-                if talking
-                else [request.prompt]
-            ),
-            "--output-format",
+        # with a conversation, the prompt is its first message on the input, and every permission
+        # prompt (AskUserQuestion's too) comes to skillab as a control request: nothing bypassed
+        talk = [
+            "--input-format",
             "stream-json",
-            "--verbose",
-            *(["--permission-mode", "default"] if talking else ["--dangerously-skip-permissions"]),
-            "--model",
-            request.model,
-            "--max-turns",
-            str(request.max_turns),
+            "--permission-prompt-tool",
+            "stdio",
+            "--permission-mode",
+            "default",
         ]
+        argv = ["-p", *(talk if talking else [request.prompt, "--dangerously-skip-permissions"])]
+        argv += ["--output-format", "stream-json", "--verbose", "--model", request.model]
+        argv += ["--max-turns", str(request.max_turns)]
         # pre-approved tools skip the prompts a policy answers: a conversation approves the Skill alone
         tools = "" if talking else f",{TOOLS}"
         appended = []
@@ -128,6 +124,8 @@ class ClaudeCodeExecutor(AgentExecutor):
             argv += ["--tools", ",".join(request.tools)]
         if request.disallowed_tools:
             argv += ["--disallowedTools", ",".join(request.disallowed_tools)]
+        if request.mcp:  # the case's MCP servers as stand-ins, and no other server of any config
+            argv += ["--mcp-config", str(stand_ins(request)), "--strict-mcp-config"]
         for folder in request.add_dirs:  # a copy the session reads (read-only in the sandbox)
             copy = copy_tree(folder, Path(request.home) / ADD_DIRS / Path(folder).name, "add_dirs")
             argv += ["--add-dir", str(copy)]
@@ -144,8 +142,8 @@ class ClaudeCodeExecutor(AgentExecutor):
             env["CLAUDE_CODE_SUBAGENT_MODEL"] = request.model
         return argv, env
 
-    def conversation(self, request: AgentRequest) -> ClaudeConversation | None:
-        return ClaudeConversation(request.prompt, request.user, request.permissions)
+    def conversation(self, request: AgentRequest, voice: Executor | None) -> ClaudeConversation | None:
+        return ClaudeConversation(request.prompt, request.user, request.permissions, voice)
 
     def budgeted(self, listing: SkillListing, session: AgentSession, request: AgentRequest) -> SkillListing:
         fraction = budget_fraction(Path(request.home), Path(request.sandbox))

@@ -21,8 +21,11 @@ import asyncio
 import contextlib
 import json
 import re
+import shutil
+from pathlib import Path
 from typing import Any, Literal
 
+from executors.base import Executor
 from executors.schema import AgentRequest, PermissionPolicy, RunRequest, SimulatedUser, Utterance
 
 #: The words that make a user's answer to "may I ...?" a yes.
@@ -61,8 +64,9 @@ class UserVoice:
     (``model``), that model's answer through its executor (its calls and cost counted apart from
     the agent's); else the facts the question names, or the user's default."""
 
-    def __init__(self, user: SimulatedUser) -> None:
+    def __init__(self, user: SimulatedUser, executor: Executor | None = None) -> None:
         self.user = user
+        self.executor = executor  # the user's model's (tasks.agent makes it from user.executor)
         self.calls = 0
         self.cost_usd = 0.0
         self.errors: list[str] = []
@@ -71,7 +75,9 @@ class UserVoice:
         scripted = self.user.scripted(question)
         if scripted is not None or self.user.model is None:
             return scripted if scripted is not None else self.user.answer(question)
-        from executors.registry import get_executor  # the registry imports every executor, this one's too
+        if self.executor is None:
+            self.errors.append(f"no executor {self.user.executor!r} for the user's model")
+            return self.user.default
 
         said = "\n".join(f"{u.who}: {u.text}" for u in log if u.kind in ("prompt", "question", "answer"))
         request = RunRequest(
@@ -85,7 +91,7 @@ class UserVoice:
         )
         self.calls += 1
         try:
-            result = await get_executor(self.user.executor).run(request)
+            result = await self.executor.run(request)
         except Exception as exc:  # the user's model failing is the user not answering, not a crash
             self.errors.append(f"{type(exc).__name__}: {exc}")
             return self.user.default
@@ -98,10 +104,16 @@ class UserVoice:
 class ClaudeConversation:
     """A case's user and policy played over Claude Code's stream-json input and control protocol."""
 
-    def __init__(self, prompt: str, user: SimulatedUser | None, policy: PermissionPolicy | None) -> None:
+    def __init__(
+        self,
+        prompt: str,
+        user: SimulatedUser | None,
+        policy: PermissionPolicy | None,
+        voice: Executor | None = None,
+    ) -> None:
         self.prompt = prompt
         self.user = user
-        self.voice = UserVoice(user) if user is not None else None
+        self.voice = UserVoice(user, voice) if user is not None else None
         self.policy = policy or PermissionPolicy()
         self.log: list[Utterance] = []
         self.answers = 0  # the user's answers so far (questions and permission asks)
@@ -198,14 +210,20 @@ class ClaudeConversation:
 
 #: Why a case with a user or a permission policy cannot run on a CLI (said in one line).
 NO_CONVERSATION = (
-    "a case with a simulated user or a permission policy needs a CLI that takes a conversation on "
-    "its input (claude); this CLI's non-interactive mode cannot answer its questions or prompts"
+    "a case with a simulated user, a permission policy or MCP stand-ins needs a CLI that takes a "
+    "conversation on its input (claude); this CLI's non-interactive mode cannot answer its "
+    "questions or prompts"
 )
 
 
 def talks(request: AgentRequest) -> bool:
     """The session has a user to answer it, or a policy for its permission prompts."""
     return request.user is not None or request.permissions is not None
+
+
+def meets_the_world(request: AgentRequest) -> bool:
+    """The session has a user, a permission policy or MCP stand-ins: only a CLI that converses runs it."""
+    return talks(request) or bool(request.mcp)
 
 
 class Talking:
@@ -237,3 +255,25 @@ class Talking:
             await self.write(replies)
             if ended and not self.stdin.is_closing():
                 self.stdin.close()
+
+
+#: The stand-ins' interpreter: the system's, which every sandbox shows (the standard library suffices).
+SYSTEM_PYTHON = "/usr/bin/python3"
+STAND_INS = "skillab-mcp"  # in the session's HOME
+
+
+def stand_ins(request: AgentRequest) -> Path:
+    """The case's MCP servers made stand-ins in the session's HOME (executors.mcp_standin, its spec,
+    and an ``mcpServers`` config starting each over stdio); the config's path."""
+    folder = Path(request.home) / STAND_INS
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "mcp_standin.py"
+    shutil.copyfile(Path(__file__).with_name("mcp_standin.py"), script)
+    spec = folder / "servers.json"
+    spec.write_text(json.dumps({k: v.model_dump(mode="json") for k, v in (request.mcp or {}).items()}))
+    servers = {
+        name: {"command": SYSTEM_PYTHON, "args": [str(script), str(spec), name]} for name in request.mcp or {}
+    }
+    config = folder / "config.json"
+    config.write_text(json.dumps({"mcpServers": servers}))
+    return config

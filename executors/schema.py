@@ -274,6 +274,52 @@ class Utterance(Frozen):
     decision: Literal["allow", "deny"] | None = None
 
 
+MCP_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def mcp_name(value: str, what: str) -> str:
+    """A server's or tool's name as the CLIs spell it in ``mcp__<server>__<tool>``."""
+    if not MCP_NAME.match(value):
+        raise ValueError(f"{what}: {value!r}: letters, digits, '_' and '-' only (at most 64)")
+    return value
+
+
+class McpResponse(Frozen):
+    """A stand-in tool's answer: to calls whose arguments equal every ``when`` (none: any call); its
+    text may name them as ``{{input.<name>}}``; ``error``: a failed tool call."""
+
+    when: dict[str, Any] | None = None
+    text: str = ""
+    error: bool = False
+
+
+class McpTool(Frozen):
+    """A tool of an MCP stand-in, answered from its responses (the first that matches)."""
+
+    name: OneLine
+    description: str = ""
+    input_schema: dict[str, Any] | None = None
+    responses: tuple[McpResponse, ...] = ()
+
+    @model_validator(mode="after")
+    def _named(self) -> McpTool:
+        mcp_name(self.name, "name")
+        return self
+
+
+class McpServer(Frozen):
+    """An MCP server a case's sessions meet, played by skillab (executors.mcp_standin) in each
+    session's sandbox: no real server, nothing of the host."""
+
+    tools: tuple[McpTool, ...]
+
+
+def mcp_servers(value: dict[str, McpServer] | None) -> dict[str, McpServer] | None:
+    for name in value or {}:
+        mcp_name(name, "server")
+    return value
+
+
 class AgentRequest(Frozen):
     """One headless agent session in its own sandbox."""
 
@@ -331,6 +377,9 @@ class AgentRequest(Frozen):
     )
     permissions: PermissionPolicy | None = Field(
         default=None, description="how permission prompts are answered (a case's ## Permissions)"
+    )
+    mcp: Annotated[dict[str, McpServer] | None, AfterValidator(mcp_servers)] = Field(
+        default=None, description="MCP servers the session meets, as stand-ins (a case's ## MCP)"
     )
     disallowed_tools: tuple[str, ...] = Field(default=(), description="tools withheld (--disallowedTools)")
     environment: str | None = Field(

@@ -5,7 +5,8 @@ difficulty: easy|medium|hard
 category: <domain>
 type: positive|negative-control
 ## Prompt / ## Expected Outcome / ## Verification Checks / ## Grading Rubric / ## Tags
-## User / ## Permissions (YAML, optional: a simulated user and a permission policy, docs/agentic.md)
+## User / ## Permissions / ## MCP (YAML, optional: a simulated user, a permission policy, MCP
+stand-ins; docs/agentic.md)
 
 A check's path (file_exists's file, file_contains's ``in <file>``, syntax_valid's file) names a file
 inside the session's sandbox: an absolute path or a ``..`` component is rejected when the task loads.
@@ -15,13 +16,13 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, TypeAdapter, ValidationError, model_validator
 
 from executors.errors import InputError
-from executors.schema import OneLine, PermissionPolicy, SimulatedUser
+from executors.schema import McpServer, OneLine, PermissionPolicy, SimulatedUser, mcp_servers
 from graders.plugin_eval import PluginCase
 
 #: Checks of the sandbox's files, then of the conversation (a case with a ``## User``): ``asked``, the
@@ -40,6 +41,7 @@ SECTIONS = (
     "tags",
     "user",
     "permissions",
+    "mcp",
 )
 
 
@@ -103,6 +105,8 @@ class AgentTask(BaseModel):
     # are answered (executors.conversation); both arms meet the same user.
     user: SimulatedUser | None = None
     permissions: PermissionPolicy | None = None
+    # MCP servers the sessions meet, played by stand-ins from scripted responses (executors.mcp_standin)
+    mcp: Annotated[dict[str, McpServer] | None, AfterValidator(mcp_servers)] = None
 
     @model_validator(mode="after")
     def _conversation_checks(self) -> AgentTask:
@@ -163,8 +167,9 @@ def parse_check(line: str) -> Check:
     return Check(kind=kind, target=rest)  # type: ignore[arg-type]
 
 
-def _yaml_section(sections: dict[str, str], name: str, model: type[BaseModel]) -> Any:
-    """A ``## User`` or ``## Permissions`` section: YAML (in a code fence or not) of ``model``."""
+def _yaml_section(sections: dict[str, str], name: str, model: Any) -> Any:
+    """A ``## User``, ``## Permissions`` or ``## MCP`` section: YAML (in a code fence or not) of
+    ``model`` (a model class or a type pydantic validates)."""
     text = sections.get(name)
     if not text:
         return None
@@ -176,7 +181,7 @@ def _yaml_section(sections: dict[str, str], name: str, model: type[BaseModel]) -
     if not isinstance(data, dict):
         raise InputError(f"{name}: a mapping of fields, e.g. 'facts: {{region: EMEA}}'")
     try:
-        return model.model_validate(data)
+        return TypeAdapter(model).validate_python(data)
     except ValidationError as exc:
         raise InputError(
             [
@@ -234,6 +239,7 @@ def parse_task(text: str, task_id: str) -> AgentTask:
             tags=tags,
             user=_yaml_section(sections, "user", SimulatedUser),
             permissions=_yaml_section(sections, "permissions", PermissionPolicy),
+            mcp=_yaml_section(sections, "mcp", dict[str, McpServer]),
         )
     except ValidationError as exc:
         raise InputError(

@@ -23,7 +23,9 @@ async def run_agent_session(request: AgentRequest, base_url: str | None, label: 
     executor = get_executor(request.cli, ExecutorSettings(base_url=base_url, timeout_s=request.timeout_s))
     if not isinstance(executor, AgentExecutor):
         raise TypeError(f"{request.cli!r} is not an agent CLI executor")
-    return await executor.session(request)
+    user = request.user
+    voice = get_executor(user.executor) if user is not None and user.model is not None else None
+    return await executor.session(request, voice)
 
 
 @task(name="check-sandbox", task_run_name="checks · {label}", cache_policy=NO_CACHE, persist_result=False)

@@ -95,6 +95,7 @@ FOREIGN_FORMATS = {
     "executors/gemini_cli.py": "Gemini CLI's stream events",
     "executors/claude_code.py": "Claude Code's result event",
     "executors/conversation.py": "Claude Code's control protocol (its permission replies)",
+    "executors/mcp_standin.py": "the Model Context Protocol's messages",
     "executors/copilot_cli.py": "Copilot CLI's event log",
     "executors/opencode.py": "OpenCode's config file",
     "flows/inputs/environment.py": "Claude Code's installed_plugins.json",

@@ -426,6 +426,9 @@ def suite_warnings(
             "grants the gated ones only with --allow-tools)"
         )
     refused += conversation_refusals(tasks, config.runner, config.tasks)
+    for t in tasks:  # a model playing a user: its executor must exist before anything runs
+        if t.user is not None and t.user.model is not None and t.user.executor not in EXECUTORS:
+            refused.append(f"{t.task_id}: user.executor: {t.user.executor!r}: one of {', '.join(EXECUTORS)}")
     for t in tasks:
         case = t.plugin_case
         if case is None:
@@ -450,17 +453,17 @@ def suite_warnings(
 
 
 def conversation_refusals(tasks: list[AgentTask], runner: str, folder: str | None) -> list[str]:
-    """Cases with a simulated user or a permission policy, refused (one line each) for an agent CLI
-    that cannot take a conversation on its input."""
+    """Cases with a simulated user, a permission policy or MCP stand-ins, refused (one line each)
+    for an agent CLI that cannot take a conversation on its input (or serve the stand-ins)."""
     mute = [
         r for r in dict.fromkeys(x.strip() for x in runner.split(",")) if r and not agent_cli(r).converses
     ]
     return [
         (f"{Path(folder) / t.task_id}.md" if folder else t.task_id)
-        + f": {'user' if t.user is not None else 'permissions'}: --runner {r}: {NO_CONVERSATION}"
+        + f": {field}: --runner {r}: {NO_CONVERSATION}"
         for r in mute
         for t in tasks
-        if t.user is not None or t.permissions is not None
+        if (field := next((f for f in ("user", "permissions", "mcp") if getattr(t, f)), None))
     ]
 
 

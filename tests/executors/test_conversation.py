@@ -15,7 +15,16 @@ from executors.agent import find_binary
 from executors.base import ExecutorSettings
 from executors.claude_code import ClaudeCodeExecutor
 from executors.conversation import ASK_TOOL, ClaudeConversation
-from executors.schema import AgentRequest, PermissionPolicy, PermissionRule, Reply, SimulatedUser
+from executors.schema import (
+    AgentRequest,
+    McpResponse,
+    McpServer,
+    McpTool,
+    PermissionPolicy,
+    PermissionRule,
+    Reply,
+    SimulatedUser,
+)
 from tests.fakes.provider import FakeProvider, tool_results
 
 USER = SimulatedUser(
@@ -211,6 +220,7 @@ def test_a_user_played_by_the_embedded_model(tmp_path: Path) -> None:
     counted apart from the agent's; the agent's turn that ended in a question got it as a message."""
     pytest.importorskip("xllamacpp", reason="the 'local' extra is installed by scripts/setup.sh")
     from executors.local import DEFAULT_MODEL
+    from executors.registry import get_executor
 
     if find_binary("claude") is None:
         pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
@@ -229,9 +239,147 @@ def test_a_user_played_by_the_embedded_model(tmp_path: Path) -> None:
             user=user,
             timeout_s=120,
         )
-        session = asyncio.run(claude.session(request))
+        session = asyncio.run(claude.session(request, get_executor("local")))
     assert session.ok, session.error
     (answer,) = [u.text for u in session.conversation if u.kind == "answer"]
     assert answer.strip() and answer != user.default  # the model's words, not a fallback
     assert (tmp_path / "sb" / "answer.txt").read_text() == answer
     assert session.meta["user_calls"] == 1 and not session.meta["user_errors"]
+
+
+def crm_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Looks the customer up through the CRM's MCP tool, then writes what it said."""
+    done = tool_results(body)
+    if not done:
+        # the CLI defers MCP tools (named in the request, their schemas fetched on demand)
+        if "mcp__crm__lookup_customer" not in json.dumps(body):
+            return [{"type": "text", "text": "no CRM tool in the request"}]
+        lookup = {"name": "Acme"}
+        return [{"type": "tool_use", "id": "toolu_crm", "name": "mcp__crm__lookup_customer", "input": lookup}]
+    if len(done) == 1:
+        said = " ".join(b["text"] for b in json.loads(done[0])) if done[0].startswith("[") else done[0]
+        write = {"file_path": f"{workdir(body)}/customer.txt", "content": said}
+        return [{"type": "tool_use", "id": "toolu_w", "name": "Write", "input": write}]
+    return [{"type": "text", "text": "customer.txt written."}]
+
+
+CRM = {
+    "crm": McpServer(
+        tools=(
+            McpTool(
+                name="lookup_customer",
+                description="Find a customer by name",
+                input_schema={"type": "object", "properties": {"name": {"type": "string"}}},
+                responses=(
+                    McpResponse(when={"name": "Acme"}, text="{{input.name}} Corp: EMEA, 120 seats"),
+                    McpResponse(text="not found", error=True),
+                ),
+            ),
+        )
+    )
+}
+
+
+@pytest.mark.parametrize("policy", [None, PermissionPolicy()], ids=["bypassed", "with-a-policy"])
+def test_an_mcp_stand_in_serves_the_real_claude_cli(tmp_path: Path, policy: PermissionPolicy | None) -> None:
+    """The case's MCP server played in the session's sandbox over stdio: the CLI lists its tool, the
+    call gets the scripted answer (its arguments substituted), and no other MCP server is loaded."""
+    if find_binary("claude") is None:
+        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    with FakeProvider(agent=crm_agent) as server:
+        claude = ClaudeCodeExecutor(ExecutorSettings(base_url=server.url))
+        request = AgentRequest(
+            cli="claude",
+            model="sonnet",
+            prompt="Find Acme in the CRM and write what it says to customer.txt.",
+            sandbox=str(tmp_path / "sb"),
+            home=str(tmp_path / "home"),
+            raw_stream=str(tmp_path / "out" / "raw_stream.jsonl"),
+            mcp=CRM,
+            permissions=policy,
+            timeout_s=60,
+        )
+        session = asyncio.run(claude.session(request))
+    assert session.ok, (session.error, session.final_text)
+    assert (tmp_path / "sb" / "customer.txt").read_text() == "Acme Corp: EMEA, 120 seats"
+    assert session.meta["mcp_servers"] == ["crm"]
+    calls = (tmp_path / "home" / "skillab-mcp" / "servers.json.calls.jsonl").read_text().splitlines()
+    assert [json.loads(c) for c in calls] == [
+        {"server": "crm", "name": "lookup_customer", "arguments": {"name": "Acme"}}
+    ]
+    if policy is not None:  # the stand-in's tool asked for its permission like any other
+        assert next((u.tool, u.decision) for u in session.conversation if u.kind == "permission") == (
+            "mcp__crm__lookup_customer",
+            "allow",
+        )
+
+
+def test_a_stand_in_answers_the_protocol_and_refuses_what_it_does_not_know() -> None:
+    from executors import mcp_standin
+
+    spec = CRM["crm"].model_dump(mode="json")
+    init = mcp_standin.answer(
+        spec,
+        "crm",
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-03-26"}},
+    )
+    assert (
+        init
+        and init["result"]["protocolVersion"] == "2025-03-26"
+        and "tools" in init["result"]["capabilities"]
+    )
+    assert mcp_standin.answer(spec, "crm", {"jsonrpc": "2.0", "method": "notifications/initialized"}) is None
+    other = mcp_standin.call(spec, "lookup_customer", {"name": "Globex"})
+    assert other == {"content": [{"type": "text", "text": "not found"}], "isError": True}
+    unknown = mcp_standin.answer(spec, "crm", {"jsonrpc": "2.0", "id": 2, "method": "resources/list"})
+    assert unknown and unknown["error"]["code"] == -32601
+    with pytest.raises(ValueError, match="letters, digits"):
+        McpTool(name="look up")
+
+
+TASK = """# Task: crm
+difficulty: easy
+category: crm
+type: positive
+
+## Prompt
+Find Acme.
+
+## Expected Outcome
+customer.txt
+
+## Verification Checks
+- file_exists: customer.txt
+- asked: which customer
+
+## Grading Rubric
+- Correctness
+
+## User
+facts: {customer: Acme}
+
+## MCP
+```yaml
+crm:
+  tools:
+    - name: lookup_customer
+      responses:
+        - when: {name: Acme}
+          text: "{{input.name}} Corp"
+```
+"""
+
+
+def test_a_task_carries_its_user_and_its_mcp_stand_ins_and_bad_ones_are_named() -> None:
+    from executors.errors import InputError
+    from graders.agent_task import parse_task
+
+    task = parse_task(TASK, "task-01-easy")
+    assert task.user is not None and task.user.facts == {"customer": "Acme"}
+    assert task.mcp is not None and task.mcp["crm"].tools[0].responses[0].text == "{{input.name}} Corp"
+    with pytest.raises(InputError, match=r"mcp: server: 'my crm': letters, digits"):
+        parse_task(TASK.replace("\ncrm:\n", "\nmy crm:\n"), "t")
+    with pytest.raises(InputError, match=r"user.turns: Input should be greater than or equal to 1"):
+        parse_task(TASK.replace("facts: {customer: Acme}", "turns: 0"), "t")
+    with pytest.raises(InputError, match=r"checks: asked grades a conversation: the task needs a '## User'"):
+        parse_task(TASK.split("## User")[0], "t")

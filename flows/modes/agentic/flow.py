@@ -117,8 +117,9 @@ def session_request(
         allow_network=config.allow_network,
         plugin_dir=str(skill.path) if with_skill and plugin is not None else None,
         plugin_mcp=config.plugin_mcp,
-        user=s.task.user,  # both arms meet the same user and the same policy
+        user=s.task.user,  # both arms meet the same user, the same policy and the same MCP stand-ins
         permissions=s.task.permissions,
+        mcp=s.task.mcp,
     )
 
 
