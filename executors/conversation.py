@@ -260,6 +260,8 @@ class Talking:
 #: The stand-ins' interpreter: the system's, which every sandbox shows (the standard library suffices).
 SYSTEM_PYTHON = "/usr/bin/python3"
 STAND_INS = "skillab-mcp"  # in the session's HOME
+CALLS = "servers.json.calls.jsonl"  # beside the stand-ins' spec: every call they answered
+MOCK_CALLS = "mock_calls.jsonl"  # the session's outputs' copy (plugin eval's mock_calls target)
 
 
 def stand_ins(request: AgentRequest) -> Path:

@@ -19,6 +19,9 @@ from typing import Any
 
 PROTOCOL = "2025-06-18"  # answered when the client asks for none
 INPUT = re.compile(r"\{\{\s*input\.([A-Za-z0-9_]+)\s*\}\}")
+#: ``{{file:fixtures/{input.id}.json}}``: a fixture of the server, its path naming the call's arguments.
+FILE = re.compile(r"\{\{\s*file:((?:[^{}]|\{input\.[A-Za-z0-9_]+\})+?)\s*\}\}")
+INNER = re.compile(r"\{input\.([A-Za-z0-9_]+)\}")
 
 
 def matches(when: dict[str, Any] | None, arguments: dict[str, Any]) -> bool:
@@ -32,7 +35,21 @@ def call(server: dict[str, Any], name: str, arguments: dict[str, Any]) -> dict[s
     chosen = next((r for r in tool.get("responses", []) if matches(r.get("when"), arguments)), None)
     if chosen is None:
         return {"content": [{"type": "text", "text": "no scripted response matches"}], "isError": True}
-    text = INPUT.sub(lambda m: str(arguments.get(m.group(1), "")), str(chosen.get("text", "")))
+
+    def value(match: re.Match[str]) -> str:
+        return str(arguments.get(match.group(1), ""))
+
+    files, missing = server.get("files") or {}, []
+
+    def fixture(match: re.Match[str]) -> str:
+        path = INNER.sub(value, match.group(1))
+        if path not in files:
+            missing.append(path)
+        return str(files.get(path, ""))
+
+    text = INPUT.sub(value, FILE.sub(fixture, str(chosen.get("text", ""))))
+    if missing:
+        return {"content": [{"type": "text", "text": f"no fixture {missing[0]}"}], "isError": True}
     return {"content": [{"type": "text", "text": text}], "isError": bool(chosen.get("error"))}
 
 

@@ -312,6 +312,9 @@ class McpServer(Frozen):
     session's sandbox: no real server, nothing of the host."""
 
     tools: tuple[McpTool, ...]
+    files: dict[str, str] = Field(
+        default_factory=dict, description="fixture files a response names as {{file:<path>}} (path -> text)"
+    )
 
 
 def mcp_servers(value: dict[str, McpServer] | None) -> dict[str, McpServer] | None:

@@ -54,6 +54,7 @@ class RunEvidence:
     events: Sequence[dict[str, Any]]
     created_files: Sequence[str] = ()
     read_file: Callable[[str], bytes | None] = field(default=lambda _path: None)
+    mock_calls: str | None = None  # the calls the case's MCP stand-ins answered (JSON lines); None: no mocks
 
     def tool_calls(self) -> list[ToolCall]:
         """Every tool_use block of every assistant message, subagents' included, in order."""
@@ -94,7 +95,7 @@ class RunEvidence:
             return "\n".join(self.created_files)
         if target == "trace":
             return self.trace()
-        return None  # mock_calls: no MCP stand-ins in skillab
+        return self.mock_calls  # None: the case has no mocks
 
 
 # ----------------------------------------------------------------- grading
@@ -203,11 +204,7 @@ def _regex_verdict(grader: RegexGrader, run: RunEvidence) -> Outcome:
     label = f"file {target.path}" if isinstance(target, FileSource) else target
     text = run.text(target)
     if text is None:
-        reason = (
-            "mock_calls: no mock stand-ins in skillab"
-            if target == "mock_calls"
-            else f"{label} does not exist"
-        )
+        reason = "mock_calls: the case has no mocks" if target == "mock_calls" else f"{label} does not exist"
         return False, reason
     pattern = js_regex(grader.pattern, grader.flags)
     if grader.match == "contains":

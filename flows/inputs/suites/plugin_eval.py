@@ -18,7 +18,9 @@ from executors.agent import shipped_configuration
 from executors.contents import inspect_tree
 from executors.errors import InputError
 from executors.parsing import load_json
+from executors.schema import McpServer
 from flows.inputs.files import parse_data, read_text
+from flows.inputs.suites.plugin_mocks import mock_servers
 from graders.agent_task import AgentTask
 from graders.checks import inside
 from graders.plugin_eval import LlmGrader, PluginCase, merge_case, parse_case
@@ -86,8 +88,9 @@ def case_folders(evals: Path) -> list[Path]:
     return out
 
 
-def load_case(folder: Path) -> tuple[PluginCase, str]:
-    """One case and the text it was read from (for the suite's hash)."""
+def load_case(folder: Path, evals: Path | None = None) -> tuple[PluginCase, str, dict[str, McpServer]]:
+    """One case, the text it was read from (for the suite's hash) and its mocked MCP servers (the
+    suite's ``evals/mocks`` and its own ``mocks/``, as stand-ins)."""
     yaml_path, prompt_path = folder / "case.yaml", folder / "prompt.md"
     case_yaml = None
     texts = []
@@ -126,9 +129,11 @@ def load_case(folder: Path) -> tuple[PluginCase, str]:
         inspect_tree(fixture, f"{label}: context.add_dirs")
         if (shipped := shipped_configuration(fixture, where)) is not None:  # a CLI reads add-dirs too
             raise InputError(shipped)
-    if (folder / "mocks").is_dir():
-        case = case.model_copy(update={"unsupported": (*case.unsupported, "mocks/")})
-    return case, "\0".join(texts)
+    servers, unplayed = mock_servers(evals or folder, folder)
+    texts += [json.dumps({k: v.model_dump(mode="json") for k, v in servers.items()}, sort_keys=True)]
+    graded = tuple(u for u in case.unsupported if not (servers and u == "mock_calls"))  # served: graded
+    case = case.model_copy(update={"unsupported": (*graded, *unplayed)})
+    return case, "\0".join(texts), servers
 
 
 def load_plugin_tasks(folder: Path) -> tuple[list[AgentTask], str]:
@@ -147,7 +152,7 @@ def load_plugin_tasks(folder: Path) -> tuple[list[AgentTask], str]:
     for sub in folders:
         rel = sub.relative_to(evals).as_posix()
         try:
-            case, text = load_case(sub)
+            case, text, servers = load_case(sub, evals)
         except InputError as exc:
             problems += exc.lines
             continue
@@ -156,13 +161,13 @@ def load_plugin_tasks(folder: Path) -> tuple[list[AgentTask], str]:
             continue
         names[case.name] = rel
         digest.update(rel.encode() + b"\0" + text.encode())
-        tasks.append(case_task(case, sub))
+        tasks.append(case_task(case, sub, servers))
     if problems:
         raise InputError(problems)
     return tasks, digest.hexdigest()
 
 
-def case_task(case: PluginCase, folder: Path) -> AgentTask:
+def case_task(case: PluginCase, folder: Path, servers: dict[str, McpServer] | None = None) -> AgentTask:
     """The case in skillab's task model; its graders, not checks or the four-criterion rubric,
     decide it."""
     rubric = "\n".join(f"- {g.name}: {g.criteria}" for g in case.graders if isinstance(g, LlmGrader))
@@ -179,6 +184,7 @@ def case_task(case: PluginCase, folder: Path) -> AgentTask:
         tags=case.tags,
         plugin_case=case,
         case_dir=str(folder.resolve()),
+        mcp=servers or None,
     )
 
 

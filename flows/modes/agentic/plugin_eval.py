@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from executors.agent import read_events, shipped_configuration
+from executors.conversation import MOCK_CALLS
 from executors.sandbox import Isolation
 from executors.schema import AgentRequest
 from flows.engine.judging import run_judge_jobs
@@ -118,7 +119,9 @@ def evidence(sandbox: Path, outputs: Path) -> RunEvidence:
         found = inside(sandbox, path)
         return found.read_bytes() if found is not None and found.is_file() else None
 
-    return RunEvidence(events=events, created_files=created, read_file=read)
+    calls = outputs / MOCK_CALLS
+    mocked = calls.read_text(encoding="utf-8", errors="replace") if calls.is_file() else None
+    return RunEvidence(events=events, created_files=created, read_file=read, mock_calls=mocked)
 
 
 def grade_plugin_run(case: PluginCase, run: RunEvidence, with_plugin: bool) -> CheckResults:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from typing import Any
 
 from executors.agent import AgentExecutor
+from executors.conversation import CALLS, MOCK_CALLS, STAND_INS
 from executors.plugin import Plugin
 from executors.schema import AgentSession
 from flows.modes.agentic.plan import Session
@@ -116,6 +118,8 @@ def write_outputs(
     results = [e for e in raw if e.get("type") == "result"]
     atomic_write_json(s.outputs / "response.json", results[-1] if results else {"error": session.error})
     atomic_write_json(s.outputs / "transcript.json", raw)
+    if (calls := s.home / STAND_INS / CALLS).is_file():  # what the MCP stand-ins were asked, to grade
+        shutil.copyfile(calls, s.outputs / MOCK_CALLS)
     if session.conversation:  # who said what: the CLI's stream has the agent's side only
         atomic_write_json(
             s.outputs / "conversation.json", [u.model_dump(mode="json") for u in session.conversation]
