@@ -487,17 +487,17 @@ def test_what_will_fail_or_is_not_run_is_said_before_the_run(
         "  - {type: regex, name: mocked, target: mock_calls, pattern: x}\n"
     )
     label.write_text(label.read_text().split("graders:")[0] + graders)
-    (root / "evals" / "resume" / "mocks" / "github").mkdir(parents=True)
+    (root / "evals" / "resume" / "mocks" / "github").mkdir(parents=True)  # a mocks folder with no mock
     # unsupported parts refuse the case (one line) unless --skip-unsupported; the regex is a warning
     assert main(["skill", "run", "--suite", str(root), "--ablate-sections", "X"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and ": mock_calls, mocks/: not supported by skillab" in err[0]
+    assert len(err) == 1 and ": mock_calls: not supported by skillab" in err[0]
     assert main(["skill", "run", "--suite", str(root), "--skip-unsupported", "--ablate-sections", "X"]) == 2
     text = capsys.readouterr().err
     assert (
         "graders[0] (bad): pattern: invalid regular expression (" in text and "the grader will fail" in text
     )
-    assert "resume: mock_calls, mocks/: not supported by skillab; the case runs without it" in text
+    assert "resume: mock_calls: not supported by skillab; the case runs without it" in text
     label.write_text(label.read_text().replace("execution:\n", "execution:\n  plugins: [x]\n"))
     assert main(["skill", "run", "--suite", str(root)]) == 2
     assert (
