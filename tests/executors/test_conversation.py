@@ -17,6 +17,7 @@ from executors.claude_code import ClaudeCodeExecutor
 from executors.conversation import ASK_TOOL, ClaudeConversation
 from executors.schema import (
     AgentRequest,
+    AgentSession,
     McpResponse,
     McpServer,
     McpTool,
@@ -158,29 +159,41 @@ def ask_first(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"type": "text", "text": "report.txt written."}]
 
 
-@pytest.mark.parametrize("skill", [True, False], ids=["asks", "guesses"])
-def test_the_real_claude_cli_asks_the_user_and_meets_the_policy(tmp_path: Path, skill: bool) -> None:
+def live(
+    tmp_path: Path, agent: Any, prompt: str, voice: Any = None, timeout: float = 60, **fields: Any
+) -> AgentSession:
+    """One session of the real claude CLI against the scripted ``agent``, in ``tmp_path``."""
     if find_binary("claude") is None:
         pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
-    sandbox = tmp_path / "sb"
-    sandbox.mkdir()
-    (sandbox / "keep.txt").write_text("scratch\n")
-    policy = PermissionPolicy(rules=(PermissionRule(tool="Bash", when=r"\brm\b", decision="deny"),))
-    with FakeProvider(agent=ask_first) as server:
+    with FakeProvider(agent=agent) as server:
         claude = ClaudeCodeExecutor(ExecutorSettings(base_url=server.url))
         request = AgentRequest(
             cli="claude",
             model="sonnet",
-            prompt="Write report.txt with the sales region.",
-            sandbox=str(sandbox),
+            prompt=prompt,
+            sandbox=str(tmp_path / "sb"),
             home=str(tmp_path / "home"),
             raw_stream=str(tmp_path / "out" / "raw_stream.jsonl"),
-            system="Ask the user for the region before writing anything." if skill else None,
-            user=USER,
-            permissions=policy,
-            timeout_s=60,
+            timeout_s=timeout,
+            **fields,
         )
-        session = asyncio.run(claude.session(request))
+        return asyncio.run(claude.session(request, voice))
+
+
+@pytest.mark.parametrize("skill", [True, False], ids=["asks", "guesses"])
+def test_the_real_claude_cli_asks_the_user_and_meets_the_policy(tmp_path: Path, skill: bool) -> None:
+    sandbox = tmp_path / "sb"
+    sandbox.mkdir()
+    (sandbox / "keep.txt").write_text("scratch\n")
+    policy = PermissionPolicy(rules=(PermissionRule(tool="Bash", when=r"\brm\b", decision="deny"),))
+    session = live(
+        tmp_path,
+        ask_first,
+        "Write report.txt with the sales region.",
+        system="Ask the user for the region before writing anything." if skill else None,
+        user=USER,
+        permissions=policy,
+    )
     assert session.ok, session.error
     assert (sandbox / "report.txt").read_text() == ("Region: EMEA\n" if skill else "Region: APAC\n")
     assert (sandbox / "keep.txt").exists()  # the policy refused the deletion: nothing bypassed
@@ -222,24 +235,10 @@ def test_a_user_played_by_the_embedded_model(tmp_path: Path) -> None:
     from executors.local import DEFAULT_MODEL
     from executors.registry import get_executor
 
-    if find_binary("claude") is None:
-        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
     user = SimulatedUser(
         persona="a sales lead", facts={"region": "EMEA"}, model=DEFAULT_MODEL, executor="local"
     )
-    with FakeProvider(agent=question_then_write) as server:
-        claude = ClaudeCodeExecutor(ExecutorSettings(base_url=server.url))
-        request = AgentRequest(
-            cli="claude",
-            model="sonnet",
-            prompt="Write the report.",
-            sandbox=str(tmp_path / "sb"),
-            home=str(tmp_path / "home"),
-            raw_stream=str(tmp_path / "out" / "raw_stream.jsonl"),
-            user=user,
-            timeout_s=120,
-        )
-        session = asyncio.run(claude.session(request, get_executor("local")))
+    session = live(tmp_path, question_then_write, "Write the report.", get_executor("local"), 120, user=user)
     assert session.ok, session.error
     (answer,) = [u.text for u in session.conversation if u.kind == "answer"]
     assert answer.strip() and answer != user.default  # the model's words, not a fallback
@@ -284,22 +283,8 @@ CRM = {
 def test_an_mcp_stand_in_serves_the_real_claude_cli(tmp_path: Path, policy: PermissionPolicy | None) -> None:
     """The case's MCP server played in the session's sandbox over stdio: the CLI lists its tool, the
     call gets the scripted answer (its arguments substituted), and no other MCP server is loaded."""
-    if find_binary("claude") is None:
-        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
-    with FakeProvider(agent=crm_agent) as server:
-        claude = ClaudeCodeExecutor(ExecutorSettings(base_url=server.url))
-        request = AgentRequest(
-            cli="claude",
-            model="sonnet",
-            prompt="Find Acme in the CRM and write what it says to customer.txt.",
-            sandbox=str(tmp_path / "sb"),
-            home=str(tmp_path / "home"),
-            raw_stream=str(tmp_path / "out" / "raw_stream.jsonl"),
-            mcp=CRM,
-            permissions=policy,
-            timeout_s=60,
-        )
-        session = asyncio.run(claude.session(request))
+    prompt = "Find Acme in the CRM and write what it says to customer.txt."
+    session = live(tmp_path, crm_agent, prompt, mcp=CRM, permissions=policy)
     assert session.ok, (session.error, session.final_text)
     assert (tmp_path / "sb" / "customer.txt").read_text() == "Acme Corp: EMEA, 120 seats"
     assert session.meta["mcp_servers"] == ["crm"]

@@ -13,10 +13,10 @@ import pytest
 
 from executors.agent import find_binary
 from executors.errors import InputError
-from flows.cli.main import main
 from flows.inputs.suites.plugin_mocks import mock_servers
 from tests.fakes.provider import FakeProvider, tool_results
 from tests.flows.modes.agentic.test_plugin_eval_live import write
+from tests.flows.modes.agentic.test_published_suites import run
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 SKILL = "---\nname: crm\ndescription: Answers questions about customers. Use for CRM questions.\n---\nLook it up.\n"
@@ -69,12 +69,6 @@ def suite(tmp_path: Path) -> Path:
     write(root, {".claude-plugin/plugin.json": '{"name": "plug"}', "skills/crm/SKILL.md": SKILL, **MOCKS})
     write(root / "evals" / "lookup", {"case.yaml": CASE})
     return root
-
-
-def run(suite: Path, server: FakeProvider, *extra: str) -> int:
-    args = ["skill", "run", "--suite", str(suite), "--base-url", server.url, "--runs", "1", "--timeout", "60"]
-    args += ["--results-dir", str(suite.parent / "results"), "--judge-executor", "anthropic", *extra]
-    return main(args)
 
 
 def test_mock_files_serve_both_arms_and_grade_their_calls(
