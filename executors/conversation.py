@@ -35,6 +35,20 @@ ASK_TOOL = "AskUserQuestion"
 MAX_ANSWER = 500  # characters of a model-played user's answer
 
 
+def conversation_text(log: tuple[Utterance, ...], user: SimulatedUser | None) -> str | None:
+    """A conversation as the judge reads it: who said what, each permission decision, and when the
+    user would be satisfied; None for a session with none."""
+    if not log:
+        return None
+    lines = [
+        f"{u.who}: {u.tool} {u.decision}: {u.text}" if u.kind == "permission" else f"{u.who}: {u.text}"
+        for u in log
+    ]
+    if user is not None and user.satisfied:
+        lines.append(f"(the user is satisfied when: {user.satisfied})")
+    return "\n".join(lines)
+
+
 def _summary(given: dict[str, Any]) -> str:
     for key in ("command", "file_path", "path", "url"):
         if given.get(key):

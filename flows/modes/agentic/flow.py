@@ -21,6 +21,7 @@ from prefect.states import Completed, Failed
 from executors.agent import read_events, usage_of
 from executors.base import HttpExecutor
 from executors.contents import archive_tree
+from executors.conversation import conversation_text
 from executors.plugin import Plugin
 from executors.registry import agent_cli, close_all, usable_executor
 from executors.sandbox import Isolation, checked_isolation
@@ -245,6 +246,7 @@ def judge_job(target: Target, s: Session, session: AgentSession, checks: CheckRe
         checks,
         files,
         session.meta.get("usage") or {},
+        conversation_text(session.conversation, task.user),
     )
     return JudgeJob(target, prompt, task.task_id, "session", s.run, schema_json=CRITERIA_SCHEMA_JSON)
 

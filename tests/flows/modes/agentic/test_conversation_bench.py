@@ -51,6 +51,7 @@ goal: a one-line report
 facts:
   region: {region}
 turns: 2
+satisfied: the report names the region they asked for
 ```
 
 ## Permissions
@@ -91,7 +92,11 @@ def agent(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"type": "text", "text": "report.txt is written."}]
 
 
+JUDGED: list[str] = []
+
+
 def judge(system: str, prompt: str) -> str:
+    JUDGED.append(prompt)
     s = 90 if re.search(r"Sales region: (EMEA|AMER)", prompt) else 30
     criteria = ("correctness", "completeness", "quality", "efficiency")
     return json.dumps(
@@ -168,6 +173,14 @@ def test_an_ask_first_skill_passes_only_by_asking_the_user(
         "decision": None,
     }
     assert (results / "sandbox/task-02/with-skill/report.txt").read_text() == "Sales region: AMER\n"
+    # the judge read who said what, and when the user is satisfied
+    talked = [p for p in JUDGED if "The conversation with the user" in p]
+    assert len(talked) == 4 and any(
+        "agent: Which region should the report cover?\nuser: EMEA" in p for p in talked
+    )
+    assert all(
+        "(the user is satisfied when: the report names the region they asked for)" in p for p in talked
+    )
 
 
 def test_a_case_with_a_user_is_refused_for_a_cli_that_cannot_converse(
