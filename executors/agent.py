@@ -17,6 +17,7 @@ import shutil
 import sys
 import time
 from abc import abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
@@ -24,12 +25,10 @@ from typing import Any, ClassVar
 from executors import agent_config
 from executors.agent_config import CONFIG_FILES, HERE
 from executors.base import Executor
-from executors.contents import copy_tree
-from executors.conversation import NO_CONVERSATION, ClaudeConversation, Talking, meets_the_world, talks
+from executors.conversation import Conversation, Talking, talks, world_problem
 from executors.egress import Provider, Route, forwarder
 from executors.errors import PermanentError, TransientError, is_transient_status
 from executors.limits import DiskWatch, disk_limit, pids_cgroup
-from executors.plugin import prepared_copy, read_plugin
 from executors.redaction import redact_file
 from executors.sandbox import (
     EGRESS_PORT,
@@ -211,12 +210,21 @@ class AgentExecutor(Executor):
         path = find_binary(cls.binary)
         return f"{cls.version} {cls.binary} {(installed_version(path) if path else None) or 'unknown'}"
 
-    #: The CLI takes a conversation on its input (a case's user and permission policy); a case with
-    #: either is refused for a CLI without, before anything runs.
+    #: The CLI takes a conversation on its input (a case's user, permission policy and MCP
+    #: stand-ins); ``resumes``: it can resume a finished session for a next turn (a case's user
+    #: only). A case with what its CLI cannot do is refused before anything runs.
     converses: ClassVar[bool] = False
+    resumes: ClassVar[bool] = False
 
-    def conversation(self, request: AgentRequest, voice: Executor | None) -> ClaudeConversation | None:
-        """The session's user and permission policy played over the CLI's input (``converses``)."""
+    def resume_argv(self, argv: list[str], session_id: str, message: str) -> list[str]:
+        """The arguments of a run that resumes ``session_id`` with ``message`` (``resumes``)."""
+        raise NotImplementedError(f"{self.name} does not resume sessions")
+
+    def conversation(self, request: AgentRequest, voice: Executor | None) -> Conversation | None:
+        """The session's user and permission policy: over the CLI's input (``converses``), or as
+        resumed runs (``resumes``: its user only)."""
+        if self.converses or self.resumes:
+            return Conversation(request.prompt, request.user, request.permissions, voice)
         return None
 
     @classmethod
@@ -297,8 +305,8 @@ class AgentExecutor(Executor):
         shipped = shipped_configuration(Path(request.sandbox), "the session's working folder")
         if shipped is not None:
             return AgentSession(ok=False, status="error", error=shipped)
-        if meets_the_world(request) and not self.converses:
-            return AgentSession(ok=False, status="error", error=f"{self.name}: {NO_CONVERSATION}")
+        if (problem := world_problem(request, type(self))) is not None:
+            return AgentSession(ok=False, status="error", error=f"{self.name}: {problem}")
         Path(request.sandbox).mkdir(parents=True, exist_ok=True)
         Path(request.home).mkdir(parents=True, exist_ok=True)
         network: Network = "host" if request.allow_network else "model"
@@ -330,27 +338,33 @@ class AgentExecutor(Executor):
         isolation: Isolation,
         egress: tuple[Network, Route],
         group: Path | None,
-        talk: ClaudeConversation | None,
+        talk: Conversation | None,
     ) -> AgentSession:
         network, route = egress
         writable = [request.home, *(env[k] for k in ("TMPDIR", "CODEX_HOME") if env.get(k))]
-        command = wrap(
-            [binary, *argv],
-            isolation=isolation,
-            workdir=request.sandbox,
-            # CODEX_HOME and TMPDIR live in the fresh HOME today; bound anyway should that change.
-            writable=writable,
-            # bound read-only over the writable HOME: the session reads its add_dirs, cannot change them
-            readable=[*executable_paths(binary), *self.readable(), Path(request.home) / ADD_DIRS],
-            search_path=env.get("PATH"),
-            network=network,
-            egress=route.socket,
-            cgroup=group,
-        )
+
+        def sandboxed(args: list[str]) -> list[str]:
+            return wrap(
+                [binary, *args],
+                isolation=isolation,
+                workdir=request.sandbox,
+                # CODEX_HOME and TMPDIR live in the fresh HOME today; bound anyway should that change.
+                writable=writable,
+                # bound read-only over the writable HOME: the session reads its add_dirs, cannot change them
+                readable=[*executable_paths(binary), *self.readable(), Path(request.home) / ADD_DIRS],
+                search_path=env.get("PATH"),
+                network=network,
+                egress=route.socket,
+                cgroup=group,
+            )
+
         raw = Path(request.raw_stream)
         raw.parent.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
-        ended = await self._execute(command, request, env, raw, talk)
+        ended = await self._execute(sandboxed(argv), request, env, raw, talk if self.converses else None)
+        session = self.parse(read_events(raw), request)
+        if talk is not None and not self.converses:  # one run per turn, each resuming the session
+            session, ended = await self._resumed(request, session, ended, talk, (sandboxed, argv, env, raw))
         elapsed = (time.perf_counter() - started) * 1000
         for written in (raw, raw.with_name("stderr.txt")):
             redact_file(written)
@@ -367,13 +381,39 @@ class AgentExecutor(Executor):
                 update["meta"] = {**session.meta, **user}
         return session.model_copy(update=update | ended.failure(session, request, raw))
 
+    async def _resumed(
+        self,
+        request: AgentRequest,
+        session: AgentSession,
+        ended: _Ended,
+        talk: Conversation,
+        run: tuple[Callable[[list[str]], list[str]], list[str], dict[str, str], Path],
+    ) -> tuple[AgentSession, _Ended]:
+        """The user's answers as further runs resuming the session, each run's stream appended to
+        the first's, until a turn ends without a question or the user has no answers left."""
+        sandboxed, argv, env, raw = run
+        talk.opening()  # the first run's prompt, in the log (its argv carried it)
+        turn = raw.with_name("raw_stream.turn.jsonl")
+        while not ended.failure(session, request, raw) and (sid := session.meta.get("session_id")):
+            answer = await talk.follow_up(session.final_text, session.ok)
+            if answer is None:
+                break
+            ended = await self._execute(
+                sandboxed(self.resume_argv(argv, str(sid), answer)), request, env, turn
+            )
+            with raw.open("ab") as whole:
+                whole.write(turn.read_bytes())
+            turn.unlink()
+            session = self.parse(read_events(raw), request)
+        return session, ended
+
     async def _execute(
         self,
         command: list[str],
         request: AgentRequest,
         env: dict[str, str],
         raw: Path,
-        talk: ClaudeConversation | None = None,
+        talk: Conversation | None = None,
     ) -> _Ended:
         """The CLI run to its end: its stream copied to ``raw`` (cut at the flood limit), killed
         with its process group at the timeout, a flood, the disk bound, or a child left holding
@@ -496,60 +536,6 @@ class AgentExecutor(Executor):
             if isinstance(tools := session.meta.get("tools"), list)
             else (),
         )
-
-
-def install_skill(request: AgentRequest, *where: str) -> bool:
-    """Copy the skill (and any further ``request.skills``) into the sandbox where the CLI looks for
-    skills, each under the name it is listed by; False when the skill under test is not installed."""
-    for extra in request.skills:
-        copy_tree(extra.path, Path(request.sandbox).joinpath(*where, extra.name), f"skill {extra.name}")
-    if not (request.skill_name and request.skill_dir):
-        return False
-    copy_tree(
-        request.skill_dir,
-        Path(request.sandbox).joinpath(*where, request.skill_name),
-        f"skill {request.skill_name}",
-    )
-    return True
-
-
-def install_and_instruct(
-    request: AgentRequest, where: tuple[str, str], force: str, instructions: Path
-) -> None:
-    """The skills installed where the CLI discovers them (a plugin's as single skills), and the CLI's
-    instructions file written: the order to load the skill under test (``force``, with ``{name}``;
-    never in trigger mode) and sample mode's system text; no file when there is neither."""
-    parts = []
-    install_plugin_skills(request, *where)
-    if install_skill(request, *where) and request.force_skill:
-        parts.append(force.format(name=request.skill_name))
-    if request.system:
-        parts.append(request.system)
-    if parts:
-        instructions.parent.mkdir(parents=True, exist_ok=True)
-        instructions.write_text("\n\n".join(parts), encoding="utf-8")
-
-
-def plugin_copy(request: AgentRequest) -> Path | None:
-    """The session's copy of the plugin under test (in its fresh HOME, outside the working
-    directory), MCP servers stripped unless the request opts in; None without a plugin."""
-    if not request.plugin_dir:
-        return None
-    name = read_plugin(Path(request.plugin_dir)).name
-    return prepared_copy(
-        request.plugin_dir, Path(request.home) / "skillab-plugins" / name, request.plugin_mcp
-    )
-
-
-def install_plugin_skills(request: AgentRequest, *where: str) -> tuple[str, ...]:
-    """Codex and Gemini have no plugin loader: the plugin's skills are installed as skills, under
-    their own names (its other parts are refused before the run, see executors.plugin)."""
-    if not request.plugin_dir:
-        return ()
-    dirs = read_plugin(Path(request.plugin_dir)).skill_dirs()
-    for name, folder in dirs.items():
-        copy_tree(folder, Path(request.sandbox).joinpath(*where, name), f"plugin skill {name}")
-    return tuple(dirs)
 
 
 def usage_of(meta: dict[str, Any]) -> Usage:

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from executors.agent import ADD_DIRS, AgentExecutor, install_skill, plugin_copy, talks
-from executors.base import Executor
+from executors.agent import ADD_DIRS, AgentExecutor, talks
 from executors.case_env import case_env
 from executors.contents import copy_file, copy_tree
-from executors.conversation import ClaudeConversation, stand_ins
+from executors.conversation import stand_ins
 from executors.egress import ANTHROPIC, PLACEHOLDER_KEY
+from executors.installing import install_skill, plugin_copy
 from executors.listing import claude_budget
 from executors.plugin import prepared_copy, read_plugin
 from executors.pricing import ANTHROPIC_RATIOS
@@ -141,9 +141,6 @@ class ClaudeCodeExecutor(AgentExecutor):
             # rather than a default of the CLI's that the server may not know.
             env["CLAUDE_CODE_SUBAGENT_MODEL"] = request.model
         return argv, env
-
-    def conversation(self, request: AgentRequest, voice: Executor | None) -> ClaudeConversation | None:
-        return ClaudeConversation(request.prompt, request.user, request.permissions, voice)
 
     def budgeted(self, listing: SkillListing, session: AgentSession, request: AgentRequest) -> SkillListing:
         fraction = budget_fraction(Path(request.home), Path(request.sandbox))

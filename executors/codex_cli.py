@@ -12,8 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from executors.agent import AgentExecutor, install_plugin_skills, install_skill, skill_file_reads
+from executors.agent import AgentExecutor, skill_file_reads
 from executors.egress import OPENAI, PLACEHOLDER_KEY
+from executors.installing import install_plugin_skills, install_skill
 from executors.pricing import OPENAI_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 
@@ -69,6 +70,8 @@ class CodexExecutor(AgentExecutor):
             str((event.input or {}).get("command") or ""), ".agents/skills", ".codex/skills"
         )
 
+    resumes = True  # a simulated user's answers as runs resuming the thread (`codex exec resume`)
+
     def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
         codex_home = Path(request.home) / ".codex"
         codex_home.mkdir(parents=True, exist_ok=True)
@@ -96,6 +99,10 @@ class CodexExecutor(AgentExecutor):
         ]
         env = self.base_env(request) | {"CODEX_HOME": str(codex_home), "OPENAI_API_KEY": PLACEHOLDER_KEY}
         return argv, env
+
+    def resume_argv(self, argv: list[str], session_id: str, message: str) -> list[str]:
+        # `codex exec [its flags] resume <thread id> <prompt>`: the prompt, the last argument, replaced
+        return [*argv[:-1], "resume", session_id, message]
 
     def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
         forced = bool(request.skill_name and request.skill_dir and request.force_skill)

@@ -2,7 +2,7 @@
 permission policy that answers the CLI's permission prompts instead of bypassing them.
 
 The user and the policy are data (a case's ``## User`` and ``## Permissions``); a
-:class:`ClaudeConversation` plays them against Claude Code's streaming JSON protocol, with no I/O
+:class:`Conversation` plays them against Claude Code's streaming JSON protocol, with no I/O
 of its own: the executor feeds it each line the CLI writes and writes back what it returns. Claude
 Code asks through two channels, both answered here:
 
@@ -22,11 +22,12 @@ import contextlib
 import json
 import re
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from executors.base import Executor
-from executors.schema import AgentRequest, PermissionPolicy, RunRequest, SimulatedUser, Utterance
+from executors.schema import AgentRequest, McpServer, PermissionPolicy, RunRequest, SimulatedUser, Utterance
 
 #: The words that make a user's answer to "may I ...?" a yes.
 YES = re.compile(r"^\s*(yes|y|ok|okay|sure|go ahead|allow|approved?|please do)\b", re.I)
@@ -115,8 +116,9 @@ class UserVoice:
         return said[:MAX_ANSWER] or self.user.default
 
 
-class ClaudeConversation:
-    """A case's user and policy played over Claude Code's stream-json input and control protocol."""
+class Conversation:
+    """A case's user and policy: played over Claude Code's stream-json input and control protocol,
+    or, for a CLI that resumes a session (``AgentExecutor.resumes``), one run per turn."""
 
     def __init__(
         self,
@@ -167,15 +169,21 @@ class ClaudeConversation:
         return await self.voice.answer(question, self.log)
 
     async def _turn_ended(self, line: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
-        question, self.last_text = self.last_text.strip(), ""
-        if line.get("subtype") != "success" or line.get("is_error") or not question.endswith("?"):
-            return [], True
+        text, self.last_text = self.last_text, ""
+        answer = await self.follow_up(text, line.get("subtype") == "success" and not line.get("is_error"))
+        return ([user_message(answer)], False) if answer is not None else ([], True)
+
+    async def follow_up(self, text: str, ok: bool) -> str | None:
+        """The user's next message after a turn that ended with ``text``: their answer when the turn
+        ended well with a question and they have answers left; None ends the conversation."""
+        question = text.strip()
+        if not ok or not question.endswith("?"):
+            return None
         self.log.append(Utterance(who="agent", kind="question", text=question))
         answer = await self._ask_user(question)
-        if answer is None:
-            return [], True
-        self.log.append(Utterance(who="user", kind="answer", text=answer))
-        return [user_message(answer)], False
+        if answer is not None:
+            self.log.append(Utterance(who="user", kind="answer", text=answer))
+        return answer
 
     async def _control(self, line: dict[str, Any]) -> dict[str, Any]:
         request = line.get("request") or {}
@@ -224,9 +232,8 @@ class ClaudeConversation:
 
 #: Why a case with a user or a permission policy cannot run on a CLI (said in one line).
 NO_CONVERSATION = (
-    "a case with a simulated user, a permission policy or MCP stand-ins needs a CLI that takes a "
-    "conversation on its input (claude); this CLI's non-interactive mode cannot answer its "
-    "questions or prompts"
+    "needs a CLI that takes a conversation on its input (claude) or, for a simulated user alone, one "
+    "that resumes its sessions (codex); this CLI's non-interactive mode cannot answer it"
 )
 
 
@@ -235,16 +242,42 @@ def talks(request: AgentRequest) -> bool:
     return request.user is not None or request.permissions is not None
 
 
-def meets_the_world(request: AgentRequest) -> bool:
-    """The session has a user, a permission policy or MCP stand-ins: only a CLI that converses runs it."""
-    return talks(request) or bool(request.mcp)
+class World(Protocol):
+    """What of the world a session or a case carries."""
+
+    @property
+    def user(self) -> SimulatedUser | None: ...
+    @property
+    def permissions(self) -> PermissionPolicy | None: ...
+    @property
+    def mcp(self) -> Mapping[str, McpServer] | None: ...
+
+
+class Abilities(Protocol):
+    """What a CLI can do with a world (``AgentExecutor.converses`` and ``resumes``)."""
+
+    @property
+    def converses(self) -> bool: ...
+    @property
+    def resumes(self) -> bool: ...
+
+
+def world_problem(world: World, cli: Abilities) -> str | None:
+    """Why a CLI cannot run a session's (or a case's) world: its user, its permission policy, its
+    MCP stand-ins; the field and why, in one line; None when it can."""
+    if world.permissions is not None or world.mcp:
+        field = "permissions" if world.permissions is not None else "mcp"
+        return None if cli.converses else f"{field}: {NO_CONVERSATION}"
+    if world.user is None or cli.converses or cli.resumes:
+        return None
+    return f"user: {NO_CONVERSATION}"
 
 
 class Talking:
     """A conversation on a running CLI: its opening written, each whole line of the CLI's stream
     answered on its input, the input closed when the conversation ends (which ends the session)."""
 
-    def __init__(self, talk: ClaudeConversation, stdin: asyncio.StreamWriter) -> None:
+    def __init__(self, talk: Conversation, stdin: asyncio.StreamWriter) -> None:
         self.talk, self.stdin, self.pending = talk, stdin, b""
 
     async def write(self, lines: list[dict[str, Any]]) -> None:

@@ -21,17 +21,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from executors.agent import (
-    ADD_DIRS,
-    AgentExecutor,
-    find_binary,
-    install_and_instruct,
-    json_object,
-    read_events,
-    skill_file_reads,
-)
+from executors.agent import ADD_DIRS, AgentExecutor, find_binary, json_object, read_events, skill_file_reads
 from executors.contents import copy_tree
 from executors.egress import ANTHROPIC, PLACEHOLDER_KEY
+from executors.installing import install_and_instruct
 from executors.pricing import ANTHROPIC_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 from executors.versions import installed_version

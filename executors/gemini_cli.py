@@ -11,8 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from executors.agent import AgentExecutor, install_and_instruct
+from executors.agent import AgentExecutor
 from executors.egress import GEMINI, PLACEHOLDER_KEY
+from executors.installing import install_and_instruct
 from executors.pricing import GEMINI_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 

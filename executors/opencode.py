@@ -17,8 +17,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from executors.agent import AgentExecutor, install_and_instruct, json_object, skill_file_reads
+from executors.agent import AgentExecutor, json_object, skill_file_reads
 from executors.egress import OPENAI, PLACEHOLDER_KEY
+from executors.installing import install_and_instruct
 from executors.pricing import OPENAI_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 

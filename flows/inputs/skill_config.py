@@ -14,7 +14,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from executors.agent import find_binary
 from executors.contents import inspect_tree
-from executors.conversation import NO_CONVERSATION
+from executors.conversation import world_problem
 from executors.errors import InputError
 from executors.parsing import load_json, load_yaml
 from executors.plugin import MANIFEST, Plugin, looks_like_plugin, read_plugin, runner_problem
@@ -454,16 +454,14 @@ def suite_warnings(
 
 def conversation_refusals(tasks: list[AgentTask], runner: str, folder: str | None) -> list[str]:
     """Cases with a simulated user, a permission policy or MCP stand-ins, refused (one line each)
-    for an agent CLI that cannot take a conversation on its input (or serve the stand-ins)."""
-    mute = [
-        r for r in dict.fromkeys(x.strip() for x in runner.split(",")) if r and not agent_cli(r).converses
-    ]
+    for an agent CLI that cannot run them (executors.conversation.world_problem)."""
+    runners = [agent_cli(r) for r in dict.fromkeys(x.strip() for x in runner.split(",")) if r]
     return [
-        (f"{Path(folder) / t.task_id}.md" if folder else t.task_id)
-        + f": {field}: --runner {r}: {NO_CONVERSATION}"
-        for r in mute
+        f"{f'{Path(folder) / t.task_id}.md' if folder else t.task_id}: {problem.split(':', 1)[0]}: "
+        f"--runner {cli.name}:{problem.split(':', 1)[1]}"
+        for cli in runners
         for t in tasks
-        if (field := next((f for f in ("user", "permissions", "mcp") if getattr(t, f)), None))
+        if (problem := world_problem(t, cli)) is not None
     ]
 
 

@@ -14,7 +14,7 @@ import pytest
 from executors.agent import find_binary
 from executors.base import ExecutorSettings
 from executors.claude_code import ClaudeCodeExecutor
-from executors.conversation import ASK_TOOL, ClaudeConversation
+from executors.conversation import ASK_TOOL, Conversation
 from executors.schema import (
     AgentRequest,
     AgentSession,
@@ -52,13 +52,13 @@ def said(text: str) -> dict[str, Any]:
 DONE = {"type": "result", "subtype": "success", "is_error": False}
 
 
-def step(talk: ClaudeConversation, line: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+def step(talk: Conversation, line: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
     """What the conversation writes back for one line of the CLI's stream."""
     return asyncio.run(talk.on_line(line))
 
 
 def test_the_user_tells_a_fact_only_when_asked_for_it_and_leaves_after_their_turns() -> None:
-    talk = ClaudeConversation("Write the report.", USER, None)
+    talk = Conversation("Write the report.", USER, None)
     assert talk.opening() == [{"type": "user", "message": {"role": "user", "content": "Write the report."}}]
     question = {"questions": [{"question": "Which region and which year?", "header": "Scope", "options": []}]}
     (reply,), ended = step(talk, ask("r1", ASK_TOOL, question))
@@ -85,7 +85,7 @@ def test_the_user_tells_a_fact_only_when_asked_for_it_and_leaves_after_their_tur
 
 
 def test_a_turn_that_ends_without_a_question_ends_the_session() -> None:
-    talk = ClaudeConversation("Go.", USER, None)
+    talk = Conversation("Go.", USER, None)
     step(talk, said("Done: report.txt written."))
     assert step(talk, DONE) == ([], True)
 
@@ -99,7 +99,7 @@ def test_the_policy_allows_denies_and_asks_the_user() -> None:
         ),
     )
     yes = SimulatedUser(replies=(Reply(when="deploy", say="Yes, go ahead."),), default="No.")
-    talk = ClaudeConversation("Clean up.", yes, policy)
+    talk = Conversation("Clean up.", yes, policy)
 
     def verdict(tool: str, given: dict[str, Any]) -> dict[str, Any]:
         (reply,), _ = step(talk, ask("r", tool, given))
@@ -117,7 +117,7 @@ def test_the_policy_allows_denies_and_asks_the_user() -> None:
         ("user", "mcp__ops__delete", "deny"),
     ]
     # no user to ask: an "ask" is a refusal
-    alone = ClaudeConversation("Go.", None, PermissionPolicy(default="ask"))
+    alone = Conversation("Go.", None, PermissionPolicy(default="ask"))
     (reply,), _ = step(alone, ask("r", "Write", {"file_path": "x"}))
     assert reply["response"]["response"]["behavior"] == "deny"
 
@@ -368,3 +368,69 @@ def test_a_task_carries_its_user_and_its_mcp_stand_ins_and_bad_ones_are_named() 
         parse_task(TASK.replace("facts: {customer: Acme}", "turns: 0"), "t")
     with pytest.raises(InputError, match=r"checks: asked grades a conversation: the task needs a '## User'"):
         parse_task(TASK.split("## User")[0], "t")
+
+
+def codex_asks(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Codex's model: asks for the region, then (the thread resumed with the answer) writes it."""
+    items = [i for i in body.get("input", []) if isinstance(i, dict) and i.get("role") == "user"]
+    said = [c.get("text", "") for i in items for c in i.get("content") or [] if isinstance(c, dict)]
+    answered = [t for t in said if t.strip() in ("EMEA", "AMER")]
+    outputs = [
+        i for i in body.get("input", []) if isinstance(i, dict) and i.get("type") == "function_call_output"
+    ]
+    if not answered:
+        return [
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Which region?"}],
+            }
+        ]
+    if not outputs:
+        command = {"cmd": f"printf '{answered[-1].strip()}' > region.txt"}
+        return [
+            {
+                "type": "function_call",
+                "name": "exec_command",
+                "call_id": "call_1",
+                "arguments": json.dumps(command),
+            }
+        ]
+    return [
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "region.txt written."}],
+        }
+    ]
+
+
+def test_codex_meets_the_user_by_resuming_its_thread(tmp_path: Path) -> None:
+    from executors.codex_cli import CodexExecutor
+
+    if find_binary("codex") is None:
+        pytest.fail("the codex CLI is missing: scripts/install-agent-clis.sh installs it")
+    with FakeProvider() as server:
+        server.responses_agent = codex_asks
+        codex = CodexExecutor(ExecutorSettings(base_url=f"{server.url}/v1"))
+        request = AgentRequest(
+            cli="codex",
+            model="gpt-5.5",
+            prompt="Write region.txt with the sales region.",
+            sandbox=str(tmp_path / "sb"),
+            home=str(tmp_path / "home"),
+            raw_stream=str(tmp_path / "out" / "raw_stream.jsonl"),
+            user=USER,
+            timeout_s=60,
+        )
+        session = asyncio.run(codex.session(request))
+        refused = asyncio.run(codex.session(request.model_copy(update={"permissions": PermissionPolicy()})))
+    assert session.ok, session.error
+    assert (tmp_path / "sb" / "region.txt").read_text() == "EMEA"
+    assert [(u.who, u.kind, u.text) for u in session.conversation] == [
+        ("user", "prompt", "Write region.txt with the sales region."),
+        ("agent", "question", "Which region?"),
+        ("user", "answer", "EMEA"),
+    ]
+    assert session.final_text == "region.txt written."
+    assert not refused.ok and "permissions: needs a CLI that takes a conversation" in (refused.error or "")

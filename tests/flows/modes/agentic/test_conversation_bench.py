@@ -183,16 +183,21 @@ def test_an_ask_first_skill_passes_only_by_asking_the_user(
     )
 
 
-def test_a_case_with_a_user_is_refused_for_a_cli_that_cannot_converse(
+def test_a_case_with_a_policy_is_refused_for_a_cli_that_cannot_converse(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = project(tmp_path / "proj")
     monkeypatch.chdir(root)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")  # the judge's, which --dry-run checks too
+    # codex meets a user by resuming its thread, but cannot answer permission prompts; gemini neither
     assert run(root, "http://127.0.0.1:9", "--runner", "codex", "--dry-run") == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert any(
-        line.startswith(
-            "skillab: error: suite/task-01-easy.md: user: --runner codex: a case with a simulated user"
-        )
-        for line in err
-    ), err
+    refused = "skillab: error: suite/task-01-easy.md: permissions: --runner codex: needs a CLI that takes"
+    assert any(line.startswith(refused) for line in err), err
+    for stem in ("task-01-easy", "task-02-easy"):
+        text = (root / "suite" / f"{stem}.md").read_text()
+        (root / "suite" / f"{stem}.md").write_text(text.split("## Permissions")[0])
+    assert run(root, "http://127.0.0.1:9", "--runner", "codex", "--dry-run") == 0
+    capsys.readouterr()
+    assert run(root, "http://127.0.0.1:9", "--runner", "gemini-cli", "--dry-run") == 2
+    assert "task-01-easy.md: user: --runner gemini-cli: needs a CLI" in capsys.readouterr().err
