@@ -42,6 +42,8 @@ class GeminiCliExecutor(AgentExecutor):
         value = (event.input or {}).get("name") if event.tool == "activate_skill" else None
         return [value.strip().lstrip("/")] if isinstance(value, str) and value.strip() else []
 
+    resumes = True  # a simulated user's answers as runs resuming the session (`gemini --resume`)
+
     def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
         settings_dir = Path(request.home) / ".gemini"
         settings_dir.mkdir(parents=True, exist_ok=True)
@@ -71,6 +73,10 @@ class GeminiCliExecutor(AgentExecutor):
         ]
         return argv, env
 
+    def resume_argv(self, argv: list[str], session_id: str, message: str) -> list[str]:
+        # `gemini --resume <session id> -p <message>`: the first run's `-p <prompt>` replaced
+        return ["--resume", session_id, "-p", message, *argv[2:]]
+
     def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
         return parse_gemini(events, request.skill_name)
 
@@ -79,6 +85,7 @@ def parse_gemini(events: list[dict[str, Any]], skill_name: str | None = None) ->
     out: list[AgentEvent] = []
     meta: dict[str, Any] = {}
     text_parts: list[str] = []
+    final = ""  # the last run's text
     result: dict[str, Any] | None = None
     invoked = False
     tools: dict[str, str] = {}
@@ -108,10 +115,12 @@ def parse_gemini(events: list[dict[str, Any]], skill_name: str | None = None) ->
             )
         elif kind == "error":
             out.append(AgentEvent(kind="error", text=str(e.get("message") or e), is_error=True))
-        elif kind == "result":
-            result = e
-    final = "".join(text_parts)
-    if final:
+        elif kind == "result":  # a run's end (a resumed session has one per turn): its text is whole
+            result, final, text_parts = e, "".join(text_parts), []
+            if final:
+                out.append(AgentEvent(kind="text", text=final))
+    if text_parts:  # a run that died before its result
+        final = "".join(text_parts)
         out.append(AgentEvent(kind="text", text=final))
     seen = {"final_text": final, "skill_invoked": invoked, "meta": meta}
     if result is None:

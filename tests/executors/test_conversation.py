@@ -434,3 +434,43 @@ def test_codex_meets_the_user_by_resuming_its_thread(tmp_path: Path) -> None:
     ]
     assert session.final_text == "region.txt written."
     assert not refused.ok and "permissions: needs a CLI that takes a conversation" in (refused.error or "")
+
+
+def gemini_asks(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Gemini's model: asks for the region, then (the session resumed with the answer) writes it."""
+    said = [
+        p.get("text", "") for c in body["contents"] if c.get("role") == "user" for p in c.get("parts", [])
+    ]
+    answered = [t.strip() for t in said if t.strip() in ("EMEA", "AMER")]
+    done = any("functionResponse" in p for c in body["contents"] for p in c.get("parts", []))
+    if not answered:
+        return [{"text": "Which region?"}]
+    if not done:
+        write = {"file_path": "region.txt", "content": answered[-1]}
+        return [{"functionCall": {"name": "write_file", "args": write}}]
+    return [{"text": "region.txt written."}]
+
+
+def test_gemini_meets_the_user_by_resuming_its_session(tmp_path: Path) -> None:
+    from executors.gemini_cli import GeminiCliExecutor
+
+    if find_binary("gemini") is None:
+        pytest.fail("the gemini CLI is missing: scripts/install-agent-clis.sh installs it")
+    with FakeProvider() as server:
+        server.gemini_agent = gemini_asks
+        gemini = GeminiCliExecutor(ExecutorSettings(base_url=server.url))
+        request = AgentRequest(
+            cli="gemini-cli",
+            model="gemini-2.5-pro",
+            prompt="Write region.txt with the sales region.",
+            sandbox=str(tmp_path / "sb"),
+            home=str(tmp_path / "home"),
+            raw_stream=str(tmp_path / "out" / "raw_stream.jsonl"),
+            user=USER,
+            timeout_s=90,
+        )
+        session = asyncio.run(gemini.session(request))
+    assert session.ok, session.error
+    assert (tmp_path / "sb" / "region.txt").read_text() == "EMEA"
+    assert [u.kind for u in session.conversation] == ["prompt", "question", "answer"]
+    assert session.final_text == "region.txt written."
