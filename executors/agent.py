@@ -398,9 +398,8 @@ class AgentExecutor(Executor):
             answer = await talk.follow_up(session.final_text, session.ok)
             if answer is None:
                 break
-            ended = await self._execute(
-                sandboxed(self.resume_argv(argv, str(sid), answer)), request, env, turn
-            )
+            told = request.model_copy(update={"prompt": answer})  # what a CLI reading stdin is told
+            ended = await self._execute(sandboxed(self.resume_argv(argv, str(sid), answer)), told, env, turn)
             with raw.open("ab") as whole:
                 whole.write(turn.read_bytes())
             turn.unlink()

@@ -233,7 +233,7 @@ class Conversation:
 #: Why a case with a user or a permission policy cannot run on a CLI (said in one line).
 NO_CONVERSATION = (
     "needs a CLI that takes a conversation on its input (claude) or, for a simulated user alone, one "
-    "that resumes its sessions (codex, gemini-cli); this CLI's non-interactive mode cannot answer it"
+    "that resumes its sessions (codex, gemini-cli, opencode); this CLI's non-interactive mode cannot answer it"
 )
 
 

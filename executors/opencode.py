@@ -74,6 +74,8 @@ class OpenCodeExecutor(AgentExecutor):
             return "opencode needs ripgrep (rg) on PATH for its skill, grep and glob tools: apt-get install ripgrep"
         return super().problem()
 
+    resumes = True  # a simulated user's answers as runs continuing the session (`run --session`)
+
     def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
         config_dir = Path(request.home) / ".config" / "opencode"
         config_dir.mkdir(parents=True, exist_ok=True)
@@ -108,6 +110,10 @@ class OpenCodeExecutor(AgentExecutor):
         env = self.base_env(request) | QUIET
         # --title: no extra request for a session title
         return ["run", "--format", "json", "--title", "skillab"], env
+
+    def resume_argv(self, argv: list[str], session_id: str, message: str) -> list[str]:
+        # `opencode run --session <id>`, the message on stdin as every prompt is
+        return [*argv, "--session", session_id]
 
     def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
         return parse_opencode(events, request.skill_name)

@@ -474,3 +474,48 @@ def test_gemini_meets_the_user_by_resuming_its_session(tmp_path: Path) -> None:
     assert (tmp_path / "sb" / "region.txt").read_text() == "EMEA"
     assert [u.kind for u in session.conversation] == ["prompt", "question", "answer"]
     assert session.final_text == "region.txt written."
+
+
+def opencode_asks(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """OpenCode's model: asks for the region, then (the session continued with the answer) writes it."""
+    said = [
+        m["content"] if isinstance(m["content"], str) else json.dumps(m["content"])
+        for m in body["messages"]
+        if m["role"] == "user"
+    ]
+    answered = [r for r in ("EMEA", "AMER") if any(r in t for t in said)]
+    if not answered:
+        return [{"text": "Which region?"}]
+    if not any(m["role"] == "tool" for m in body["messages"]):
+        return [
+            {
+                "tool": "bash",
+                "arguments": {"command": f"printf {answered[0]} > region.txt", "description": "write"},
+            }
+        ]
+    return [{"text": "region.txt written."}]
+
+
+def test_opencode_meets_the_user_by_continuing_its_session(tmp_path: Path) -> None:
+    from executors.opencode import OpenCodeExecutor
+
+    if find_binary("opencode") is None:
+        pytest.fail("the opencode CLI is missing: scripts/install-agent-clis.sh installs it")
+    with FakeProvider() as server:
+        server.chat_agent = opencode_asks
+        opencode = OpenCodeExecutor(ExecutorSettings(base_url=f"{server.url}/v1"))
+        request = AgentRequest(
+            cli="opencode",
+            model="gpt-5.5",
+            prompt="Write region.txt with the sales region.",
+            sandbox=str(tmp_path / "sb"),
+            home=str(tmp_path / "home"),
+            raw_stream=str(tmp_path / "out" / "raw_stream.jsonl"),
+            user=USER,
+            timeout_s=90,
+        )
+        session = asyncio.run(opencode.session(request))
+    assert session.ok, session.error
+    assert (tmp_path / "sb" / "region.txt").read_text() == "EMEA"
+    assert [u.kind for u in session.conversation] == ["prompt", "question", "answer"]
+    assert session.final_text == "region.txt written."
