@@ -232,8 +232,8 @@ class Conversation:
 
 #: Why a case with a user or a permission policy cannot run on a CLI (said in one line).
 NO_CONVERSATION = (
-    "needs a CLI that takes a conversation on its input (claude) or, for a simulated user alone, one "
-    "that resumes its sessions (codex, gemini-cli, opencode); this CLI's non-interactive mode cannot answer it"
+    "needs a CLI that takes a conversation on its input (claude); this CLI's non-interactive mode "
+    "cannot answer a permission prompt, serve an MCP stand-in, or (not resuming its sessions) a user"
 )
 
 

@@ -82,6 +82,8 @@ class CopilotCliExecutor(AgentExecutor):
     def readable(self) -> tuple[Path, ...]:
         return (unpacked_cache(),)
 
+    resumes = True  # a simulated user's answers as runs resuming the session (`--resume=<id>`)
+
     def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
         instructions = Path(request.home) / ".copilot" / "copilot-instructions.md"
         install_and_instruct(request, self.skills_home, FORCE_SKILL, instructions)
@@ -108,6 +110,11 @@ class CopilotCliExecutor(AgentExecutor):
             "XDG_CACHE_HOME": str(unpacked_cache()),
         }
         return argv, env
+
+    def resume_argv(self, argv: list[str], session_id: str, message: str) -> list[str]:
+        # `copilot -p <message> --resume=<id>`: the first run's prompt and its --session-id replaced
+        at = argv.index("--session-id")
+        return ["-p", message, *argv[2:at], *argv[at + 2 :], f"--resume={session_id}"]
 
     def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
         state = Path(request.home) / ".copilot" / "session-state" / session_id(request) / "events.jsonl"

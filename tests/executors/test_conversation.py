@@ -519,3 +519,39 @@ def test_opencode_meets_the_user_by_continuing_its_session(tmp_path: Path) -> No
     assert (tmp_path / "sb" / "region.txt").read_text() == "EMEA"
     assert [u.kind for u in session.conversation] == ["prompt", "question", "answer"]
     assert session.final_text == "region.txt written."
+
+
+def copilot_asks(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Copilot's model (Anthropic's API): asks for the region, then (resumed) writes it."""
+    said = [texts_of(m) for m in body["messages"] if m["role"] == "user"]
+    answered = [r for r in ("EMEA", "AMER") if any(r in t for t in said)]
+    if not answered:
+        return [{"type": "text", "text": "Which region?"}]
+    if not tool_results(body):
+        shell = {"command": f"printf {answered[0]} > region.txt", "description": "write"}
+        return [{"type": "tool_use", "name": "bash", "input": shell}]
+    return [{"type": "text", "text": "region.txt written."}]
+
+
+def test_copilot_meets_the_user_by_resuming_its_session(tmp_path: Path) -> None:
+    from executors.copilot_cli import CopilotCliExecutor
+
+    if find_binary("copilot") is None:
+        pytest.fail("the copilot CLI is missing: scripts/install-agent-clis.sh installs it")
+    with FakeProvider(agent=copilot_asks) as server:
+        copilot = CopilotCliExecutor(ExecutorSettings(base_url=server.url))
+        request = AgentRequest(
+            cli="copilot",
+            model="claude-sonnet-4.5",
+            prompt="Write region.txt with the sales region.",
+            sandbox=str(tmp_path / "sb"),
+            home=str(tmp_path / "home"),
+            raw_stream=str(tmp_path / "out" / "raw_stream.jsonl"),
+            user=USER,
+            timeout_s=90,
+        )
+        session = asyncio.run(copilot.session(request))
+    assert session.ok, session.error
+    assert (tmp_path / "sb" / "region.txt").read_text() == "EMEA"
+    assert [u.kind for u in session.conversation] == ["prompt", "question", "answer"]
+    assert session.final_text == "region.txt written."
