@@ -222,6 +222,8 @@ def first_question(session: AgentSession) -> int | None:
     """Where in the session's events the agent first asked its user (AskUserQuestion, or a turn's
     text the conversation took as a question)."""
     asked = {u.text.strip() for u in session.conversation if u.kind == "question"}
+    if not session.events:  # a reference conversation: what was said, with no stream of its own
+        return 0 if asked else None
     return next(
         (
             i

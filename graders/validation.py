@@ -19,13 +19,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
+from pydantic import TypeAdapter
+
 from executors.contents import copy_file, copy_tree
 from executors.errors import InputError
 from executors.sandbox import Isolation
-from executors.schema import Frozen
+from executors.schema import AgentSession, Frozen, SessionStatus, Utterance
 from executors.workspace import session_root
 from graders.agent_task import AgentTask
 from graders.checks import inside, run_checks, sandbox_files
+from graders.loading import read_text
 from graders.plugin_eval import FileExistsGrader, FileSource, PluginCase, RegexGrader
 from graders.plugin_grading import RunEvidence, grade_deterministic
 from graders.registry import is_judged, run_assertion
@@ -264,11 +267,30 @@ def try_task(
                 )
         if task.plugin_case is not None:
             return _try_plugin_graders(task, task.plugin_case, ref, start)
-        on_ref, on_start = (run_checks(task, folder, isolation).details for folder in (ref, start))
+        said = reference_conversation(reference)  # a case with a user: what a correct agent says
+        silent = AgentSession(ok=True, status=SessionStatus.SUCCESS) if said is not None else None
+        on_ref, on_start = (
+            run_checks(task, folder, isolation, session=session).details
+            for folder, session in ((ref, said), (start, silent))
+        )
     return [
         _verdict(task, i, check.label, r.passed, s.passed, r.reason, undecided=bool(r.error))
         for i, (check, r, s) in enumerate(zip(task.checks, on_ref, on_start, strict=True))
     ]
+
+
+def reference_conversation(reference: Path) -> AgentSession | None:
+    """``references/<task id>.conversation.json`` beside a reference solution: the conversation a
+    correct agent holds (a list of ``{who, kind, text}``), which the conversation checks are tried
+    on (and on silence, as the untouched start); None when there is none."""
+    path = reference.with_name(f"{reference.name}.conversation.json")
+    if not path.is_file():
+        return None
+    try:
+        said = TypeAdapter(tuple[Utterance, ...]).validate_json(read_text(path))
+    except ValueError as exc:
+        raise InputError(f"{path}: not a conversation ({str(exc).splitlines()[0]})") from None
+    return AgentSession(ok=True, status=SessionStatus.SUCCESS, conversation=said)
 
 
 def _files(folder: Path) -> RunEvidence:

@@ -141,6 +141,14 @@ def test_an_ask_first_skill_passes_only_by_asking_the_user(
     if find_binary("claude") is None:
         pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
     root = project(tmp_path / "proj")
+    reference = root / "suite" / "references" / "task-01-easy"  # what a correct agent leaves and says
+    reference.mkdir(parents=True)
+    (reference / "report.txt").write_text("Sales region: EMEA\n")
+    said = [
+        {"who": "agent", "kind": "question", "text": "Which region?"},
+        {"who": "user", "kind": "answer", "text": "EMEA"},
+    ]
+    reference.with_name("task-01-easy.conversation.json").write_text(json.dumps(said))
     monkeypatch.chdir(root)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     with FakeProvider(judge, agent=agent) as server:
@@ -149,6 +157,13 @@ def test_an_ask_first_skill_passes_only_by_asking_the_user(
     (results,) = (root / "results").glob("ask-first-*")
     report = json.loads((results / "report.json").read_text())
     assert report["deterministicPassRate"] == {"with-skill": 1.0, "baseline": 0.0}
+    # the conversation checks tried on the reference conversation (and on silence) like every grader
+    tried = {g["grader"]: g["status"] for g in report["validity"]["graders"]}
+    assert tried == {
+        "task-01-easy#1 (file_contains: EMEA in report.txt)": "ok",
+        "task-01-easy#2 (asked: region)": "ok",
+        "task-01-easy#3 (asked_before: Write)": "ok",
+    }
     runs = {arm: [case["variants"][arm] for case in report["results"]] for arm in ("with-skill", "baseline")}
     # with the skill the agent asked for the one fact only the user holds, before writing; without, it guessed
     asked = [(u["who"], u["kind"]) for u in runs["with-skill"][0]["conversation"]]
