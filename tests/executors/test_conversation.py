@@ -405,37 +405,6 @@ def codex_asks(body: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def test_codex_meets_the_user_by_resuming_its_thread(tmp_path: Path) -> None:
-    from executors.codex_cli import CodexExecutor
-
-    if find_binary("codex") is None:
-        pytest.fail("the codex CLI is missing: scripts/install-agent-clis.sh installs it")
-    with FakeProvider() as server:
-        server.responses_agent = codex_asks
-        codex = CodexExecutor(ExecutorSettings(base_url=f"{server.url}/v1"))
-        request = AgentRequest(
-            cli="codex",
-            model="gpt-5.5",
-            prompt="Write region.txt with the sales region.",
-            sandbox=str(tmp_path / "sb"),
-            home=str(tmp_path / "home"),
-            raw_stream=str(tmp_path / "out" / "raw_stream.jsonl"),
-            user=USER,
-            timeout_s=60,
-        )
-        session = asyncio.run(codex.session(request))
-        refused = asyncio.run(codex.session(request.model_copy(update={"permissions": PermissionPolicy()})))
-    assert session.ok, session.error
-    assert (tmp_path / "sb" / "region.txt").read_text() == "EMEA"
-    assert [(u.who, u.kind, u.text) for u in session.conversation] == [
-        ("user", "prompt", "Write region.txt with the sales region."),
-        ("agent", "question", "Which region?"),
-        ("user", "answer", "EMEA"),
-    ]
-    assert session.final_text == "region.txt written."
-    assert not refused.ok and "permissions: needs a CLI that takes a conversation" in (refused.error or "")
-
-
 def gemini_asks(body: dict[str, Any]) -> list[dict[str, Any]]:
     """Gemini's model: asks for the region, then (the session resumed with the answer) writes it."""
     said = [
@@ -449,31 +418,6 @@ def gemini_asks(body: dict[str, Any]) -> list[dict[str, Any]]:
         write = {"file_path": "region.txt", "content": answered[-1]}
         return [{"functionCall": {"name": "write_file", "args": write}}]
     return [{"text": "region.txt written."}]
-
-
-def test_gemini_meets_the_user_by_resuming_its_session(tmp_path: Path) -> None:
-    from executors.gemini_cli import GeminiCliExecutor
-
-    if find_binary("gemini") is None:
-        pytest.fail("the gemini CLI is missing: scripts/install-agent-clis.sh installs it")
-    with FakeProvider() as server:
-        server.gemini_agent = gemini_asks
-        gemini = GeminiCliExecutor(ExecutorSettings(base_url=server.url))
-        request = AgentRequest(
-            cli="gemini-cli",
-            model="gemini-2.5-pro",
-            prompt="Write region.txt with the sales region.",
-            sandbox=str(tmp_path / "sb"),
-            home=str(tmp_path / "home"),
-            raw_stream=str(tmp_path / "out" / "raw_stream.jsonl"),
-            user=USER,
-            timeout_s=90,
-        )
-        session = asyncio.run(gemini.session(request))
-    assert session.ok, session.error
-    assert (tmp_path / "sb" / "region.txt").read_text() == "EMEA"
-    assert [u.kind for u in session.conversation] == ["prompt", "question", "answer"]
-    assert session.final_text == "region.txt written."
 
 
 def opencode_asks(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -496,31 +440,6 @@ def opencode_asks(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"text": "region.txt written."}]
 
 
-def test_opencode_meets_the_user_by_continuing_its_session(tmp_path: Path) -> None:
-    from executors.opencode import OpenCodeExecutor
-
-    if find_binary("opencode") is None:
-        pytest.fail("the opencode CLI is missing: scripts/install-agent-clis.sh installs it")
-    with FakeProvider() as server:
-        server.chat_agent = opencode_asks
-        opencode = OpenCodeExecutor(ExecutorSettings(base_url=f"{server.url}/v1"))
-        request = AgentRequest(
-            cli="opencode",
-            model="gpt-5.5",
-            prompt="Write region.txt with the sales region.",
-            sandbox=str(tmp_path / "sb"),
-            home=str(tmp_path / "home"),
-            raw_stream=str(tmp_path / "out" / "raw_stream.jsonl"),
-            user=USER,
-            timeout_s=90,
-        )
-        session = asyncio.run(opencode.session(request))
-    assert session.ok, session.error
-    assert (tmp_path / "sb" / "region.txt").read_text() == "EMEA"
-    assert [u.kind for u in session.conversation] == ["prompt", "question", "answer"]
-    assert session.final_text == "region.txt written."
-
-
 def copilot_asks(body: dict[str, Any]) -> list[dict[str, Any]]:
     """Copilot's model (Anthropic's API): asks for the region, then (resumed) writes it."""
     said = [texts_of(m) for m in body["messages"] if m["role"] == "user"]
@@ -533,16 +452,33 @@ def copilot_asks(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"type": "text", "text": "region.txt written."}]
 
 
-def test_copilot_meets_the_user_by_resuming_its_session(tmp_path: Path) -> None:
-    from executors.copilot_cli import CopilotCliExecutor
+#: Each CLI that meets a user by resuming its session: its executor, the scripted server's hook for
+#: its protocol, the path of its endpoint, a model, and its scripted model.
+RESUMING = {
+    "codex": ("codex_cli.CodexExecutor", "responses_agent", "/v1", "gpt-5.5", codex_asks),
+    "gemini-cli": ("gemini_cli.GeminiCliExecutor", "gemini_agent", "", "gemini-2.5-pro", gemini_asks),
+    "opencode": ("opencode.OpenCodeExecutor", "chat_agent", "/v1", "gpt-5.5", opencode_asks),
+    "copilot": ("copilot_cli.CopilotCliExecutor", "agent", "", "claude-sonnet-4.5", copilot_asks),
+}
 
-    if find_binary("copilot") is None:
-        pytest.fail("the copilot CLI is missing: scripts/install-agent-clis.sh installs it")
-    with FakeProvider(agent=copilot_asks) as server:
-        copilot = CopilotCliExecutor(ExecutorSettings(base_url=server.url))
+
+@pytest.mark.parametrize("cli", list(RESUMING))
+def test_a_cli_without_a_conversation_input_meets_the_user_by_resuming(tmp_path: Path, cli: str) -> None:
+    """The agent's turn ends with a question; the user's answer is the next run, resuming the
+    session; the last run writes the answer down. A permission policy it cannot answer is refused."""
+    import importlib
+
+    where, hook, path, model, scripted = RESUMING[cli]
+    module, name = where.split(".")
+    executor_class = getattr(importlib.import_module(f"executors.{module}"), name)
+    if find_binary(executor_class.binary) is None:
+        pytest.fail(f"the {cli} CLI is missing: scripts/install-agent-clis.sh installs it")
+    with FakeProvider() as server:
+        setattr(server, hook, scripted)
+        executor = executor_class(ExecutorSettings(base_url=f"{server.url}{path}"))
         request = AgentRequest(
-            cli="copilot",
-            model="claude-sonnet-4.5",
+            cli=cli,
+            model=model,
             prompt="Write region.txt with the sales region.",
             sandbox=str(tmp_path / "sb"),
             home=str(tmp_path / "home"),
@@ -550,8 +486,16 @@ def test_copilot_meets_the_user_by_resuming_its_session(tmp_path: Path) -> None:
             user=USER,
             timeout_s=90,
         )
-        session = asyncio.run(copilot.session(request))
+        session = asyncio.run(executor.session(request))
+        refused = asyncio.run(
+            executor.session(request.model_copy(update={"permissions": PermissionPolicy()}))
+        )
     assert session.ok, session.error
     assert (tmp_path / "sb" / "region.txt").read_text() == "EMEA"
-    assert [u.kind for u in session.conversation] == ["prompt", "question", "answer"]
+    assert [(u.who, u.kind, u.text) for u in session.conversation] == [
+        ("user", "prompt", "Write region.txt with the sales region."),
+        ("agent", "question", "Which region?"),
+        ("user", "answer", "EMEA"),
+    ]
     assert session.final_text == "region.txt written."
+    assert not refused.ok and "permissions: needs a CLI that takes a conversation" in (refused.error or "")
