@@ -76,7 +76,8 @@ def answer(server: dict[str, Any], name: str, message: dict[str, Any]) -> dict[s
             ]
         }
     elif method == "tools/call":
-        result = call(server, str(params.get("name")), params.get("arguments") or {})
+        arguments = params.get("arguments")
+        result = call(server, str(params.get("name")), arguments if isinstance(arguments, dict) else {})
     elif method == "ping":
         result = {}
     else:
@@ -92,6 +93,10 @@ def serve(spec: Path, name: str) -> None:
             message = json.loads(line)
         except ValueError:
             continue
+        if not isinstance(message, dict):  # not a JSON-RPC message: nothing to answer, nothing to crash on
+            continue
+        if not isinstance(message.get("params") or {}, dict):
+            message = {**message, "params": {}}
         if message.get("method") == "tools/call":
             params = message.get("params") or {}
             with log.open("a", encoding="utf-8") as out:

@@ -182,6 +182,9 @@ ENVIRONMENT_PARTS = ("home", "project", "plugins")
 
 
 Decision = Literal["allow", "deny", "ask"]
+#: How much of an agent's question (or a tool call's input) a case's patterns are matched against:
+#: the agent writes it, so a pattern that backtracks badly meets a bounded text.
+MATCHED_CHARS = 4000
 
 
 def _regex(value: str, what: str) -> str:
@@ -223,7 +226,8 @@ class SimulatedUser(Frozen):
 
     def scripted(self, question: str) -> str | None:
         """The first scripted reply whose pattern the question matches."""
-        return next((r.say for r in self.replies if re.search(r.when, question, re.I)), None)
+        asked = question[:MATCHED_CHARS]
+        return next((r.say for r in self.replies if re.search(r.when, asked, re.I)), None)
 
     def answer(self, question: str) -> str:
         """A scripted user's answer: a reply, else the facts the question names, else the default."""
@@ -250,7 +254,8 @@ class PermissionRule(Frozen):
     def applies(self, tool: str, given: dict[str, Any]) -> bool:
         if not fnmatch.fnmatchcase(tool, self.tool):
             return False
-        return self.when is None or re.search(self.when, json.dumps(given, sort_keys=True), re.I) is not None
+        called = json.dumps(given, sort_keys=True)[:MATCHED_CHARS]
+        return self.when is None or re.search(self.when, called, re.I) is not None
 
 
 class PermissionPolicy(Frozen):
