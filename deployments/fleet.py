@@ -32,6 +32,7 @@ from typing import Any
 from deployments.image import Built, build
 from executors.egress import PROVIDERS
 from executors.errors import InputError
+from executors.parsing import JsonObject
 from flows.engine.gateway import INSIDE, host_folder
 from flows.engine.remote import SESSION_FLOW, container_session, secret_block, source_digest
 
@@ -68,7 +69,7 @@ CONTAINER_OPTIONS = {
 CONTAINER_COMMAND = "python -m flows.engine.container_net prefect flow-run execute"
 
 
-def gateway_mount(pool: str) -> dict[str, Any]:
+def gateway_mount(pool: str) -> JsonObject:
     """The gateway's folder on the worker machine, read-only in every container of the pool."""
     return {"Type": "bind", "Source": str(host_folder(pool)), "Target": str(INSIDE), "ReadOnly": True}
 
@@ -79,7 +80,7 @@ def _keys() -> dict[str, str]:
     return {name: value for name in names if (value := os.environ.get(name))}
 
 
-def job_template(pool: str, image: str) -> dict[str, Any]:
+def job_template(pool: str, image: str) -> JsonObject:
     """prefect-docker's base job template with the fleet's defaults and its fixed settings."""
     from prefect_docker.worker import DockerWorker
 
@@ -95,7 +96,7 @@ def job_template(pool: str, image: str) -> dict[str, Any]:
     for name in fixed:
         props.pop(name, None)
     template["job_configuration"] |= fixed
-    defaults: dict[str, Any] = {
+    defaults: JsonObject = {
         "image": image,
         "image_pull_policy": "Never",  # built here; no registry is reachable
         "auto_remove": True,
@@ -109,7 +110,7 @@ def job_template(pool: str, image: str) -> dict[str, Any]:
     return template
 
 
-async def _pool(name: str, template: dict[str, Any]) -> None:
+async def _pool(name: str, template: JsonObject) -> None:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.actions import WorkPoolCreate, WorkPoolUpdate
     from prefect.exceptions import ObjectAlreadyExists

@@ -29,6 +29,7 @@ from executors.conversation import Conversation, Talking, talks, world_problem
 from executors.egress import Provider, Route, forwarder
 from executors.errors import PermanentError, TransientError, is_transient_status
 from executors.limits import DiskWatch, disk_limit, pids_cgroup
+from executors.parsing import JsonObject
 from executors.redaction import redact_file
 from executors.sandbox import (
     EGRESS_PORT,
@@ -47,6 +48,7 @@ from executors.schema import (
     AgentSession,
     RunRequest,
     RunResult,
+    SessionMeta,
     SessionStatus,
     SkillListing,
     Usage,
@@ -92,12 +94,12 @@ def skill_file_reads(text: str, *homes: str) -> list[str]:
     return list(dict.fromkeys(_skill_file(homes).findall(text)))
 
 
-def json_object(value: Any) -> dict[str, Any]:
+def json_object(value: Any) -> JsonObject:
     """``value`` when a stream gave a JSON object there, else an empty one (a field missing or odd)."""
     return value if isinstance(value, dict) else {}
 
 
-def read_events(path: Path) -> list[dict[str, Any]]:
+def read_events(path: Path) -> list[JsonObject]:
     """JSON lines of a stream; lines that are not JSON objects (warnings, banners) are skipped."""
     out = []
     try:
@@ -145,30 +147,23 @@ class _Ended:
     held: bool = False  # a child it left kept its output open past the grace period
     disk: Any = None  # its DiskWatch
 
-    def failure(self, session: AgentSession, request: AgentRequest, raw: Path) -> dict[str, Any]:
-        """What the session's record says instead of its own account, when the process did not
-        end as the stream claims: {} when it did."""
+    def failure(
+        self, session: AgentSession, request: AgentRequest, raw: Path
+    ) -> tuple[SessionStatus, str] | None:
+        """The status and error the session's record says instead of its own account, when the
+        process did not end as the stream claims: None when it did."""
         if self.disk is not None and self.disk.exceeded.is_set():
-            return {"ok": False, "status": SessionStatus.ERROR, "error": self.disk.message}
+            return SessionStatus.ERROR, self.disk.message
         if self.timed_out:
-            return {
-                "ok": False,
-                "status": SessionStatus.TIMEOUT,
-                "error": f"killed after {request.timeout_s:g}s",
-            }
+            return SessionStatus.TIMEOUT, f"killed after {request.timeout_s:g}s"
         if self.flooded:
-            limit = STREAM_LIMIT // (1024 * 1024)
-            return {
-                "ok": False,
-                "status": SessionStatus.FLOOD,
-                "error": f"killed: more than {limit} MiB of output",
-            }
+            return SessionStatus.FLOOD, f"killed: more than {STREAM_LIMIT // (1024 * 1024)} MiB of output"
         if session.status == SessionStatus.SUCCESS and self.code not in (0, None):
-            return {"ok": False, "status": SessionStatus.CRASHED, "error": f"exit code {self.code}"}
+            return SessionStatus.CRASHED, f"exit code {self.code}"
         if not session.events and self.code != 0:
             tail = raw.with_name("stderr.txt").read_bytes()[-300:].decode("utf-8", "replace").strip()
-            return {"ok": False, "status": SessionStatus.CRASHED, "error": f"exit code {self.code}: {tail}"}
-        return {}
+            return SessionStatus.CRASHED, f"exit code {self.code}: {tail}"
+        return None
 
 
 class AgentExecutor(Executor):
@@ -290,7 +285,7 @@ class AgentExecutor(Executor):
         insists on a key; return (argv, env)."""
 
     @abstractmethod
-    def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
+    def parse(self, events: list[JsonObject], request: AgentRequest) -> AgentSession:
         """The session from the stream's JSON events."""
 
     async def session(self, request: AgentRequest, voice: Executor | None = None) -> AgentSession:
@@ -319,7 +314,7 @@ class AgentExecutor(Executor):
         talk = self.conversation(request, voice) if talks(request) else None
         with pids_cgroup(isolation) as group:
             session = await self._run(request, binary, argv, env, isolation, (network, route), group, talk)
-        sid = session.meta.get("session_id")
+        sid = session.meta.session_id
         listing = forwarder().listing(str(sid)) if sid and self.provider.observe else None
         if listing is None:
             return session
@@ -369,17 +364,22 @@ class AgentExecutor(Executor):
         for written in (raw, raw.with_name("stderr.txt")):
             redact_file(written)
         session = self.parse(read_events(raw), request)
-        update: dict[str, Any] = {"exit_code": ended.code, "duration_ms": elapsed, "isolation": isolation}
+        session = session.model_copy(
+            update={"exit_code": ended.code, "duration_ms": elapsed, "isolation": isolation}
+        )
         if talk is not None:
-            update["conversation"] = tuple(talk.log)
+            session = session.model_copy(update={"conversation": tuple(talk.log)})
             if (voice := talk.voice) is not None and voice.calls:  # a model played the user: priced apart
                 user = {
                     "user_calls": voice.calls,
                     "user_cost_usd": round(voice.cost_usd, 6),
                     "user_errors": voice.errors,
                 }
-                update["meta"] = {**session.meta, **user}
-        return session.model_copy(update=update | ended.failure(session, request, raw))
+                session = session.model_copy(update={"meta": session.meta.model_copy(update=user)})
+        if (failed := ended.failure(session, request, raw)) is not None:
+            status, error = failed
+            session = session.model_copy(update={"ok": False, "status": status, "error": error})
+        return session
 
     async def _resumed(
         self,
@@ -394,7 +394,7 @@ class AgentExecutor(Executor):
         sandboxed, argv, env, raw = run
         talk.opening()  # the first run's prompt, in the log (its argv carried it)
         turn = raw.with_name("raw_stream.turn.jsonl")
-        while not ended.failure(session, request, raw) and (sid := session.meta.get("session_id")):
+        while ended.failure(session, request, raw) is None and (sid := session.meta.session_id):
             answer = await talk.follow_up(session.final_text, session.ok)
             if answer is None:
                 break
@@ -515,36 +515,34 @@ class AgentExecutor(Executor):
                 )
             )
         if not session.ok:
-            status = session.meta.get("api_error_status")
+            status = session.meta.api_error_status
             timed_out = session.status == SessionStatus.TIMEOUT
-            if timed_out or (isinstance(status, int) and is_transient_status(status)):
+            if timed_out or (status is not None and is_transient_status(status)):
                 raise TransientError(
                     f"{self.name}: {session.status}: {session.error}", status=status, timeout=timed_out
                 )
             raise PermanentError(f"{self.name}: {session.status}: {session.error}", status=status)
         usage = usage_of(session.meta)
-        cost = session.meta.get("total_cost_usd")
+        cost = session.meta.total_cost_usd
         return RunResult(
             ok=True,
             output=session.final_text,
             usage=usage,
             cost_usd=float(cost) if cost is not None else self.prices.cost_of(request.model, usage),
             latency_ms=session.duration_ms,
-            model=str(session.meta.get("model") or request.model),
-            tools=tuple(sorted(map(str, tools)))
-            if isinstance(tools := session.meta.get("tools"), list)
-            else (),
+            model=session.meta.model or request.model,
+            tools=tuple(sorted(session.meta.tools or ())),
         )
 
 
-def usage_of(meta: dict[str, Any]) -> Usage:
+def usage_of(meta: SessionMeta) -> Usage:
     """A session's token counts with the API executors' meaning (``input_tokens`` uncached).
 
     Two conventions arrive: Claude Code's (Anthropic's: ``input_tokens`` excludes
     ``cache_creation_input_tokens`` and ``cache_read_input_tokens``) and the OpenAI-style one of the
     Codex and Gemini CLI parsers (``cached_input_tokens`` and ``cache_write_input_tokens`` are part
     of ``input_tokens``, so they are taken out of it)."""
-    usage = meta.get("usage") or {}
+    usage = meta.usage or {}
 
     def count(key: str) -> int:
         return int(usage.get(key) or 0)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from executors.base import HttpExecutor, Parsed, min_tokens_for
+from executors.parsing import JsonObject
 from executors.pricing import ANTHROPIC_RATIOS
 from executors.schema import RunRequest, Usage
 
@@ -33,8 +32,8 @@ class AnthropicExecutor(HttpExecutor):
     default_base_url = "https://api.anthropic.com"
     env_keys = ("ANTHROPIC_API_KEY",)
 
-    def build(self, request: RunRequest) -> tuple[str, dict[str, Any], dict[str, str]]:
-        body: dict[str, Any] = {
+    def build(self, request: RunRequest) -> tuple[str, JsonObject, dict[str, str]]:
+        body: JsonObject = {
             "model": request.model,
             "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
             "messages": [{"role": "user", "content": request.prompt}],
@@ -57,7 +56,7 @@ class AnthropicExecutor(HttpExecutor):
     def cache_min_tokens(self, model: str) -> int | None:
         return min_tokens_for(model, MIN_CACHEABLE_TOKENS, DEFAULT_MIN_CACHEABLE_TOKENS)
 
-    def parse(self, data: dict[str, Any]) -> Parsed:
+    def parse(self, data: JsonObject) -> Parsed:
         text = "".join(block.get("text", "") for block in data["content"] if block.get("type") == "text")
         usage = data.get("usage") or {}
         # Anthropic's input_tokens already excludes the tokens written to or read from the cache.

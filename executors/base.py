@@ -16,6 +16,7 @@ from typing import Any, ClassVar, NamedTuple
 import httpx
 
 from executors.errors import PermanentError, TransientError, error_for_status
+from executors.parsing import JsonObject
 from executors.pricing import NO_DISCOUNT, CacheRatios, PriceTable
 from executors.sandbox import Isolation
 from executors.schema import RunRequest, RunResult, Usage
@@ -138,7 +139,7 @@ def shown(url: str) -> str:
     return str(httpx.URL(url).copy_with(query=None))
 
 
-def json_of(response: httpx.Response) -> dict[str, Any]:
+def json_of(response: httpx.Response) -> JsonObject:
     """A response's JSON object; TransientError when the body is not one (a proxy's error page)."""
     try:
         data = response.json()
@@ -223,7 +224,7 @@ class HttpExecutor(Executor):
             )
         return response
 
-    async def post_json(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+    async def post_json(self, url: str, body: JsonObject, headers: dict[str, str]) -> JsonObject:
         return json_of(await self.send("POST", url, headers, json=body))
 
     async def run(self, request: RunRequest) -> RunResult:
@@ -232,7 +233,7 @@ class HttpExecutor(Executor):
         return self.result_from(data, request.model, latency_ms=(time.perf_counter() - started) * 1000)
 
     def result_from(
-        self, data: dict[str, Any], model: str, *, latency_ms: float, multiplier: float = 1.0
+        self, data: JsonObject, model: str, *, latency_ms: float, multiplier: float = 1.0
     ) -> RunResult:
         """A RunResult from a response body (``model``: the id asked for, if the body names none),
         priced at ``multiplier`` x the list price (a batch API's results: 0.5)."""
@@ -252,11 +253,11 @@ class HttpExecutor(Executor):
         )
 
     @abstractmethod
-    def build(self, request: RunRequest) -> tuple[str, dict[str, Any], dict[str, str]]:
+    def build(self, request: RunRequest) -> tuple[str, JsonObject, dict[str, str]]:
         """(url, body, headers) for one request."""
 
     @abstractmethod
-    def parse(self, data: dict[str, Any]) -> Parsed:
+    def parse(self, data: JsonObject) -> Parsed:
         """Text, token counts (``Usage``: uncached input apart from cache writes and reads) and
         the model id, from a response body."""
 

@@ -45,6 +45,7 @@ from executors.anthropic import AnthropicExecutor
 from executors.base import Executor, HttpExecutor, json_of
 from executors.errors import ExecutorError, TransientError, error_for_status
 from executors.openai import OpenAIExecutor
+from executors.parsing import JsonObject
 from executors.schema import Frozen, RunRequest, RunResult
 
 #: Both providers bill batch requests at half the list price (input and output alike; prompt-cache
@@ -138,7 +139,7 @@ class BatchClient(ABC):
     def endpoint(self) -> str:
         return self.executor.base_url
 
-    def body(self, request: RunRequest) -> dict[str, Any]:
+    def body(self, request: RunRequest) -> JsonObject:
         """The request body a direct call would send (a batch item carries exactly that)."""
         return self.executor.build(request)[1]
 
@@ -182,7 +183,7 @@ class BatchClient(ABC):
     def headers(self) -> dict[str, str]:
         return self.executor.headers()
 
-    def answer(self, body: dict[str, Any], model: str = "") -> RunResult:
+    def answer(self, body: JsonObject, model: str = "") -> RunResult:
         """A succeeded item's response body as a RunResult at the batch price; latency is not
         measured in a batch (0)."""
         try:
@@ -191,7 +192,7 @@ class BatchClient(ABC):
             return failed_item(str(exc), exc.kind, model)
 
 
-def jsonl(text: str) -> list[dict[str, Any]]:
+def jsonl(text: str) -> list[JsonObject]:
     """The JSON objects of a JSONL text; a line that is not one is skipped (its item stays owed)."""
     out = []
     for line in text.splitlines():
@@ -238,7 +239,7 @@ class AnthropicBatchClient(BatchClient):
         response = await self.executor.send("POST", self._url(), self.headers(), json={"requests": requests})
         return str(json_of(response)["id"])
 
-    async def _batch(self, batch_id: str) -> dict[str, Any]:
+    async def _batch(self, batch_id: str) -> JsonObject:
         data = json_of(await self.get(self._url(batch_id)))
         if "processing_status" not in data:
             raise TransientError(f"malformed batch object for {batch_id}")
@@ -266,7 +267,7 @@ class AnthropicBatchClient(BatchClient):
                 out[cid] = self._item(result)
         return _missing(out, expected, "not in the batch's results")
 
-    def _item(self, result: dict[str, Any]) -> RunResult:
+    def _item(self, result: JsonObject) -> RunResult:
         kind = result.get("type")
         if kind == "succeeded" and isinstance(result.get("message"), dict):
             return self.answer(result["message"])
@@ -323,7 +324,7 @@ class OpenAIBatchClient(BatchClient):
         )
         return str(json_of(created)["id"])
 
-    async def _batch(self, batch_id: str) -> dict[str, Any]:
+    async def _batch(self, batch_id: str) -> JsonObject:
         data = json_of(await self.get(f"{self.endpoint}/batches/{batch_id}"))
         if "status" not in data:
             raise TransientError(f"malformed batch object for {batch_id}")
@@ -356,7 +357,7 @@ class OpenAIBatchClient(BatchClient):
         why = "the batch expired" if status == "expired" else f"batch {status}"
         return _missing(out, expected, why)
 
-    def _item(self, line: dict[str, Any]) -> RunResult:
+    def _item(self, line: JsonObject) -> RunResult:
         response, error = line.get("response") or {}, line.get("error") or {}
         if response.get("status_code") == 200 and isinstance(response.get("body"), dict):
             return self.answer(response["body"])

@@ -22,6 +22,7 @@ from executors.conversation import stand_ins
 from executors.egress import ANTHROPIC, PLACEHOLDER_KEY
 from executors.installing import install_skill, plugin_copy
 from executors.listing import claude_budget
+from executors.parsing import JsonObject
 from executors.plugin import prepared_copy, read_plugin
 from executors.pricing import ANTHROPIC_RATIOS
 from executors.schema import ENVIRONMENT_PARTS, AgentEvent, AgentRequest, AgentSession, SkillListing
@@ -144,10 +145,10 @@ class ClaudeCodeExecutor(AgentExecutor):
 
     def budgeted(self, listing: SkillListing, session: AgentSession, request: AgentRequest) -> SkillListing:
         fraction = budget_fraction(Path(request.home), Path(request.sandbox))
-        window = session.meta.get("context_window")
+        window = session.meta.context_window
         return listing.model_copy(update={"budget": claude_budget(window, fraction), "window": window})
 
-    def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
+    def parse(self, events: list[JsonObject], request: AgentRequest) -> AgentSession:
         if request.plugin_dir:
             plugin = read_plugin(Path(request.plugin_dir))
             return parse_claude(events, plugin=plugin.name, plugin_skills=plugin.skills)
@@ -188,7 +189,7 @@ def budget_fraction(home: Path, project: Path) -> float | None:
     return fraction
 
 
-def read_settings(path: Path) -> dict[str, Any]:
+def read_settings(path: Path) -> JsonObject:
     """A settings.json of the session's as a mapping ({} when absent or not one)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -235,13 +236,13 @@ class _ClaudeStream:
     plugin_skills: tuple[str, ...]
     out: list[AgentEvent] = field(default_factory=list)
     skills: tuple[str, ...] | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
-    result: dict[str, Any] | None = None
+    meta: JsonObject = field(default_factory=dict)
+    result: JsonObject | None = None
     invoked: bool = False
     called: list[str] = field(default_factory=list)
     answered_as: list[str] = field(default_factory=list)  # the model ids the API's responses named
 
-    def take(self, e: dict[str, Any]) -> None:
+    def take(self, e: JsonObject) -> None:
         kind = e.get("type")
         if kind == "system" and e.get("subtype") == "init":
             self._init(e)
@@ -266,7 +267,7 @@ class _ClaudeStream:
         elif kind == "result":
             self.result = e
 
-    def _init(self, e: dict[str, Any]) -> None:
+    def _init(self, e: JsonObject) -> None:
         self.skills = tuple(e.get("skills") or ())
         self.meta |= {
             "session_id": e.get("session_id"),
@@ -279,12 +280,12 @@ class _ClaudeStream:
         }
         self.out.append(AgentEvent(kind="init", text=f"model {e.get('model')}, {len(self.skills)} skills"))
 
-    def _assistant(self, block: dict[str, Any]) -> None:
+    def _assistant(self, block: JsonObject) -> None:
         if block.get("type") == "text" and block.get("text"):
             self.out.append(AgentEvent(kind="text", text=block["text"]))
         elif block.get("type") == "tool_use":
             name = block.get("name")
-            tool_input: dict[str, Any] = block["input"] if isinstance(block.get("input"), dict) else {}
+            tool_input: JsonObject = block["input"] if isinstance(block.get("input"), dict) else {}
             called = str(tool_input.get("skill") or "")
             if name == "Skill" and called:
                 self.called.append(called)
@@ -327,7 +328,7 @@ class _ClaudeStream:
         return AgentSession(ok=status == "success", status=status, final_text=text, error=error, **seen)
 
 
-def _result_status(result: dict[str, Any]) -> str:
+def _result_status(result: JsonObject) -> str:
     subtype, is_error = result.get("subtype"), bool(result.get("is_error"))
     if subtype == "success" and not is_error:
         return "success"
@@ -339,7 +340,7 @@ def _result_status(result: dict[str, Any]) -> str:
 
 
 def parse_claude(
-    events: list[dict[str, Any]],
+    events: list[JsonObject],
     skill_name: str | None = None,
     plugin: str | None = None,
     plugin_skills: tuple[str, ...] = (),

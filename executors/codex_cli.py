@@ -10,11 +10,11 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
-from typing import Any
 
 from executors.agent import AgentExecutor, skill_file_reads
 from executors.egress import OPENAI, PLACEHOLDER_KEY
 from executors.installing import install_plugin_skills, install_skill
+from executors.parsing import JsonObject
 from executors.pricing import OPENAI_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 
@@ -104,12 +104,12 @@ class CodexExecutor(AgentExecutor):
         # `codex exec [its flags] resume <thread id> <prompt>`: the prompt, the last argument, replaced
         return [*argv[:-1], "resume", session_id, message]
 
-    def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
+    def parse(self, events: list[JsonObject], request: AgentRequest) -> AgentSession:
         forced = bool(request.skill_name and request.skill_dir and request.force_skill)
         return parse_codex(events, request.skill_name, forced=forced)
 
 
-def _codex_item(item: dict[str, Any], skill_name: str | None) -> tuple[list[AgentEvent], bool]:
+def _codex_item(item: JsonObject, skill_name: str | None) -> tuple[list[AgentEvent], bool]:
     """A completed item as events, and whether it read the skill under test."""
     kind, tool_id = item.get("type"), item.get("id")
     if kind == "agent_message":
@@ -140,7 +140,7 @@ def _codex_item(item: dict[str, Any], skill_name: str | None) -> tuple[list[Agen
     return [], False
 
 
-def _codex_end(failed: str | None, completed: bool, meta: dict[str, Any]) -> tuple[str, str | None]:
+def _codex_end(failed: str | None, completed: bool, meta: JsonObject) -> tuple[str, str | None]:
     """The session's status and error, from how its last turn ended."""
     if failed is not None:
         with contextlib.suppress(json.JSONDecodeError, AttributeError):
@@ -152,10 +152,10 @@ def _codex_end(failed: str | None, completed: bool, meta: dict[str, Any]) -> tup
 
 
 def parse_codex(
-    events: list[dict[str, Any]], skill_name: str | None = None, forced: bool = False
+    events: list[JsonObject], skill_name: str | None = None, forced: bool = False
 ) -> AgentSession:
     out: list[AgentEvent] = []
-    meta: dict[str, Any] = {}
+    meta: JsonObject = {}
     final = ""
     failed: str | None = None
     completed = False

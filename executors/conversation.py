@@ -24,9 +24,10 @@ import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from executors.base import Executor
+from executors.parsing import JsonObject
 from executors.schema import AgentRequest, McpServer, PermissionPolicy, RunRequest, SimulatedUser, Utterance
 
 #: The words that make a user's answer to "may I ...?" a yes.
@@ -50,14 +51,14 @@ def conversation_text(log: tuple[Utterance, ...], user: SimulatedUser | None) ->
     return "\n".join(lines)
 
 
-def _summary(given: dict[str, Any]) -> str:
+def _summary(given: JsonObject) -> str:
     for key in ("command", "file_path", "path", "url"):
         if given.get(key):
             return str(given[key])[:200]
     return json.dumps(given, sort_keys=True)[:200]
 
 
-def user_message(text: str) -> dict[str, Any]:
+def user_message(text: str) -> JsonObject:
     return {"type": "user", "message": {"role": "user", "content": text}}
 
 
@@ -135,11 +136,11 @@ class Conversation:
         self.answers = 0  # the user's answers so far (questions and permission asks)
         self.last_text = ""  # the agent's last text in the current turn
 
-    def opening(self) -> list[dict[str, Any]]:
+    def opening(self) -> list[JsonObject]:
         self.log.append(Utterance(who="user", kind="prompt", text=self.prompt))
         return [user_message(self.prompt)]
 
-    async def on_line(self, line: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+    async def on_line(self, line: JsonObject) -> tuple[list[JsonObject], bool]:
         """What to write back for one line of the CLI's stream, and whether the conversation ended
         (the CLI's input is then closed, which ends the session)."""
         kind = line.get("type")
@@ -168,7 +169,7 @@ class Conversation:
         self.answers += 1
         return await self.voice.answer(question, self.log)
 
-    async def _turn_ended(self, line: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+    async def _turn_ended(self, line: JsonObject) -> tuple[list[JsonObject], bool]:
         text, self.last_text = self.last_text, ""
         answer = await self.follow_up(text, line.get("subtype") == "success" and not line.get("is_error"))
         return ([user_message(answer)], False) if answer is not None else ([], True)
@@ -185,7 +186,7 @@ class Conversation:
             self.log.append(Utterance(who="user", kind="answer", text=answer))
         return answer
 
-    async def _control(self, line: dict[str, Any]) -> dict[str, Any]:
+    async def _control(self, line: JsonObject) -> JsonObject:
         request = line.get("request") or {}
         rid = line.get("request_id")
         if request.get("subtype") != "can_use_tool":
@@ -194,14 +195,14 @@ class Conversation:
                 "response": {"subtype": "error", "request_id": rid, "error": "not supported by skillab"},
             }
         tool = str(request.get("tool_name") or "")
-        given: dict[str, Any] = request["input"] if isinstance(request.get("input"), dict) else {}
+        given: JsonObject = request["input"] if isinstance(request.get("input"), dict) else {}
         verdict = await (self._ask_tool(given) if tool == ASK_TOOL else self._permission(tool, given))
         return {
             "type": "control_response",
             "response": {"subtype": "success", "request_id": rid, "response": verdict},
         }
 
-    async def _ask_tool(self, given: dict[str, Any]) -> dict[str, Any]:
+    async def _ask_tool(self, given: JsonObject) -> JsonObject:
         questions = [q for q in given.get("questions") or [] if isinstance(q, dict) and q.get("question")]
         answers: dict[str, str] = {}
         for q in questions:
@@ -216,7 +217,7 @@ class Conversation:
             return {"behavior": "deny", "message": "Nobody is there to answer: decide yourself."}
         return {"behavior": "allow", "updatedInput": {**given, "answers": answers}}
 
-    async def _permission(self, tool: str, given: dict[str, Any]) -> dict[str, Any]:
+    async def _permission(self, tool: str, given: JsonObject) -> JsonObject:
         decision = self.policy.decide(tool, given)
         who: Literal["user", "policy"] = "policy"
         if decision == "ask":
@@ -280,7 +281,7 @@ class Talking:
     def __init__(self, talk: Conversation, stdin: asyncio.StreamWriter) -> None:
         self.talk, self.stdin, self.pending = talk, stdin, b""
 
-    async def write(self, lines: list[dict[str, Any]]) -> None:
+    async def write(self, lines: list[JsonObject]) -> None:
         if lines and not self.stdin.is_closing():
             self.stdin.write(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
             with contextlib.suppress(ConnectionError):

@@ -19,12 +19,12 @@ import subprocess
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from executors.agent import ADD_DIRS, AgentExecutor, find_binary, json_object, read_events, skill_file_reads
 from executors.contents import copy_tree
 from executors.egress import ANTHROPIC, PLACEHOLDER_KEY
 from executors.installing import install_and_instruct
+from executors.parsing import JsonObject
 from executors.pricing import ANTHROPIC_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 from executors.versions import installed_version
@@ -116,7 +116,7 @@ class CopilotCliExecutor(AgentExecutor):
         at = argv.index("--session-id")
         return ["-p", message, *argv[2:at], *argv[at + 2 :], f"--resume={session_id}"]
 
-    def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
+    def parse(self, events: list[JsonObject], request: AgentRequest) -> AgentSession:
         state = Path(request.home) / ".copilot" / "session-state" / session_id(request) / "events.jsonl"
         return parse_copilot(events, request.skill_name, read_events(state))
 
@@ -158,14 +158,14 @@ def unpacked_cache() -> Path:
 
 
 def parse_copilot(
-    events: list[dict[str, Any]], skill_name: str | None = None, state: Sequence[dict[str, Any]] = ()
+    events: list[JsonObject], skill_name: str | None = None, state: Sequence[JsonObject] = ()
 ) -> AgentSession:
     """The session from the ``--output-format json`` stream, with what only the CLI's own event log
     (``state``: ``session-state/<id>/events.jsonl``) holds: the version and the token counts."""
     out: list[AgentEvent] = []
-    meta: dict[str, Any] = {}
+    meta: JsonObject = {}
     listed: tuple[str, ...] | None = None
-    result: dict[str, Any] | None = None
+    result: JsonObject | None = None
     texts: list[str] = []
     errors: list[str] = []
     tools: dict[str, str] = {}
@@ -216,7 +216,7 @@ def parse_copilot(
     return AgentSession(ok=ok, status=status, events=tuple(out), error=error, **seen)
 
 
-def _copilot_result(data: dict[str, Any], tools: dict[str, str]) -> AgentEvent:
+def _copilot_result(data: JsonObject, tools: dict[str, str]) -> AgentEvent:
     """A finished tool call: its result's content, or its error's message."""
     ok = bool(data.get("success"))
     body = data.get("result") if ok else data.get("error")
@@ -227,11 +227,11 @@ def _copilot_result(data: dict[str, Any], tools: dict[str, str]) -> AgentEvent:
     )
 
 
-def state_meta(state: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def state_meta(state: Sequence[JsonObject]) -> JsonObject:
     """The CLI's version and the session's summed token counts from its own event log. Its input
     count includes cache reads and writes whatever the provider's convention (measured on 1.0.102
     against an Anthropic server), as the Codex and Gemini parsers' counts do."""
-    meta: dict[str, Any] = {}
+    meta: JsonObject = {}
     usage = dict.fromkeys(USAGE_KEYS.values(), 0)
     for e in state:
         data = json_object(e.get("data"))

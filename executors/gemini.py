@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from executors.base import HttpExecutor, Parsed, min_tokens_for
+from executors.parsing import JsonObject
 from executors.pricing import GEMINI_RATIOS
 from executors.schema import RunRequest, Usage
 
@@ -25,11 +25,11 @@ class GeminiExecutor(HttpExecutor):
     default_base_url = "https://generativelanguage.googleapis.com"
     env_keys = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
-    def build(self, request: RunRequest) -> tuple[str, dict[str, Any], dict[str, str]]:
-        body: dict[str, Any] = {"contents": [{"role": "user", "parts": [{"text": request.prompt}]}]}
+    def build(self, request: RunRequest) -> tuple[str, JsonObject, dict[str, str]]:
+        body: JsonObject = {"contents": [{"role": "user", "parts": [{"text": request.prompt}]}]}
         if request.system:
             body["systemInstruction"] = {"parts": [{"text": request.system}]}
-        config: dict[str, Any] = {}
+        config: JsonObject = {}
         if request.temperature is not None:
             config["temperature"] = request.temperature
         if request.max_tokens is not None:
@@ -47,7 +47,7 @@ class GeminiExecutor(HttpExecutor):
     def cache_min_tokens(self, model: str) -> int | None:
         return min_tokens_for(model, MIN_CACHEABLE_TOKENS, DEFAULT_MIN_CACHEABLE_TOKENS)
 
-    def parse(self, data: dict[str, Any]) -> Parsed:
+    def parse(self, data: JsonObject) -> Parsed:
         candidate = data["candidates"][0]
         parts = (candidate.get("content") or {}).get("parts") or []
         text = "".join(part.get("text", "") for part in parts if not part.get("thought"))

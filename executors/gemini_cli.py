@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from executors.agent import AgentExecutor
 from executors.egress import GEMINI, PLACEHOLDER_KEY
 from executors.installing import install_and_instruct
+from executors.parsing import JsonObject
 from executors.pricing import GEMINI_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 
@@ -77,16 +77,16 @@ class GeminiCliExecutor(AgentExecutor):
         # `gemini --resume <session id> -p <message>`: the first run's `-p <prompt>` replaced
         return ["--resume", session_id, "-p", message, *argv[2:]]
 
-    def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
+    def parse(self, events: list[JsonObject], request: AgentRequest) -> AgentSession:
         return parse_gemini(events, request.skill_name)
 
 
-def parse_gemini(events: list[dict[str, Any]], skill_name: str | None = None) -> AgentSession:
+def parse_gemini(events: list[JsonObject], skill_name: str | None = None) -> AgentSession:
     out: list[AgentEvent] = []
-    meta: dict[str, Any] = {}
+    meta: JsonObject = {}
     text_parts: list[str] = []
     final = ""  # the last run's text
-    result: dict[str, Any] | None = None
+    result: JsonObject | None = None
     invoked = False
     tools: dict[str, str] = {}
     for e in events:
@@ -134,7 +134,7 @@ def parse_gemini(events: list[dict[str, Any]], skill_name: str | None = None) ->
     return AgentSession(ok=ok, status=status, events=tuple(out), error=error, **seen)
 
 
-def _gemini_stats(stats: dict[str, Any]) -> dict[str, Any]:
+def _gemini_stats(stats: JsonObject) -> JsonObject:
     """The result event's figures, as the session's meta holds them."""
     meta = {
         "usage": {

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from executors.base import HttpExecutor, Parsed
+from executors.parsing import JsonObject
 from executors.pricing import OPENAI_RATIOS
 from executors.schema import RunRequest, Usage
 
@@ -23,12 +23,12 @@ class OpenAIExecutor(HttpExecutor):
     default_base_url = "https://api.openai.com/v1"
     env_keys = ("OPENAI_API_KEY",)
 
-    def build(self, request: RunRequest) -> tuple[str, dict[str, Any], dict[str, str]]:
+    def build(self, request: RunRequest) -> tuple[str, JsonObject, dict[str, str]]:
         messages = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
         messages.append({"role": "user", "content": request.prompt})
-        body: dict[str, Any] = {"model": request.model, "messages": messages}
+        body: JsonObject = {"model": request.model, "messages": messages}
         if request.temperature is not None:
             body["temperature"] = request.temperature
         if request.max_tokens is not None:
@@ -48,7 +48,7 @@ class OpenAIExecutor(HttpExecutor):
     def cache_min_tokens(self, model: str) -> int | None:
         return MIN_CACHEABLE_TOKENS
 
-    def parse(self, data: dict[str, Any]) -> Parsed:
+    def parse(self, data: JsonObject) -> Parsed:
         message = data["choices"][0]["message"]
         usage = data.get("usage") or {}
         prompt = int(usage.get("prompt_tokens") or 0)

@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 from executors.agent import AgentExecutor, json_object, skill_file_reads
 from executors.egress import OPENAI, PLACEHOLDER_KEY
 from executors.installing import install_and_instruct
+from executors.parsing import JsonObject
 from executors.pricing import OPENAI_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 
@@ -115,16 +115,16 @@ class OpenCodeExecutor(AgentExecutor):
         # `opencode run --session <id>`, the message on stdin as every prompt is
         return [*argv, "--session", session_id]
 
-    def parse(self, events: list[dict[str, Any]], request: AgentRequest) -> AgentSession:
+    def parse(self, events: list[JsonObject], request: AgentRequest) -> AgentSession:
         return parse_opencode(events, request.skill_name)
 
 
-def parse_opencode(events: list[dict[str, Any]], skill_name: str | None = None) -> AgentSession:
+def parse_opencode(events: list[JsonObject], skill_name: str | None = None) -> AgentSession:
     """The session from the ``--format json`` stream: steps (one per model call), the text and tool
     parts each finished, the token counts of each step, and errors. It has no closing event: a
     session ended well when its last step stopped (not at a tool call) with no error."""
     out: list[AgentEvent] = []
-    meta: dict[str, Any] = {}
+    meta: JsonObject = {}
     usage = {
         "input_tokens": 0,
         "output_tokens": 0,
@@ -179,7 +179,7 @@ def parse_opencode(events: list[dict[str, Any]], skill_name: str | None = None) 
     )
 
 
-def _tool_part(part: dict[str, Any]) -> tuple[AgentEvent, AgentEvent]:
+def _tool_part(part: JsonObject) -> tuple[AgentEvent, AgentEvent]:
     """A finished tool part as its call and its result (OpenCode reports both in one)."""
     state = json_object(part.get("state"))
     name, call_id = str(part.get("tool") or ""), part.get("callID")
@@ -189,7 +189,7 @@ def _tool_part(part: dict[str, Any]) -> tuple[AgentEvent, AgentEvent]:
     return use, AgentEvent(kind="tool_result", tool=name, tool_id=call_id, text=text[:4000], is_error=failed)
 
 
-def _add_tokens(usage: dict[str, int], tokens: dict[str, Any]) -> None:
+def _add_tokens(usage: dict[str, int], tokens: JsonObject) -> None:
     """A finished step's token counts added to the session's."""
     cache = json_object(tokens.get("cache"))
     usage["input_tokens"] += int(tokens.get("input") or 0)  # without cache reads, as Anthropic's
@@ -199,7 +199,7 @@ def _add_tokens(usage: dict[str, int], tokens: dict[str, Any]) -> None:
 
 
 def _opencode_end(
-    errors: list[str], reason: str | None, steps: int, meta: dict[str, Any]
+    errors: list[str], reason: str | None, steps: int, meta: JsonObject
 ) -> tuple[str, str | None]:
     """The session's status and error: it ended well when its last step stopped with no error."""
     if not errors and reason == "stop":

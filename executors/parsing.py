@@ -15,6 +15,12 @@ MAX_ALIASES = 100  # a "billion laughs" file expands exponentially through its a
 MAX_EXPANDED = 1_000_000
 
 
+#: A JSON object of a format skillab does not own, as the edge that reads or writes it holds it: a
+#: CLI's event, a provider's request or response, another tool's suite file, a JSON Schema. Past its
+#: edge it becomes one of skillab's models; ``tests/test_house.py`` lists the modules it may appear in.
+JsonObject = dict[str, Any]
+
+
 class TooLarge(yaml.YAMLError):
     """A document refused for its expanded size or depth."""
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from executors.contents import copy_tree
 from executors.errors import InputError
-from executors.parsing import load_json
+from executors.parsing import JsonObject, load_json
 
 MANIFEST = Path(".claude-plugin") / "plugin.json"
 MCP_FILE = ".mcp.json"
@@ -92,7 +92,7 @@ def looks_like_plugin(path: Path) -> bool:
     return (path / MCP_FILE).is_file() or any((path / d).is_dir() for d in PART_DIRS)
 
 
-def _manifest(path: Path) -> dict[str, Any]:
+def _manifest(path: Path) -> JsonObject:
     file = path / MANIFEST
     if not file.is_file():
         raise InputError(
@@ -120,7 +120,7 @@ def _paths(value: Any) -> list[str]:
     return []
 
 
-def _part_roots(path: Path, manifest: dict[str, Any], key: str) -> list[Path]:
+def _part_roots(path: Path, manifest: JsonObject, key: str) -> list[Path]:
     """The default ``<key>/`` folder and any paths the manifest adds (files or folders)."""
     roots = [path / key] + [path / p for p in _paths(manifest.get(key))]
     return [r for r in dict.fromkeys(roots) if r.exists()]
@@ -134,7 +134,7 @@ def _md_names(roots: list[Path]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def _mcp_servers(path: Path, manifest: dict[str, Any]) -> tuple[str, ...]:
+def _mcp_servers(path: Path, manifest: JsonObject) -> tuple[str, ...]:
     names: list[str] = []
     sources: list[Any] = []
     if (path / MCP_FILE).is_file():

@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from executors.errors import ErrorKind, warn
+from executors.parsing import JsonObject
 from executors.sandbox import Isolation
 
 
@@ -251,7 +252,7 @@ class PermissionRule(Frozen):
             _regex(self.when, "when")
         return self
 
-    def applies(self, tool: str, given: dict[str, Any]) -> bool:
+    def applies(self, tool: str, given: JsonObject) -> bool:
         if not fnmatch.fnmatchcase(tool, self.tool):
             return False
         called = json.dumps(given, sort_keys=True)[:MATCHED_CHARS]
@@ -265,7 +266,7 @@ class PermissionPolicy(Frozen):
     default: Decision = "allow"
     rules: tuple[PermissionRule, ...] = ()
 
-    def decide(self, tool: str, given: dict[str, Any]) -> Decision:
+    def decide(self, tool: str, given: JsonObject) -> Decision:
         return next((r.decision for r in self.rules if r.applies(tool, given)), self.default)
 
 
@@ -293,7 +294,7 @@ class McpResponse(Frozen):
     """A stand-in tool's answer: to calls whose arguments equal every ``when`` (none: any call); its
     text may name them as ``{{input.<name>}}``; ``error``: a failed tool call."""
 
-    when: dict[str, Any] | None = None
+    when: JsonObject | None = None
     text: str = ""
     error: bool = False
 
@@ -303,7 +304,7 @@ class McpTool(Frozen):
 
     name: OneLine
     description: str = ""
-    input_schema: dict[str, Any] | None = None
+    input_schema: JsonObject | None = None
     responses: tuple[McpResponse, ...] = ()
 
     @model_validator(mode="after")
@@ -415,7 +416,7 @@ class AgentEvent(Frozen):
     kind: str = Field(description="init | text | tool_use | tool_result | error | result")
     tool: str | None = None
     tool_id: str | None = None
-    input: dict[str, Any] | None = None
+    input: JsonObject | None = None
     text: str = ""
     is_error: bool = False
     exit_code: int | None = None
@@ -452,6 +453,42 @@ class SkillListing(Frozen):
         return any(s.state == ListingState.DROPPED for s in self.skills)
 
 
+class SessionMeta(BaseModel):
+    """What a session's CLI told of it (its init and result events, its own logs), as every parser
+    keeps it: typed where skillab reads a figure, the rest of what a CLI says kept as it came (extra
+    keys). A value of the wrong shape from a CLI is dropped, never a failed parse."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    session_id: str | None = None
+    model: str | None = Field(default=None, description="the model the responses named, else the CLI's")
+    cli_version: str | None = None
+    tools: list[str] | None = Field(default=None, description="the tools the CLI offered the model")
+    plugins: list[str] | None = None
+    mcp_servers: list[str] | None = None
+    skills_invoked: list[str] = Field(default_factory=list, description="every skill a call loaded, in order")
+    num_turns: int | None = None
+    usage: JsonObject | None = Field(default=None, description="token counts in the CLI's convention")
+    total_cost_usd: float | None = None
+    api_error_status: int | None = None
+    context_window: int | None = None
+    permission_denials: list[Any] = Field(default_factory=list)
+    user_calls: int = 0
+    user_cost_usd: float = 0.0
+    user_errors: int = 0
+    reused_from: str | None = Field(default=None, description="the run a reused baseline session came from")
+    image: str | None = Field(default=None, description="the fleet image the session's container named")
+
+    @field_validator("*", mode="wrap")
+    @classmethod
+    def _lenient(cls, value: Any, handler: Any, info: ValidationInfo) -> Any:
+        try:
+            return handler(value)
+        except ValueError:
+            field = cls.model_fields[str(info.field_name)]
+            return field.get_default(call_default_factory=True)
+
+
 class AgentSession(Frozen):
     """A parsed session; ``ok`` only when ``status`` is SUCCESS."""
 
@@ -466,7 +503,7 @@ class AgentSession(Frozen):
     listing: SkillListing | None = Field(
         default=None, description="the skill listing the model received, read from the session's request"
     )
-    meta: dict[str, Any] = Field(default_factory=dict)
+    meta: SessionMeta = Field(default_factory=SessionMeta)
     exit_code: int | None = None
     error: str | None = None
     duration_ms: float = 0.0
@@ -480,4 +517,4 @@ class AgentSession(Frozen):
     @property
     def cost_usd(self) -> float:
         """What the session cost, as its CLI reported it (0 when it reported nothing)."""
-        return float(self.meta.get("total_cost_usd") or 0.0)
+        return self.meta.total_cost_usd or 0.0

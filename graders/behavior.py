@@ -51,23 +51,22 @@ def analyze(session: AgentSession) -> Behavior:
             ):
                 recovered += 1
                 break
-    denials = session.meta.get("permission_denials") or []
     return Behavior(
         tool_calls=counts,
         total_tool_calls=len(uses),
-        turns=session.meta.get("num_turns") or sum(1 for e in session.events if e.kind == "text") or None,
+        turns=session.meta.num_turns or sum(1 for e in session.events if e.kind == "text") or None,
         thrashing_detected=thrashing,
         longest_repeat=longest if uses else 0,
         errors_encountered=len(errors),
         errors_recovered=recovered,
         max_turns_hit=session.status == "max_turns",
-        permission_denials=len(denials),
+        permission_denials=len(session.meta.permission_denials),
         questions_asked=sum(1 for u in session.conversation if u.kind == "question"),
         user_answers=sum(1 for u in session.conversation if u.kind == "answer"),
         permissions_refused=sum(1 for u in session.conversation if u.decision == "deny"),
-        user_calls=int(session.meta.get("user_calls") or 0),
-        user_cost_usd=float(session.meta.get("user_cost_usd") or 0.0),
+        user_calls=session.meta.user_calls,
+        user_cost_usd=session.meta.user_cost_usd,
         skill_invoked=session.skill_invoked,
-        skills_invoked=list(session.meta.get("skills_invoked") or []),
+        skills_invoked=list(session.meta.skills_invoked),
         api_errors=sum(1 for e in session.events if e.kind == "error"),
     )

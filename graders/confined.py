@@ -15,8 +15,8 @@ import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from executors.parsing import JsonObject
 from executors.sandbox import Isolation, executable_paths, host_env, probe, run_sandboxed
 from executors.workspace import session_root
 from graders.schema import GradingError
@@ -44,12 +44,12 @@ def run_confined(
     interpreter: str,
     script: tuple[str, str],
     args: Sequence[str],
-    payload: dict[str, Any],
+    payload: JsonObject,
     *,
     code_dir: Path,
     timeout_s: float,
     readable: Sequence[Path] = (),
-) -> dict[str, Any] | str:
+) -> JsonObject | str:
     """Run ``interpreter WORK/script[0] *args WORK/payload.json`` in ``code_dir`` (read-only), where
     ``script[1]`` is the script's text: its answer, or a one-line reason it gave none."""
     name, text = script
@@ -81,7 +81,7 @@ def run_confined(
     return answer if isinstance(answer, dict) else "no answer"
 
 
-def outcome(answer: dict[str, Any] | str) -> tuple[bool, str, float | None]:
+def outcome(answer: JsonObject | str) -> tuple[bool, str, float | None]:
     """A custom check's (passed, message, score) from its answer. A reason it gave none (a crash, a
     timeout), an error it reported, or a score that is not a finite number raises GradingError: the
     check could not decide, which says nothing about the output."""

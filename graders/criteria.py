@@ -10,8 +10,8 @@ import hashlib
 import json
 import math
 from pathlib import Path
-from typing import Any
 
+from executors.parsing import JsonObject
 from graders.grades import WEIGHTS, CheckResults, Criterion, SessionGrade
 from graders.judge import JudgeParseError, JudgePrompt, _json_objects
 
@@ -20,7 +20,7 @@ PROMPT_VERSION = "1"
 MAX_FILE_CHARS = 6000
 MAX_FILES_CHARS = 24000
 
-CRITERIA_SCHEMA: dict[str, Any] = {
+CRITERIA_SCHEMA: JsonObject = {
     "type": "object",
     "properties": {
         **{
@@ -71,7 +71,7 @@ def criteria_prompt(
     final_answer: str,
     checks: CheckResults,
     files: dict[str, str],
-    usage: dict[str, Any],
+    usage: JsonObject,
     conversation: str | None = None,
 ) -> JudgePrompt:
     """The four-criterion judgement; ``conversation``: a case with a simulated user, who said what

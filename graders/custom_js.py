@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 from executors.errors import InputError
+from executors.parsing import JsonObject
 from graders.confined import outcome, run_confined
 
 SUFFIXES = (".mjs", ".js")
@@ -85,7 +85,7 @@ def node_binary() -> str:
     return found
 
 
-def run_node(mode: str, path: Path, payload: dict[str, Any], timeout_s: float) -> dict[str, Any] | str:
+def run_node(mode: str, path: Path, payload: JsonObject, timeout_s: float) -> JsonObject | str:
     """The wrapper's answer, or a one-line reason it gave none (timeout, crash)."""
     return run_confined(
         node_binary(),
@@ -119,7 +119,7 @@ def validate_file(path: Path) -> None:
 
 
 def run_js(
-    path: Path, output: str, sample: dict[str, Any], assertion: dict[str, Any], timeout_s: float
+    path: Path, output: str, sample: JsonObject, assertion: JsonObject, timeout_s: float
 ) -> tuple[bool, str, float | None]:
     """Run the file's function on one output: (passed, message, score)."""
     return outcome(

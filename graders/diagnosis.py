@@ -9,8 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
 
+from executors.parsing import JsonObject
 from graders.judge import JudgeParseError, JudgePrompt, _json_objects
 
 PROMPT_VERSION = "1"
@@ -18,7 +18,7 @@ PROMPT_CHARS = 600
 OUTPUT_CHARS = 900
 ARTIFACT_CHARS = 8000
 
-DIAGNOSIS_SCHEMA: dict[str, Any] = {
+DIAGNOSIS_SCHEMA: JsonObject = {
     "type": "object",
     "properties": {"diagnosis": {"type": "string", "maxLength": 700}},
     "required": ["diagnosis"],

@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from executors.parsing import JsonObject
 from executors.schema import AgentEvent
 from graders.criteria import SYSTEM, _fenced, files_block
 from graders.grades import ExpectationResult, ExpectationSummary, SessionGrade
@@ -26,7 +27,7 @@ TRANSCRIPT_CHARS = 16000
 EVIDENCE_CHARS = 300
 
 
-def expectations_schema(count: int) -> dict[str, Any]:
+def expectations_schema(count: int) -> JsonObject:
     """grading.json's ``expectations`` list, one entry per expectation, in order."""
     entry = {
         "type": "object",

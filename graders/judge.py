@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from executors.parsing import JsonObject
 from executors.registry import EXECUTORS
 from graders import registry
 from graders.schema import (
@@ -31,7 +32,7 @@ PROMPT_VERSION = "2"
 
 # Property order matters: a grammar built from the schema (the embedded model) generates in this
 # order, so the score comes first and a long reason cannot crowd it out. Hence no sort_keys.
-SCORE_SCHEMA: dict[str, Any] = {
+SCORE_SCHEMA: JsonObject = {
     "type": "object",
     "properties": {
         "score": {"type": "integer", "minimum": 1, "maximum": 5},
@@ -299,7 +300,7 @@ def judge_layer(
 # ---------------------------------------------------------------- pairwise
 
 
-WINNER_SCHEMA: dict[str, Any] = {
+WINNER_SCHEMA: JsonObject = {
     "type": "object",
     "properties": {
         "winner": {"type": "string", "enum": ["1", "2", "tie"]},

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from executors.errors import InputError
-from executors.parsing import load_json, load_yaml
+from executors.parsing import JsonObject, load_json, load_yaml
 
 
 def read_text(path: Path) -> str:
@@ -25,7 +25,7 @@ def read_text(path: Path) -> str:
         raise InputError(f"{path}: cannot read: {exc}") from None
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _unique_keys(pairs: list[tuple[str, Any]]) -> JsonObject:
     keys = [k for k, _ in pairs]
     duplicate = next((k for k in keys if keys.count(k) > 1), None)
     if duplicate is not None:

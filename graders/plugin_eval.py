@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from executors.case_env import refusal
 from executors.errors import InputError
-from executors.parsing import load_yaml
+from executors.parsing import JsonObject, load_yaml
 from executors.schema import OneLine
 from graders.loading import closest
 
@@ -180,7 +180,7 @@ class PluginCase(_Strict):
 # ----------------------------------------------------------------- parsing
 
 
-def front_matter(text: str, label: str) -> tuple[dict[str, Any], str, bool]:
+def front_matter(text: str, label: str) -> tuple[JsonObject, str, bool]:
     """(front matter, body, had front matter); InputError naming ``label`` when it is malformed."""
     text = text.removeprefix("\ufeff")
     found = FRONT_MATTER.match(text)
@@ -200,7 +200,7 @@ def front_matter(text: str, label: str) -> tuple[dict[str, Any], str, bool]:
     return data, text[found.end() :], True
 
 
-def grader_from_markdown(text: str, label: str, stem: str) -> dict[str, Any] | None:
+def grader_from_markdown(text: str, label: str, stem: str) -> JsonObject | None:
     """A grader's raw fields from graders/<stem>.md; None when the file has no front matter (the
     official runner skips such a file too)."""
     fm, body, had = front_matter(text, label)
@@ -217,14 +217,14 @@ def grader_from_markdown(text: str, label: str, stem: str) -> dict[str, Any] | N
 
 
 def merge_case(
-    case_yaml: dict[str, Any] | None,
+    case_yaml: JsonObject | None,
     prompt_md: tuple[str, str] | None,
     grader_mds: Sequence[tuple[str, str]],
     folder_name: str,
-) -> dict[str, Any]:
+) -> JsonObject:
     """case.yaml's data with prompt.md's keys and body and the graders/*.md laid over it, as the
     official runner merges them. ``prompt_md`` and each grader are (label, text)."""
-    base: dict[str, Any] = dict(case_yaml) if case_yaml is not None else {"schema_version": "1.1"}
+    base: JsonObject = dict(case_yaml) if case_yaml is not None else {"schema_version": "1.1"}
     base.setdefault("name", folder_name)
     execution = dict(base.get("execution") or {}) if isinstance(base.get("execution"), dict) else {}
     if "execution" in base and not isinstance(base["execution"], dict):
@@ -261,7 +261,7 @@ def _stem(label: str) -> str:
     return name.removesuffix(".md")
 
 
-def _check_version(data: dict[str, Any], label: str) -> None:
+def _check_version(data: JsonObject, label: str) -> None:
     version = data.get("schema_version")
     if not isinstance(version, str):
         raise InputError(f'{label}: schema_version: required (e.g. "1.0")')
@@ -274,7 +274,7 @@ def _check_version(data: dict[str, Any], label: str) -> None:
         )
 
 
-def _sections(data: dict[str, Any], label: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _sections(data: JsonObject, label: str) -> tuple[JsonObject, JsonObject]:
     """The case's execution and context mappings, every key of the case known."""
     execution = data.get("execution")
     if not isinstance(execution, dict):
@@ -323,7 +323,7 @@ def _checked(case: PluginCase, label: str) -> PluginCase:
     )
 
 
-def parse_case(data: dict[str, Any], label: str) -> PluginCase:
+def parse_case(data: JsonObject, label: str) -> PluginCase:
     """The merged case data as a PluginCase; InputError lines naming ``label`` and the field."""
     _check_version(data, label)
     problems = _grader_kind_problems(data.get("graders"), label)

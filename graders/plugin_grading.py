@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from executors.parsing import JsonObject
 from graders.grades import GraderResult
 from graders.plugin_eval import (
     JUDGE_VOTES,
@@ -51,7 +52,7 @@ class RunEvidence:
     """What a finished session leaves to grade: its stream-json events, the paths it created
     (relative to the sandbox, '/'-separated) and a reader of one sandbox file (None: absent)."""
 
-    events: Sequence[dict[str, Any]]
+    events: Sequence[JsonObject]
     created_files: Sequence[str] = ()
     read_file: Callable[[str], bytes | None] = field(default=lambda _path: None)
     mock_calls: str | None = None  # the calls the case's MCP stand-ins answered (JSON lines); None: no mocks

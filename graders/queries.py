@@ -31,6 +31,7 @@ import yaml
 from pydantic import Field, ValidationError
 
 from executors.errors import InputError
+from executors.parsing import JsonObject
 from executors.schema import Frozen, OneLine
 from graders.loading import closest, parse_data
 
@@ -76,7 +77,7 @@ class QuerySet(Frozen):
         return {q.id: q for q in self.queries}
 
 
-def _one_query(raw: dict[str, Any], prefix: str) -> tuple[Query | None, list[str]]:
+def _one_query(raw: JsonObject, prefix: str) -> tuple[Query | None, list[str]]:
     problems = []
     for key in raw:
         if str(key) not in FIELDS:
@@ -124,7 +125,7 @@ def _skill_creator_set(data: Any) -> bool:
     )
 
 
-def _skill_creator_queries(data: list[dict[str, Any]], source: str) -> tuple[Query, ...]:
+def _skill_creator_queries(data: list[JsonObject], source: str) -> tuple[Query, ...]:
     problems = []
     queries = []
     for index, raw in enumerate(data, start=1):
@@ -272,7 +273,7 @@ def dump_queries(queries: Iterable[Query]) -> str:
     """YAML text of queries that :func:`load_queries` reads back unchanged (``generate`` writes it)."""
     rows = []
     for q in queries:
-        row: dict[str, Any] = {"id": q.id, "query": q.query, "expect": q.expected}
+        row: JsonObject = {"id": q.id, "query": q.query, "expect": q.expected}
         if q.tags:
             row["tags"] = list(q.tags)
         rows.append(row)
@@ -304,7 +305,7 @@ class Split:
         """``train`` or ``holdout``."""
         return "holdout" if query_id in {q.id for q in self.holdout} else "train"
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> JsonObject:
         """What a report records so the split can be checked and repeated."""
         return {
             "method": "stratified by expect and tags, largest remainder, seeded",

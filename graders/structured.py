@@ -11,6 +11,7 @@ import jsonschema
 from jsonschema import ValidationError
 
 from executors.errors import InputError
+from executors.parsing import JsonObject
 from graders.schema import GradingError, JsonSchemaAssertion, JsonValidAssertion, Observation, Outcome
 from graders.text import REGEX_TIMEOUT_S
 
@@ -45,9 +46,7 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterat
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-def _pattern_properties(
-    validator: Any, patterns: dict[str, Any], instance: Any, schema: Any
-) -> Iterator[Any]:
+def _pattern_properties(validator: Any, patterns: JsonObject, instance: Any, schema: Any) -> Iterator[Any]:
     if validator.is_type(instance, "object"):
         for pattern, subschema in patterns.items():
             for key, value in instance.items():

@@ -132,3 +132,74 @@ def test_report_parts_are_models_not_camel_case_dicts() -> None:
             if keys := camel_keys(path):  # a figure is a model built by keyword, never a dict
                 over[name] = keys
     assert not over, over
+
+
+#: The modules that hold JSON of formats skillab does not own (executors.parsing.JsonObject): a CLI's
+#: events, a provider's bodies, another tool's suite files, JSON Schemas, Prefect's API and job
+#: templates, report files before they are read into a model. Anywhere else, data is a model.
+JSON_EDGES = {
+    "deployments/fleet.py": "a Docker work pool's job template",
+    "executors/agent.py": "a CLI's stream",
+    "executors/anthropic.py": "the Messages API",
+    "executors/base.py": "a provider's JSON",
+    "executors/batch.py": "the batch APIs",
+    "executors/claude_code.py": "Claude Code's events and settings",
+    "executors/codex_cli.py": "Codex's events",
+    "executors/conversation.py": "Claude Code's stream-json input and control requests",
+    "executors/copilot_cli.py": "Copilot CLI's events",
+    "executors/gemini.py": "the Gemini API",
+    "executors/gemini_cli.py": "Gemini CLI's events",
+    "executors/openai.py": "the Chat Completions API",
+    "executors/opencode.py": "OpenCode's events",
+    "executors/parsing.py": "where it is defined",
+    "executors/plugin.py": "a plugin's manifest",
+    "executors/schema.py": "a tool call's input, an MCP tool's schema",
+    "flows/cli/plan.py": "a pilot report's JSON",
+    "flows/engine/api_gate.py": "Prefect's API",
+    "flows/engine/gateway.py": "Prefect's flow run parameters",
+    "flows/engine/remote.py": "a container flow run's parameters and job variables",
+    "flows/inputs/environment.py": "Claude Code's settings files",
+    "flows/inputs/files.py": "an options file",
+    "flows/inputs/samples.py": "a samples file",
+    "flows/inputs/skill_config.py": "the seed's config.yml",
+    "flows/inputs/suites/omk.py": "an oh-my-knowledge project",
+    "flows/inputs/suites/plugin_eval.py": "a plugin's manifest",
+    "flows/inputs/suites/plugin_mocks.py": "plugin eval mock files",
+    "flows/inputs/suites/skill_creator.py": "skill-creator's evals.json",
+    "flows/modes/agentic/model.py": "older reports' JSON",
+    "flows/modes/agentic/plugin_json.py": "claude plugin eval's --json output",
+    "flows/modes/agentic/sessions.py": "a CLI's init event",
+    "flows/report/json_schema.py": "the report's JSON Schema",
+    "flows/report/schema.py": "report files before migration",
+    "graders/confined.py": "a confined check's answer",
+    "graders/criteria.py": "the judge's JSON Schema",
+    "graders/custom_js.py": "a JavaScript check's answer",
+    "graders/diagnosis.py": "the diagnosis JSON Schema",
+    "graders/expectations.py": "the expectations JSON Schema",
+    "graders/judge.py": "the judge's JSON Schemas",
+    "graders/loading.py": "YAML and JSON of a user's files",
+    "graders/plugin_eval.py": "plugin eval case files",
+    "graders/plugin_grading.py": "Claude Code's events",
+    "graders/queries.py": "trigger query sets of other tools",
+    "graders/structured.py": "a JSON Schema",
+    "tasks/stats/planning.py": "a pilot report's JSON",
+    "tasks/store/cache.py": "the result cache's JSON entries",
+}
+#: The issue's bound on untyped mappings in production code ("typed inside").
+MAX_UNTYPED_MAPPINGS = 40
+
+
+def test_foreign_json_stays_at_its_edges() -> None:
+    users = {
+        str(path.relative_to(ROOT))
+        for layer in PRODUCTION
+        for path in sorted((ROOT / layer).rglob("*.py"))
+        if re.search(r"\bJsonObject\b", path.read_text(encoding="utf-8"))
+    }
+    assert users <= set(JSON_EDGES), sorted(users - set(JSON_EDGES))
+    untyped = sum(
+        path.read_text(encoding="utf-8").count("dict[str, Any]")
+        for layer in PRODUCTION
+        for path in (ROOT / layer).rglob("*.py")
+    )
+    assert untyped <= MAX_UNTYPED_MAPPINGS, untyped

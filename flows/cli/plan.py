@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from executors.errors import InputError
+from executors.parsing import JsonObject
 from flows.cli.command import Command
 
 
@@ -39,7 +40,7 @@ def plan_source(args: argparse.Namespace) -> Path:
     return folder / f"{runs[-1].id}.json"
 
 
-def call_shape(data: dict[str, Any], artifact_tokens: int | None) -> Any:
+def call_shape(data: JsonObject, artifact_tokens: int | None) -> Any:
     """Tokens of one call from the pilot's results; the artifact's share from the flag, else from
     the tokens the provider cached (the artifact is the cached prefix), else unknown (0)."""
     from tasks.stats.planning import CallShape

@@ -33,6 +33,7 @@ from websockets.utils import accept_key
 
 from executors.egress import normalised_target
 from executors.http_relay import close, forwarded_headers, relay_response, reply, requests
+from executors.parsing import JsonObject
 
 MAX_BODY = 16 * 1024 * 1024  # logs come in batches; nothing a session's flow run sends is larger
 MAX_EVENT = 1024 * 1024
@@ -335,7 +336,7 @@ class ApiGate:
                 raise PermissionError(f"the Prefect API refused the gateway's events stream: {answer}")
         return socket
 
-    async def flow_run(self, run_id: str) -> dict[str, Any] | None:
+    async def flow_run(self, run_id: str) -> JsonObject | None:
         """The flow run as the API has it, or None when it has no such run."""
         response = await self.http.get(self.url(f"/api/flow_runs/{run_id}"))
         return response.json() if response.status_code == 200 else None

@@ -30,11 +30,11 @@ import sys
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
+from executors.parsing import JsonObject
 from flows.engine.api_gate import ApiGate, Caller
 from flows.engine.fleet import provider_of
 
@@ -74,7 +74,7 @@ def storage_endpoint(url: str) -> str | None:
     return os.environ.get("AWS_ENDPOINT_URL") or f"https://s3.{region}.amazonaws.com"
 
 
-def session_endpoints(parameters: dict[str, Any]) -> set[str]:
+def session_endpoints(parameters: JsonObject) -> set[str]:
     """What a session's flow run reaches through the gateway, from its parameters: its model's
     endpoint and its storage's (the gateway lets its container reach these and nothing else)."""
     signed = parameters.get("signed")

@@ -39,6 +39,7 @@ from prefect import flow
 
 from executors.egress import PROVIDERS, forwarder
 from executors.errors import InputError, env_int
+from executors.parsing import JsonObject
 from executors.schema import AgentRequest, AgentSession, SessionStatus
 from flows.engine.container_net import isolated, route
 from flows.engine.fleet import provider_of
@@ -102,7 +103,7 @@ def source_digest() -> str:
 
 @flow(name=SESSION_FLOW, flow_run_name="{label}", log_prints=False, persist_result=False)
 async def container_session(
-    request: dict[str, Any],
+    request: JsonObject,
     storage: str,
     key: str,
     inputs: str,
@@ -306,7 +307,7 @@ async def _registered_keys(client: Any) -> dict[str, str]:
 PREFECT_CREDENTIALS = ("PREFECT_API_AUTH_STRING", "PREFECT_API_KEY", "PREFECT_SERVER_API_AUTH_STRING")
 
 
-def key_variables(keys: dict[str, str], cli: str) -> dict[str, Any]:
+def key_variables(keys: dict[str, str], cli: str) -> JsonObject:
     """The job variables of one session's flow run: its own runner's provider key (a reference the
     worker resolves when it starts the container), none of any other provider, and no Prefect
     credential."""
@@ -355,7 +356,7 @@ def _restore(store: Storage, key: str, request: AgentRequest) -> Dispatched:
             shutil.move(unpacked / name, folder)
     session = AgentSession.model_validate(record["session"])
     if isinstance(image := record.get("image"), str):  # the image the container said it was
-        session = session.model_copy(update={"meta": {**session.meta, "image": image}})
+        session = session.model_copy(update={"meta": session.meta.model_copy(update={"image": image})})
     return Dispatched(session, bool(record.get("rate_limited")))
 
 

@@ -200,15 +200,9 @@ class UnitRunner:
         self.saw("listed", variant, listed or ())
 
     def saw_session(self, variant: str, session: AgentSession) -> None:
-        tools = session.meta.get("tools")
-        self.saw_offered(
-            variant,
-            session.meta.get("model"),
-            tools if isinstance(tools, list) else [],
-            session.skills_listed,
-        )
+        self.saw_offered(variant, session.meta.model, session.meta.tools or [], session.skills_listed)
         if self.pool is not None:
-            self.saw("images", self.pool.pool, [session.meta.get("image")])
+            self.saw("images", self.pool.pool, [session.meta.image])
 
     def spend(self, kind: str, cost: float) -> None:
         self.spent += cost

@@ -32,6 +32,7 @@ from executors.claude_code import budget_fraction
 from executors.contents import Bounds, copy_file, copy_tree, inspect_file, tree_digest
 from executors.errors import InputError
 from executors.limits import alive
+from executors.parsing import JsonObject
 from executors.plugin import looks_like_plugin, read_plugin, strip_mcp
 from executors.schema import ENVIRONMENT_PARTS, control_character
 from graders.triggers import front_matter
@@ -72,7 +73,7 @@ class Environment:
         found = [self.path / part / ".claude" / "skills" / name for part in (HOME_PART, PROJECT_PART)]
         return next((f for f in found if (f / "SKILL.md").is_file()), None)
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> JsonObject:
         """What the report keeps: the hash and what the snapshot holds (never a path's content)."""
         return {
             "source": self.source,
@@ -142,7 +143,7 @@ def _skills(root: Path, dest: Path, where: str, tally: Tally) -> list[str]:
     return names
 
 
-def _settings(root: Path, dest: Path, where: str) -> tuple[list[str], dict[str, Any]]:
+def _settings(root: Path, dest: Path, where: str) -> tuple[list[str], JsonObject]:
     """The listing keys of ``root/.claude/settings.json`` written to ``dest``; and the whole file
     as read (for enabledPlugins), never written."""
     path = root / ".claude" / "settings.json"
@@ -157,7 +158,7 @@ def _settings(root: Path, dest: Path, where: str) -> tuple[list[str], dict[str, 
     return sorted(kept), data
 
 
-def _json(path: Path, where: str) -> dict[str, Any]:
+def _json(path: Path, where: str) -> JsonObject:
     inspect_file(path, where)  # a regular file within the size bound, not a link or a fifo
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -177,9 +178,7 @@ def _memory(root: Path, dest: Path, names: tuple[str, ...], where: str) -> list[
     return taken
 
 
-def _plugins(
-    home: Path, settings: dict[str, Any], project: Path | None, dest: Path, tally: Tally
-) -> list[str]:
+def _plugins(home: Path, settings: JsonObject, project: Path | None, dest: Path, tally: Tally) -> list[str]:
     """The enabled installed plugins' folders, each copied to ``dest/<plugin name>``."""
     base = inside(home / ".claude" / "plugins", home, "--environment")
     index = base / "installed_plugins.json"
@@ -187,7 +186,7 @@ def _plugins(
         return []
     plugins = _json(index, "--environment").get("plugins")
     flags = settings.get("enabledPlugins")
-    enabled: dict[str, Any] = flags if isinstance(flags, dict) else {}
+    enabled: JsonObject = flags if isinstance(flags, dict) else {}
     names: list[str] = []
     for key, records in (plugins if isinstance(plugins, dict) else {}).items():
         if enabled.get(key) is False or not isinstance(records, list):

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from executors.errors import InputError
+from executors.parsing import JsonObject
 from graders.loading import closest, parse_data, read_text
 
 __all__ = [
@@ -86,7 +87,7 @@ def writable_file(path: Path, flag: str) -> None:
 
 def options_file(
     path: Path, model: type[BaseModel], lists: frozenset[str] = frozenset(), data: Any = None
-) -> dict[str, Any]:
+) -> JsonObject:
     """Options from a YAML/JSON file, named as the flags are (dashes or underscores), validated
     against ``model``; ``lists`` may also be written as one comma-separated string. ``data``: the
     file already parsed."""
@@ -94,7 +95,7 @@ def options_file(
     if not isinstance(data, dict):
         raise InputError(f"{path}: expected a mapping of option: value")
     fields = list(model.model_fields)
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     problems = []
     for key, value in data.items():
         name = str(key).replace("-", "_")

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from executors.contents import inspect_file
 from executors.errors import InputError, where
+from executors.parsing import JsonObject
 from flows.inputs.files import closest, located, options_file, parse_data, read_text, validation_lines
 from flows.inputs.options import BenchOptions
 from graders import registry
@@ -24,7 +25,7 @@ BASELINE = "baseline"
 # ---------------------------------------------------------------- config
 
 
-def load_config(path: Path) -> dict[str, Any]:
+def load_config(path: Path) -> JsonObject:
     """Options from skillab.yaml: the same names as the flags (dashes or underscores); an
     oh-my-knowledge eval.yaml is read by ``flows.inputs.suites.omk``: here it is only named, as the project."""
     data = parse_data(path, read_text(path))
@@ -55,7 +56,7 @@ def find_samples(given: str | None, base: Path = Path()) -> Path:
 SAMPLE_FIELDS = [f for f in Sample.model_fields if f != "source_dir"]
 
 
-def raw_problems(raw: dict[str, Any], prefix: str) -> list[str]:
+def raw_problems(raw: JsonObject, prefix: str) -> list[str]:
     """What is wrong with a sample before it can be validated as one (its id)."""
     sample_id = raw.get("sample_id")
     # bool is an int in Python: `sample_id: true` must not become the case "True"

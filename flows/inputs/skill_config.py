@@ -16,7 +16,7 @@ from executors.agent import find_binary
 from executors.contents import inspect_tree
 from executors.conversation import world_problem
 from executors.errors import InputError
-from executors.parsing import load_json, load_yaml
+from executors.parsing import JsonObject, load_json, load_yaml
 from executors.plugin import MANIFEST, Plugin, looks_like_plugin, read_plugin, runner_problem
 from executors.registry import AGENT_CLI_CLASSES, AGENT_CLIS, EXECUTORS, agent_cli
 from executors.schema import one_line
@@ -231,8 +231,8 @@ def config_candidates(explicit: str | None, cwd: Path) -> list[Path]:
     return [Path(explicit)] if explicit else found
 
 
-def load_config(explicit: str | None, cwd: Path, overrides: dict[str, Any]) -> SkillBenchConfig:
-    data: dict[str, Any] = {}
+def load_config(explicit: str | None, cwd: Path, overrides: JsonObject) -> SkillBenchConfig:
+    data: JsonObject = {}
     source = "config"
     for path in config_candidates(explicit, cwd):
         if path.is_file():

@@ -15,6 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
 from pydantic_core import to_json
 
 from executors import sandbox
@@ -104,6 +105,17 @@ def run_stats_meta(stats: RunStats) -> dict[str, Any]:
         "batched_calls": stats.batched_calls,
         "not_run": list(stats.not_run),
     }
+
+
+class RunOutcome(BaseModel):
+    """What every mode's flow run ends with for its command (and in Prefect, its state's data): the
+    report it wrote, and the run's own folder where a mode keeps one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    report_path: str | None
+    results_dir: str | None = None
 
 
 # ---------------------------------------------------------------- writing

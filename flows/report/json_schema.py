@@ -12,16 +12,16 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 
+from executors.parsing import JsonObject
 from flows.report.schema import SCHEMA_FILE, reports_adapter
 from graders.grades import Part
 from tasks.stats.models import Model
 
 
-def json_schema() -> dict[str, Any]:
+def json_schema() -> JsonObject:
     """The report's JSON schema; a field described by the docstring under it gets that description."""
     schema = reports_adapter().json_schema(by_alias=True, mode="serialization")
     docs = docstrings()

@@ -25,6 +25,7 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_args, overloa
 from markupsafe import Markup
 from pydantic import Field, TypeAdapter, ValidationError
 
+from executors.parsing import JsonObject
 from flows.report.diagnosis_parts import Ablation, Diagnosis, HumanAgreement, JudgeBias
 from flows.report.entries import (
     CaseResult,
@@ -293,7 +294,7 @@ class Report(Model):
         default=None, description="can the verdict be believed: the certificate"
     )
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> JsonObject:
         """The JSON-ready dict, keeping the file's layout (fields never set are left out)."""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
@@ -322,7 +323,7 @@ class Report(Model):
     """what the judge's score is, in words (the report server's agreement figures)"""
 
     @classmethod
-    def migrated(cls, data: dict[str, Any], version: int) -> dict[str, Any]:
+    def migrated(cls, data: JsonObject, version: int) -> JsonObject:
         """A decoded report of this mode and an earlier ``version``, in the current shape."""
         return data
 
@@ -382,7 +383,7 @@ def reports_adapter() -> TypeAdapter[Report]:
     return _adapter(report_classes())
 
 
-def migrate(data: dict[str, Any]) -> dict[str, Any]:
+def migrate(data: JsonObject) -> JsonObject:
     """Bring a report of an earlier version to the current shape (its mode does what its files need;
     version 2 is read as it is). A part of another shape is left for the validation to name; a
     version newer than this one is refused."""

@@ -15,6 +15,7 @@ import math
 import secrets
 from collections import Counter
 from collections.abc import MutableMapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -357,7 +358,22 @@ def create_app(
     return Guard(routes, {o.removeprefix("http://") for o in app.origins})
 
 
-def compare_rows(a: Report, b: Report) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class CompareRow:
+    """One case and shared variant of the compare page: its score in run A, in run B, the change."""
+
+    sample_id: str
+    variant: str
+    a: float | None
+    b: float | None
+    errored: list[str]  # the sides ("A", "B") with an errored run
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.a is None or self.b is None else self.b - self.a
+
+
+def compare_rows(a: Report, b: Report) -> list[CompareRow]:
     """Per case and shared variant: score in run A, in run B, and the change. The scores are the
     cases' composites, as the regression check takes them (a case's mean over its scored runs): a
     side with no score has no change, a failed call is never an improvement or a drop; the sides
@@ -372,29 +388,19 @@ def compare_rows(a: Report, b: Report) -> list[dict[str, Any]]:
             if name not in other.variants:
                 continue
             ea, eb = entry, other.variants[name]
-            sa, sb = ea.composite_score, eb.composite_score
             errored = [side for side, e in (("A", ea), ("B", eb)) if not e.ok]
-            rows.append(
-                {
-                    "sample_id": case.sample_id,
-                    "variant": name,
-                    "a": sa,
-                    "b": sb,
-                    "errored": errored,
-                    "delta": None if sa is None or sb is None else sb - sa,
-                }
-            )
+            rows.append(CompareRow(case.sample_id, name, ea.composite_score, eb.composite_score, errored))
     return rows
 
 
-def compare_stats(a: Report, b: Report, rows: list[dict[str, Any]]) -> dict[str, RegressionVariant]:
+def compare_stats(a: Report, b: Report, rows: list[CompareRow]) -> dict[str, RegressionVariant]:
     """Per shared variant: B against A over the cases compared (errored ones left out), with the
     paired statistics and verdict a suite's run-to-run comparison uses."""
     stats = {}
-    for name in dict.fromkeys(r["variant"] for r in rows):
-        compared = [r for r in rows if r["variant"] == name and r["delta"] is not None]
-        before = {r["sample_id"]: float(r["a"]) for r in compared}
-        after = {r["sample_id"]: float(r["b"]) for r in compared}
+    for name in dict.fromkeys(r.variant for r in rows):
+        compared = [r for r in rows if r.variant == name and r.a is not None and r.b is not None]
+        before = {r.sample_id: float(r.a or 0) for r in compared}
+        after = {r.sample_id: float(r.b or 0) for r in compared}
         stats[name] = RegressionVariant.model_validate(compare_variant(before, after, b, b.meta.seed))
     return stats
 

@@ -30,11 +30,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from executors.parsing import JsonObject
 from executors.pricing import ANTHROPIC_RATIOS, PriceTable
 from tasks.stats import statistics as st
 
@@ -288,13 +288,13 @@ def pilot_from_frame(
     )
 
 
-def frame_from_report(report: dict[str, Any], *, minimum: float = 1.0) -> pd.DataFrame:
+def frame_from_report(report: JsonObject, *, minimum: float = 1.0) -> pd.DataFrame:
     """One row per execution of a sample-mode report (``results[].variants[name]`` or its ``runs``).
 
     Scored as the aggregation scores: an errored run counts the scale ``minimum``, a run without a
     composite score (ungraded) is NaN. Token counts come along, for the cost of the plan.
     """
-    rows: list[dict[str, Any]] = []
+    rows: list[JsonObject] = []
     results = report.get("results")
     if not isinstance(results, list):
         raise ValueError("report: field 'results' missing or not a list")

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from executors.parsing import JsonObject
 from executors.redaction import redact
 from tasks.store.files import atomic_write_text
 
@@ -26,7 +27,7 @@ def canonical(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def cache_key(namespace: str, payload: dict[str, Any]) -> str:
+def cache_key(namespace: str, payload: JsonObject) -> str:
     return hashlib.sha256(canonical({"ns": namespace, "v": CACHE_VERSION, "p": payload}).encode()).hexdigest()
 
 
@@ -37,7 +38,7 @@ class ResultCache:
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> JsonObject | None:
         path = self.path(key)
         try:
             entry = json.loads(path.read_text(encoding="utf-8"))
@@ -54,7 +55,7 @@ class ResultCache:
             return None
         return value if isinstance(value, dict) else None
 
-    def put(self, key: str, value: dict[str, Any]) -> None:
+    def put(self, key: str, value: JsonObject) -> None:
         body = canonical(value)
         clean = redact(body)
         if clean != body:  # masked before the checksum, so the entry stays valid once written

@@ -190,14 +190,14 @@ def test_copilot_with_skill_and_baseline(tmp_path: Path) -> None:
         baseline = asyncio.run(copilot.session(copilot_request(tmp_path, "b", skill=False)))
         calls = [c for c in server.calls if c.path == "/v1/messages"]
     assert with_skill.ok and with_skill.skill_invoked and with_skill.final_text == "calc.py written."
-    assert with_skill.isolation == "bubblewrap" and with_skill.meta["cli_version"]
+    assert with_skill.isolation == "bubblewrap" and with_skill.meta.cli_version
     assert [e.tool for e in with_skill.events if e.kind == "tool_use"] == ["skill", "create"]
     assert with_skill.skills_listed and "calc-skill" in with_skill.skills_listed
     assert (tmp_path / "a" / "sb" / "calc.py").read_text().startswith("def add")
     assert (tmp_path / "a" / "sb" / ".agents" / "skills" / "calc-skill" / "SKILL.md").exists()
     # the skill's body reached the model once the skill tool had loaded it, not before
     assert "Be exact." not in json.dumps(calls[0].body) and "Be exact." in json.dumps(calls[1].body)
-    usage = with_skill.meta["usage"]
+    usage = with_skill.meta.usage or {}
     assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0
     assert baseline.ok and not baseline.skill_invoked and baseline.final_text == "calc.py written."
     assert baseline.skills_listed is not None and "calc-skill" not in baseline.skills_listed
@@ -214,7 +214,7 @@ def test_copilot_api_error_and_timeout(tmp_path: Path) -> None:
     ) as server:
         copilot = CopilotCliExecutor(ExecutorSettings(base_url=server.url))
         failed = asyncio.run(copilot.session(copilot_request(tmp_path, "e", skill=False)))
-    assert not failed.ok and failed.status == "api_error" and failed.meta["api_error_status"] == 400
+    assert not failed.ok and failed.status == "api_error" and failed.meta.api_error_status == 400
     assert failed.exit_code == 1 and "bad" in (failed.error or "")
     with FakeProvider(fault_for=lambda call: Fault(delay=60)) as server:
         copilot = CopilotCliExecutor(ExecutorSettings(base_url=server.url))
@@ -258,7 +258,7 @@ def test_opencode_with_skill_and_baseline(tmp_path: Path) -> None:
         baseline = asyncio.run(opencode.session(opencode_request(tmp_path, "b", skill=False)))
         first = next(c.body for c in server.calls if c.body.get("tools"))
     assert with_skill.ok and with_skill.skill_invoked and with_skill.final_text == "calc.py written."
-    assert with_skill.isolation == "bubblewrap" and with_skill.meta["num_turns"] == 3
+    assert with_skill.isolation == "bubblewrap" and with_skill.meta.num_turns == 3
     assert [e.tool for e in with_skill.events if e.kind == "tool_use"] == ["skill", "write"]
     loaded = next(e for e in with_skill.events if e.kind == "tool_result" and e.tool == "skill")
     assert "Be exact." in loaded.text and not loaded.is_error  # ripgrep listed the skill's folder
@@ -267,7 +267,7 @@ def test_opencode_with_skill_and_baseline(tmp_path: Path) -> None:
     # the prompt arrives as written (on stdin: OpenCode quotes an argv word holding a space)
     assert first["messages"][-1] == {"role": "user", "content": "Create calc.py with add(a, b)."}
     assert "webfetch" not in {t["function"]["name"] for t in first["tools"]}
-    assert with_skill.meta["usage"]["input_tokens"] > 0
+    assert (with_skill.meta.usage or {})["input_tokens"] > 0
     assert baseline.ok and not baseline.skill_invoked and baseline.final_text == "calc.py written."
     assert not (tmp_path / "b" / "sb" / ".opencode" / "skills").exists()
 
@@ -281,7 +281,7 @@ def test_opencode_api_error_and_timeout(tmp_path: Path) -> None:
     ) as server:
         opencode = OpenCodeExecutor(ExecutorSettings(base_url=f"{server.url}/v1"))
         failed = asyncio.run(opencode.session(opencode_request(tmp_path, "e", skill=False)))
-    assert not failed.ok and failed.status == "api_error" and failed.meta["api_error_status"] == 400
+    assert not failed.ok and failed.status == "api_error" and failed.meta.api_error_status == 400
     assert failed.exit_code == 1 and "bad model" in (failed.error or "")
     with FakeProvider(fault_for=lambda call: Fault(delay=60)) as server:
         opencode = OpenCodeExecutor(ExecutorSettings(base_url=f"{server.url}/v1"))

@@ -34,7 +34,9 @@ def test_claude_stream_write_then_answer() -> None:
     results = [e for e in s.events if e.kind == "tool_result"]
     assert results[0].tool == "Write" and not results[0].is_error
     assert (
-        s.meta["num_turns"] == 2 and s.meta["total_cost_usd"] > 0 and s.meta["usage"]["input_tokens"] == 58604
+        s.meta.num_turns == 2
+        and (s.meta.total_cost_usd or 0) > 0
+        and (s.meta.usage or {})["input_tokens"] == 58604
     )
     assert s.skills_listed is not None and not s.skill_invoked
 
@@ -52,7 +54,7 @@ def test_claude_max_turns_and_api_error() -> None:
     assert (
         not a.ok
         and a.status == "api_error"
-        and a.meta["api_error_status"] == 400
+        and a.meta.api_error_status == 400
         and "too long" in (a.error or "")
     )
 
@@ -68,7 +70,7 @@ def test_codex_stream() -> None:
     assert (
         s.ok
         and s.final_text == "Created hello.py, which prints hi."
-        and s.meta["usage"]["input_tokens"] == 29223
+        and (s.meta.usage or {})["input_tokens"] == 29223
     )
     assert [e.tool for e in s.events if e.kind == "tool_use"] == ["file_change", "shell"]
     err = parse_codex(events("codexerr.jsonl"))
@@ -87,7 +89,7 @@ def test_gemini_stream_skill_and_errors() -> None:
     assert (
         s.ok
         and s.final_text == "Created hello.py, which prints hi."
-        and s.meta["usage"]["input_tokens"] == 23828
+        and (s.meta.usage or {})["input_tokens"] == 23828
     )
     k = parse_gemini(events("gemskill.jsonl"), "demo-skill")
     assert k.ok and k.skill_invoked
@@ -108,23 +110,23 @@ def copilot(scenario: str, skill: str | None = None) -> AgentSession:
 def test_copilot_skill_call_then_work() -> None:
     s = copilot("skill", "proj-github-skill")
     assert s.ok and s.status == "success" and s.final_text == "Wrote PINEAPPLE to skill-proof.txt."
-    assert s.skill_invoked and s.meta["skills_invoked"] == ["proj-github-skill"]
+    assert s.skill_invoked and s.meta.skills_invoked == ["proj-github-skill"]
     assert [e.tool for e in s.events if e.kind == "tool_use"] == ["skill", "create", "bash"]
     results = [e for e in s.events if e.kind == "tool_result"]
     assert [r.tool for r in results] == ["skill", "create", "bash"] and not any(r.is_error for r in results)
     assert "PINEAPPLE" in results[2].text
     assert s.skills_listed is not None and {"proj-github-skill", "github-pr-media"} <= set(s.skills_listed)
-    assert s.meta["cli_version"] == "1.0.102" and s.meta["usage"]["input_tokens"] > 0
+    assert s.meta.cli_version == "1.0.102" and (s.meta.usage or {})["input_tokens"] > 0
     assert copilot("skill", "another-skill").skill_invoked is False
 
 
 def test_copilot_failures() -> None:
     plain = copilot("noskill")
-    assert plain.ok and not plain.skill_invoked and plain.meta["skills_invoked"] == []
+    assert plain.ok and not plain.skill_invoked and plain.meta.skills_invoked == []
     for scenario, status in (("err500", 500), ("err429", 429), ("err400", 400)):
         failed = copilot(scenario)
         assert not failed.ok and failed.status == "api_error", scenario
-        assert failed.meta["api_error_status"] == status and failed.error
+        assert failed.meta.api_error_status == status and failed.error
     # a tool the CLI refused, or a skill it could not find, fails the call, not the session
     for scenario in ("perm-none", "badskill"):
         s = copilot(scenario)
@@ -141,11 +143,11 @@ def opencode(scenario: str, skill: str | None = None) -> AgentSession:
 def test_opencode_skill_call_then_work() -> None:
     s = opencode("skill", "greeting-style")
     assert s.ok and s.final_text == "Done: wrote hello.txt using the greeting-style skill."
-    assert s.skill_invoked and s.meta["skills_invoked"] == ["greeting-style"] and s.meta["num_turns"] == 3
+    assert s.skill_invoked and s.meta.skills_invoked == ["greeting-style"] and s.meta.num_turns == 3
     assert [e.tool for e in s.events if e.kind == "tool_use"] == ["skill", "bash"]
     loaded = next(e for e in s.events if e.kind == "tool_result" and e.tool == "skill")
     assert "<skill_content" in loaded.text and not loaded.is_error
-    assert s.meta["usage"] == {
+    assert s.meta.usage == {
         "input_tokens": 3000,
         "output_tokens": 60,
         "cache_read_input_tokens": 0,
@@ -158,7 +160,7 @@ def test_opencode_skill_call_then_work() -> None:
 def test_opencode_failures() -> None:
     for scenario, status in (("error500", 500), ("error429", 429), ("error400", 400)):
         failed = opencode(scenario)
-        assert not failed.ok and failed.status == "api_error" and failed.meta["api_error_status"] == status
+        assert not failed.ok and failed.status == "api_error" and failed.meta.api_error_status == status
     assert opencode("noserver").status == "api_error"  # nothing listening: no status, still the API's
     # a rejected permission stops the loop at that tool call: no final answer, not a success
     asked = opencode("permask")
@@ -169,4 +171,4 @@ def test_opencode_failures() -> None:
     assert bad.ok and [e.tool for e in bad.events if e.kind == "tool_use"] == ["invalid"]
     # killed mid-loop (the step limit only asks the model to stop): the last step called a tool
     loop = opencode("stepsloop")
-    assert not loop.ok and loop.meta["num_turns"] > 10
+    assert not loop.ok and (loop.meta.num_turns or 0) > 10

@@ -13,7 +13,7 @@ from executors.base import ExecutorSettings
 from executors.codex_cli import parse_codex
 from executors.pricing import PriceTable, caching_savings
 from executors.registry import EXECUTORS
-from executors.schema import RunRequest, RunResult, Usage
+from executors.schema import RunRequest, RunResult, SessionMeta, Usage
 from tasks.store.cache import ResultCache
 from tests.fakes.provider import FakeProvider, Fault
 
@@ -260,7 +260,7 @@ def test_claude_session_usage_keeps_anthropic_counts() -> None:
             "output_tokens": 300,
         }
     }
-    usage = usage_of(meta)
+    usage = usage_of(SessionMeta.model_validate(meta))
     assert usage == Usage(
         input_tokens=40, output_tokens=300, cache_write_tokens=5000, cache_read_tokens=20000
     )

@@ -31,7 +31,7 @@ def test_a_tool_call_then_an_answer(version: str) -> None:
     results = [e for e in s.events if e.kind == "tool_result"]
     assert len(uses) == 1 and results[0].tool == uses[0].tool and not results[0].is_error
     assert (
-        s.meta["cli_version"] == version and s.meta["num_turns"] == 2 and s.meta["usage"]["input_tokens"] > 0
+        s.meta.cli_version == version and s.meta.num_turns == 2 and (s.meta.usage or {})["input_tokens"] > 0
     )
     assert not s.skill_invoked
 
@@ -53,14 +53,14 @@ def test_turn_limit_and_api_error(version: str) -> None:
     m = parse_claude(stream(version, "maxturns"))
     assert not m.ok and m.status == "max_turns"
     a = parse_claude(stream(version, "apierr"))
-    assert not a.ok and a.status == "api_error" and a.meta["api_error_status"] == 400
+    assert not a.ok and a.status == "api_error" and a.meta.api_error_status == 400
     assert "too long" in (a.error or "").lower()
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_version_recorded_for_the_report(version: str) -> None:
     s = parse_claude(stream(version, "stream"))
-    assert agent_cli_meta("claude", [None, s.meta["cli_version"]], "9.9.9") == {
+    assert agent_cli_meta("claude", [None, s.meta.cli_version], "9.9.9") == {
         "agent_cli_version": f"claude {version}"
     }
     assert agent_cli_meta("codex", [None], "0.169.0") == {"agent_cli_version": "codex 0.169.0"}

@@ -243,7 +243,7 @@ def test_a_user_played_by_the_embedded_model(tmp_path: Path) -> None:
     (answer,) = [u.text for u in session.conversation if u.kind == "answer"]
     assert answer.strip() and answer != user.default  # the model's words, not a fallback
     assert (tmp_path / "sb" / "answer.txt").read_text() == answer
-    assert session.meta["user_calls"] == 1 and not session.meta["user_errors"]
+    assert session.meta.user_calls == 1 and not session.meta.user_errors
 
 
 def crm_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -287,7 +287,7 @@ def test_an_mcp_stand_in_serves_the_real_claude_cli(tmp_path: Path, policy: Perm
     session = live(tmp_path, crm_agent, prompt, mcp=CRM, permissions=policy)
     assert session.ok, (session.error, session.final_text)
     assert (tmp_path / "sb" / "customer.txt").read_text() == "Acme Corp: EMEA, 120 seats"
-    assert session.meta["mcp_servers"] == ["crm"]
+    assert session.meta.mcp_servers == ["crm"]
     calls = (tmp_path / "home" / "skillab-mcp" / "servers.json.calls.jsonl").read_text().splitlines()
     assert [json.loads(c) for c in calls] == [
         {"server": "crm", "name": "lookup_customer", "arguments": {"name": "Acme"}}

@@ -83,9 +83,9 @@ def test_skill_call_after_a_read_and_a_bash_is_found_with_its_turn(
     assert found.fired == (NAME,) and found.first_turn(NAME) == 2 and found.firings[0].ok is True
     # Listed under exactly its name with its description; nothing told the model to load it.
     assert NAME in (session.skills_listed or ())
-    assert list(script.listings.values()) == [script.listings[session.meta["session_id"]]]
-    assert script.listings[session.meta["session_id"]][NAME] == DESCRIPTION
-    assert script.decisions == {session.meta["session_id"]: True}
+    assert list(script.listings.values()) == [script.listings[str(session.meta.session_id)]]
+    assert script.listings[str(session.meta.session_id)][NAME] == DESCRIPTION
+    assert script.decisions == {session.meta.session_id: True}
     assert not any("MUST first call the Skill tool" in json.dumps(b) for b in bodies)
     assert all("Skill" in [t["name"] for t in b["tools"]] for b in bodies)
     assert (tmp_path / "a" / "sb" / ".claude" / "skills" / NAME / "SKILL.md").is_file()
@@ -133,7 +133,7 @@ def test_installed_under_another_name_or_as_a_command_is_not_listed(
     assert renamed.ok and found.status == TriggerStatus.NOT_LISTED and found.missing == (NAME,)
     assert (
         "candidate-1" in (renamed.skills_listed or ())
-        and script.decisions[renamed.meta["session_id"]] is False
+        and script.decisions[str(renamed.meta.session_id)] is False
     )
     # A command in the working folder is the agent's own configuration, in both arms: refused before
     # the CLI starts (2.1.197 listed it and let Skill launch it, yet it is no skill), never measured.
@@ -175,7 +175,7 @@ def test_seeded_coin_rates_are_covered_by_wilson_intervals(
                 found = detect(session, [NAME])
                 assert found.counted, found.reason
                 # Detection agrees with what the server decided, session by session.
-                assert found.fired_skill(NAME) == script.decisions[session.meta["session_id"]]
+                assert found.fired_skill(NAME) == script.decisions[str(session.meta.session_id)]
                 trials.append(trial(query, found))
                 sessions += 1
         minutes = (time.monotonic() - started) / 60

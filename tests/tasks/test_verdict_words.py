@@ -115,9 +115,9 @@ def test_plugin_skills_count_by_either_name() -> None:
         s = parse_claude(
             [call(called), result], plugin="greet-plugin", plugin_skills=("greeting-style", "farewell")
         )
-        assert s.skill_invoked and s.meta["skills_invoked"] == [called]
+        assert s.skill_invoked and s.meta.skills_invoked == [called]
     other = parse_claude([call("pdf"), result], plugin="greet-plugin", plugin_skills=("greeting-style",))
-    assert not other.skill_invoked and other.meta["skills_invoked"] == ["pdf"]
+    assert not other.skill_invoked and other.meta.skills_invoked == ["pdf"]
 
 
 def test_triggering_advice_only_where_the_task_expects_the_skill() -> None:

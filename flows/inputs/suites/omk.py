@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from executors.errors import InputError
+from executors.parsing import JsonObject
 from flows.inputs.files import parse_data, read_text
 from flows.inputs.samples import BASELINE, Variant
 
@@ -54,7 +55,7 @@ class Project:
     path: Path
     samples: Path
     variants: list[VariantSpec]
-    options: dict[str, Any] = field(default_factory=dict)
+    options: JsonObject = field(default_factory=dict)
     unused: list[str] = field(default_factory=list)
 
     @property
@@ -62,7 +63,7 @@ class Project:
         return next(v.name for v in self.variants if v.role == "control")
 
 
-def _string(data: dict[str, Any], key: str, where: str) -> str:
+def _string(data: JsonObject, key: str, where: str) -> str:
     value = data.get(key)
     if not isinstance(value, str) or not value.strip():
         raise InputError(f"{where}.{key}: required, a non-empty string")
@@ -90,9 +91,9 @@ def _variant(path: Path, i: int, raw: Any) -> VariantSpec:
     return VariantSpec(name, role, artifact, f"variants[{i}].artifact")
 
 
-def _options(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+def _options(path: Path, data: JsonObject) -> JsonObject:
     """The eval.yaml options skillab shares, under skillab's names; a wrong type is one line."""
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     kinds: dict[str, tuple[type, ...]] = {
         "executor": (str,),
         "model": (str,),
@@ -126,8 +127,8 @@ def _options(path: Path, data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _judges_and_budget(path: Path, data: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _judges_and_budget(path: Path, data: JsonObject) -> JsonObject:
+    out: JsonObject = {}
     judges = data.get("judgeModels")
     if judges is not None:
         if not isinstance(judges, list) or not judges:
@@ -185,7 +186,7 @@ def load_project(path: Path) -> Project:
     return Project(path.resolve(), samples.resolve(), ordered, _options(path, data), unused)
 
 
-def project_options(path: Path, given: dict[str, Any]) -> dict[str, Any]:
+def project_options(path: Path, given: JsonObject) -> JsonObject:
     """Options from an eval.yaml, for BenchOptions; flags in ``given`` win, and a control or
     treatment flag replaces the file's variants (as in oh-my-knowledge)."""
     project = load_project(path)

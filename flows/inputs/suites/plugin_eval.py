@@ -12,12 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
 
 from executors.agent import shipped_configuration
 from executors.contents import inspect_tree
 from executors.errors import InputError
-from executors.parsing import load_json
+from executors.parsing import JsonObject, load_json
 from executors.schema import McpServer
 from flows.inputs.files import parse_data, read_text
 from flows.inputs.suites.plugin_mocks import mock_servers
@@ -30,7 +29,7 @@ SKIPPED = {"results", "mocks", "graders", "node_modules", ".git"}
 CASE_FILES = ("case.yaml", "prompt.md")
 
 
-def manifest(root: Path) -> dict[str, Any] | None:
+def manifest(root: Path) -> JsonObject | None:
     for rel in MANIFESTS:
         path = root / rel
         if path.is_file():

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from executors.contents import Bounds, inspect_tree
 from executors.errors import InputError
+from executors.parsing import JsonObject
 from executors.schema import McpResponse, McpServer, McpTool, mcp_name
 from flows.inputs.files import read_text
 
@@ -28,7 +28,7 @@ FIXTURES = "fixtures"
 FIXTURE_BYTES = 4 << 20
 
 
-def front_matter(text: str, label: str) -> tuple[dict[str, Any], str]:
+def front_matter(text: str, label: str) -> tuple[JsonObject, str]:
     """(the YAML front matter, the body) of a mock file."""
     if not text.startswith("---\n"):
         return {}, text
@@ -72,7 +72,7 @@ def _fixtures(roots: list[Path], server: str) -> dict[str, str]:
     return files
 
 
-def _schemas(path: Path | None) -> dict[str, dict[str, Any]]:
+def _schemas(path: Path | None) -> dict[str, JsonObject]:
     """tool -> its entry of a saved ``tools/list`` answer."""
     if path is None:
         return {}

@@ -22,7 +22,7 @@ from typing import Any
 from executors.agent import shipped_configuration
 from executors.contents import copy_file, copy_tree, inspect_file, inspect_tree
 from executors.errors import InputError
-from executors.parsing import load_json
+from executors.parsing import JsonObject, load_json
 from flows.inputs.files import read_text
 from graders.agent_task import AgentTask
 
@@ -95,7 +95,7 @@ def strings(value: Any, field: str) -> list[str]:
     return [str(v).strip() for v in value]
 
 
-def eval_task(raw: dict[str, Any], ident: str, root: Path, skill_name: str) -> AgentTask:
+def eval_task(raw: JsonObject, ident: str, root: Path, skill_name: str) -> AgentTask:
     """One eval as an agentic task; ValueError('field: problem') when it is malformed."""
     prompt = raw.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():

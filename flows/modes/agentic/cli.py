@@ -228,7 +228,7 @@ def matrix_run(config: Any, skill: Any, tasks: list[Any], runners: list[str], co
     return run_flow(command, load, ending)
 
 
-def matrix_summarized(config: Any, outcome: dict[str, str]) -> int:
+def matrix_summarized(config: Any, outcome: Any) -> int:
     """The matrix's lines, the report's path, then the gates, applied to each agent's own report."""
     from flows.modes.agentic.matrix_report import agent_report
     from flows.modes.agentic.model import AgenticReport
@@ -236,8 +236,8 @@ def matrix_summarized(config: Any, outcome: dict[str, str]) -> int:
     from flows.report.diagnosis_parts import AgentMatrix
     from flows.report.schema import load_report
 
-    root = Path(outcome["results_dir"])
-    report = load_report(Path(outcome["report_path"]), AgenticReport)
+    root = Path(outcome.results_dir)
+    report = load_report(Path(outcome.report_path), AgenticReport)
     matrix = report.matrix or AgentMatrix(reference="", agents=[], interactions=[])
     for line in [*(a.line for a in matrix.agents), *(i.line for i in matrix.interactions)]:
         print(line)
@@ -256,13 +256,13 @@ def matrix_summarized(config: Any, outcome: dict[str, str]) -> int:
     return EXIT_FAIL if failures else EXIT_OK
 
 
-def summarized(config: Any, outcome: dict[str, str]) -> int:
+def summarized(config: Any, outcome: Any) -> int:
     """The verdict and ablation lines, the report's path, then the CI gate's exit code."""
     from flows.report.console import economy_lines
     from flows.report.logtext import headline, validity_lines
     from flows.report.schema import load_report
 
-    report = load_report(Path(outcome["report_path"]))
+    report = load_report(Path(outcome.report_path))
     for comp in report.comparisons:
         v = comp.verdict
         print(f"with-skill vs baseline: {headline(report, v)} — {v.reason}")

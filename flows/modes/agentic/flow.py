@@ -65,6 +65,7 @@ from flows.modes.agentic.report import REPORT_ARMS, AgenticRun, Graded, build_sk
 from flows.modes.agentic.reuse import Reuse
 from flows.modes.agentic.sessions import contamination, init_event, write_outputs
 from flows.modes.explain import diagnose_skill_run
+from flows.report.build import RunOutcome
 from flows.report.logtext import figure_lines, outcome_name, state_message, verdict_lines
 from flows.report.schema import GraderCheck
 from flows.report.validity import certify
@@ -245,7 +246,7 @@ def judge_job(target: Target, s: Session, session: AgentSession, checks: CheckRe
         session.final_text,
         checks,
         files,
-        session.meta.get("usage") or {},
+        session.meta.usage or {},
         conversation_text(session.conversation, task.user),
     )
     return JudgeJob(target, prompt, task.task_id, "session", s.run, schema_json=CRITERIA_SCHEMA_JSON)
@@ -344,7 +345,7 @@ def session_record(g: Graded, config: SkillBenchConfig) -> Record:
         usage=usage_of(session.meta),
         cost_usd=session.cost_usd,
         latency_ms=session.duration_ms,
-        model=str(session.meta.get("model") or config.runner_model),
+        model=session.meta.model or config.runner_model,
     )
     return Record(
         sample_id=g.plan.task.task_id,
@@ -522,5 +523,5 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
         f"report: {results / 'report.md'} ({report_path})",
     ]:
         log.info(line)
-    result = current().keep({"results_dir": str(results), "report_path": str(report_path), "id": report.id})
+    result = current().keep(RunOutcome(id=report.id, report_path=str(report_path), results_dir=str(results)))
     return Completed(message=state_message(report), data=result)

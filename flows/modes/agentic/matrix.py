@@ -22,6 +22,7 @@ from flows.inputs.skill_config import SkillBenchConfig
 from flows.modes.agentic.flow import skill_bench
 from flows.modes.agentic.matrix_report import agent_report, build_matrix, matrix_markdown, matrix_report
 from flows.modes.agentic.model import AgenticReport
+from flows.report.build import RunOutcome
 from flows.report.schema import load_report
 from tasks.context import current
 from tasks.store.files import atomic_write_json, atomic_write_text
@@ -117,5 +118,5 @@ async def agent_matrix(
     for line in [*(a.line for a in matrix.agents), *(i.line for i in matrix.interactions)]:
         log.info(line)
     log.info(f"report: {root / 'report.md'} ({report_path})")
-    result = context.keep({"results_dir": str(root), "report_path": str(report_path), "id": report.id})
+    result = context.keep(RunOutcome(id=report.id, report_path=str(report_path), results_dir=str(root)))
     return Completed(message="; ".join(a.line for a in matrix.agents), data=result)

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from executors.parsing import JsonObject
 from flows.report.diagnosis_parts import AgentMatrix
 from flows.report.entries import AgentVariantResult, CaseResult
 from flows.report.schema import CheckStatus, Report, SessionMeta, ValidityCheck
@@ -117,7 +118,7 @@ class AgenticReport(Report):
     judged = "four-criterion weighted total (0-100 mapped onto 1-5)"
 
     @classmethod
-    def migrated(cls, data: dict[str, Any], version: int) -> dict[str, Any]:
+    def migrated(cls, data: JsonObject, version: int) -> JsonObject:
         """Version 1 files wrote a session grade's status in capitals."""
         if version == 1:
             for run in runs_of(data):
@@ -130,7 +131,7 @@ class AgenticReport(Report):
         return [baseline_line(self, limit)]
 
 
-def runs_of(data: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def runs_of(data: JsonObject) -> Iterator[JsonObject]:
     """Every run entry of a decoded report (the variant entries and their runs), skipping whatever is
     not shaped as one."""
     cases = [

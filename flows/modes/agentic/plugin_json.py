@@ -12,8 +12,8 @@ reported, ``runsPerCase`` the runs made.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from executors.parsing import JsonObject
 from executors.plugin import Plugin
 from flows.modes.agentic.model import AgenticReport
 from flows.report.entries import AgentRun, AgentVariantResult, CaseResult
@@ -24,7 +24,7 @@ from tasks.schema import Arm
 SCHEMA_VERSION = 1
 
 
-def _run(entry: AgentRun, judge_share: float) -> dict[str, Any]:
+def _run(entry: AgentRun, judge_share: float) -> JsonObject:
     part = entry.plugin_eval()
     graders = part.graders if part is not None else []
     scored = [g for g in graders if g.scored]
@@ -54,7 +54,7 @@ def _run(entry: AgentRun, judge_share: float) -> dict[str, Any]:
     }
 
 
-def _runs(result: CaseResult[AgentVariantResult], arm: str, judge_share: float) -> list[dict[str, Any]]:
+def _runs(result: CaseResult[AgentVariantResult], arm: str, judge_share: float) -> list[JsonObject]:
     entry = result.variants.get(arm)
     return [] if entry is None else [_run(r, judge_share) for r in (entry.runs or [entry])]
 
@@ -79,10 +79,10 @@ def _case(
     result: CaseResult[AgentVariantResult] | None,
     runner_model: str,
     judge_share: float,
-) -> dict[str, Any]:
+) -> JsonObject:
     with_runs = _runs(result, Arm.WITH_SKILL, judge_share) if result else []
     without = _runs(result, Arm.BASELINE, judge_share) if result else []
-    aggregates: dict[str, Any] = {
+    aggregates: JsonObject = {
         "score": _mean([r["score"] for r in with_runs]),
         "passRate": _mean([float(r["passed"]) for r in with_runs]),
     }
@@ -127,7 +127,7 @@ def plugin_eval_json(
     tags: Sequence[str],
     seconds: float,
     plugin: Plugin | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The official result shape of a plugin suite run (its cases only)."""
     by_id = {r.sample_id: r for r in report.results}
     meta = report.meta

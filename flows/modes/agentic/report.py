@@ -54,7 +54,7 @@ class Graded:
 
 def prompt_tokens(session: AgentSession) -> int | None:
     """Every input token of the session, however billed (what a longer SKILL.md costs)."""
-    if not session.meta.get("usage"):
+    if not session.meta.usage:
         return None
     u = usage_of(session.meta)
     return u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
@@ -78,9 +78,9 @@ def session_entry(g: Graded) -> AgentRun:
         error=session.error,
         duration_ms=session.duration_ms,
         cost_usd=session.cost_usd,
-        usage=session.meta.get("usage"),
+        usage=session.meta.usage,
         input_tokens=prompt_tokens(session),
-        num_turns=session.meta.get("num_turns"),
+        num_turns=session.meta.num_turns,
         conversation=list(session.conversation) or None,
         transcript=[
             TranscriptStep(
@@ -92,7 +92,7 @@ def session_entry(g: Graded) -> AgentRun:
             for e in session.events
         ],
         outputs=str(s.outputs),
-        **({"reused_from": origin} if (origin := session.meta.get("reused_from")) else {}),
+        **({"reused_from": origin} if (origin := session.meta.reused_from) else {}),
     )
 
 
@@ -252,7 +252,7 @@ def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -
         warnings=run.warnings,
         judge_cost_usd=round(run.judge_cost, 6),
         case_settings=case_settings(run.tasks, config) or None,
-        **agent_cli_meta(config.runner, [g.session.meta.get("cli_version") for g in graded], run.cli_version),
+        **agent_cli_meta(config.runner, [g.session.meta.cli_version for g in graded], run.cli_version),
         plugin=plugin.summary(config.plugin_mcp) if (plugin := skill.plugin) else None,
         **run_stats_meta(run.stats),
         contaminated=[
@@ -266,7 +266,7 @@ def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -
 
 def reused_meta(graded: list[Graded]) -> dict[str, Any]:
     """How many baseline sessions were taken from earlier runs, and which (absent when none was)."""
-    origins = [str(o) for g in graded if (o := g.session.meta.get("reused_from"))]
+    origins = [o for g in graded if (o := g.session.meta.reused_from)]
     return {"reused_sessions": len(origins), "reused_from": sorted(set(origins))} if origins else {}
 
 

@@ -131,7 +131,10 @@ class BaselineCache:
                 s.sandbox.mkdir(parents=True, exist_ok=True)
         except (OSError, InputError):
             return None  # a cache entry that cannot be restored is run again (its files are overwritten)
-        return Reused(session.model_copy(update={"meta": {**session.meta, "reused_from": origin}}), origin)
+        return Reused(
+            session.model_copy(update={"meta": session.meta.model_copy(update={"reused_from": origin})}),
+            origin,
+        )
 
     def put(self, key: str, s: Session, session: AgentSession, origin: str) -> None:
         """Keep a finished clean baseline session (written last: a half copy is never taken)."""

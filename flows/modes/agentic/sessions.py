@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from typing import Any
 
 from executors.agent import AgentExecutor
 from executors.conversation import CALLS, MOCK_CALLS, STAND_INS
+from executors.parsing import JsonObject
 from executors.plugin import Plugin
 from executors.schema import AgentSession
 from flows.modes.agentic.plan import Session
@@ -17,7 +17,7 @@ from tasks.schema import Arm
 from tasks.store.files import atomic_write_json
 
 
-def baseline_leak(init: dict[str, Any], skill: str, description: str, builtins: frozenset[str]) -> str | None:
+def baseline_leak(init: JsonObject, skill: str, description: str, builtins: frozenset[str]) -> str | None:
     """What of the skill the baseline's init event shows: its name among the listed skills, slash
     commands or agents, or its name or description anywhere else in the event (the working
     directory is part of the model's system prompt)."""
@@ -39,14 +39,14 @@ def baseline_leak(init: dict[str, Any], skill: str, description: str, builtins: 
     return None
 
 
-def _names(init: dict[str, Any], key: str) -> list[str]:
+def _names(init: JsonObject, key: str) -> list[str]:
     values = init.get(key) or []
     if not isinstance(values, list):
         return []
     return [str(v.get("name")) if isinstance(v, dict) else str(v) for v in values]
 
 
-def plugin_leak(init: dict[str, Any], plugin: Plugin) -> str | None:
+def plugin_leak(init: JsonObject, plugin: Plugin) -> str | None:
     """What of a plugin the baseline's init event shows: the plugin itself, any of its parts (the CLI
     lists them as ``<plugin>:<part>``; a bare name may be one of the CLI's built-in skills, which
     both arms list), or one of its MCP servers."""
@@ -64,7 +64,7 @@ def plugin_leak(init: dict[str, Any], plugin: Plugin) -> str | None:
 
 
 def plugin_contamination(
-    session: AgentSession, mode: Arm, plugin: Plugin, init: dict[str, Any] | None, cli: type[AgentExecutor]
+    session: AgentSession, mode: Arm, plugin: Plugin, init: JsonObject | None, cli: type[AgentExecutor]
 ) -> str | None:
     """A whole plugin: the with-arm's init event must list it; the baseline must list nothing of it."""
     if mode == Arm.BASELINE:
@@ -74,8 +74,8 @@ def plugin_contamination(
         invoked = [name for e in session.events if e.kind == "tool_use" for name in cli.invoked_skills(e)]
         hit = next((name for name in invoked if name in set(plugin.parts)), None)
         return f"the baseline session invoked {hit!r} of plugin {plugin.name!r}" if hit else None
-    loaded = session.meta.get("plugins")
-    if init is not None and isinstance(loaded, list) and plugin.name not in loaded:
+    loaded = session.meta.plugins
+    if init is not None and loaded is not None and plugin.name not in loaded:
         return f"the with-skill session's init event does not list plugin {plugin.name!r} (it did not load)"
     return None
 
@@ -84,7 +84,7 @@ def contamination(
     session: AgentSession,
     mode: Arm,
     skill: str,
-    init: dict[str, Any] | None = None,
+    init: JsonObject | None = None,
     description: str = "",
     plugin: Plugin | None = None,
     *,
@@ -108,12 +108,12 @@ def contamination(
     return None
 
 
-def init_event(raw: list[dict[str, Any]]) -> dict[str, Any] | None:
+def init_event(raw: list[JsonObject]) -> JsonObject | None:
     return next((e for e in raw if e.get("type") == "system" and e.get("subtype") == "init"), None)
 
 
 def write_outputs(
-    s: Session, session: AgentSession, skill: str, contaminated: str | None, raw: list[dict[str, Any]]
+    s: Session, session: AgentSession, skill: str, contaminated: str | None, raw: list[JsonObject]
 ) -> None:
     results = [e for e in raw if e.get("type") == "result"]
     atomic_write_json(s.outputs / "response.json", results[-1] if results else {"error": session.error})
@@ -125,7 +125,7 @@ def write_outputs(
             s.outputs / "conversation.json", [u.model_dump(mode="json") for u in session.conversation]
         )
     meta = {
-        **session.meta,
+        **session.meta.model_dump(mode="json", exclude_unset=True),
         "skill_name": skill,
         "mode": s.mode,
         "status": session.status,

@@ -78,7 +78,7 @@ def report_path(outcome: Any) -> Path:
         return Path(outcome.report_path)
     if isinstance(outcome, BaseException):
         raise outcome
-    return Path(outcome["report_path"])
+    return Path(outcome.report_path)
 
 
 def sample_flow(

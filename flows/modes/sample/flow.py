@@ -199,6 +199,7 @@ def final_state(options: BenchOptions, outcome: Any) -> tuple[State, str]:
     previous run (its message stating the drop), or --require-valid and the report is not
     certified; and the outcome in a word or two, for the run's outcome tag (the states keep
     Prefect's names: its filters count by them). The report is written either way."""
+    from flows.report.build import RunOutcome
     from flows.report.gates import unmeasured
     from flows.report.logtext import night_outcome, outcome_name, regression_outcome, state_message
     from flows.report.validity import require_valid_failures
@@ -219,7 +220,7 @@ def final_state(options: BenchOptions, outcome: Any) -> tuple[State, str]:
         failed, name = NotCertifiedError("; ".join(invalid), path), "Not certified"
     if failed is not None:
         return Failed(message=str(failed), data=current().keep(failed)), name
-    result = current().keep({"report_path": str(outcome.path) if outcome.path else None, "id": report.id})
+    result = current().keep(RunOutcome(id=report.id, report_path=str(outcome.path) if outcome.path else None))
     return Completed(message=state_message(report), data=result), "World changed" if world else outcome_name(
         report
     )

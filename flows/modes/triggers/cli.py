@@ -167,9 +167,9 @@ def run_triggers(options: TriggerOptions, command: Command, quiet: bool) -> int:
     def ending(outcome: Any, state: Any) -> int:
         if isinstance(outcome, BaseException):
             raise outcome
-        report = load_report(Path(outcome["report_path"]), TriggerReport)
+        report = load_report(Path(outcome.report_path), TriggerReport)
         print_trigger_summary(report)
-        print(f"report: {outcome['report_path']}")
+        print(f"report: {outcome.report_path}")
         failures = gate_failures(report, options.min_recall, options.max_false_fire, options.require_valid)
         for line in failures:
             print(f"skillab triggers: FAIL {line}", file=sys.stderr)

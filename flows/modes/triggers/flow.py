@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from pathlib import Path
-from typing import Any
 
 from prefect import flow
 
@@ -17,7 +16,7 @@ from flows.inputs.files import skillab_home
 from flows.modes.triggers.plan import TriggerOptions, prepare_triggers
 from flows.modes.triggers.report import build_trigger_report
 from flows.modes.triggers.runner import TriggerRunner
-from flows.report.build import new_report_id, publish
+from flows.report.build import RunOutcome, new_report_id, publish
 from flows.report.ci import write_junit
 from flows.report.logtext import (
     artifact_change_lines,
@@ -33,9 +32,7 @@ from tasks.context import current
 
 
 @flow(name="skill-triggers", log_prints=False)
-async def trigger_bench(
-    options: TriggerOptions, cwd: str = ".", show_progress: bool = True
-) -> dict[str, Any]:
+async def trigger_bench(options: TriggerOptions, cwd: str = ".", show_progress: bool = True) -> RunOutcome:
     """Trigger mode: does the skill fire when it should, and only then? The run's outcome is a tag
     of its flow run (a nightly run's is its gates', see nightly.py)."""
     result, report = await run_triggers(options, cwd, show_progress)
@@ -43,9 +40,7 @@ async def trigger_bench(
     return result
 
 
-async def run_triggers(
-    options: TriggerOptions, cwd: str, show_progress: bool
-) -> tuple[dict[str, Any], Report]:
+async def run_triggers(options: TriggerOptions, cwd: str, show_progress: bool) -> tuple[RunOutcome, Report]:
     """The sessions, the report and its files, and the run's story in its Prefect log."""
     await tag_flow_run("trigger", options.suite)
     plan = prepare_triggers(options, Path(cwd))
@@ -82,7 +77,7 @@ async def run_triggers(
     for line in story:
         log.info(line)
     await summary_artifact(report, story)
-    return current().keep({"report_path": str(path), "id": report.id}), report
+    return current().keep(RunOutcome(id=report.id, report_path=str(path))), report
 
 
 async def summary_artifact(report: Report, story: list[str]) -> None:

@@ -23,7 +23,7 @@ async def nightly_triggers(config: str, suite: str) -> State:
     path = Path(config).resolve()
     options = load_trigger_config(path, suite)
     result, _ = await run_triggers(options, str(path.parent), False)
-    report = load_report(Path(result["report_path"]), TriggerReport)
+    report = load_report(Path(str(result.report_path)), TriggerReport)
     failures = gate_failures(report, options.min_recall, options.max_false_fire, options.require_valid)
     # unchanged skills under a changed CLI, model or listing: the night names the world, not the skill
     moved = report.regression is not None and bool(report.regression.artifact_changes)

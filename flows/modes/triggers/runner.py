@@ -36,9 +36,9 @@ def outcome_of(session: AgentSession, triggers: SessionTriggers) -> TriggerOutco
         duration_ms=session.duration_ms,
         cost_usd=session.cost_usd,
         listed=list(session.skills_listed) if session.skills_listed is not None else None,
-        cli_version=session.meta.get("cli_version"),
-        model=str(m) if (m := session.meta.get("model")) else None,
-        tools=[str(t) for t in tools] if isinstance(tools := session.meta.get("tools"), list) else [],
+        cli_version=session.meta.cli_version,
+        model=session.meta.model,
+        tools=session.meta.tools or [],
         transcript=[
             TranscriptStep(
                 kind=e.kind,

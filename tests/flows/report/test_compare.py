@@ -28,5 +28,5 @@ def test_the_compare_page_gives_the_regressions_figures(tmp_path: Path) -> None:
     page = compare_stats(before, after, compare_rows(before, after))["v2"]
     assert page.cases == regression.cases == 8
     assert page.paired.mean == regression.paired.mean and page.verdict.label == regression.verdict.label
-    rows = [r for r in compare_rows(before, after) if r["variant"] == "v2"]
-    assert [r["errored"] for r in rows if r["sample_id"] == "s0"] == [["B"]]  # marked, still compared
+    rows = [r for r in compare_rows(before, after) if r.variant == "v2"]
+    assert [r.errored for r in rows if r.sample_id == "s0"] == [["B"]]  # marked, still compared

@@ -85,7 +85,7 @@ def test_plugin_in_the_with_arm_only_and_mcp_stripped(plugin: Path, tmp_path: Pa
     for key, name in PARTS.items():
         assert name in init[key], key
         assert not any(str(n).startswith("demo-plugin:") for n in (init_event(base_raw) or {})[key]), key
-    assert loaded.meta["mcp_servers"] == [] and "demo-plugin" in loaded.meta["plugins"]
+    assert loaded.meta.mcp_servers == [] and "demo-plugin" in (loaded.meta.plugins or [])
     assert (
         contamination(loaded, Arm.WITH_SKILL, parts.name, init, plugin=parts, cli=ClaudeCodeExecutor) is None
     )
@@ -99,7 +99,7 @@ def test_plugin_in_the_with_arm_only_and_mcp_stripped(plugin: Path, tmp_path: Pa
     assert (tmp_path / "with" / "sb" / "calc.py").read_text().endswith("a + b\n")
     assert (tmp_path / "base" / "sb" / "calc.py").read_text().endswith("a - b\n")
     assert not (tmp_path / "with" / "sb" / ".claude").exists()  # loaded by the CLI, not copied in
-    assert opted.meta["mcp_servers"] == ["plugin:demo-plugin:notes"] and init_event(opted_raw)
+    assert opted.meta.mcp_servers == ["plugin:demo-plugin:notes"] and init_event(opted_raw)
 
 
 def test_skill_run_with_a_plugin(
