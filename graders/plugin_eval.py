@@ -52,8 +52,12 @@ EXECUTION_KEYS = (
     "append_system_prompt",
     "env",
 )
-#: What a case without allowed_tools is offered: the official runner's read-only set.
-READ_ONLY_TOOLS = ("Read", "Glob", "Grep", "Skill")
+#: What every case is offered whatever its allowed_tools list: the official runner's read-only set
+#: (Claude Code 2.1.332's plugin eval; the CLI leaves out a name it does not have, Agent is its Task).
+READ_ONLY_TOOLS = (
+    "Read", "Glob", "Grep", "NotebookRead", "Skill", "AskUserQuestion",
+    "TaskCreate", "TaskGet", "TaskList", "TaskUpdate", "TaskStop", "Agent", "TodoWrite",
+)  # fmt: skip
 #: The body of a grader .md fills this field when the front matter leaves it out.
 BODY_FIELD = {"llm": "criteria", "baseline": "criteria", "regex": "pattern"}
 SUPPORTED_MAJOR = 1
@@ -165,16 +169,18 @@ class PluginCase(_Strict):
 
     @property
     def expects_skill(self) -> bool | None:
-        """Whether the case expects a skill to fire: False with a ``tool_used: Skill`` grader of
-        ``max: 0`` (or a case named ``neg-...``, an author's negative), True with a Skill indicator
-        (a ``tool_used: Skill`` grader asking for a call, with-only or without ``arm``), None when
-        the case says neither (then no advice about triggering is given)."""
+        """Whether the case expects a skill to fire: True with a Skill indicator asking for a call (a
+        ``tool_used: Skill`` grader, with-only or without ``arm``, not ``max: 0``); else False with a
+        ``tool_used: Skill`` grader of ``max: 0`` for any skill (or a case named ``neg-...``, an
+        author's negative); None when the case says neither (then no advice about triggering)."""
         skill = [g for g in self.graders if isinstance(g, ToolUsedGrader) and g.tool == "Skill"]
-        if any(g.max == 0 for g in skill) or self.name.lower().startswith(("neg-", "negative-")):
-            return False
-        if any(is_indicator(g) and (g.min is None or g.min > 0) for g in skill):
+        # a call asked for wins over a max: 0 (which may forbid one skill while another must fire);
+        # a max: 0 of every skill (no input_match) makes the case a negative
+        if any(is_indicator(g) and g.max != 0 and (g.min is None or g.min > 0) for g in skill):
             return True
-        return None
+        if any(g.max == 0 and g.input_match is None for g in skill):
+            return False
+        return False if self.name.lower().startswith(("neg-", "negative-")) else None
 
 
 # ----------------------------------------------------------------- parsing
@@ -250,9 +256,13 @@ def merge_case(
         if body.strip():
             execution["prompt"] = body.strip()
     base["execution"] = execution
-    graders = [g for label, text in grader_mds if (g := grader_from_markdown(text, label, _stem(label)))]
+    graders = [
+        (label, g) for label, text in grader_mds if (g := grader_from_markdown(text, label, _stem(label)))
+    ]
     if graders:
-        base["graders"] = [*(base.get("graders") or []), *graders]
+        given = list(base.get("graders") or [])
+        base["graders"] = [*given, *(g for _, g in graders)]
+        base[GRADER_FILES] = {len(given) + i: label for i, (label, _) in enumerate(graders)}
     return base
 
 
@@ -325,6 +335,7 @@ def _checked(case: PluginCase, label: str) -> PluginCase:
 
 def parse_case(data: JsonObject, label: str) -> PluginCase:
     """The merged case data as a PluginCase; InputError lines naming ``label`` and the field."""
+    files: dict[int, str] = data.pop(GRADER_FILES, None) or {}
     _check_version(data, label)
     problems = _grader_kind_problems(data.get("graders"), label)
     if problems:
@@ -358,7 +369,7 @@ def parse_case(data: JsonObject, label: str) -> PluginCase:
     try:
         case = PluginCase(**fields)
     except ValidationError as exc:
-        raise InputError(_validation_lines(exc, label)) from None
+        raise InputError(_validation_lines(exc, label, files)) from None
     return _checked(case, label)
 
 
@@ -389,14 +400,18 @@ def tool_name(rule: str) -> str:
 
 
 def offered_tools(case: PluginCase) -> tuple[str, ...]:
-    """The built-in tools a case's sessions are offered: its allowed_tools, else the read-only set."""
-    return tuple(dict.fromkeys(tool_name(t) for t in case.allowed_tools)) or READ_ONLY_TOOLS
+    """The built-in tools a case's sessions are offered, in both arms: the read-only set (Skill among
+    them) and the tools its allowed_tools names, minus its disallowed_tools, as under the official
+    runner, where allowed_tools grants tools and never takes the read-only set away."""
+    withheld = {tool_name(t) for t in case.disallowed_tools or ()}
+    named = dict.fromkeys([*READ_ONLY_TOOLS, *(tool_name(t) for t in case.allowed_tools)])
+    return tuple(t for t in named if t not in withheld)
 
 
 def grant_problems(case: PluginCase) -> list[str]:
     """Graders that need a call of a tool the case does not offer: they cannot pass (said before
     the run, as the official runner says it)."""
-    offered = set(offered_tools(case)) | {"Skill"}
+    offered = set(offered_tools(case))
     out = []
     for i, g in enumerate(case.graders):
         needed = []
@@ -456,23 +471,47 @@ def _grader_kind_problems(graders: Any, label: str) -> list[str]:
     return out
 
 
-def _validation_lines(exc: ValidationError, label: str) -> list[str]:
-    lines = []
+#: How to mend a grader field that is missing or has a value of the wrong kind.
+GRADER_FIXES = {
+    "criteria": "write the criteria as the grader file's body, or as criteria: in its front matter",
+    "pattern": "write the pattern as the grader file's body, or as pattern: in its front matter",
+    "target": "one of trace, last_message, files, mock_calls, or {file: <path in the session's folder>}",
+    "focus": "one of trace, last_message, files, mock_calls, or {file: <path in the session's folder>}",
+}
+#: Where each grader of a merged case came from: graders/<name>.md files (index -> file), kept
+#: under this key by merge_case and taken off before the case is validated.
+GRADER_FILES = "__grader_files__"
+
+
+def _validation_lines(exc: ValidationError, label: str, files: dict[int, str] | None = None) -> list[str]:
+    """One line per field that failed (a union's branches reported once), naming the grader's own
+    file where it came from one, and how to mend it."""
+    lines: list[str] = []
     models = {m.model_fields["type"].annotation.__args__[0]: m for m in GRADER_MODELS}  # type: ignore[union-attr]
     for err in exc.errors():
         loc = [str(p) for p in err["loc"]]
-        valid = list(models[loc[2]].model_fields) if len(loc) >= 3 and loc[2] in models else []
-        if len(loc) >= 3 and loc[0] == "graders":  # graders.0.regex.pattern -> graders[0].pattern
-            loc = [f"graders[{loc[1]}]", *loc[3:]]
-        if loc and loc[0] in (*EXECUTION_KEYS, "prompt"):
+        model = models.get(loc[2]) if len(loc) >= 3 and loc[0] == "graders" else None
+        where_label = label
+        if model is not None:  # graders.0.llm.focus.<branch> -> graders[0].focus, or the grader's file
+            index, field = int(loc[1]), loc[3] if len(loc) > 3 else ""
+            where_label = (files or {}).get(index) or label
+            loc = [*([] if where_label != label else [f"graders[{index}]"]), *([field] if field else [])]
+        elif loc and loc[0] in (*EXECUTION_KEYS, "prompt"):
             loc[0] = f"execution.{loc[0]}"
         elif loc and loc[0] in ("scaffold_script", "history_file"):
             loc[0] = f"context.{loc[0]}"
         where = ".".join(loc) or "case"
         if err["type"] == "extra_forbidden":
-            lines.append(f"{label}: {where}: unknown field{closest(loc[-1], valid)}")
+            valid = [f for f in model.model_fields if f != "type"] if model is not None else []
+            known = f"; its grader type takes {', '.join(valid)}" if model else ""
+            line = f"{where_label}: {where}: unknown field{closest(loc[-1], valid)}{known}"
         elif err["type"] == "missing":
-            lines.append(f"{label}: {where}: required field missing")
+            fix = GRADER_FIXES.get(loc[-1], "") if model is not None and loc else ""
+            line = f"{where_label}: {where}: required field missing" + (f" ({fix})" if fix else "")
+        elif model is not None and loc and loc[-1] in ("target", "focus"):
+            line = f"{where_label}: {where}: {err['input']!r} is not a target: {GRADER_FIXES[loc[-1]]}"
         else:
-            lines.append(f"{label}: {where}: {err['msg'].removeprefix('Value error, ')}")
+            line = f"{where_label}: {where}: {err['msg'].removeprefix('Value error, ')}"
+        if line not in lines:
+            lines.append(line)
     return lines

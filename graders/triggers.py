@@ -20,11 +20,9 @@ from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from pathlib import Path
 
-import yaml
-
-from executors.parsing import load_yaml
 from executors.registry import AGENT_CLI_CLASSES
 from executors.schema import AgentEvent, AgentSession, Frozen, SkillListing
+from executors.skill_md import read_skill_md
 
 MODEL_OUTPUT = ("text", "tool_use")
 
@@ -182,20 +180,6 @@ def _hint(name: str, listed: Sequence[str]) -> str:
     return f"{name!r}" + (f" (listed: {close[0]!r}; installed under another name?)" if close else "")
 
 
-def front_matter(text: str) -> dict[str, object] | None:
-    """The YAML front matter of a SKILL.md, None when it has none or it is not a mapping."""
-    if not text.startswith("---"):
-        return None
-    end = text.find("\n---", 3)
-    if end < 0:
-        return None
-    try:
-        data = load_yaml(text[3:end])
-    except yaml.YAMLError:
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def install_problem(name: str, folder: str | Path) -> str | None:
     """Why the skill in ``folder`` would not be listed as ``name`` (None when it would be).
 
@@ -208,17 +192,19 @@ def install_problem(name: str, folder: str | Path) -> str | None:
     if not skill_md.is_file():
         kind = "a single .md file (a slash command, not a skill)" if path.suffix == ".md" else "no SKILL.md"
         return f"{path}: {kind}; a skill is a folder holding SKILL.md"
-    meta = front_matter(skill_md.read_text(encoding="utf-8", errors="replace"))
-    if meta is None:
-        return f"{skill_md}: no front matter (--- name/description ---); the model would see no description"
-    declared = meta.get("name")
+    doc = read_skill_md(skill_md.read_text(encoding="utf-8", errors="replace"))
+    if doc.parsed == "none":
+        return (
+            f"{skill_md}: no front matter Claude Code can read (--- name/description ---); it would list "
+            f"the body's first line as the description: {doc.description()!r}"
+        )
+    declared = doc.meta.get("name")
     if declared is not None and str(declared) != name:
         return (
             f"{skill_md}: name: {declared!r} differs from the name it is installed and listed as ({name!r}); "
             "rename one so they agree"
         )
-    description = meta.get("description")
-    if not isinstance(description, str) or not description.strip():
+    if not doc.description().strip():
         return f"{skill_md}: description: missing or empty; it is all the model sees before it decides"
     return None
 

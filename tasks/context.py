@@ -18,7 +18,10 @@ import contextlib
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel
 
 from tasks.calls import EarlyCalls
 
@@ -72,3 +75,10 @@ def current() -> RunContext:
         context = RunContext()
         _RUN.set(context)
         return context
+
+
+def handover_key(options: BaseModel, cwd: Path) -> str:
+    """What a command's validated inputs are handed over to its flow run under: the run's parameters
+    (the command validated them before starting its flow: the flow run takes them once instead of
+    loading and validating everything again, which costs time and says every notice twice)."""
+    return f"{options.model_dump_json()}\n{cwd}"

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import uuid
 from dataclasses import dataclass, field
@@ -35,7 +34,7 @@ from executors.limits import alive
 from executors.parsing import JsonObject
 from executors.plugin import looks_like_plugin, read_plugin, strip_mcp
 from executors.schema import ENVIRONMENT_PARTS, control_character
-from graders.triggers import front_matter
+from executors.skill_md import read_skill_md
 
 #: settings.json keys that change what the model is shown of skills (Claude Code 2.1.332).
 LISTING_SETTINGS = (
@@ -47,7 +46,6 @@ LISTING_SETTINGS = (
 USER_MEMORY = (".claude/CLAUDE.md",)
 PROJECT_MEMORY = ("CLAUDE.md", ".claude/CLAUDE.md", "AGENTS.md")
 STAGING = ".staging-"
-DESCRIPTION_LINE = re.compile(r"^description:\s*(.+)$", re.MULTILINE)
 MAX_DESCRIPTION_CHARS = 1536  # Claude Code's skillListingMaxDescChars default
 MAX_SKILLS = 1000  # a skills folder larger than this is not a setup anyone lists: refused
 HOME_PART, PROJECT_PART, PLUGINS_PART = ENVIRONMENT_PARTS
@@ -273,11 +271,7 @@ def descriptions(root: Path) -> dict[str, str]:
         found += [(f"{plugin.name}:{n}", Path(d)) for n, d in plugin.skill_dirs().items()]
     for name, folder in found:
         text = (folder / "SKILL.md").read_text(encoding="utf-8", errors="replace")
-        meta = front_matter(text) or {}
-        # Front matter that is not valid YAML ("description: a: b") is still listed by the CLI.
-        line = DESCRIPTION_LINE.search(text.split("\n---", 1)[0]) if "description" not in meta else None
-        description = str(meta.get("description") or (line[1] if line else ""))
-        out[name] = description[:MAX_DESCRIPTION_CHARS]
+        out[name] = read_skill_md(text).description()[:MAX_DESCRIPTION_CHARS]
     return out
 
 

@@ -9,17 +9,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from executors.agent import find_binary
 from executors.contents import inspect_tree
 from executors.conversation import world_problem
 from executors.errors import InputError
-from executors.parsing import JsonObject, load_json, load_yaml
+from executors.parsing import JsonObject, load_json
 from executors.plugin import MANIFEST, Plugin, looks_like_plugin, read_plugin, runner_problem
 from executors.registry import AGENT_CLI_CLASSES, AGENT_CLIS, EXECUTORS, agent_cli
 from executors.schema import one_line
+from executors.skill_md import read_skill_md
 from executors.versions import installed_version
 from flows.inputs.files import (
     check_endpoint,
@@ -297,13 +297,7 @@ class Skill:
             text = (self.path / "SKILL.md").read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return ""
-        if not text.startswith("---"):
-            return ""
-        try:
-            front = load_yaml(text.split("---", 2)[1]) or {}
-        except yaml.YAMLError:
-            return ""
-        return str(front.get("description") or "") if isinstance(front, dict) else ""
+        return read_skill_md(text).description()
 
     @property
     def artifact_text(self) -> str:

@@ -526,3 +526,30 @@ def test_each_case_runs_its_own_runs_unless_runs_is_given(tmp_path: Path) -> Non
     assert all("run-" in str(s.outputs) for s in own)
     given = plan_sessions(tasks, tmp_path / "r", 1, tmp_path / "iso", case_runs=False)
     assert len(given) == 2 * 2 and not any("run-" in str(s.outputs) for s in given)
+
+
+def test_a_refused_grader_file_is_named_with_how_to_mend_it() -> None:
+    """Not pydantic's words, not prompt.md plus an index: the grader's own file, the field, the fix."""
+    graders = [
+        ("evals/c/graders/empty.md", "---\ntype: llm\n---\n"),
+        ("evals/c/graders/judge.md", "---\ntype: llm\nfocus: everything\nmodel: haiku\n---\nIs it good?\n"),
+    ]
+    with pytest.raises(InputError) as err:
+        parse_case(merge_case(None, ("evals/c/prompt.md", "Do it."), graders, "c"), "evals/c/prompt.md")
+    assert err.value.lines == [
+        "evals/c/graders/empty.md: criteria: required field missing (write the criteria as the grader "
+        "file's body, or as criteria: in its front matter)",
+        "evals/c/graders/judge.md: focus: 'everything' is not a target: one of trace, last_message, files, "
+        "mock_calls, or {file: <path in the session's folder>}",
+        "evals/c/graders/judge.md: model: unknown field; its grader type takes name, weight, arm, criteria, focus",
+    ]
+
+
+def test_a_case_forbidding_one_skill_while_another_must_fire_is_positive() -> None:
+    def skill_grader(name: str, **limits: Any) -> dict[str, Any]:
+        return {"type": "tool_used", "name": name, "tool": "Skill", **limits}
+
+    both = case_of([skill_grader("mine", min=1), skill_grader("not-other", input_match="other", max=0)])
+    assert both.expects_skill is True
+    assert case_of([skill_grader("none-fires", max=0)]).expects_skill is False
+    assert case_of([skill_grader("not-other", input_match="other", max=0)]).expects_skill is None

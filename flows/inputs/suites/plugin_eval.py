@@ -107,7 +107,10 @@ def load_case(folder: Path, evals: Path | None = None) -> tuple[PluginCase, str,
     texts += [t for _, t in graders]
     label = str(yaml_path if case_yaml is not None else prompt_path if prompt else folder)
     data = merge_case(case_yaml, prompt, graders, folder.name)
+    own = own_plugin_only(data.get("plugins"), folder, evals or folder)
     case = parse_case(data, label)
+    if own:  # the plugin under test, named by the case: what every case gets (with it, and without)
+        case = case.model_copy(update={"unsupported": tuple(u for u in case.unsupported if u != "plugins")})
     if case.history_file:
         history = inside(folder, case.history_file)
         where = f"{label}: context.history_file: {case.history_file!r}"
@@ -133,6 +136,18 @@ def load_case(folder: Path, evals: Path | None = None) -> tuple[PluginCase, str,
     graded = tuple(u for u in case.unsupported if not (servers and u == "mock_calls"))  # served: graded
     case = case.model_copy(update={"unsupported": (*graded, *unplayed)})
     return case, "\0".join(texts), servers
+
+
+def own_plugin_only(entries: object, case_dir: Path, evals: Path) -> bool:
+    """Whether a case's ``plugins`` names only the plugin its suite belongs to (``["../.."]`` from
+    ``evals/<case>/``): paths relative to the case's folder, as the official runner resolves them, the
+    plugin being the nearest folder above the case that holds a manifest."""
+    if not isinstance(entries, list) or not entries or not all(isinstance(e, str) and e for e in entries):
+        return False
+    top = evals.resolve().parent  # never above the suite: a folder outside it is not read
+    ancestors = [p for p in case_dir.resolve().parents if p.is_relative_to(top)]
+    own = next((p for p in ancestors if manifest(p) is not None), None)
+    return own is not None and all((case_dir / e).resolve() == own for e in entries)
 
 
 def load_plugin_tasks(folder: Path) -> tuple[list[AgentTask], str]:

@@ -21,13 +21,17 @@ from typing import Any
 
 from executors.agent import shipped_configuration
 from executors.contents import copy_file, copy_tree, inspect_file, inspect_tree
-from executors.errors import InputError
+from executors.errors import InputError, warn
 from executors.parsing import JsonObject, load_json
 from flows.inputs.files import read_text
 from graders.agent_task import AgentTask
 
 EVALS = Path("evals") / "evals.json"
 FIELDS = ("id", "prompt", "expected_output", "files", "expectations", "eval_name")
+#: Keys other writers of the format use for the same thing: agentskills.io's guide names the
+#: statements ``assertions``; an eval's title is ``name`` there and ``eval_name`` in skill-creator.
+ASSERTIONS, TITLES = ("expectations", "assertions"), ("eval_name", "name")
+KNOWN = {*FIELDS, *ASSERTIONS, *TITLES}
 NO_EXPECTATIONS_RUBRIC = (
     "This eval lists no expectations: judge the result against the expected output above."
 )
@@ -44,6 +48,8 @@ def evals_file(path: Path) -> Path | None:
             data = load_json(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError):
             return None
+        if isinstance(data, list):  # the list alone: evals have a prompt (a trigger set, a query)
+            return path if data and all(isinstance(e, dict) and "prompt" in e for e in data) else None
         return path if isinstance(data, dict) and "evals" in data else None
     if path.is_dir() and (path / EVALS).is_file():
         return path / EVALS
@@ -103,7 +109,7 @@ def eval_task(raw: JsonObject, ident: str, root: Path, skill_name: str) -> Agent
     expected = raw.get("expected_output", "")
     if not isinstance(expected, str):
         raise ValueError(f"expected_output: expected a string (got {type(expected).__name__})")
-    expectations = strings(raw.get("expectations"), "expectations")
+    expectations = list(dict.fromkeys(e for key in ASSERTIONS for e in strings(raw.get(key), key)))
     files = []
     for i, value in enumerate(strings(raw.get("files"), "files")):
         try:
@@ -112,9 +118,10 @@ def eval_task(raw: JsonObject, ident: str, root: Path, skill_name: str) -> Agent
             raise ValueError(f"files[{i}]: {exc}") from None
     shown = prompt.strip() + (f"\n\nInput files: {', '.join(files)}" if files else "")
     first = re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]", " ", prompt.strip().splitlines()[0])
-    title = raw.get("eval_name")  # the author's name for the eval, where it has one
+    key = next((k for k in TITLES if raw.get(k) is not None), TITLES[0])
+    title = raw.get(key)  # the author's name for the eval, where it has one
     if title is not None and (not isinstance(title, str) or not title.strip()):
-        raise ValueError(f"eval_name: expected a non-empty string (got {title!r})")
+        raise ValueError(f"{key}: expected a non-empty string (got {title!r})")
     shown_name = " ".join(title.split()) if title else first[:60] + ("…" if len(first) > 60 else "")
     name = f"eval {ident}: {shown_name}"
     return AgentTask(
@@ -156,13 +163,22 @@ def load_evals(path: Path) -> tuple[list[AgentTask], str]:
         data = load_json(text)
     except ValueError as exc:
         raise InputError(f"{path}: not valid JSON: {exc}") from None
-    evals = data.get("evals") if isinstance(data, dict) else None
+    evals = data if isinstance(data, list) else data.get("evals") if isinstance(data, dict) else None
     if not isinstance(evals, list) or not evals:
-        got = "an empty list" if evals == [] else "no list"
-        raise InputError(
-            f'{path}: evals: expected a JSON list of evals ({{"skill_name": ..., "evals": [...]}}), got {got}'
+        got = (
+            "an empty list"
+            if evals == []
+            else f"a {type(evals).__name__}"
+            if evals is not None
+            else "no evals key"
+            if isinstance(data, dict)
+            else f"a JSON {type(data).__name__}"
         )
-    skill_name = data.get("skill_name")
+        raise InputError(
+            f'{path}: evals: expected a list of evals, {{"skill_name": ..., "evals": [...]}} or the list '
+            f"alone; got {got}"
+        )
+    skill_name = data.get("skill_name") if isinstance(data, dict) else None
     if skill_name is not None and not isinstance(skill_name, str):
         raise InputError(f"{path}: skill_name: expected a string (got {skill_name!r})")
     root = skill_root(path)
@@ -181,6 +197,9 @@ def load_evals(path: Path) -> tuple[list[AgentTask], str]:
             problems.append(f"{where}: {exc}")
     if problems:
         raise InputError(problems)
+    ignored = sorted({str(k) for raw in evals if isinstance(raw, dict) for k in raw} - KNOWN)
+    if ignored:  # another writer's keys: read past, said once
+        warn(f"{path}: evals: ignored key(s) {', '.join(ignored)} (skillab reads {', '.join(sorted(KNOWN))})")
     return tasks, suite_hash(text, root, tasks)
 
 

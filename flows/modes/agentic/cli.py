@@ -270,7 +270,7 @@ def summarized(config: Any, outcome: Any) -> int:
         print(section.line)
     for line in [*economy_lines(report), *validity_lines(report)]:  # economy: sessions a budget kept back
         print(line)
-    print(f"report: {Path(outcome['results_dir']) / 'report.md'}")
+    print(f"report: {Path(outcome.results_dir) / 'report.md'}")
     failures = gate_lines(config, report)
     for line in failures:
         print(f"skillab skill: FAIL {line}", file=sys.stderr)

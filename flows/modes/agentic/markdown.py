@@ -103,16 +103,21 @@ def _header(report: AgenticReport, comp: Comparison | None) -> list[str]:
 
 def _checks(report: AgenticReport) -> list[str]:
     rates = report.deterministic_pass_rate or {}
-    n = report.meta.sample_count * (report.meta.runs or 1)
+    checked = report.deterministic_checked or {}
     # a plugin suite's checks are its scored graders, judged (llm, baseline) ones included
     title = (
         "Grader Pass Rate (every scored grader)"
         if report.meta.case_settings
         else "Deterministic Check Pass Rate"
     )
+    if all(rates.get(mode) is None for mode in (Arm.WITH_SKILL, Arm.BASELINE)):
+        return ["", f"## {title}", "No task of this suite has deterministic checks."]
     lines = ["", f"## {title}", "| Condition | Pass Rate |", "|-----------|-----------|"]
     for mode, label in ((Arm.WITH_SKILL, "With Skill"), (Arm.BASELINE, "Baseline")):
         r = rates.get(mode)
+        n = checked.get(
+            mode, report.meta.sample_count * (report.meta.runs or 1)
+        )  # older reports: every session
         lines.append(
             f"| {label} | {round((r or 0) * n)}/{n} sessions ({_pct(None if r is None else r * 100)}) |"
         )

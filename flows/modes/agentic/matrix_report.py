@@ -224,6 +224,9 @@ def matrix_report(
         deterministic_pass_rate={
             k: v for r, rep in reports.items() for k, v in _prefixed(r, rep.deterministic_pass_rate).items()
         },
+        deterministic_checked={
+            k: v for r, rep in reports.items() for k, v in _prefixed(r, rep.deterministic_checked).items()
+        },
         negative_controls=negatives or None,
         behavior={k: v for r, rep in reports.items() for k, v in _prefixed(r, rep.behavior).items()},
         matrix=matrix,

@@ -102,7 +102,9 @@ class AgenticReport(Report):
     criteria: dict[str, dict[str, float | None]] | None = None
     """arm -> mean of each criterion"""
     deterministic_pass_rate: dict[str, float | None] | None = None
-    """arm -> share of sessions whose checks all passed"""
+    """arm -> share of sessions whose checks all passed, of those whose task has checks (None: none has)"""
+    deterministic_checked: dict[str, int] | None = None
+    """arm -> sessions whose task has checks (the rate's denominator)"""
     negative_controls: list[CaseResult[AgentVariantResult]] | None = None
     """the negative-control tasks"""
     behavior: dict[str, BehaviorSummary] | None = None

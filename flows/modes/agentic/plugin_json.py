@@ -77,7 +77,6 @@ def _case(
     task: AgentTask,
     case: PluginCase,
     result: CaseResult[AgentVariantResult] | None,
-    runner_model: str,
     judge_share: float,
 ) -> JsonObject:
     with_runs = _runs(result, Arm.WITH_SKILL, judge_share) if result else []
@@ -97,7 +96,8 @@ def _case(
         "dir": task.case_dir or "",
         "source": "case",
         "promptMarkdown": case.prompt,
-        "model": case.model or runner_model,
+        # the case's own pin as written, absent otherwise, as the official runner writes it
+        **({"model": case.model} if case.model else {}),
         "runsPerCase": len(with_runs),
         "timeoutSeconds": case.timeout_seconds,
         "maxTurns": case.max_turns,
@@ -133,11 +133,7 @@ def plugin_eval_json(
     meta = report.meta
     judge = float(meta.judge_cost_usd or 0.0)
     share = judge / max(1, _judged_runs(report))
-    cases = [
-        _case(t, t.plugin_case, by_id.get(t.task_id), meta.model, share)
-        for t in tasks
-        if t.plugin_case is not None
-    ]
+    cases = [_case(t, t.plugin_case, by_id.get(t.task_id), share) for t in tasks if t.plugin_case is not None]
     scores = [c["aggregates"]["score"] for c in cases]
     deltas = [c["aggregates"]["delta"] for c in cases if "delta" in c["aggregates"]]
     return {

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,7 +150,16 @@ def criteria_means(graded: list[Graded], arms: list[str]) -> dict[str, dict[str,
     return out
 
 
-def case_settings(tasks: list[AgentTask], config: SkillBenchConfig) -> dict[str, str]:
+def ran_on(asked: str, sessions: Iterable[AgentSession]) -> str:
+    """The model(s) sessions ran on as their answers named them (an alias such as ``sonnet`` moves),
+    with the name asked for where it differs; the name asked for when no session named one."""
+    named = sorted({m for s in sessions if (m := s.meta.model)})
+    if not named or named == [asked]:
+        return asked
+    return f"{', '.join(named)} (asked: {asked})"
+
+
+def case_settings(tasks: list[AgentTask], config: SkillBenchConfig, graded: list[Graded]) -> dict[str, str]:
     """What each plugin eval case ran with, where it set its own model, turns, timeout or runs (the
     header's --runner-model and --max-turns do not describe those cases)."""
     out = {}
@@ -157,7 +167,8 @@ def case_settings(tasks: list[AgentTask], config: SkillBenchConfig) -> dict[str,
         case = t.plugin_case
         if case is None:
             continue
-        model = case.model or config.runner_model
+        sessions = [g.session for g in graded if g.plan.task.task_id == t.task_id]
+        model = ran_on(case.model or config.runner_model, sessions)
         runs = config.runs if "runs" in config.model_fields_set else case.runs
         extra = [f"tools {', '.join(case.allowed_tools)}"] if case.allowed_tools else []
         extra += [f"scaffold {case.scaffold_script}"] if case.scaffold_script else []
@@ -234,7 +245,7 @@ def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -
         skill_sha256=skill.sha256,
         variants=run.arms,
         control=Arm.BASELINE,
-        model=config.runner_model,
+        model=ran_on(config.runner_model, (g.session for g in graded)),
         executor=config.runner,
         judge_model=f"{config.judge_executor}:{config.judge_model}",
         sample_count=len(tasks),
@@ -251,7 +262,7 @@ def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -
         **isolation_meta(run.isolation, config.allow_network, config.fleet_pool),
         warnings=run.warnings,
         judge_cost_usd=round(run.judge_cost, 6),
-        case_settings=case_settings(run.tasks, config) or None,
+        case_settings=case_settings(run.tasks, config, graded) or None,
         **agent_cli_meta(config.runner, [g.session.meta.cli_version for g in graded], run.cli_version),
         plugin=plugin.summary(config.plugin_mcp) if (plugin := skill.plugin) else None,
         **run_stats_meta(run.stats),
@@ -327,7 +338,15 @@ def build_skill_report(run: AgenticRun, graded: list[Graded], records: list[Reco
     )
     sections = ablation_aggregate(run, records)
     case_results = task_results(tasks, graded, case_stats(agg, sections), run.arms, run.skill.name)
-    passes = {mode: [g.checks.all_passed for g in graded if g.plan.mode == mode] for mode in run.arms}
+    # a task without checks (a skill-creator eval judged on its expectations) has no check to pass
+    passes = {
+        mode: [
+            g.checks.all_passed
+            for g in graded
+            if g.plan.mode == mode and (g.checks.details or g.checks.plugin_eval is not None)
+        ]
+        for mode in run.arms
+    }
     report = assemble(
         AgenticReport,
         f"{started.strftime('%Y-%m-%dT%H-%M-%S')}-skill-{skill.name}",
@@ -338,6 +357,7 @@ def build_skill_report(run: AgenticRun, graded: list[Graded], records: list[Reco
         run.stats,
         criteria=criteria_means(graded, run.arms),
         deterministic_pass_rate={m: (sum(v) / len(v) if v else None) for m, v in passes.items()},
+        deterministic_checked={m: len(v) for m, v in passes.items()},
         negative_controls=[r for r in case_results if r.type == "negative-control"],
         behavior=behavior_summary(graded, run.arms),
     )

@@ -20,7 +20,8 @@ from flows.cli.prefect_env import launch_server
 from flows.cli.run import FlowCall, run_flow
 from flows.inputs.files import validation_lines
 from flows.inputs.options import BenchOptions
-from flows.modes.sample.prepare import Prepared, handover_key, prepare
+from flows.modes.sample.prepare import Prepared, prepare
+from tasks.context import handover_key
 
 
 def options_from(args: argparse.Namespace, cwd: Path) -> BenchOptions:

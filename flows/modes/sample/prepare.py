@@ -24,7 +24,7 @@ from graders.judge import vendor_of
 from graders.leakage import ARTIFACT_WORDS, case_leaks, sample_fields
 from graders.schema import Sample
 from graders.validation import GraderFinding, broken_notices, validate_samples, without_broken
-from tasks.context import current
+from tasks.context import current, handover_key
 from tasks.schema import CallPolicy, Unit
 
 
@@ -205,13 +205,6 @@ def choose_variants(options: BenchOptions, cwd: Path) -> tuple[list[Variant], di
     if control not in names:
         raise InputError(f"--control: {control!r} is not among the variants {','.join(names)}")
     return variants, ablated, control
-
-
-def handover_key(options: BenchOptions, cwd: Path) -> str:
-    """What the command's validated inputs are handed over to its flow run under: the run's parameters
-    (the command validated them before starting its flow: the flow run takes them once instead of
-    loading and validating everything again, 0.1-0.2 s of every command)."""
-    return f"{options.model_dump_json()}\n{cwd}"
 
 
 def prepared_for(options: BenchOptions, cwd: Path) -> Prepared:

@@ -29,6 +29,7 @@ from flows.inputs.files import validation_lines
 from flows.inputs.skill_config import find_skill
 from flows.modes.triggers.plan import TriggerOptions, TriggerPlan, TriggerVariant, prepare_triggers
 from graders.queries import dump_queries, parse_queries
+from tasks.context import handover_key
 
 #: Requests per session (the decision, then an answer), each of the CLI's request_tokens: an
 #: upper-bound estimate for --dry-run.
@@ -162,6 +163,7 @@ def run_triggers(options: TriggerOptions, command: Command, quiet: bool) -> int:
 
         name = f"triggers {', '.join(plan.candidates)} · {agents(plan)}"
         flow = trigger_bench.with_options(flow_run_name=name)
+        command.run.hand_over(handover_key(options, cwd), plan)  # the flow run takes it, not loads it again
         return lambda: flow(options, str(cwd), not quiet, return_state=True)
 
     def ending(outcome: Any, state: Any) -> int:

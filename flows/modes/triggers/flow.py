@@ -28,7 +28,7 @@ from flows.report.logtext import (
 )
 from flows.report.regression import regression_against_previous
 from flows.report.schema import Report
-from tasks.context import current
+from tasks.context import current, handover_key
 
 
 @flow(name="skill-triggers", log_prints=False)
@@ -43,7 +43,9 @@ async def trigger_bench(options: TriggerOptions, cwd: str = ".", show_progress: 
 async def run_triggers(options: TriggerOptions, cwd: str, show_progress: bool) -> tuple[RunOutcome, Report]:
     """The sessions, the report and its files, and the run's story in its Prefect log."""
     await tag_flow_run("trigger", options.suite)
-    plan = prepare_triggers(options, Path(cwd))
+    plan = current().take_handed_over(handover_key(options, Path(cwd))) or prepare_triggers(
+        options, Path(cwd)
+    )
     started = dt.datetime.now(dt.UTC)
     cache_dir = Path(options.cache_dir) if options.cache_dir else skillab_home() / "cache"
     progress = Progress(len(plan.sessions), "sessions", enabled=show_progress)

@@ -27,6 +27,7 @@ import yaml
 from executors.contents import copy_tree
 from executors.errors import InputError
 from executors.schema import terminal
+from executors.skill_md import read_skill_md
 from flows.cli.codes import EXIT_FAIL
 from flows.cli.command import Command
 from flows.cli.flags import add_model_flags
@@ -35,7 +36,6 @@ from flows.inputs.skill_config import Skill
 from flows.modes.triggers.cli import ask_drafter, run_triggers, trigger_options
 from flows.modes.triggers.plan import TriggerOptions, prepare_triggers
 from graders.queries import Query
-from graders.triggers import front_matter
 
 TUNE_HOLDOUT = 0.4  # when --holdout is not given: tuning without held-out queries keeps nothing
 MAX_CANDIDATES = 10
@@ -89,9 +89,8 @@ def with_description(skill: Skill, description: str, dest: Path) -> Path:
     copy_tree(skill.path, dest, f"skill {skill.name}")
     skill_md = dest / "SKILL.md"
     text = skill_md.read_text(encoding="utf-8")
-    meta = front_matter(text) or {}
-    end = text.find("\n---", 3) if meta else -1  # where front_matter() found the closing line
-    body = text[end + 4 :].split("\n", 1)[-1] if end >= 0 else text
+    doc = read_skill_md(text)
+    meta, body = dict(doc.meta), doc.body
     meta["description"] = description
     dumped = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=10_000)
     skill_md.write_text(f"---\n{dumped}---\n{body}", encoding="utf-8")

@@ -109,8 +109,9 @@ def test_input_files_are_staged_at_their_relative_paths(tmp_path: Path) -> None:
     ("evals", "expected"),
     [
         ("{not json", "not valid JSON"),
-        ([{"prompt": "p"}], 'evals: expected a JSON list of evals ({"skill_name": ..., "evals": [...]}), got no list'),
-        ({"evals": {"id": 1}}, "evals: expected a JSON list of evals"),
+        ({"skill_name": "s"}, 'evals: expected a list of evals, {"skill_name": ..., "evals": [...]} or the list alone; got no evals key'),
+        ({"evals": {"id": 1}}, "evals: expected a list of evals"),
+        ("3", "got a JSON int"),
         ({"evals": []}, "got an empty list"),
         ({"evals": [{"id": 1, "expected_output": "x"}]}, "eval 1 (evals[0]): prompt: required, a non-empty string"),
         ({"evals": [{"id": 1, "prompt": "  "}]}, "eval 1 (evals[0]): prompt: required"),
@@ -193,3 +194,29 @@ def test_a_skill_folder_without_evals_is_named_as_such(tmp_path: Path) -> None:
     (skill / "SKILL.md").write_text("---\nname: csv-skill\ndescription: d\n---\nSum it.\n")
     with pytest.raises(InputError, match=r"a skill folder without evals/evals\.json"):
         load_tasks(skill)
+
+
+def test_other_writers_of_the_format_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """agentskills.io's guide (assertions), an eval's name, the list alone, and keys skillab does not
+    read: one notice, never an error."""
+    evals = [
+        {"id": 1, "name": "Sum sales", "prompt": "Sum the amount column.", "assertions": ["States 60"]},
+        {"id": 2, "eval_name": "Greet", "prompt": "Say hello.", "expectations": ["Greets"], "_comment": "x"},
+        {"id": 3, "prompt": "Long prompt that titles itself", "notes": "y"},
+    ]
+    path = write_skill(tmp_path / "s", evals)
+    assert evals_file(path) == path and evals_file(tmp_path / "s") == path
+    tasks, _ = load_evals(path)
+    assert [t.name for t in tasks] == [
+        "eval 1: Sum sales",
+        "eval 2: Greet",
+        "eval 3: Long prompt that titles itself",
+    ]
+    assert [t.expectations for t in tasks] == [("States 60",), ("Greets",), ()]
+    (notice,) = capsys.readouterr().err.strip().splitlines()
+    assert "ignored key(s) _comment, notes" in notice and "warning" in notice
+    other = tmp_path / "other.json"  # a bare list under another name is evals when its entries have prompts
+    other.write_text(json.dumps(evals))
+    assert evals_file(other) == other
+    other.write_text(json.dumps([{"query": "q", "should_trigger": True}]))
+    assert evals_file(other) is None  # a trigger set, not evals

@@ -319,3 +319,63 @@ def test_a_suite_of_replay_cases_only_reports_insufficient_data(
     text = md.read_text()
     assert "| 1 | resume | positive | - | 100% | — | — | — |" in text
     assert "Scored in one arm only, so not in the comparison: resume" in text
+
+
+class Moved(dict[str, str]):
+    """Every model asked for answers as one new id (a provider moving its aliases)."""
+
+    MODEL = "claude-sonnet-9-9"
+
+    def get(self, key: str, default: object = None) -> str:  # type: ignore[override]
+        return self.MODEL
+
+
+#: A case in the shape of censys/censys-ai-skills' (written here): its tools listed without Skill, its
+#: own plugin named by `plugins`, a grader that expects the plugin's skill to fire.
+LISTED_TOOLS_CASE = """schema_version: "1.0"
+name: NAME
+plugins: ["../.."]
+execution:
+  prompt: Please greet WHO.
+  model: sonnet
+  max_turns: 4
+  allowed_tools: [Bash, Read]
+graders:
+  - {type: tool_used, name: fired, tool: Skill}
+  - {type: regex, name: marker, pattern: HELLO-MARKER}
+"""
+
+
+def test_listed_tools_keep_the_skill_tool_and_a_case_may_name_its_own_plugin(
+    claude_with_eval: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`allowed_tools` grants tools on top of the read-only set (Skill among it), in both arms, as
+    `claude plugin eval` does; `plugins: ["../.."]` names the plugin under test and is no
+    unsupported field: both runners fire the skill in the with-plugin arm only, and agree."""
+    root = tmp_path / "plug"
+    write(root, {".claude-plugin/plugin.json": '{"name": "plug"}', "skills/hello/SKILL.md": SKILL})
+    for name, who in (("greet-team", "the team"), ("greet-boss", "my boss")):
+        text = LISTED_TOOLS_CASE.replace("NAME", name).replace("WHO", who)
+        write(root / "evals" / name, {"case.yaml": text})
+    with FakeProvider() as server:
+        server.claude_agent = agent
+        server.answered_as = Moved()  # the alias the CLI resolved answers as a model it never named
+        ours = skillab(root, server.url, tmp_path, monkeypatch)
+        theirs = official(claude_with_eval, root, server.url, tmp_path)
+    assert ours == theirs
+    for name in ("greet-team", "greet-boss"):
+        assert theirs[name]["with"] == {"fired": True, "marker": True, "score": 1}
+        assert theirs[name]["without"] == {"marker": False, "score": 0}
+    (run,) = (tmp_path / "results").glob("plug-*")
+    report = json.loads((run / "report.json").read_text())
+    assert not any("plugins" in w for w in report["meta"]["warnings"] or [])
+    # the report names the model the sessions ran on, not the name a case or flag asked for
+    assert report["meta"]["model"].startswith(f"{Moved.MODEL} (asked: ")
+    assert all(f"model {Moved.MODEL} (asked: sonnet)" in v for v in report["meta"]["caseSettings"].values())
+    assert f"Runner Model: {Moved.MODEL} (asked: " in (run / "report.md").read_text()
+    assert (
+        "Skill"
+        in json.loads((run / "outputs" / "task-01" / "with-skill" / "transcript.json").read_text())[0][
+            "tools"
+        ]
+    )

@@ -191,3 +191,39 @@ def test_a_skill_creator_trigger_set_runs(
     report = json.loads(next((tmp_path / "r").glob("*.json")).read_text())
     expects = {case["sample_id"]: case["expect"] for case in report["results"]}
     assert expects == {"1": "greeting-files", "2": "greeting-files", "3": "none"}
+
+
+def test_a_trigger_set_with_comments_on_a_skill_whose_description_yaml_refuses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In the shape of Newsleopard/nlm-open-skills' (written here): an unquoted description holding
+    ": " (strict YAML refuses it, Claude Code quotes it and loads the skill) and a skill-creator set
+    whose entries carry a `_comment`: the run measures, one notice names the ignored key, and the
+    model was shown the whole description."""
+    if find_binary("claude") is None:
+        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    skill = tmp_path / "skills" / "minutes"
+    skill.mkdir(parents=True)
+    description = "Drafts meeting minutes. Use when: the user pastes a transcript"
+    (skill / "SKILL.md").write_text(f"---\nname: minutes\ndescription: {description}\n---\nDraft.\n")
+    evals = [
+        {"query": "Turn this transcript into minutes", "should_trigger": True, "_comment": "core"},
+        {"query": "Write minutes for today's standup", "should_trigger": True},
+        {"query": "What is 17 times 3?", "should_trigger": False, "_comment": "negative"},
+    ]
+    (tmp_path / "trigger-evals.json").write_text(json.dumps(evals))
+    monkeypatch.chdir(tmp_path)
+    chances = {str(e["query"]): 1.0 if e["should_trigger"] else 0.0 for e in evals}
+    with FakeProvider() as server:
+        script = SkillScript("minutes", p_by_query=chances).install(server)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        args = ["skill", "triggers", "run", "--skill", str(skill), "--queries", "trigger-evals.json"]
+        code = main(
+            [*args, "--base-url", server.url, "--results-dir", str(tmp_path / "r"), "--timeout", "60"]
+        )
+    out, err = capsys.readouterr()
+    assert code == 0, (out, err)
+    assert "minutes: recall 100%" in out and "false-fire 0%" in out
+    notices = [line for line in err.splitlines() if "ignored key" in line]
+    assert len(notices) == 1 and "_comment" in notices[0]
+    assert {listing["minutes"] for listing in script.listings.values()} == {description}

@@ -168,5 +168,7 @@ def test_skill_creator_suite_end_to_end(
     first = "eval 1: Sum the amount column of the CSV file."
     assert f"| {first} | {EXPECT_TOTAL} | 1/1 | 0/1 |" in md
     assert f"| {first} | {EXPECT_READ} | 1/1 | 1/1 |" in md
+    # judged on expectations alone: no session had a check to pass (not "2/2 (100%)")
+    assert "No task of this suite has deterministic checks." in md
     page = export_html(load_report(results / "report.json"))
     assert f"✗ expectation: {EXPECT_TOTAL} — <span" in page and f"✓ expectation: {EXPECT_READ}" in page

@@ -10,8 +10,8 @@ import pytest
 
 from flows.inputs.options import BenchOptions
 from flows.modes.sample import prepare as prepare_module
-from flows.modes.sample.prepare import handover_key, prepared_for
-from tasks.context import RunContext
+from flows.modes.sample.prepare import prepared_for
+from tasks.context import RunContext, handover_key
 
 
 def test_the_flow_run_takes_what_the_command_prepared_once(
