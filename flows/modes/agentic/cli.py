@@ -220,7 +220,7 @@ def matrix_run(config: Any, skill: Any, tasks: list[Any], runners: list[str], co
     def ending(outcome: Any, state: Any) -> int:
         if isinstance(outcome, BaseException):
             raise outcome
-        if not isinstance(outcome, dict):
+        if getattr(outcome, "report_path", None) is None:  # no RunOutcome: the matrix ended early
             print(f"skillab skill: {state.message}", file=sys.stderr)
             return EXIT_FAIL
         return matrix_summarized(config, outcome)
