@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from executors.base import Executor
+from executors.contents import copy_tree
 from executors.parsing import JsonObject
 from executors.schema import AgentRequest, McpServer, PermissionPolicy, RunRequest, SimulatedUser, Utterance
 
@@ -309,6 +310,7 @@ class Talking:
 SYSTEM_PYTHON = "/usr/bin/python3"
 STAND_INS = "skillab-mcp"  # in the session's HOME
 CALLS = "servers.json.calls.jsonl"  # beside the stand-ins' spec: every call they answered
+RECORDED = "servers.json.record.jsonl"  # --mocks record: what the real servers answered, beside it too
 MOCK_CALLS = "mock_calls.jsonl"  # the session's outputs' copy (plugin eval's mock_calls target)
 
 
@@ -320,7 +322,13 @@ def stand_ins(request: AgentRequest) -> Path:
     script = folder / "mcp_standin.py"
     shutil.copyfile(Path(__file__).with_name("mcp_standin.py"), script)
     spec = folder / "servers.json"
-    spec.write_text(json.dumps({k: v.model_dump(mode="json") for k, v in (request.mcp or {}).items()}))
+    for name, server in (request.mcp or {}).items():
+        if server.record is not None and server.record.folder:  # the real server's files (--mocks record)
+            copy_tree(server.record.folder, folder / f"{name}.server", f"MCP server {name}")
+    dumped = {
+        k: v.model_dump(mode="json", exclude={"record": {"folder"}}) for k, v in (request.mcp or {}).items()
+    }
+    spec.write_text(json.dumps(dumped))
     servers = {
         name: {"command": SYSTEM_PYTHON, "args": [str(script), str(spec), name]} for name in request.mcp or {}
     }

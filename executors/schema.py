@@ -313,14 +313,36 @@ class McpTool(Frozen):
         return self
 
 
+class McpRecord(Frozen):
+    """The real MCP server a stand-in records from, once, under ``--mocks record``: a stdio command
+    the stand-in starts inside the session's sandbox, in a copy of ``folder`` (a folder beside the
+    task files, under the copy rules) when one is named. Later runs replay what it answered."""
+
+    command: tuple[str, ...] = Field(min_length=1, description="the server's argv")
+    env: dict[str, str] = Field(default_factory=dict, description="its environment, on top of the session's")
+    folder: str | None = Field(default=None, description="its files: a folder beside the task files")
+
+
 class McpServer(Frozen):
     """An MCP server a case's sessions meet, played by skillab (executors.mcp_standin) in each
-    session's sandbox: no real server, nothing of the host."""
+    session's sandbox: no real server, nothing of the host; or, under ``--mocks record`` only, a real
+    one the stand-in relays to and records."""
 
-    tools: tuple[McpTool, ...]
+    tools: tuple[McpTool, ...] = ()
     files: dict[str, str] = Field(
         default_factory=dict, description="fixture files a response names as {{file:<path>}} (path -> text)"
     )
+    record: McpRecord | None = Field(
+        default=None, description="a real server to record from (--mocks record); replayed from its recording"
+    )
+
+    @model_validator(mode="after")
+    def _answers(self) -> McpServer:
+        if not self.tools and self.record is None:
+            raise ValueError(
+                "tools: give the tools' scripted responses, or a real server to record from (record)"
+            )
+        return self
 
 
 def mcp_servers(value: dict[str, McpServer] | None) -> dict[str, McpServer] | None:

@@ -149,6 +149,7 @@ JSON_EDGES = {
     "executors/copilot_cli.py": "Copilot CLI's events",
     "executors/gemini.py": "the Gemini API",
     "executors/gemini_cli.py": "Gemini CLI's events",
+    "executors/mcp_standin.py": "MCP's JSON-RPC (a script run alone, with its own alias)",
     "executors/openai.py": "the Chat Completions API",
     "executors/opencode.py": "OpenCode's events",
     "executors/parsing.py": "where it is defined",

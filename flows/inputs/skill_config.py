@@ -30,6 +30,7 @@ from flows.inputs.files import (
     validation_lines,
 )
 from flows.inputs.options import FLEET_POOL_HELP, FLEET_RPM_HELP, FLEET_SESSIONS_HELP, RunOptions
+from flows.inputs.recordings import MocksMode, with_recordings
 from flows.inputs.suites.skill_creator import evals_file, load_evals
 from graders.agent_task import AgentTask, parse_task
 from graders.leakage import ARTIFACT_WORDS, case_leaks
@@ -168,6 +169,19 @@ class SkillBenchConfig(RunOptions):
     ablate_sections: tuple[str, ...] = Field(
         (), description="with --ablate: only these sections (headings, any level)"
     )
+    mocks: MocksMode = Field(
+        "replay",
+        description="replay: every MCP server a task records from (## MCP record:) is served from its "
+        "recording; record: the sessions meet the real servers, whose answers become the recordings "
+        "(opt-in, not hermetic: review them, and the run is not a measurement)",
+    )
+
+    @property
+    def reuses_baseline(self) -> bool:
+        """Whether a baseline session may come from an earlier run (never in a recording run: its
+        sessions meet real servers)."""
+        return self.reuse_baseline and self.mocks == "replay"
+
     plugin_mcp: bool = Field(
         False,
         description="start the MCP servers of a plugin under test (without it they are left out of the "
@@ -419,6 +433,12 @@ def suite_warnings(
             "note: skillab grants each case's allowed_tools inside its OS sandbox (claude plugin eval "
             "grants the gated ones only with --allow-tools)"
         )
+    if config.mocks == "record":
+        recorded = sorted({f"{t.task_id}/{n}" for t in tasks for n, s in (t.mcp or {}).items() if s.record})
+        warnings.append(
+            f"--mocks record: the sessions met the real MCP servers {', '.join(recorded) or '(none)'}: this run "
+            "recorded them and is not hermetic; review the recordings, and measure with a replaying run"
+        )
     refused += conversation_refusals(tasks, config.runner, config.tasks)
     for t in tasks:  # a model playing a user: its executor must exist before anything runs
         if t.user is not None and t.user.model is not None and t.user.executor not in EXECUTORS:
@@ -459,10 +479,11 @@ def conversation_refusals(tasks: list[AgentTask], runner: str, folder: str | Non
     ]
 
 
-def load_tasks(folder: Path) -> tuple[list[AgentTask], str]:
+def load_tasks(folder: Path, mocks: MocksMode = "replay") -> tuple[list[AgentTask], str]:
     """Every task-*.md of a suite, and the suite's hash (recorded, so runs stay comparable). A
     skill-creator evals.json (or a skill folder holding evals/evals.json) is read as its evals, a
-    Claude Code plugin (or its evals/ folder) as its plugin eval suite."""
+    Claude Code plugin (or its evals/ folder) as its plugin eval suite. A task's recorded MCP servers
+    are as ``mocks`` runs them (flows.inputs.recordings)."""
     from flows.inputs.suites.plugin_eval import is_plugin_suite, load_plugin_tasks
 
     evals = evals_file(folder)
@@ -491,6 +512,8 @@ def load_tasks(folder: Path) -> tuple[list[AgentTask], str]:
             problems.append(f"{path}: {exc}")
     if problems:
         raise InputError(problems)
+    tasks, recorded = with_recordings(tasks, folder, mocks)
+    digest.update(recorded.encode())
     return tasks, digest.hexdigest()
 
 

@@ -70,7 +70,7 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
         raise InputError(
             "--tasks: name the task-set folder (a fixed suite; `skill generate-tasks` writes one)"
         )
-    tasks, _ = load_tasks(Path(config.tasks))  # every malformed file reported before any session starts
+    tasks, _ = load_tasks(Path(config.tasks), config.mocks)  # every malformed file said before any session
     tasks = select_tasks(tasks, config)
     for runner, version in versions.items():
         check_runner(runner, version, tasks)

@@ -33,6 +33,7 @@ from flows.engine.runlog import add_tags, outcome_tag, run_logger, tag_flow_run
 from flows.engine.runner import Refused, RunnerConfig, UnitRunner
 from flows.inputs.ablation import SkillAblation, plan_skill_ablations, write_ablated_skills
 from flows.inputs.plan import JudgeJob, Target
+from flows.inputs.recordings import write_recordings
 from flows.inputs.skill_config import (
     Skill,
     SkillBenchConfig,
@@ -464,13 +465,32 @@ async def tried_graders(
     return tasks_without_broken(tasks, findings), checks, broken_notices(findings)
 
 
+def claimed_sessions(
+    config: SkillBenchConfig, tasks: list[AgentTask], results: Path, skill_dirs: dict[str, Path]
+) -> tuple[list[Session], set[Path]]:
+    """Every session of the run planned, and the sandbox roots claimed for them (what a run killed
+    with -9 left behind swept first)."""
+    sweep()
+    isolated = isolation_root()
+    case_runs = "runs" not in config.model_fields_set  # plugin eval cases: their own runs, unless --runs
+    plans = plan_sessions(tasks, results, config.runs, isolated, (*ARMS, *skill_dirs), case_runs=case_runs)
+    return plans, {claim(arm_root(isolated, s.mode)) for s in plans}
+
+
+def keep_recordings(config: SkillBenchConfig, plans: list[Session], tasks_dir: Path, log: LogTarget) -> None:
+    """--mocks record: what the real MCP servers answered, written as the recordings replaying runs serve."""
+    if config.mocks == "record":
+        for path in write_recordings(((s.task, s.outputs) for s in plans), tasks_dir):
+            log.info(f"recorded: {path} (review it before measuring with it)")
+
+
 @flow(name="skill-bench", log_prints=False)
 async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str, tasks_dir: str) -> Any:
     skill = Skill(skill_name, Path(skill_path))
     await tag_flow_run("agentic", skill_name)
     version = check_artifact(skill, config.runner)  # exit 2 on a plugin this CLI cannot load
     isolation = checked_isolation(config.os_sandbox)
-    tasks, suite_hash = load_tasks(Path(tasks_dir))
+    tasks, suite_hash = load_tasks(Path(tasks_dir), config.mocks)
     leaks = task_leaks(tasks := select_tasks(tasks, config), skill)
     tasks, graders, broken = await tried_graders(tasks, Path(tasks_dir), isolation)
     warnings = suite_warnings(tasks, config, skill.name, skill.plugin is not None) + leaks + broken
@@ -478,16 +498,13 @@ async def skill_bench(config: SkillBenchConfig, skill_name: str, skill_path: str
     started = dt.datetime.now(dt.UTC)
     results = start_results(config, skill, tasks_dir, started)
     skill_dirs = ablated_arms(skill, ablations, results)
-    sweep()  # what a run killed with -9 left behind
-    isolated = isolation_root()
-    case_runs = "runs" not in config.model_fields_set  # plugin eval cases: their own runs, unless --runs
-    plans = plan_sessions(tasks, results, config.runs, isolated, (*ARMS, *skill_dirs), case_runs=case_runs)
-    roots = {claim(arm_root(isolated, s.mode)) for s in plans}
+    plans, roots = claimed_sessions(config, tasks, results, skill_dirs)
     try:
         log = run_logger()
         log.info(f"{plan_line(config, skill, plans, isolation)}; results in {results}")
-        reuse = Reuse.of(config.reuse_baseline, results, version)
+        reuse = Reuse.of(config.reuses_baseline, results, version)
         plans, outcomes, stats = await run_sessions(config, skill, plans, isolation, log, skill_dirs, reuse)
+        keep_recordings(config, plans, Path(tasks_dir), log)
         checks = check_sessions(plans, [session for session, _ in outcomes], isolation)
         try:
             grades, judged = await judge_sessions(config, plans, outcomes, checks)

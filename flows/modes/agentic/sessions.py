@@ -8,10 +8,11 @@ import re
 import shutil
 
 from executors.agent import AgentExecutor
-from executors.conversation import CALLS, MOCK_CALLS, STAND_INS
+from executors.conversation import CALLS, MOCK_CALLS, RECORDED, STAND_INS
 from executors.parsing import JsonObject
 from executors.plugin import Plugin
 from executors.schema import AgentSession
+from flows.inputs.recordings import RECORD_LOG
 from flows.modes.agentic.plan import Session
 from tasks.schema import Arm
 from tasks.store.files import atomic_write_json
@@ -120,6 +121,8 @@ def write_outputs(
     atomic_write_json(s.outputs / "transcript.json", raw)
     if (calls := s.home / STAND_INS / CALLS).is_file():  # what the MCP stand-ins were asked, to grade
         shutil.copyfile(calls, s.outputs / MOCK_CALLS)
+    if (kept := s.home / STAND_INS / RECORDED).is_file():  # --mocks record: what real servers answered
+        shutil.copyfile(kept, s.outputs / RECORD_LOG)
     if session.conversation:  # who said what: the CLI's stream has the agent's side only
         atomic_write_json(
             s.outputs / "conversation.json", [u.model_dump(mode="json") for u in session.conversation]

@@ -9,7 +9,7 @@ from pathlib import Path
 from executors.claude_code import ClaudeCodeExecutor
 from executors.schema import AgentRequest
 from flows.modes.agentic.plugin_eval import evidence, grade_plugin_run, plugin_request, prepare_sandbox
-from graders.plugin_eval import PluginCase, merge_case, parse_case
+from graders.plugin_eval import READ_ONLY_TOOLS, PluginCase, merge_case, parse_case
 from tests.executors.test_sandbox import ENDPOINT
 
 
@@ -57,20 +57,22 @@ def test_case_settings_reach_the_claude_command_line(tmp_path: Path) -> None:
         90.0,
         False,
     )
-    assert request.tools == ("Read", "Bash", "Skill") and request.env == (("FEATURE", "on"),)
+    # the read-only set (its Agent withheld by the case) and the tools the case grants, as claude plugin eval
+    offered = (*(t for t in READ_ONLY_TOOLS if t != "Agent"), "Bash")
+    assert request.tools == offered and request.env == (("FEATURE", "on"),)
     (tmp_path / "skill").mkdir()
     (tmp_path / "skill" / "SKILL.md").write_text("---\nname: hello\ndescription: d\n---\n")
     argv, env = ClaudeCodeExecutor().prepare(
         request.model_copy(update={"env": (("FEATURE", "on"), ("HOME", "/x"))}), ENDPOINT
     )
     joined = " ".join(argv)
-    assert "--tools Read,Bash,Skill" in joined and "--disallowedTools Agent" in joined
+    assert f"--tools {','.join(offered)}" in joined and "--disallowedTools Agent" in joined
     assert "--append-system-prompt Be brief." in joined and "MUST first call the Skill tool" not in joined
     assert env["FEATURE"] == "on" and env["HOME"] == str(tmp_path / "home")  # a case cannot move HOME
     baseline = base_request(tmp_path).model_copy(update={"skill_name": None, "skill_dir": None})
     assert plugin_request(baseline, c, "hello").skill_name == "hello"  # named, not installed
     bare, _ = case(tmp_path / "b", "max_turns: 2", {"g": "---\ntype: regex\n---\nx\n"})
-    assert plugin_request(base_request(tmp_path), bare).tools == ("Read", "Glob", "Grep", "Skill")
+    assert plugin_request(base_request(tmp_path), bare).tools == READ_ONLY_TOOLS
     assert "--resume" not in joined
 
 
