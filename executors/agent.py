@@ -53,6 +53,7 @@ from executors.schema import (
     SkillListing,
     Usage,
 )
+from executors.support import SkillSupport
 from executors.versions import installed_version, version_problem
 from executors.workspace import session_root
 
@@ -191,6 +192,9 @@ class AgentExecutor(Executor):
     workspace_dirs: ClassVar[tuple[str, ...]]
     #: Skills every session of the CLI lists of its own: never the user's artifact.
     builtin_skills: ClassVar[frozenset[str]] = frozenset()
+    #: What the CLI does with a skill: its tools under Claude Code's names, the SKILL.md fields it acts
+    #: on, how it lists skills (executors/support.py; the portability lint reads only this).
+    support: ClassVar[SkillSupport]
     #: False when the CLI has no hard turn limit (``max_turns`` is advice or ignored; the timeout bounds it).
     turn_limit: ClassVar[bool] = True
     #: The CLI reads the prompt on stdin (its argv form would alter it); argv otherwise.
@@ -311,18 +315,27 @@ class AgentExecutor(Executor):
             self.provider, self.settings.base_url, tcp=isolation == "none" or network == "host"
         )
         argv, env = self.prepare(request, route.url(EGRESS_PORT))
+        if self.provider.observe is not None:
+            forwarder().expect(request.sandbox)
         talk = self.conversation(request, voice) if talks(request) else None
-        with pids_cgroup(isolation) as group:
-            session = await self._run(request, binary, argv, env, isolation, (network, route), group, talk)
-        sid = session.meta.session_id
-        listing = forwarder().listing(str(sid)) if sid and self.provider.observe else None
+        try:
+            with pids_cgroup(isolation) as group:
+                session = await self._run(
+                    request, binary, argv, env, isolation, (network, route), group, talk
+                )
+        except BaseException:
+            forwarder().listing(None, request.sandbox)  # its folder is no longer expected
+            raise
+        listing = (
+            forwarder().listing(session.meta.session_id, request.sandbox) if self.provider.observe else None
+        )
         if listing is None:
             return session
         return session.model_copy(update={"listing": self.budgeted(listing, session, request)})
 
     def budgeted(self, listing: SkillListing, session: AgentSession, request: AgentRequest) -> SkillListing:
         """The listing with the CLI's budget for it, where the CLI's rule and the session tell it."""
-        return listing
+        return listing.model_copy(update={"budget": self.support.listing.budget(session.meta.context_window)})
 
     async def _run(
         self,

@@ -26,6 +26,7 @@ from executors.parsing import JsonObject
 from executors.plugin import prepared_copy, read_plugin
 from executors.pricing import ANTHROPIC_RATIOS
 from executors.schema import ENVIRONMENT_PARTS, AgentEvent, AgentRequest, AgentSession, SkillListing
+from executors.support import CLAUDE_SUPPORT
 from executors.versions import CLAUDE_BUILTIN_SKILLS
 
 TOOLS = "Read,Edit,Bash,Grep,Glob,Write"
@@ -54,6 +55,7 @@ class ClaudeCodeExecutor(AgentExecutor):
     default_model = "sonnet"
     provider = ANTHROPIC
     skills_home = (".claude", "skills")
+    support = CLAUDE_SUPPORT
     workspace_dirs = (".claude",)
     builtin_skills = CLAUDE_BUILTIN_SKILLS
     request_tokens = 30_000  # measured at 115 KB a request

@@ -17,6 +17,7 @@ from executors.installing import install_plugin_skills, install_skill
 from executors.parsing import JsonObject
 from executors.pricing import OPENAI_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
+from executors.support import CODEX_SUPPORT
 
 CONFIG = """\
 check_for_update_on_startup = false
@@ -53,6 +54,7 @@ class CodexExecutor(AgentExecutor):
     default_model = "gpt-5.5"
     provider = OPENAI
     skills_home = (".agents", "skills")
+    support = CODEX_SUPPORT
     workspace_dirs = (".agents", ".codex")
     request_tokens = 12_000
     turn_limit = False

@@ -27,6 +27,7 @@ from executors.installing import install_and_instruct
 from executors.parsing import JsonObject
 from executors.pricing import ANTHROPIC_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
+from executors.support import COPILOT_SUPPORT
 from executors.versions import installed_version
 
 FORCE_SKILL = (
@@ -62,6 +63,7 @@ class CopilotCliExecutor(AgentExecutor):
     provider = ANTHROPIC
     cache_ratios = ANTHROPIC_RATIOS
     skills_home = (".agents", "skills")
+    support = COPILOT_SUPPORT
     workspace_dirs = (".agents",)
     builtin_skills = BUILTIN_SKILLS
     request_tokens = 13_000  # a ~23 KB system prompt and ~27 KB of tool definitions

@@ -38,10 +38,13 @@ from executors.http_relay import close, forwarded_headers, relay_response, reply
 from executors.limits import alive
 from executors.listing import (
     CODEX_SESSION_HEADER,
+    OPENCODE_SESSION_HEADER,
     SESSION_HEADER,
     SkillListing,
+    observe_any,
     observe_claude,
     observe_codex,
+    observe_xml,
 )
 
 #: Headers that carry a credential in one provider's protocol or another: dropped when the route
@@ -69,9 +72,10 @@ class Provider:
     name: str
     default_url: str
     credentials: tuple[Credential, ...]
-    #: The header naming the agent session a request belongs to, and what is read of the request
-    #: body for that session (its skill listing): recorded once per session.
-    session_header: str | None = None
+    #: The headers naming the agent session a request belongs to (a CLI that sends none is known by
+    #: its working folder in the request, see Forwarder.expect), and what is read of the request body
+    #: for that session (its skill listing): recorded once per session.
+    session_headers: tuple[str, ...] = ()
     observe: Callable[[bytes], SkillListing | None] | None = None
 
     def headers(self) -> dict[str, str]:
@@ -93,8 +97,8 @@ ANTHROPIC = Provider(
         Credential("ANTHROPIC_API_KEY", "x-api-key"),
         Credential("ANTHROPIC_AUTH_TOKEN", "authorization", "Bearer "),
     ),
-    SESSION_HEADER,
-    observe_claude,
+    (SESSION_HEADER,),
+    observe_any(observe_claude, observe_xml),  # Claude Code's listing, or Copilot CLI's XML
 )
 OPENAI = Provider(
     "openai",
@@ -103,13 +107,14 @@ OPENAI = Provider(
         Credential("OPENAI_API_KEY", "authorization", "Bearer "),
         Credential("CODEX_API_KEY", "authorization", "Bearer "),
     ),
-    CODEX_SESSION_HEADER,
-    observe_codex,
+    (CODEX_SESSION_HEADER, OPENCODE_SESSION_HEADER),
+    observe_any(observe_codex, observe_xml),  # Codex's, or OpenCode's XML
 )
 GEMINI = Provider(
     "gemini",
     "https://generativelanguage.googleapis.com",
     (Credential("GEMINI_API_KEY", "x-goog-api-key"), Credential("GOOGLE_API_KEY", "x-goog-api-key")),
+    observe=observe_xml,
 )
 #: Each provider by name: the API executors of the same name use the same accounts (a judge on
 #: Anthropic's API and Claude Code share one key's rate limit).
@@ -144,6 +149,7 @@ class Forwarder:
         self._lock = threading.Lock()
         self._client: httpx.AsyncClient | None = None
         self._listings: OrderedDict[str, SkillListing] = OrderedDict()
+        self._expected: set[str] = set()  # working folders of sessions whose CLI sends no session header
         self._throttled: list[weakref.WeakMethod[Callable[[str], None]]] = []
         self._listings_lock = threading.Lock()  # not _lock: route() holds that while the loop works
         atexit.register(shutil.rmtree, self._dir, True)
@@ -184,17 +190,30 @@ class Forwarder:
         for listener in listeners:
             listener(provider.name)
 
-    def listing(self, session_id: str) -> SkillListing | None:
-        """The first skill listing a session's requests carried (taken: asked once per session)."""
+    def expect(self, workdir: str) -> None:
+        """A session is about to start in ``workdir`` (a path no other session shares): a request that
+        names no session but holds that path is its (a CLI that sends no session header names its
+        working folder in its prompt)."""
         with self._listings_lock:
-            return self._listings.pop(session_id, None)
+            self._expected.add(workdir)
+
+    def listing(self, session_id: str | None, workdir: str | None = None) -> SkillListing | None:
+        """The first skill listing a session's requests carried, by its id or its working folder
+        (taken: asked once per session)."""
+        with self._listings_lock:
+            self._expected.discard(workdir or "")
+            found = self._listings.pop(session_id, None) if session_id else None
+            by_folder = self._listings.pop(workdir, None) if workdir else None
+            return found or by_folder
 
     def _observe(self, provider: Provider, request: h11.Request, body: bytes) -> None:
-        if provider.observe is None or provider.session_header is None:
+        if provider.observe is None:
             return
-        name = provider.session_header.encode()
-        session = next((v.decode("latin-1") for k, v in request.headers if k.lower() == name), None)
+        names = {h.encode() for h in provider.session_headers}
+        session = next((v.decode("latin-1") for k, v in request.headers if k.lower() in names), None)
         with self._listings_lock:
+            if session is None:  # known by the working folder its request names
+                session = next((w for w in self._expected if w.encode() in body), None)
             if not session or session in self._listings:
                 return
         listing = provider.observe(body)

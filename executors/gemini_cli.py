@@ -16,6 +16,7 @@ from executors.installing import install_and_instruct
 from executors.parsing import JsonObject
 from executors.pricing import GEMINI_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
+from executors.support import GEMINI_SUPPORT
 
 EXIT_TURN_LIMIT = 53
 FORCE_SKILL = (
@@ -32,6 +33,7 @@ class GeminiCliExecutor(AgentExecutor):
     default_model = "gemini-2.5-pro"
     provider = GEMINI
     skills_home = (".gemini", "skills")
+    support = GEMINI_SUPPORT
     workspace_dirs = (".gemini",)
     request_tokens = 10_000
     env_prefixes = ("GEMINI_CLI_",)

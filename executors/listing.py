@@ -26,6 +26,7 @@ from executors.schema import ListedSkill, ListingState, SkillListing
 LISTING_START = "The following skills are available for use with the Skill tool"
 SESSION_HEADER = "x-claude-code-session-id"
 CODEX_SESSION_HEADER = "session-id"  # Codex's thread id, as its thread.started event gives it
+OPENCODE_SESSION_HEADER = "x-session-id"  # OpenCode's session id, as its events' sessionID gives it
 ELLIPSIS = "\u2026"
 #: Claude Code's defaults (see the module's docstring).
 BUDGET_FRACTION = 0.01
@@ -159,6 +160,38 @@ def observe_codex(body: bytes) -> SkillListing | None:
     return _observed(
         body, CODEX_START, lambda d: next((t for t in _strings(d) if CODEX_START in t), None), parse_codex
     )
+
+
+XML_START, XML_END = "<available_skills>", "</available_skills>"
+XML_SKILL = re.compile(r"<skill>\s*<name>(.*?)</name>\s*<description>(.*?)</description>", re.S)
+#: Copilot CLI's entries past its budget: names only, on one line after the XML.
+BY_NAME = re.compile(r"Additional skills available \(invoke by name\): ([^\n<]+)")
+
+
+def parse_xml(text: str) -> dict[str, str]:
+    """name -> description of an ``<available_skills>`` block (Gemini CLI, Copilot CLI, OpenCode), and
+    the skills Copilot lists by name alone past its budget (an empty description)."""
+    block = text.split(XML_START, 1)[1].split(XML_END, 1)[0] if XML_START in text else ""
+    listing = {n.strip(): " ".join(d.split()) for n, d in XML_SKILL.findall(block)}
+    for names in BY_NAME.findall(text):
+        listing |= {n.strip(): "" for n in names.split(",") if n.strip() and n.strip() not in listing}
+    return listing
+
+
+def observe_xml(body: bytes) -> SkillListing | None:
+    """The skills a Gemini CLI, Copilot CLI or OpenCode request lists, None when it lists none."""
+    return _observed(
+        body, XML_START, lambda d: next((t for t in _strings(d) if XML_START in t), None), parse_xml
+    )
+
+
+def observe_any(*observers: Callable[[bytes], SkillListing | None]) -> Callable[[bytes], SkillListing | None]:
+    """The first listing one of ``observers`` reads in a request (the CLIs of one provider differ)."""
+
+    def observe(body: bytes) -> SkillListing | None:
+        return next((found for o in observers if (found := o(body)) is not None), None)
+
+    return observe
 
 
 def claude_budget(context_window: int | None, fraction: float | None) -> int | None:

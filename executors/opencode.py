@@ -22,6 +22,7 @@ from executors.installing import install_and_instruct
 from executors.parsing import JsonObject
 from executors.pricing import OPENAI_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
+from executors.support import OPENCODE_SUPPORT
 
 FORCE_SKILL = (
     'IMPORTANT: Before starting any work, you MUST first call the skill tool with name "{name}" and '
@@ -49,6 +50,7 @@ class OpenCodeExecutor(AgentExecutor):
     provider = OPENAI
     cache_ratios = OPENAI_RATIOS
     skills_home = (".opencode", "skills")
+    support = OPENCODE_SUPPORT
     workspace_dirs = (".opencode",)
     builtin_skills = BUILTIN_SKILLS
     request_tokens = 5_000  # a ~10 KB system prompt and ten tool definitions

@@ -149,6 +149,13 @@ class SkillBenchConfig(RunOptions):
     threshold: float | None = Field(
         None, ge=0, le=100, description="CI gate: minimum average with-skill score (0-100); exit 1 below it"
     )
+    require_portable: tuple[str, ...] = Field(
+        (),
+        description="CI gate: exit 1 unless the skill is portable to each of these agents (comma-separated "
+        "--runner names): run on it, and nothing in the lint or the run breaks it",
+    )
+    junit: str | None = Field(None, description="write a JUnit XML file (with the portability certificate)")
+    github_summary: str | None = Field(None, description="write a GitHub job summary (markdown)")
     require: Literal["none", "better", "not-worse"] = Field(
         "none", description="CI gate: the with-skill verdict required (exit 1 otherwise)"
     )

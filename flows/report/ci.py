@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from executors.errors import warn
 from flows.report.console import economy_lines, fmt
 from flows.report.entries import RunEntry
 from flows.report.explain import explain_markdown
@@ -37,6 +38,8 @@ def write_junit(report: Report, path: Path, threshold: float, require_valid: boo
             if case.failure:
                 failure = ET.SubElement(tc, "failure", message=case.failure[:500], type="skillab")
                 failure.text = case.failure
+            elif case.skipped:
+                ET.SubElement(tc, "skipped", message=case.skipped[:500])
         failures = sum(1 for c in cases if c.failure)
         suite.set("tests", str(len(cases)))
         suite.set("failures", str(failures))
@@ -157,6 +160,7 @@ def summary_markdown(report: Report, threshold: float | None = None) -> str:
     for c in report.comparisons:
         v = c.verdict
         lines.append(f"**{md(c.treatment)} vs {md(c.control)}: {headline(report, v)}** — {md(v.reason)}")
+    lines += report.summary_parts()
     lines += validity_markdown(report)
     lines += regression_markdown(report)
     lines += explain_markdown(report)
@@ -169,3 +173,19 @@ def append_github_summary(report: Report, path: Path, threshold: float | None) -
     """Appends, as $GITHUB_STEP_SUMMARY expects (several steps may write to it)."""
     with open(path, "a", encoding="utf-8") as handle:
         handle.write(summary_markdown(report, threshold))
+
+
+def write_ci_outputs(
+    report: Report, junit: str | None, github_summary: str | None, threshold: float, require_valid: bool
+) -> None:
+    """--junit and --github-summary, each where it was asked for; a file that cannot be written is a
+    warning naming the report's own place (the run stands)."""
+    for flag, target, write in (
+        ("--junit", junit, lambda r, p, t: write_junit(r, p, t, require_valid)),
+        ("--github-summary", github_summary, append_github_summary),
+    ):
+        if target:
+            try:
+                write(report, Path(target), threshold)
+            except OSError as exc:
+                warn(f"{flag}: could not write {target} ({exc.strerror or exc}); the report is {report.id}")

@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import Field
 
+from graders.portability import Finding
+from tasks.stats.agents import PooledLift
 from tasks.stats.diagnosis import FailureGroup
 from tasks.stats.figures import (
     LengthFigures,
@@ -127,6 +129,9 @@ class AgentLift(Model):
     sessions: int = Field(description="sessions of both arms")
     errors: int = Field(description="sessions that failed (excluded from the scores)")
     line: str = Field(description="the lift in one sentence, with its interval")
+    findings: list[str] = Field(
+        default_factory=list, description="what the portability lint found breaking on this agent"
+    )
 
 
 class AgentInteraction(Model):
@@ -145,3 +150,34 @@ class AgentMatrix(Model):
     reference: str = Field(description="the first --runner: interactions are against it")
     agents: list[AgentLift] = Field(description="one per --runner, in order")
     interactions: list[AgentInteraction] = Field(description="each other agent against the reference")
+    pooled: PooledLift | None = Field(
+        default=None, description="the lift pooled across agents, and the agent x skill interaction test"
+    )
+
+
+PortabilityStatus = Literal["portable", "breaks", "not measured"]
+
+
+class AgentPortability(Model):
+    """The certificate's line for one agent CLI: does the skill travel to it?"""
+
+    agent: str = Field(description="the agent CLI (--runner name)")
+    status: PortabilityStatus = Field(
+        description="portable: run, and nothing breaks it; breaks: the lint or the run shows it does not "
+        "work as written there; not measured: not run (the lint's forecast is in the line)"
+    )
+    listed: str | None = Field(
+        default=None, description="the skill's listing there as modelled: full, truncated, dropped, absent"
+    )
+    line: str = Field(description="the status with why, in one line")
+    findings: list[Finding] = Field(default_factory=list, description="the lint's findings on this agent")
+
+
+class Portability(Model):
+    """Does the skill travel? The lint of the skill against every agent CLI's recorded behaviour, with
+    what the run measured on the agents it ran."""
+
+    agents: list[AgentPortability] = Field(description="every agent CLI skillab knows, in its order")
+    required: list[str] = Field(
+        default_factory=list, description="the agents --require-portable named: a gate on their lines"
+    )

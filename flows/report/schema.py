@@ -249,6 +249,7 @@ class JunitCase:
     name: str
     seconds: float | None
     failure: str | None
+    skipped: str | None = None  # not a failure, and not a pass: why (a gate not asked for)
 
 
 class Report(Model):
@@ -353,6 +354,10 @@ class Report(Model):
     def junit(self, threshold: float) -> list[tuple[str, list[JunitCase]]] | None:
         """JUnit test suites (name, cases); None: one per variant, a case per case of the report."""
         return None
+
+    def summary_parts(self) -> list[str]:
+        """Markdown lines of the mode's own in a CI summary (GitHub's), after the verdicts."""
+        return []
 
 
 @functools.cache

@@ -19,6 +19,7 @@ import pytest
 from executors.agent import find_binary
 from executors.base import ExecutorSettings
 from executors.schema import AgentRequest, AgentSession, InstalledSkill, ListingState
+from executors.support import CODEX_SUPPORT
 from graders.triggers import TriggerStatus, detect
 from tests.fakes.provider import FakeProvider
 
@@ -104,7 +105,8 @@ def test_codex_reading_the_skill_is_a_trigger_naming_it_is_not(tmp_path: Path) -
     assert prose.ok and NAME in prose.final_text and none.fired == ()
     # what the model saw, read from the request by the forwarder (keyed by Codex's session-id header)
     assert fire.listing is not None and fire.listing.state(NAME) == ListingState.FULL
-    assert found.listing == fire.listing and fire.listing.budget is None  # Codex states no budget
+    # its budget as the CLI's rule has it: 2% of the model's window (executors/support.py)
+    assert found.listing == fire.listing and fire.listing.budget == CODEX_SUPPORT.listing.budget(None)
 
 
 def test_gemini_activate_skill_is_a_trigger_naming_it_is_not(tmp_path: Path) -> None:
@@ -121,6 +123,9 @@ def test_gemini_activate_skill_is_a_trigger_naming_it_is_not(tmp_path: Path) -> 
     found, none = detect(fire, [NAME]), detect(prose, [NAME])
     assert fire.ok and found.status == TriggerStatus.OK and found.fired == (NAME,), fire.events
     assert prose.ok and NAME in prose.final_text and none.fired == ()
+    # what the model saw: no session header, so known by the working folder its request names
+    assert fire.listing is not None and fire.listing.state(NAME) == ListingState.FULL
+    assert prose.listing is not None and fire.listing.budget is None  # Gemini CLI lists every description
 
 
 def copilot_model(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -152,6 +157,8 @@ def test_copilot_skill_tool_is_a_trigger_naming_it_is_not(tmp_path: Path) -> Non
     found, none = detect(fire, [NAME]), detect(prose, [NAME])
     assert fire.ok and found.status == TriggerStatus.OK and found.fired == (NAME,), fire.events
     assert found.listed is not None and NAME in found.listed
+    assert fire.listing is not None and fire.listing.state(NAME) == ListingState.FULL  # its XML, by folder
+    assert fire.listing.budget == 15_000
     assert prose.ok and NAME in prose.final_text and none.fired == () and none.status == TriggerStatus.OK
 
 
@@ -178,3 +185,4 @@ def test_opencode_skill_tool_is_a_trigger_naming_it_is_not(tmp_path: Path) -> No
     found, none = detect(fire, [NAME]), detect(prose, [NAME])
     assert fire.ok and found.status == TriggerStatus.OK and found.fired == (NAME,), fire.events
     assert prose.ok and NAME in prose.final_text and none.fired == () and none.status == TriggerStatus.OK
+    assert fire.listing is not None and fire.listing.state(NAME) == ListingState.FULL  # its x-session-id

@@ -57,6 +57,7 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
         select_tasks,
         suite_warnings,
     )
+    from flows.modes.agentic.portability import portability_warnings
 
     config, skill = skill_inputs(args)
     runners = runners_of(config)
@@ -76,6 +77,8 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
         check_runner(runner, version, tasks)
     # said before the run (and kept in the report): such a case may not score as its author meant
     for warning in suite_warnings(tasks, config, skill.name, skill.plugin is not None):
+        warn(warning)
+    for warning in portability_warnings(skill, runners, config.require_portable):
         warn(warning)
     plan_skill_ablations(skill.path, config.ablate, config.ablate_sections)  # a SKILL.md without headings
     checked_isolation(config.os_sandbox)  # exit 2 before any session when bubblewrap cannot run
@@ -114,6 +117,7 @@ def print_skill_plan(config: Any, skill: Any, tasks: list[Any]) -> tuple[int, fl
     from executors.pricing import PriceTable
     from executors.registry import agent_cli
     from flows.modes.agentic.plan import runs_of, single_arm
+    from flows.modes.agentic.portability import forecast_lines
 
     case_runs = "runs" not in config.model_fields_set
     table = PriceTable()
@@ -147,6 +151,8 @@ def print_skill_plan(config: Any, skill: Any, tasks: list[Any]) -> tuple[int, fl
         + " if every session used every turn; the judge's calls come on top"
         + (f"; capped by {' and '.join(caps)}" if caps else "")
     )
+    for line in forecast_lines(skill, [config.runner]):
+        print(f"  {line}")
     if not agent_cli(config.runner).turn_limit:
         print(
             f"  {config.runner} has no hard turn limit: the bound assumes --max-turns {config.max_turns}; "
@@ -232,6 +238,7 @@ def matrix_summarized(config: Any, outcome: Any) -> int:
     """The matrix's lines, the report's path, then the gates, applied to each agent's own report."""
     from flows.modes.agentic.matrix_report import agent_report
     from flows.modes.agentic.model import AgenticReport
+    from flows.modes.agentic.portability import portability_lines
     from flows.report.console import economy_lines
     from flows.report.diagnosis_parts import AgentMatrix
     from flows.report.schema import load_report
@@ -239,7 +246,10 @@ def matrix_summarized(config: Any, outcome: Any) -> int:
     root = Path(outcome.results_dir)
     report = load_report(Path(outcome.report_path), AgenticReport)
     matrix = report.matrix or AgentMatrix(reference="", agents=[], interactions=[])
-    for line in [*(a.line for a in matrix.agents), *(i.line for i in matrix.interactions)]:
+    pooled = [matrix.pooled.line] if matrix.pooled else []
+    for line in [*(a.line for a in matrix.agents), *(i.line for i in matrix.interactions), *pooled]:
+        print(line)
+    for line in portability_lines(report):
         print(line)
     for line in economy_lines(report):  # sessions the shared caps kept back, every agent's
         print(line)
@@ -250,7 +260,10 @@ def matrix_summarized(config: Any, outcome: Any) -> int:
         if written is None:
             failures.append(f"{agent.runner}: {agent.line}")
             continue
-        failures += [f"{agent.runner}: {line}" for line in gate_lines(config, load_report(written))]
+        failures += [
+            f"{agent.runner}: {line}" for line in gate_lines(config, load_report(written), own=False)
+        ]
+    failures += portability_failures(config, report)
     for line in failures:
         print(f"skillab skill: FAIL {line}", file=sys.stderr)
     return EXIT_FAIL if failures else EXIT_OK
@@ -258,18 +271,20 @@ def matrix_summarized(config: Any, outcome: Any) -> int:
 
 def summarized(config: Any, outcome: Any) -> int:
     """The verdict and ablation lines, the report's path, then the CI gate's exit code."""
+    from flows.modes.agentic.model import AgenticReport
+    from flows.modes.agentic.portability import portability_lines
     from flows.report.console import economy_lines
     from flows.report.logtext import headline, validity_lines
     from flows.report.schema import load_report
 
-    report = load_report(Path(outcome.report_path))
+    report = load_report(Path(outcome.report_path), AgenticReport)
     for comp in report.comparisons:
         v = comp.verdict
         print(f"with-skill vs baseline: {headline(report, v)} — {v.reason}")
     for section in report.ablation.sections if report.ablation else []:
         print(section.line)
-    for line in [*economy_lines(report), *validity_lines(report)]:  # economy: sessions a budget kept back
-        print(line)
+    for line in [*economy_lines(report), *validity_lines(report), *portability_lines(report)]:
+        print(line)  # economy: sessions a budget kept back
     print(f"report: {Path(outcome.results_dir) / 'report.md'}")
     failures = gate_lines(config, report)
     for line in failures:
@@ -277,9 +292,10 @@ def summarized(config: Any, outcome: Any) -> int:
     return EXIT_FAIL if failures else EXIT_OK
 
 
-def gate_lines(config: Any, report: Any) -> list[str]:
+def gate_lines(config: Any, report: Any, own: bool = True) -> list[str]:
     """What fails the CI gates (--threshold, --require, --require-valid, --case-threshold) in one agent's
-    report."""
+    report, and --require-portable in a report of its own run (``own``; a matrix's agent reports are
+    gated for portability once, on the matrix's)."""
     from flows.report.gates import gate_failures
     from tasks.schema import Arm
 
@@ -293,7 +309,18 @@ def gate_lines(config: Any, report: Any) -> list[str]:
     )
     if config.case_threshold is not None:
         failures += case_threshold_failures(report, config.case_threshold)
-    return failures
+    return failures + (portability_failures(config, report) if own else [])
+
+
+def portability_failures(config: Any, report: Any) -> list[str]:
+    """--require-portable: each agent it names whose certificate line is not "portable"."""
+    lines = {a.agent: a for a in (report.portability.agents if report.portability else [])}
+    out = []
+    for agent in config.require_portable:
+        line = lines.get(agent)
+        if line is None or line.status != "portable":
+            out.append(f"portability: {line.line if line else f'{agent}: not measured'}")
+    return out
 
 
 def case_threshold_failures(report: Any, threshold: float) -> list[str]:

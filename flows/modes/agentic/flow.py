@@ -67,6 +67,7 @@ from flows.modes.agentic.reuse import Reuse
 from flows.modes.agentic.sessions import contamination, init_event, write_outputs
 from flows.modes.explain import diagnose_skill_run
 from flows.report.build import RunOutcome
+from flows.report.ci import write_ci_outputs
 from flows.report.logtext import figure_lines, outcome_name, state_message, verdict_lines
 from flows.report.schema import GraderCheck
 from flows.report.validity import certify
@@ -452,6 +453,9 @@ def write_reports(
         atomic_write_json(Path(config.json_file), official)
     if config.output_dir:
         atomic_write_json(Path(config.output_dir) / f"{report.id}.json", report.dump())
+    write_ci_outputs(
+        report, config.junit, config.github_summary, config.threshold or 0.0, config.require_valid
+    )
     return report_path
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from flows.modes.agentic.matrix_report import matrix_markdown
+from flows.modes.agentic.matrix_report import matrix_markdown, portability_markdown
 from flows.modes.agentic.model import AgenticReport, BehaviorSummary
 from flows.report.ci import validity_markdown
 from flows.report.entries import AgentVariantResult, CaseResult
@@ -316,6 +316,7 @@ def report_markdown(report: AgenticReport) -> str:
             if report.meta.case_settings
             else []
         ),
+        *portability_markdown(report),
         *validity_markdown(report, "##"),
         *explain_markdown(report),
         "",

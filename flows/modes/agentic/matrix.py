@@ -18,11 +18,21 @@ from prefect.runtime import flow_run
 from prefect.states import Completed, Failed
 
 from flows.engine.runlog import flow_run_page, run_logger, tag_flow_run
-from flows.inputs.skill_config import SkillBenchConfig
+from flows.inputs.skill_config import Skill, SkillBenchConfig
 from flows.modes.agentic.flow import skill_bench
 from flows.modes.agentic.matrix_report import agent_report, build_matrix, matrix_markdown, matrix_report
 from flows.modes.agentic.model import AgenticReport
+from flows.modes.agentic.portability import (
+    certificate,
+    listed,
+    measured_in,
+    portability_lines,
+    skill_findings,
+    with_findings,
+)
 from flows.report.build import RunOutcome
+from flows.report.ci import write_ci_outputs
+from flows.report.diagnosis_parts import AgentMatrix
 from flows.report.schema import load_report
 from tasks.context import current
 from tasks.store.files import atomic_write_json, atomic_write_text
@@ -50,6 +60,8 @@ def agent_config(
         "runner_model": model,
         "base_url": base_url,
         "results_dir": str(root / runner),
+        "junit": None,  # the matrix writes them, of every agent
+        "github_summary": None,
     }
     return config.model_copy(update=update | {"max_calls": calls, "budget_usd": budget})
 
@@ -57,6 +69,28 @@ def agent_config(
 def sessions_run(report: AgenticReport) -> tuple[int, float]:
     """(sessions started, their cost) of one agent's report: what counts against the caps."""
     return report.meta.calls or 0, sum(s.total_cost_usd for s in report.summary.values())
+
+
+def publish_matrix(config: SkillBenchConfig, report: AgenticReport, root: Path) -> Path:
+    """The matrix's report.json and report.md, its copy for the report server, --junit and
+    --github-summary; its lines in the run's log. Returns report.json's path."""
+    matrix = report.matrix or AgentMatrix(reference="", agents=[], interactions=[])
+    report_path = root / "report.json"
+    atomic_write_json(report_path, report.dump())
+    atomic_write_text(root / "report.md", matrix_markdown(report, matrix))
+    if config.output_dir:
+        atomic_write_json(Path(config.output_dir) / f"{report.id}.json", report.dump())
+    write_ci_outputs(
+        report, config.junit, config.github_summary, config.threshold or 0.0, config.require_valid
+    )
+    log = run_logger()
+    pooled = [matrix.pooled.line] if matrix.pooled else []
+    for line in [*(a.line for a in matrix.agents), *(i.line for i in matrix.interactions), *pooled]:
+        log.info(line)
+    for line in portability_lines(report):
+        log.info(line)
+    log.info(f"report: {root / 'report.md'} ({report_path})")
+    return report_path
 
 
 @flow(name="agent-matrix", log_prints=False)
@@ -99,7 +133,9 @@ async def agent_matrix(
     if not reports:
         reason = "; ".join(f"{r}: {why}" for r, why in failures.items())
         return Failed(message=f"no agent wrote a report: {reason}")
-    matrix = build_matrix(runners, models, reports, failures, config.seed)
+    skill = Skill(skill_name, Path(skill_path))
+    findings = skill_findings(skill)
+    matrix = with_findings(build_matrix(runners, models, reports, failures, config.seed), findings)
     report = matrix_report(
         report_id,
         runners,
@@ -110,13 +146,7 @@ async def agent_matrix(
         results_dir=str(root),
         flow_run=flow_run_page(flow_run.id),
     )
-    report_path = root / "report.json"
-    atomic_write_json(report_path, report.dump())
-    atomic_write_text(root / "report.md", matrix_markdown(report, matrix))
-    if config.output_dir:
-        atomic_write_json(Path(config.output_dir) / f"{report.id}.json", report.dump())
-    for line in [*(a.line for a in matrix.agents), *(i.line for i in matrix.interactions)]:
-        log.info(line)
-    log.info(f"report: {root / 'report.md'} ({report_path})")
+    report.portability = certificate(findings, measured_in(matrix), listed(skill), config.require_portable)
+    report_path = publish_matrix(config, report, root)
     result = context.keep(RunOutcome(id=report.id, report_path=str(report_path), results_dir=str(root)))
     return Completed(message="; ".join(a.line for a in matrix.agents), data=result)

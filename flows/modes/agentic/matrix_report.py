@@ -13,8 +13,10 @@ from flows.modes.agentic.model import AgenticMeta, AgenticReport
 from flows.report.ci import validity_markdown
 from flows.report.diagnosis_parts import AgentInteraction, AgentLift, AgentMatrix
 from flows.report.entries import AgentVariantResult, CaseResult
+from flows.report.logtext import md
 from flows.report.validity import combined
 from tasks.schema import Arm, VerdictLabel
+from tasks.stats.agents import pooled_lift
 from tasks.stats.figures import Comparison, Paired
 from tasks.stats.statistics import ALPHA, paired
 
@@ -144,7 +146,15 @@ def build_matrix(
         comp = main_comparison(reports[r]) if r in reports else None
         if base is not None and comp is not None:
             pairs.append(interaction(r, reference, comp, base, seed))
-    return AgentMatrix(reference=reference, agents=lifts, interactions=[p for p in pairs if p is not None])
+    lifted = {
+        r: c.per_case for r in runners if r in reports and (c := main_comparison(reports[r])) is not None
+    }
+    return AgentMatrix(
+        reference=reference,
+        agents=lifts,
+        interactions=[p for p in pairs if p is not None],
+        pooled=pooled_lift(lifted),
+    )
 
 
 def merged_cases(reports: dict[str, AgenticReport], negative: bool) -> list[CaseResult[AgentVariantResult]]:
@@ -262,13 +272,33 @@ def matrix_markdown(report: AgenticReport, matrix: AgentMatrix) -> str:
             f"| {_cell(baseline.avg_composite_score if baseline else None)} | {lift} "
             f"| {a.verdict.label if a.verdict else '—'} | {loaded} | {a.errors}/{a.sessions} |"
         )
-    lines += ["", "## What it means", "", *(f"- {a.line}" for a in matrix.agents)]
-    if matrix.interactions:
+    lines += ["", "## What it means", ""]
+    for a in matrix.agents:  # a lint finding beside the cell it may explain
+        lines += [f"- {a.line}", *(f"  - the lint: {md(f)}" for f in a.findings)]
+    if matrix.interactions or matrix.pooled:
         lines += ["", f"## Between agents (against {matrix.reference}, paired by task)", ""]
         lines += [f"- {i.line}" for i in matrix.interactions]
+        if matrix.pooled:
+            lines += [f"- {matrix.pooled.line} ({matrix.pooled.model})"]
+    lines += portability_markdown(report)
     lines += validity_markdown(report, "##")
     lines += ["", "## Each agent's report", ""]
     lines += [f"- {a.runner}: {a.report or 'none'} ({meta.results_dir}/{a.runner}/)" for a in matrix.agents]
     if meta.notices:
         lines += ["", "## Notices", "", *(f"- {n}" for n in meta.notices)]
     return "\n".join([*lines, ""])
+
+
+def portability_markdown(report: AgenticReport) -> list[str]:
+    """report.md's certificate of portability: a line per agent CLI, with the lint's findings."""
+    if report.portability is None:
+        return []
+    lines = ["", "## Portability", "", "| Agent | Status | Listed | Why |", "|---|---|---|---|"]
+    for a in report.portability.agents:
+        why = a.line.split(": ", 1)[1] if ": " in a.line else a.line
+        lines.append(f"| {a.agent} | {a.status} | {a.listed or '—'} | {md(why)} |")
+    findings = [f for a in report.portability.agents for f in a.findings]
+    if findings:
+        lines += ["", "What the lint found (SKILL.md against each agent's recorded behaviour):", ""]
+        lines += [f"- {f.severity}: {md(f.text)}" for f in findings]
+    return lines

@@ -9,9 +9,11 @@ from typing import Any, Literal
 from pydantic import Field
 
 from executors.parsing import JsonObject
-from flows.report.diagnosis_parts import AgentMatrix
+from flows.report.ci import per_case_suites, score_failure
+from flows.report.diagnosis_parts import AgentMatrix, AgentPortability, Portability
 from flows.report.entries import AgentVariantResult, CaseResult
-from flows.report.schema import CheckStatus, Report, SessionMeta, ValidityCheck
+from flows.report.logtext import md
+from flows.report.schema import CheckStatus, JunitCase, Report, SessionMeta, ValidityCheck
 from flows.report.validity import SHOWN
 from tasks.schema import Arm
 from tasks.stats.models import Model
@@ -112,6 +114,9 @@ class AgenticReport(Report):
     matrix: AgentMatrix | None = Field(
         default=None, description="--runner A,B,...: the skill's lift per agent and between agents"
     )
+    portability: Portability | None = Field(
+        default=None, description="does the skill travel: a line per agent CLI, from the lint and the run"
+    )
 
     def all_cases(self) -> list[CaseResult[Any]]:
         return [*self.results, *(self.negative_controls or [])]
@@ -131,6 +136,32 @@ class AgenticReport(Report):
 
     def own_checks(self, limit: float) -> list[ValidityCheck]:
         return [baseline_line(self, limit)]
+
+    def junit(self, threshold: float) -> list[tuple[str, list[JunitCase]]] | None:
+        """The shared suites (one per arm), then the portability certificate: an agent --require-portable
+        names fails where the skill is not portable to it; any other agent's line is skipped, not failed."""
+        suites = per_case_suites(self, threshold, score_failure)
+        if self.portability is not None:
+            suites.append(
+                (
+                    "portability",
+                    [portability_case(a, self.portability.required) for a in self.portability.agents],
+                )
+            )
+        return suites
+
+    def summary_parts(self) -> list[str]:
+        if self.portability is None:
+            return []
+        return ["", "### Portability", "", *(f"- {md(a.line)}" for a in self.portability.agents)]
+
+
+def portability_case(agent: AgentPortability, required: list[str]) -> JunitCase:
+    if agent.status == "portable":
+        return JunitCase(agent.agent, None, None)
+    if agent.agent in required:
+        return JunitCase(agent.agent, None, agent.line)
+    return JunitCase(agent.agent, None, None, skipped=f"{agent.line} (--require-portable does not name it)")
 
 
 def runs_of(data: JsonObject) -> Iterator[JsonObject]:

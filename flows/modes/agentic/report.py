@@ -17,8 +17,10 @@ from executors.agent import usage_of
 from executors.sandbox import Isolation
 from executors.schema import AgentSession
 from flows.inputs.skill_config import Skill, SkillBenchConfig
+from flows.modes.agentic.matrix_report import agent_lift
 from flows.modes.agentic.model import AgenticMeta, AgenticReport, BehaviorSummary, Contamination
 from flows.modes.agentic.plan import Session
+from flows.modes.agentic.portability import certificate, listed, measured_of, skill_findings
 from flows.report.ablation import ablation
 from flows.report.build import (
     agent_cli_meta,
@@ -360,6 +362,11 @@ def build_skill_report(run: AgenticRun, graded: list[Graded], records: list[Reco
         deterministic_checked={m: len(v) for m, v in passes.items()},
         negative_controls=[r for r in case_results if r.type == "negative-control"],
         behavior=behavior_summary(graded, run.arms),
+    )
+    lift = agent_lift(config.runner, report.meta.model, report, None)
+    required = config.require_portable
+    report.portability = certificate(
+        skill_findings(skill), {config.runner: measured_of(lift)}, listed(skill), required
     )
     if sections is not None:
         add_ablation(run, sections, report)

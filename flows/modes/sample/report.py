@@ -10,7 +10,6 @@ pandas, scipy or Jinja (flows/engine/prefetch.py imports them while the calls ar
 from __future__ import annotations
 
 import asyncio
-import functools
 import os
 import re
 import tempfile
@@ -35,7 +34,7 @@ from flows.modes.sample.judging import pairwise
 from flows.modes.sample.model import SampleReport
 from flows.modes.sample.prepare import Prepared
 from flows.report.build import new_report_id, publish
-from flows.report.ci import append_github_summary, summary_markdown, write_junit
+from flows.report.ci import summary_markdown, write_ci_outputs
 from flows.report.logtext import figure_lines, page_urls, regression_lines, verdict_lines
 from flows.report.regression import regression_against_previous
 from flows.report.schema import GraderCheck
@@ -175,15 +174,7 @@ def write_outputs(report: SampleReport, prepared: Prepared) -> Path:
         warn(
             f"could not write the report into {prepared.output_dir} ({exc.strerror or exc}); it is at {path}"
         )
-    for flag, target, write in (
-        ("--junit", opts.junit, functools.partial(write_junit, require_valid=opts.require_valid)),
-        ("--github-summary", opts.github_summary, append_github_summary),
-    ):
-        if target:
-            try:
-                write(report, Path(target), opts.threshold)
-            except OSError as exc:
-                warn(f"{flag}: could not write {target} ({exc.strerror or exc}); the report is at {path}")
+    write_ci_outputs(report, opts.junit, opts.github_summary, opts.threshold, opts.require_valid)
     return path
 
 

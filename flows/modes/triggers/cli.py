@@ -66,6 +66,22 @@ def listing_in_full(env: Environment) -> int:
     return env.listing_chars + CLAUDE_OWN_LISTING_CHARS
 
 
+def listing_forecast(plan: TriggerPlan) -> list[str]:
+    """Per variant, how its agent's listing rule would carry each skill it installs (executors/support.py):
+    listed whole, cut, by name alone, or not at all, beside the environment's own entries."""
+    out = []
+    for v in plan.variants:
+        cli = agent_cli(v.runner)
+        ahead = (v.environment.listing_chars if v.environment else 0) + (
+            CLAUDE_OWN_LISTING_CHARS if cli.name == "claude" else 0
+        )
+        window = plan.options.context_window if cli.name == "claude" else None
+        states = cli.support.listing.states([(s.name, s.description) for s in v.skills], window, ahead)
+        said = ", ".join(f"{name} {state}" for name, state in states.items())
+        out.append(f"listing (modelled) on {v.runner} for {v.label}: {said or 'no skill of its own'}")
+    return out
+
+
 def plan_cost(plan: TriggerPlan) -> tuple[int, int, float | None]:
     """(input tokens, output tokens, USD or None when the model's price is unknown), all sessions."""
     tokens_in = tokens_out = 0
@@ -118,6 +134,8 @@ def print_trigger_plan(plan: TriggerPlan) -> None:
                 else ""
             )
         )
+    for line in listing_forecast(plan):
+        print(line)
     if o.context_fill:
         print(
             f"context fill: {o.context_fill:.0%} of a {o.context_window:,}-token window taken by a neutral "

@@ -154,6 +154,8 @@ def test_several_agents_each_a_variant_compared_by_query(
         assert run(root, server, *args, "--dry-run") == 0
         plan = capsys.readouterr().out
         assert "= 12 sessions of claude (sonnet), gemini-cli (gemini-2.5-pro), opencode (gpt-4.1)" in plan
+        for agent in ("claude", "gemini-cli", "opencode"):  # each agent's listing rule, before any session
+            assert f"listing (modelled) on {agent} for {agent}: {NAME} full" in plan
         assert run(root, server, *args) == 0
     out = capsys.readouterr().out
     report = json.loads(next((root / "results").glob("*.json")).read_text())
