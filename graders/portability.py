@@ -161,6 +161,8 @@ def _description_findings(
 def lint_skill(folder: Path, agents: Iterable[tuple[str, SkillSupport]]) -> list[Finding]:
     """Every finding of the skill in ``folder`` (holding SKILL.md) on each of ``agents`` (name, support)."""
     listed = list(agents)
+    if not (folder / "SKILL.md").is_file():  # nothing to lint (the loaders refuse such a skill before a run)
+        return []
     text = (folder / "SKILL.md").read_text(encoding="utf-8", errors="replace")
     doc = read_skill_md(text)
     fields = _field_lines(text, doc.end)
