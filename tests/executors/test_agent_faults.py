@@ -12,6 +12,7 @@ import pytest
 
 from executors.claude_code import ClaudeCodeExecutor
 from executors.schema import AgentRequest
+from tests.agents import agent_request
 
 
 def fake_cli(tmp_path: Path, body: str, monkeypatch: pytest.MonkeyPatch) -> ClaudeCodeExecutor:
@@ -23,14 +24,8 @@ def fake_cli(tmp_path: Path, body: str, monkeypatch: pytest.MonkeyPatch) -> Clau
 
 
 def request(tmp_path: Path, timeout: float = 5) -> AgentRequest:
-    return AgentRequest(
-        cli="claude",
-        model="sonnet",
-        prompt="p",
-        sandbox=str(tmp_path / "sb"),
-        home=str(tmp_path / "home"),
-        timeout_s=timeout,
-        raw_stream=str(tmp_path / "out" / "raw.jsonl"),
+    return agent_request(
+        tmp_path, "claude", "sonnet", "p", timeout_s=timeout, raw_stream=str(tmp_path / "out" / "raw.jsonl")
     )
 
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from executors.agent import find_binary
 from executors.base import ExecutorSettings
 from executors.gemini_cli import GeminiCliExecutor
 from executors.schema import AgentRequest
-from tests.fakes.provider import FakeProvider, Fault
+from tests.agents import agent_request, need
+from tests.fakes.provider import FakeProvider, Fault, tool_results
 
 SKILL = "---\nname: calc-skill\ndescription: Writes Python modules. Use for Python tasks.\n---\n# Calc\nBe exact.\n"
 
@@ -41,8 +41,7 @@ def gemini_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def gemini() -> GeminiCliExecutor:
-    if find_binary("gemini") is None:
-        pytest.fail("the gemini CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("gemini")
     return GeminiCliExecutor(ExecutorSettings())
 
 
@@ -50,16 +49,14 @@ def request(tmp_path: Path, name: str, skill: bool, timeout: float = 60) -> Agen
     skill_dir = tmp_path / "skill"
     skill_dir.mkdir(exist_ok=True)
     (skill_dir / "SKILL.md").write_text(SKILL)
-    return AgentRequest(
-        cli="gemini-cli",
-        model="gemini-2.5-pro",
-        prompt="Create calc.py with add(a, b).",
-        sandbox=str(tmp_path / name / "sb"),
-        home=str(tmp_path / name / "home"),
+    return agent_request(
+        tmp_path / name,
+        "gemini-cli",
+        "gemini-2.5-pro",
+        "Create calc.py with add(a, b).",
         skill_name="calc-skill" if skill else None,
         skill_dir=str(skill_dir) if skill else None,
         timeout_s=timeout,
-        raw_stream=str(tmp_path / name / "out" / "raw_stream.jsonl"),
     )
 
 
@@ -115,8 +112,7 @@ def codex_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
 def test_codex_with_skill_and_baseline(tmp_path: Path) -> None:
     from executors.codex_cli import CodexExecutor
 
-    if find_binary("codex") is None:
-        pytest.fail("the codex CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("codex")
     with FakeProvider() as server:
         server.responses_agent = codex_agent
         codex = CodexExecutor(ExecutorSettings(base_url=f"{server.url}/v1"))
@@ -150,13 +146,7 @@ def test_codex_api_error(tmp_path: Path) -> None:
 def copilot_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
     """Copilot CLI's model: loads the skill when its instructions say so, writes calc.py with the
     ``create`` tool, then answers."""
-    done = sum(
-        1
-        for m in body["messages"]
-        if m["role"] == "user" and isinstance(m["content"], list)
-        for b in m["content"]
-        if isinstance(b, dict) and b.get("type") == "tool_result"
-    )
+    done = len(tool_results(body))
     steps = (
         [{"type": "tool_use", "name": "skill", "input": {"skill": "calc-skill"}}]
         if "MUST first call the skill tool" in json.dumps(body)
@@ -181,8 +171,7 @@ def copilot_request(tmp_path: Path, name: str, skill: bool, timeout: float = 60)
 def test_copilot_with_skill_and_baseline(tmp_path: Path) -> None:
     from executors.copilot_cli import CopilotCliExecutor
 
-    if find_binary("copilot") is None:
-        pytest.fail("the copilot CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("copilot")
     with FakeProvider() as server:
         server.agent = copilot_agent
         copilot = CopilotCliExecutor(ExecutorSettings(base_url=server.url))
@@ -248,8 +237,7 @@ def opencode_request(tmp_path: Path, name: str, skill: bool, timeout: float = 90
 def test_opencode_with_skill_and_baseline(tmp_path: Path) -> None:
     from executors.opencode import OpenCodeExecutor
 
-    if find_binary("opencode") is None:
-        pytest.fail("the opencode CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("opencode")
     with FakeProvider() as server:
         server.chat_agent = opencode_agent
         opencode = OpenCodeExecutor(ExecutorSettings(base_url=f"{server.url}/v1"))

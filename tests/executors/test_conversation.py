@@ -11,12 +11,10 @@ from typing import Any
 
 import pytest
 
-from executors.agent import find_binary
 from executors.base import ExecutorSettings
 from executors.claude_code import ClaudeCodeExecutor
 from executors.conversation import ASK_TOOL, Conversation
 from executors.schema import (
-    AgentRequest,
     AgentSession,
     McpResponse,
     McpServer,
@@ -26,6 +24,7 @@ from executors.schema import (
     Reply,
     SimulatedUser,
 )
+from tests.agents import agent_request, need
 from tests.fakes.provider import FakeProvider, tool_results
 
 USER = SimulatedUser(
@@ -163,20 +162,10 @@ def live(
     tmp_path: Path, agent: Any, prompt: str, voice: Any = None, timeout: float = 60, **fields: Any
 ) -> AgentSession:
     """One session of the real claude CLI against the scripted ``agent``, in ``tmp_path``."""
-    if find_binary("claude") is None:
-        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("claude")
     with FakeProvider(agent=agent) as server:
         claude = ClaudeCodeExecutor(ExecutorSettings(base_url=server.url))
-        request = AgentRequest(
-            cli="claude",
-            model="sonnet",
-            prompt=prompt,
-            sandbox=str(tmp_path / "sb"),
-            home=str(tmp_path / "home"),
-            raw_stream=str(tmp_path / "out" / "raw_stream.jsonl"),
-            timeout_s=timeout,
-            **fields,
-        )
+        request = agent_request(tmp_path, prompt=prompt, timeout_s=timeout, **fields)
         return asyncio.run(claude.session(request, voice))
 
 
@@ -471,20 +460,12 @@ def test_a_cli_without_a_conversation_input_meets_the_user_by_resuming(tmp_path:
     where, hook, path, model, scripted = RESUMING[cli]
     module, name = where.split(".")
     executor_class = getattr(importlib.import_module(f"executors.{module}"), name)
-    if find_binary(executor_class.binary) is None:
-        pytest.fail(f"the {cli} CLI is missing: scripts/install-agent-clis.sh installs it")
+    need(executor_class.binary)
     with FakeProvider() as server:
         setattr(server, hook, scripted)
         executor = executor_class(ExecutorSettings(base_url=f"{server.url}{path}"))
-        request = AgentRequest(
-            cli=cli,
-            model=model,
-            prompt="Write region.txt with the sales region.",
-            sandbox=str(tmp_path / "sb"),
-            home=str(tmp_path / "home"),
-            raw_stream=str(tmp_path / "out" / "raw_stream.jsonl"),
-            user=USER,
-            timeout_s=90,
+        request = agent_request(
+            tmp_path, cli, model, "Write region.txt with the sales region.", user=USER, timeout_s=90
         )
         session = asyncio.run(executor.session(request))
         refused = asyncio.run(

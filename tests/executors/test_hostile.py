@@ -23,7 +23,6 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from executors.agent import find_binary
 from executors.base import ExecutorSettings
 from executors.case_env import refusal
 from executors.claude_code import ClaudeCodeExecutor
@@ -33,11 +32,11 @@ from executors.errors import InputError
 from executors.parsing import load_json, load_yaml
 from executors.redaction import MASK, redact
 from executors.sandbox import host_env, probe, run_sandboxed
-from executors.schema import AgentRequest
 from executors.workspace import claim, sandboxes, sweep
 from flows.report.logtext import md
 from graders.plugin_eval import RegexGrader, merge_case, parse_case
 from graders.plugin_grading import RunEvidence, grade_deterministic
+from tests.agents import agent_request, need
 from tests.fakes.escape import bash_agent
 from tests.fakes.provider import FakeProvider
 
@@ -54,18 +53,8 @@ FAKE_KEYS = {
 
 
 def claude_session(server: FakeProvider, root: Path, **fields: Any) -> Any:
-    if find_binary("claude") is None:
-        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
-    request = AgentRequest(
-        cli="claude",
-        model="sonnet",
-        prompt="Look around.",
-        sandbox=str(root / "sb"),
-        home=str(root / "home"),
-        timeout_s=120,
-        raw_stream=str(root / "out" / "raw_stream.jsonl"),
-        **fields,
-    )
+    need("claude")
+    request = agent_request(root, **fields)
     return asyncio.run(ClaudeCodeExecutor(ExecutorSettings(base_url=server.url)).session(request))
 
 

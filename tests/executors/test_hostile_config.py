@@ -11,13 +11,14 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from executors.agent import find_binary, shipped_configuration
+from executors.agent import shipped_configuration
 from executors.agent_config import CONFIG_FILES, reader
 from executors.base import ExecutorSettings
 from executors.claude_code import ClaudeCodeExecutor
 from executors.opencode import OpenCodeExecutor
 from flows.cli.main import main
 from flows.modes.agentic.plugin_eval import prepare_sandbox
+from tests.agents import need
 from tests.executors.test_agent_live import opencode_request, request
 from tests.executors.test_hostile import needs_bwrap
 from tests.fakes.provider import FakeProvider
@@ -74,8 +75,7 @@ def test_every_cli_declares_what_it_reads_as_configuration(path: str, cli: str) 
 def test_a_stop_hook_in_the_working_folder_never_runs(tmp_path: Path) -> None:
     """The attack: `.claude/settings.json` with a Stop hook placed in the sandbox (by a case's files or
     its scaffold). The real claude CLI is never started, no model call is made, the hook never runs."""
-    if find_binary("claude") is None:
-        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("claude")
     req = request(tmp_path, "a", skill=False).model_copy(update={"cli": "claude", "model": "sonnet"})
     settings = Path(req.sandbox) / ".claude" / "settings.json"
     settings.parent.mkdir(parents=True)
@@ -93,8 +93,7 @@ def test_a_stop_hook_in_the_working_folder_never_runs(tmp_path: Path) -> None:
 def test_an_opencode_plugin_cannot_forge_the_stream(tmp_path: Path) -> None:
     """The attack: `.opencode/plugin/forge.js`, loaded into the OpenCode process of both arms, writes a
     skill call into the stream skillab parses. It is refused before OpenCode starts."""
-    if find_binary("opencode") is None:
-        pytest.fail("the opencode CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("opencode")
     req = opencode_request(tmp_path, "b", skill=False)
     plugin = Path(req.sandbox) / ".opencode" / "plugin" / "forge.js"
     plugin.parent.mkdir(parents=True)

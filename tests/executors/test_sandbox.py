@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from executors.agent import find_binary
 from executors.base import ExecutorSettings
 from executors.claude_code import ClaudeCodeExecutor
 from executors.sandbox import (
@@ -26,7 +25,7 @@ from executors.sandbox import (
     toolchain_paths,
     wrap,
 )
-from executors.schema import AgentRequest
+from tests.agents import agent_request, need
 from tests.fakes.escape import CANARIES, bash_agent, escape_places, escape_script
 from tests.fakes.provider import FakeProvider
 
@@ -67,14 +66,8 @@ def test_agent_session_without_bubblewrap(tmp_path: Path, monkeypatch: pytest.Mo
     script.chmod(0o755)
     monkeypatch.setenv("SKILLAB_CLAUDE_BIN", str(script))
     monkeypatch.setenv("SKILLAB_BWRAP", "skillab-no-such-bwrap")
-    req = AgentRequest(
-        cli="claude",
-        model="m",
-        prompt="p",
-        sandbox=str(tmp_path / "sb"),
-        home=str(tmp_path / "home"),
-        timeout_s=20,
-        raw_stream=str(tmp_path / "out" / "raw.jsonl"),
+    req = agent_request(
+        tmp_path, "claude", "m", "p", timeout_s=20, raw_stream=str(tmp_path / "out" / "raw.jsonl")
     )
     with pytest.raises(SandboxUnavailableError, match="bubblewrap is not available"):
         asyncio.run(ClaudeCodeExecutor().session(req))
@@ -157,23 +150,10 @@ def claude_escape(places: dict[str, Path]) -> Any:
 
 @needs_bwrap
 def test_claude_session_cannot_reach_out(tmp_path: Path, outside: dict[str, Path]) -> None:
-    if find_binary("claude") is None:
-        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("claude")
     with FakeProvider(agent=claude_escape(outside)) as server:
         claude = ClaudeCodeExecutor(ExecutorSettings(base_url=server.url))
-        session = asyncio.run(
-            claude.session(
-                AgentRequest(
-                    cli="claude",
-                    model="sonnet",
-                    prompt="Try to get out.",
-                    sandbox=str(tmp_path / "sb"),
-                    home=str(tmp_path / "home"),
-                    timeout_s=120,
-                    raw_stream=str(tmp_path / "out" / "raw_stream.jsonl"),
-                )
-            )
-        )
+        session = asyncio.run(claude.session(agent_request(tmp_path, "claude", "sonnet", "Try to get out.")))
         bodies = [json.dumps(c.body) for c in server.calls]
     assert session.ok, session.error
     assert session.isolation == "bubblewrap" and session.final_text == "done."

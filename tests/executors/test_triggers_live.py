@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from executors.agent import find_binary
 from executors.base import ExecutorSettings
 from executors.claude_code import ClaudeCodeExecutor
-from executors.schema import AgentRequest, AgentSession
+from executors.schema import AgentSession
 from graders.queries import Query
 from graders.triggers import TriggerStatus, detect, install_problem
 from tasks.stats.trigger_stats import summarize, trial
+from tests.agents import agent_request, need
 from tests.fakes.provider import FakeProvider, Fault, SkillScript
 
 NAME = "greeting-files"
@@ -30,8 +30,7 @@ PROMPT = "Please write me a greeting file"
 
 @pytest.fixture
 def claude() -> ClaudeCodeExecutor:
-    if find_binary("claude") is None:
-        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("claude")
     return ClaudeCodeExecutor()
 
 
@@ -55,17 +54,15 @@ def run(
     timeout: float = 120,
 ) -> AgentSession:
     claude.settings = ExecutorSettings(base_url=server.url)
-    request = AgentRequest(
-        cli="claude",
-        model="sonnet",
-        prompt=prompt,
-        sandbox=str(root / tag / "sb"),
-        home=str(root / tag / "home"),
+    request = agent_request(
+        root / tag,
+        "claude",
+        "sonnet",
+        prompt,
         skill_name=installed_as,
         skill_dir=str(skill_src(root, description)) if installed_as else None,
         force_skill=False,
         timeout_s=timeout,
-        raw_stream=str(root / tag / "out" / "raw_stream.jsonl"),
     )
     return asyncio.run(claude.session(request))
 

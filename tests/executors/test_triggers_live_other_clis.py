@@ -14,13 +14,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from executors.agent import find_binary
 from executors.base import ExecutorSettings
 from executors.schema import AgentRequest, AgentSession, InstalledSkill, ListingState
 from executors.support import CODEX_SUPPORT
 from graders.triggers import TriggerStatus, detect
+from tests.agents import agent_request, need
 from tests.fakes.provider import FakeProvider
 
 NAME = "greeting-files"
@@ -34,22 +32,8 @@ def request(root: Path, tag: str, cli: str, model: str, prompt: str) -> AgentReq
     source = root / "src"
     source.mkdir(exist_ok=True)
     (source / "SKILL.md").write_text(SKILL)
-    return AgentRequest(
-        cli=cli,
-        model=model,
-        prompt=prompt,
-        sandbox=str(root / tag / "sb"),
-        home=str(root / tag / "home"),
-        skills=(InstalledSkill(name=NAME, path=str(source)),),
-        force_skill=False,
-        timeout_s=120,
-        raw_stream=str(root / tag / "out" / "raw_stream.jsonl"),
-    )
-
-
-def needs(binary: str) -> None:
-    if find_binary(binary) is None:
-        pytest.fail(f"the {binary} CLI is missing: scripts/install-agent-clis.sh installs it")
+    skills = (InstalledSkill(name=NAME, path=str(source)),)
+    return agent_request(root / tag, cli, model, prompt, skills=skills, force_skill=False)
 
 
 def codex_model(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -92,7 +76,7 @@ def run_pair(executor: Any, root: Path, cli: str, model: str) -> tuple[AgentSess
 def test_codex_reading_the_skill_is_a_trigger_naming_it_is_not(tmp_path: Path) -> None:
     from executors.codex_cli import CodexExecutor
 
-    needs("codex")
+    need("codex")
     with FakeProvider() as server:
         server.responses_agent = codex_model
         codex = CodexExecutor(ExecutorSettings(base_url=f"{server.url}/v1"))
@@ -112,7 +96,7 @@ def test_codex_reading_the_skill_is_a_trigger_naming_it_is_not(tmp_path: Path) -
 def test_gemini_activate_skill_is_a_trigger_naming_it_is_not(tmp_path: Path) -> None:
     from executors.gemini_cli import GeminiCliExecutor
 
-    needs("gemini")
+    need("gemini")
     with FakeProvider() as server:
         server.gemini_agent = gemini_model
         gemini = GeminiCliExecutor(ExecutorSettings(base_url=server.url))
@@ -145,7 +129,7 @@ def copilot_model(body: dict[str, Any]) -> list[dict[str, Any]]:
 def test_copilot_skill_tool_is_a_trigger_naming_it_is_not(tmp_path: Path) -> None:
     from executors.copilot_cli import CopilotCliExecutor
 
-    needs("copilot")
+    need("copilot")
     with FakeProvider() as server:
         server.agent = copilot_model
         copilot = CopilotCliExecutor(ExecutorSettings(base_url=server.url))
@@ -174,7 +158,7 @@ def opencode_model(body: dict[str, Any]) -> list[dict[str, Any]]:
 def test_opencode_skill_tool_is_a_trigger_naming_it_is_not(tmp_path: Path) -> None:
     from executors.opencode import OpenCodeExecutor
 
-    needs("opencode")
+    need("opencode")
     with FakeProvider() as server:
         server.chat_agent = opencode_model
         opencode = OpenCodeExecutor(ExecutorSettings(base_url=f"{server.url}/v1"))

@@ -18,7 +18,7 @@ from typing import Any
 from executors.base import ExecutorSettings
 from executors.claude_code import ClaudeCodeExecutor
 from executors.schema import AgentRequest
-from tests.fakes.provider import FakeProvider, Fault, SkillScript
+from tests.fakes.provider import FakeProvider, Fault, SkillScript, tool_results
 
 SKILL = "---\nname: calc-skill\ndescription: Writes exact arithmetic Python modules. Use for calculator tasks.\n---\n# Calc\nAlways return the exact result.\n"
 PLUGIN_SKILL = "---\nname: calc-rules\ndescription: Rules for writing exact arithmetic Python modules. Use for calculator tasks.\n---\n# Calc rules\nAlways return the exact arithmetic result.\n"
@@ -49,13 +49,7 @@ def write_plugin(root: Path, name: str = "demo-plugin") -> Path:
 
 
 def bash_then_answer(body: dict[str, Any], headers: Mapping[str, str]) -> list[dict[str, Any]]:
-    done = sum(
-        1
-        for m in body["messages"]
-        if m["role"] == "user" and isinstance(m["content"], list)
-        for b in m["content"]
-        if isinstance(b, dict) and b.get("type") == "tool_result"
-    )
+    done = len(tool_results(body))
     if done:
         return [{"type": "text", "text": "calc.py is written."}]
     command = "printf 'def add(a, b):\\n    return a + b\\n' > calc.py"

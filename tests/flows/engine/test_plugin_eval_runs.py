@@ -10,6 +10,7 @@ from executors.claude_code import ClaudeCodeExecutor
 from executors.schema import AgentRequest
 from flows.modes.agentic.plugin_eval import evidence, grade_plugin_run, plugin_request, prepare_sandbox
 from graders.plugin_eval import READ_ONLY_TOOLS, PluginCase, merge_case, parse_case
+from tests.agents import agent_request
 from tests.executors.test_sandbox import ENDPOINT
 
 
@@ -32,15 +33,8 @@ def case(
 
 
 def base_request(tmp_path: Path) -> AgentRequest:
-    return AgentRequest(
-        cli="claude",
-        model="sonnet",
-        prompt="Do it.",
-        sandbox=str(tmp_path / "sb"),
-        home=str(tmp_path / "home"),
-        skill_name="hello",
-        skill_dir=str(tmp_path / "skill"),
-        raw_stream=str(tmp_path / "out" / "raw_stream.jsonl"),
+    return agent_request(
+        tmp_path, "claude", "sonnet", "Do it.", skill_name="hello", skill_dir=str(tmp_path / "skill")
     )
 
 

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from executors.agent import find_binary
 from flows.cli.main import main
 from flows.modes.agentic.model import AgenticReport
 from flows.report.schema import load_report
-from tests.fakes.provider import FakeProvider
+from tests.agents import need
+from tests.fakes.provider import FakeProvider, tool_results
 from tests.flows.modes.agentic.test_skill_bench import SKILL, judge, task_md
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -41,16 +41,6 @@ def good_file(agent: str, with_skill: bool, text: str) -> bool:
     return {"copilot": True, "codex": not with_skill}.get(agent, with_skill)
 
 
-def done_results(body: dict[str, Any]) -> int:
-    return sum(
-        1
-        for m in body["messages"]
-        if m["role"] == "user" and isinstance(m["content"], list)
-        for b in m["content"]
-        if isinstance(b, dict) and b.get("type") == "tool_result"
-    )
-
-
 def anthropic_agents(body: dict[str, Any]) -> list[dict[str, Any]]:
     """Claude Code and Copilot CLI both speak Anthropic's API here; their tool sets tell them apart."""
     text = json.dumps(body)
@@ -66,7 +56,7 @@ def anthropic_agents(body: dict[str, Any]) -> list[dict[str, Any]]:
         "input": {"command": command, "description": "write"},
     }
     steps = [skill, shell] if with_skill else [shell]
-    done = done_results(body)
+    done = len(tool_results(body))
     return [steps[done]] if done < len(steps) else [{"type": "text", "text": "calc.py is written."}]
 
 
@@ -117,9 +107,7 @@ def opencode_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
 def test_a_matrix_finds_each_agents_scripted_effect(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for binary in ("claude", "copilot", "codex", "gemini", "opencode"):
-        if find_binary(binary) is None:
-            pytest.fail(f"the {binary} CLI is missing: scripts/install-agent-clis.sh installs it")
+    need(*("claude", "copilot", "codex", "gemini", "opencode"))
     (tmp_path / ".claude" / "skills" / "calc-skill").mkdir(parents=True)
     (tmp_path / ".claude" / "skills" / "calc-skill" / "SKILL.md").write_text(SKILL)
     suite = tmp_path / "suite"

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from executors.agent import find_binary
 from executors.conversation import ASK_TOOL
 from flows.cli.main import main
+from tests.agents import need
 from tests.fakes.provider import FakeProvider, tool_results
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -138,8 +138,7 @@ def run(root: Path, url: str, *more: str) -> int:
 def test_an_ask_first_skill_passes_only_by_asking_the_user(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if find_binary("claude") is None:
-        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("claude")
     root = project(tmp_path / "proj")
     reference = root / "suite" / "references" / "task-01-easy"  # what a correct agent leaves and says
     reference.mkdir(parents=True)

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from executors.agent import find_binary
 from flows.cli.main import main
 from flows.inputs.recordings import Recording
+from tests.agents import need
 from tests.executors.test_conversation import workdir
 from tests.fakes.provider import FakeProvider, tool_results
 
@@ -106,8 +106,7 @@ def customers(root: Path) -> dict[str, str]:
 def test_record_once_then_replay_hermetically(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if find_binary("claude") is None:
-        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("claude")
     (tmp_path / "skill" / "crm-notes").mkdir(parents=True)
     (tmp_path / "skill" / "crm-notes" / "SKILL.md").write_text(SKILL)
     suite = tmp_path / "suite"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from executors.agent import find_binary, read_events
+from executors.agent import read_events
 from executors.base import ExecutorSettings
 from executors.claude_code import ClaudeCodeExecutor
 from executors.plugin import read_plugin
@@ -21,8 +21,9 @@ from executors.schema import AgentRequest
 from flows.cli.main import main
 from flows.modes.agentic.sessions import contamination, init_event
 from tasks.schema import Arm
+from tests.agents import agent_request, need
 from tests.fakes.capture_claude import write_plugin
-from tests.fakes.provider import FakeProvider, SkillScript, skill_listing
+from tests.fakes.provider import FakeProvider, SkillScript, skill_listing, tool_results
 from tests.flows.modes.agentic.test_skill_bench import judge, task_md
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -32,21 +33,14 @@ PARTS = {"skills": SKILL, "slash_commands": "demo-plugin:tidy", "agents": "demo-
 
 @pytest.fixture
 def plugin(tmp_path: Path) -> Path:
-    if find_binary("claude") is None:
-        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("claude")
     return write_plugin(tmp_path / "plugins")
 
 
 def agent(body: dict[str, Any], headers: Mapping[str, str]) -> list[dict[str, Any]]:
     """Loads the plugin's skill when the request lists it, then writes a correct file; without the
     plugin, a wrong one."""
-    done = sum(
-        1
-        for m in body["messages"]
-        if m["role"] == "user" and isinstance(m["content"], list)
-        for b in m["content"]
-        if isinstance(b, dict) and b.get("type") == "tool_result"
-    )
+    done = len(tool_results(body))
     loaded = SKILL in skill_listing(body)
     op = "+" if loaded else "-"
     command = f"printf 'def add(a, b):\\n    return a {op} b\\n' > calc.py"
@@ -208,8 +202,7 @@ def test_gemini_runs_a_plugin_of_skills_alone(tmp_path: Path) -> None:
     from executors.gemini_cli import GeminiCliExecutor
     from graders.triggers import TriggerStatus, detect
 
-    if find_binary("gemini") is None:
-        pytest.fail("the gemini CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("gemini")
     folder = tmp_path / "skills-only"
     (folder / ".claude-plugin").mkdir(parents=True)
     (folder / ".claude-plugin" / "plugin.json").write_text('{"name": "demo-plugin"}')
@@ -219,16 +212,13 @@ def test_gemini_runs_a_plugin_of_skills_alone(tmp_path: Path) -> None:
     )
     with FakeProvider() as server:
         server.gemini_agent = gemini_agent
-        request = AgentRequest(
-            cli="gemini-cli",
-            model="gemini-2.5-pro",
-            prompt="Create calc.py with add(a, b).",
-            sandbox=str(tmp_path / "sb"),
-            home=str(tmp_path / "home"),
-            raw_stream=str(tmp_path / "out" / "raw_stream.jsonl"),
+        request = agent_request(
+            tmp_path,
+            "gemini-cli",
+            "gemini-2.5-pro",
+            "Create calc.py with add(a, b).",
             plugin_dir=str(folder),
             force_skill=False,
-            timeout_s=120,
         )
         result = asyncio.run(GeminiCliExecutor(ExecutorSettings(base_url=server.url)).session(request))
     assert result.ok, result.error

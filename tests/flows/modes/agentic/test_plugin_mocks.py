@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from executors.agent import find_binary
 from executors.errors import InputError
 from flows.inputs.suites.plugin_mocks import mock_servers
+from tests.agents import need
 from tests.fakes.provider import FakeProvider, tool_results
 from tests.flows.modes.agentic.test_plugin_eval_live import write
 from tests.flows.modes.agentic.test_published_suites import run
@@ -63,8 +63,7 @@ def agent(body: dict[str, Any], headers: Any) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def suite(tmp_path: Path) -> Path:
-    if find_binary("claude") is None:
-        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("claude")
     root = tmp_path / "plug"
     write(root, {".claude-plugin/plugin.json": '{"name": "plug"}', "skills/crm/SKILL.md": SKILL, **MOCKS})
     write(root / "evals" / "lookup", {"case.yaml": CASE})

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from executors.agent import find_binary
 from flows.cli.main import main
 from flows.modes.agentic.model import AgenticReport
 from flows.report.schema import load_report
-from tests.fakes.provider import FakeProvider
+from tests.agents import need
+from tests.fakes.provider import FakeProvider, tool_results
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 SKILL = """---
@@ -79,13 +79,7 @@ def claude_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
     reads it, loads NotebookEdit's schema and adds the cell. Without the skill: the notebook alone."""
     text = json.dumps(body)
     nb = f"{workdir(text)}/analysis.ipynb"
-    done = sum(
-        1
-        for m in body["messages"]
-        if m["role"] == "user" and isinstance(m["content"], list)
-        for b in m["content"]
-        if isinstance(b, dict) and b.get("type") == "tool_result"
-    )
+    done = len(tool_results(body))
     steps: list[dict[str, Any]] = []
     with_skill = "MUST first call the Skill tool" in text
     if with_skill:
@@ -153,9 +147,7 @@ def opencode_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
 def test_a_skill_that_needs_a_claude_only_tool_is_flagged_where_it_breaks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for binary in ("claude", "gemini", "opencode"):
-        if find_binary(binary) is None:
-            pytest.fail(f"the {binary} CLI is missing: scripts/install-agent-clis.sh installs it")
+    need(*("claude", "gemini", "opencode"))
     (tmp_path / ".claude" / "skills" / "nb-cells").mkdir(parents=True)
     (tmp_path / ".claude" / "skills" / "nb-cells" / "SKILL.md").write_text(SKILL)
     suite = tmp_path / "suite"

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from executors.agent import find_binary
 from flows.cli.main import main
+from tests.agents import need
 from tests.fakes.provider import FakeProvider, SkillScript
 from tests.flows.modes.agentic.test_plugin_eval_live import write
 
@@ -73,8 +73,7 @@ def agent(body: dict[str, Any], headers: Any) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def suite(tmp_path: Path) -> Path:
-    if find_binary("claude") is None:
-        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("claude")
     root = tmp_path / "plug"
     write(root, {".claude-plugin/plugin.json": '{"name": "plug"}', "skills/proto/SKILL.md": SKILL})
     write(
@@ -163,8 +162,7 @@ def test_an_unsupported_field_is_refused_unless_skipped_then_reported(
 def test_a_skill_creator_trigger_set_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if find_binary("claude") is None:
-        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("claude")
     skill = tmp_path / "skills" / "greeting-files"
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text(
@@ -200,8 +198,7 @@ def test_a_trigger_set_with_comments_on_a_skill_whose_description_yaml_refuses(
     ": " (strict YAML refuses it, Claude Code quotes it and loads the skill) and a skill-creator set
     whose entries carry a `_comment`: the run measures, one notice names the ignored key, and the
     model was shown the whole description."""
-    if find_binary("claude") is None:
-        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("claude")
     skill = tmp_path / "skills" / "minutes"
     skill.mkdir(parents=True)
     description = "Drafts meeting minutes. Use when: the user pastes a transcript"

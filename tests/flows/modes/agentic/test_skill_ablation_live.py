@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from executors.agent import find_binary
 from flows.cli.main import main
 from flows.report.logtext import md as escape
+from tests.agents import need
 from tests.fakes.provider import FakeProvider
 from tests.flows.modes.agentic.test_skill_bench import skill_run
 
@@ -97,8 +97,7 @@ WEIGHT_KEYS = ("correctness", "completeness", "quality", "efficiency")
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    if find_binary("claude") is None:
-        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("claude")
     root = tmp_path / "proj"
     (root / ".claude" / "skills" / "calc-skill").mkdir(parents=True)
     (root / ".claude" / "skills" / "calc-skill" / "SKILL.md").write_text(SKILL)

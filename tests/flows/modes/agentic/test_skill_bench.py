@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
-from executors.agent import find_binary, read_events
+from executors.agent import read_events
 from executors.claude_code import ClaudeCodeExecutor, parse_claude
 from flows.cli.main import main
 from flows.modes.agentic.sessions import contamination
 from tasks.schema import Arm
-from tests.fakes.provider import Call, FakeProvider, Fault
+from tests.agents import need
+from tests.fakes.provider import Call, FakeProvider, Fault, tool_results
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 FIXTURES = Path(__file__).resolve().parents[5] / "shared" / "fixtures" / "agent-cli"
@@ -61,13 +62,7 @@ def agent(body: dict[str, Any]) -> list[dict[str, Any]]:
     """With the skill: load it, then write a correct file. Baseline: a wrong one."""
     system = body.get("system") or ""
     system = system if isinstance(system, str) else " ".join(b.get("text", "") for b in system)
-    done = sum(
-        1
-        for m in body["messages"]
-        if m["role"] == "user" and isinstance(m["content"], list)
-        for b in m["content"]
-        if isinstance(b, dict) and b.get("type") == "tool_result"
-    )
+    done = len(tool_results(body))
     with_skill = "MUST first call the Skill tool" in system
     body_op = "+" if with_skill else "-"
     steps = (
@@ -112,8 +107,7 @@ def faults(call: Call) -> Fault | None:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    if find_binary("claude") is None:
-        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("claude")
     return calc_project(
         tmp_path / "proj",
         {

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from executors.agent import find_binary
 from flows.cli.main import main
 from flows.report.schema import load_report
 from flows.report.server import export_html
+from tests.agents import need
 from tests.fakes.provider import FakeProvider
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -100,8 +100,7 @@ def judge(system: str, prompt: str) -> str:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    if find_binary("claude") is None:
-        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("claude")
     skill = tmp_path / "proj" / ".claude" / "skills" / "csv-skill"
     (skill / "evals" / "files").mkdir(parents=True)
     (skill / "SKILL.md").write_text(SKILL)

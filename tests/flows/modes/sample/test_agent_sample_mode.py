@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from executors.agent import find_binary
 from flows.cli.main import main
 from graders.agent_task import parse_task
+from tests.agents import need
 from tests.fakes.provider import FakeProvider
 from tests.flows.helpers import answer, make_project
 
@@ -17,8 +17,7 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
 def test_sample_mode_through_claude_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if find_binary("claude") is None:
-        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("claude")
     project = make_project(tmp_path / "p", n=2)
     monkeypatch.chdir(project)
     with FakeProvider(answer) as server:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from executors.agent import find_binary
 from flows.cli.main import main
 from flows.report.schema import load_report
+from tests.agents import need
 from tests.fakes.provider import FakeProvider
 from tests.flows.helpers import answer, make_project
 
@@ -22,8 +22,7 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 def test_samples_answered_by_an_agent_cli(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executor: str, model: str, path: str
 ) -> None:
-    if find_binary(executor) is None:
-        pytest.fail(f"the {executor} CLI is missing: scripts/install-agent-clis.sh installs it")
+    need(executor)
     project = make_project(tmp_path / "p", n=2)
     monkeypatch.chdir(project)
     with FakeProvider(answer) as server:

@@ -17,8 +17,8 @@ from typing import Any, cast
 import pytest
 import yaml
 
-from executors.agent import find_binary
 from flows.cli.main import main
+from tests.agents import need
 from tests.browser import chromium, serving
 from tests.fakes.provider import FakeProvider, SkillScript
 from tests.flows.helpers import flow_run_artifacts, run_tags, subprocess_env
@@ -36,8 +36,7 @@ QUERIES = {
 
 
 def project(root: Path, descriptions: dict[str, str]) -> Path:
-    if find_binary("claude") is None:
-        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("claude")
     for label, description in descriptions.items():
         folder = root / "skills" / label / NAME
         folder.mkdir(parents=True)

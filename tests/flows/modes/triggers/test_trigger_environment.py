@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from executors.agent import find_binary
 from flows.cli.main import main
+from tests.agents import need
 from tests.browser import chromium, serving
 from tests.fakes.provider import FakeProvider, RouteScript
 
@@ -36,8 +36,7 @@ def queries(root: Path, rows: list[tuple[str, str, str]]) -> None:
 
 
 def run(root: Path, server: FakeProvider, *args: str) -> int:
-    if find_binary("claude") is None:
-        pytest.fail("the claude CLI is missing: scripts/install-agent-clis.sh installs it")
+    need("claude")
     common = ["skill", "triggers", "run", "--queries", "queries.yaml", "--base-url", server.url, "--quiet"]
     common += ["--results-dir", str(root / "results"), "--cache-dir", str(root / "cache"), "--timeout", "90"]
     return main([*common, *args])
