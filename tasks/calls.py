@@ -1,7 +1,7 @@
 """One attempt at a unit's model call, and the calls a run sent before its task runs started.
 
 Neither imports Prefect: a run's head start (flows/modes/sample/headstart.py) makes these calls from its own
-thread while the command is still importing Prefect, and the model-call task (tasks/execute.py) makes
+thread while the command is still importing Prefect, and the units' task runs (tasks/unit_runs.py) make
 them for every other attempt.
 """
 

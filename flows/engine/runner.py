@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 from prefect.utilities.annotations import quote
 
-from executors.errors import ErrorKind, TransientError
+from executors.errors import ErrorKind
 from executors.schema import AgentRequest, AgentSession, RunResult
 from flows.engine.economy import BatchMode, over_budget, run_batched, warm_up
 from flows.engine.fleet import Fleet, provider_of
@@ -29,10 +29,10 @@ from flows.engine.progress import Progress
 from flows.engine.remote import FleetPool
 from flows.engine.runlog import quiet_call_failures
 from tasks.context import current
-from tasks.execute import failed_result, with_policy
 from tasks.schema import CallPolicy, NotRun, NotRunReason, Record, RunStats, Seen, ShardRun, Unit, UnitKind
 from tasks.stats.figures import JudgeGold
 from tasks.store.cache import ResultCache
+from tasks.unit_runs import UnitRuns
 
 T = TypeVar("T")
 
@@ -42,12 +42,6 @@ def unwalked(value: T) -> T:
     return cast(T, quote(value))
 
 
-#: Task runs a run's calls are spread over by default (--units-per-task unset): one per call up to
-#: this many calls. A task run costs the command about 9 ms of CPU (its state changes, two thirds
-#: of it their events) and the Prefect server about 17 ms to record it, on the same cores: several
-#: times a call's own work. 1,000 calls took 21 s in task runs of their own, 12 s in groups
-#: (benchmarks/prefect_cost.py, docs/prefect.md).
-TASK_RUNS = 40
 
 
 #: Runs in a session's slot before it starts (a plugin eval case's scaffold): the request to run,
@@ -93,7 +87,6 @@ class RunnerConfig:
     budget_usd: float | None = None
     warm_up: bool = False  # one call per shared cacheable prefix before the fan-out
     batch: BatchMode | None = None  # through the provider's batch API first (--batch)
-    units_per_task: int | None = None  # units sharing one Prefect task run; None: see TASK_RUNS
     fleet_sessions: int | None = None  # sessions at once across every run on this account (--fleet-sessions)
     fleet_rpm: int | None = None  # sessions and judge calls started a minute on this account (--fleet-rpm)
     fleet_pool: str | None = None  # sessions run in containers of this Docker work pool (--fleet-pool)
@@ -322,8 +315,7 @@ class UnitRunner:
         batched = await self.before_fan_out([u for u in units if u.key not in hits], policy)
         pending = {u.key for u in self.pending}
         fresh = [u for u in units if u.key not in hits and u.key not in batched and u.key not in pending]
-        size = self.config.units_per_task or -(-len(fresh) // TASK_RUNS)
-        sink = RunSink(self, early, policy, grouped=size > 1)
+        sink = RunSink(self, early, policy)
         for unit in units:
             if unit.key in hits:
                 self.cache_hits += 1
@@ -334,10 +326,8 @@ class UnitRunner:
                 self.calls += 1
                 sink.put(unit, batched[unit.key])
         with lean_gc(), retries_told_to(self.progress, self.throttled(units)):
-            if size > 1:
-                await asyncio.gather(*(sink.group(fresh[i : i + size]) for i in range(0, len(fresh), size)))
-            else:
-                await asyncio.gather(*(sink.one(u) for u in fresh))
+            async with UnitRuns.of_current_flow(policy.retries) as runs:  # one task run per unit
+                await asyncio.gather(*(sink.one(u, runs) for u in fresh))
         return sink.results
 
 
@@ -345,14 +335,11 @@ class RunSink:
     """One ``UnitRunner.run``: its results, and the slots its units take (a runner may run several
     at once: the judge's targets)."""
 
-    def __init__(self, runner: UnitRunner, early: frozenset[str], policy: CallPolicy, grouped: bool) -> None:
+    def __init__(self, runner: UnitRunner, early: frozenset[str], policy: CallPolicy) -> None:
         self.runner = runner
         self.early = early  # sent by the head start: paid already, never stopped by a budget
         self.policy = policy
-        self.call = with_policy(policy, grouped)  # once: a task's with_options costs ~0.6 ms
         self.results: dict[str, RunResult] = {}
-        self.skipped: set[str] = set()
-        self.transient: dict[str, TransientError] = {}  # a grouped unit's latest transient error
 
     @contextlib.asynccontextmanager
     async def slot(self, unit: Unit) -> AsyncIterator[bool]:
@@ -364,46 +351,22 @@ class RunSink:
                 runner.calls += 1
             elif runner.refusal() is not None:
                 runner.kept_back(unit)
-                self.skipped.add(unit.key)
                 yield False
                 return
             # a judge call shares its provider's fleet limit with the agent sessions (--fleet-sessions)
             async with runner.fleet.slot(unit.request.executor) if runner.fleet else contextlib.nullcontext():
                 yield True
 
-    def has(self, unit: Unit) -> bool:
-        return unit.key in self.results or unit.key in self.skipped
-
     def put(self, unit: Unit, result: RunResult) -> None:
         self.results[unit.key] = self.runner.paid(unit, result)
 
-    def retried(self, unit: Unit, error: TransientError) -> None:
-        self.transient[unit.key] = error
-
-    async def one(self, unit: Unit) -> None:
-        """The unit in a task run of its own."""
+    async def one(self, unit: Unit, runs: UnitRuns) -> None:
+        """The unit in its slot, as a task run of its own."""
         async with self.slot(unit) as go:
             if not go:
                 return
-            state = await self.call(unwalked(unit), unwalked(self.policy), return_state=True)
-            if state.is_completed():
-                result = await state.aresult()
-            else:
-                result = failed_result(await state.aresult(raise_on_failure=False), unit, self.policy)
+            result = await runs.call(unit, self.policy)
         self.put(unit, result)
-
-    async def group(self, units: list[Unit]) -> None:
-        """Units sharing one task run; those its retries could not save fail with their own last
-        transient error."""
-        label = units[0].label + (f" +{len(units) - 1}" if len(units) > 1 else "")
-        state = await self.call(
-            unwalked(units), unwalked(self.policy), unwalked(self), label, return_state=True
-        )
-        if not state.is_completed():
-            exc = await state.aresult(raise_on_failure=False)
-            for unit in units:
-                if not self.has(unit):
-                    self.put(unit, failed_result(self.transient.get(unit.key, exc), unit, self.policy))
 
 
 @dataclass

@@ -172,12 +172,6 @@ class BenchOptions(RunOptions):
     wave: int = Field(20, ge=2, description="cases per wave with --sequential")
     blind: bool = Field(False, description="label variants Variant A/B/... in the report")
     concurrency: int = Field(4, ge=1, description="model calls in flight at once")
-    units_per_task: int | None = Field(
-        None,
-        ge=1,
-        description="model calls per Prefect task run (default: one each up to 40 calls, else the "
-        "calls split over 40 task runs: a task run costs several times a call's own CPU)",
-    )
     repeat: int = Field(1, ge=1, description="real, independent runs per sample and variant")
     timeout: float = Field(120.0, gt=0, description="seconds per model call")
     retries: int = Field(3, ge=0, description="retries of a transient failure (429, 5xx, timeout)")

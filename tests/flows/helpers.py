@@ -108,6 +108,15 @@ def end(procs: list[subprocess.Popen[bytes]], sig: int, allowance: float) -> Non
             proc.wait()
 
 
+def bench_process(
+    args: list[str], cwd: Path | None, env: dict[str, str], **popen: Any
+) -> subprocess.Popen[str]:
+    """The command line in a process of its own, as a user starts it (its output as text)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "flows.bench", *args], cwd=cwd, env=env, text=True, **popen
+    )
+
+
 def provider_env(server_url: str) -> dict[str, str]:
     """The fake provider at `server_url` as the OpenAI endpoint."""
     return {"OPENAI_BASE_URL": f"{server_url}/v1", "OPENAI_API_KEY": "sk-test"}

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 
 from flows.cli.main import main
 from tests.fakes.provider import FakeProvider
-from tests.flows.helpers import answer, make_project, subprocess_env, use_provider
+from tests.flows.helpers import answer, bench_process, make_project, subprocess_env, use_provider
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -30,13 +29,8 @@ def test_kill_9_then_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kil
     args = run_args(project, concurrency=2)
     with FakeProvider(answer, delay=0.4) as server:
         env = subprocess_env(server.url)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "flows.bench", *args],
-            cwd=project,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
+        proc = bench_process(
+            args, project, env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
         )
         try:
             deadline = time.monotonic() + 120
@@ -81,13 +75,7 @@ def test_two_runs_into_one_reports_directory_at_once(tmp_path: Path) -> None:
     with FakeProvider(answer, delay=0.1) as server:
         env = subprocess_env(server.url)
         procs = [
-            subprocess.Popen(
-                [sys.executable, "-m", "flows.bench", *args, *extra],
-                cwd=project,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-            )
+            bench_process([*args, *extra], project, env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             for extra in ([], ["--blind"])
         ]
         codes = [p.wait(timeout=240) for p in procs]

@@ -6,14 +6,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.provider import Call, FakeProvider, Fault
-from tests.flows.helpers import subprocess_env
+from tests.flows.helpers import bench_process, subprocess_env
 from tests.flows.modes.agentic.test_skill_bench import agent, judge, project
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -33,14 +32,7 @@ def start(project: Path, tmp: Path, url: str) -> subprocess.Popen[str]:
     args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", url]
     args += ["--judge-model", "claude-opus-4", "--results-dir", str(project / "results"), "--timeout", "100"]
     env = subprocess_env() | {"TMPDIR": str(tmp), "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-test"}
-    return subprocess.Popen(
-        [sys.executable, "-m", "flows.bench", *args],
-        cwd=project,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return bench_process(args, project, env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
 def wait_for_sessions(proc: subprocess.Popen[str], tmp: Path, server: FakeProvider) -> None:

@@ -217,7 +217,6 @@ RUN_GROUPS: dict[str, tuple[str, ...]] = {
     ),
     "execution": (
         "concurrency",
-        "units_per_task",
         "repeat",
         "timeout",
         "retries",

@@ -17,5 +17,4 @@ def runner_config(prepared: Prepared) -> RunnerConfig:
         budget_usd=o.budget_usd,
         warm_up=o.prompt_cache and not o.batch,  # a batch is cached best-effort by the provider
         batch=BatchMode(o.batch_wait, o.batch_poll) if o.batch else None,
-        units_per_task=o.units_per_task,
     )

@@ -44,7 +44,7 @@ from flows.cli.prefect_env import (
 )
 from flows.cli.prefect_server import copy_database, seed_database, warm_up
 from tests.fakes.provider import FakeProvider
-from tests.flows.helpers import ROOT, answer, make_project
+from tests.flows.helpers import ROOT, answer, bench_process, make_project
 
 
 @pytest.fixture
@@ -464,14 +464,7 @@ def test_a_run_whose_server_is_stopped_midway_still_ends_with_its_report(homes: 
         env = persistent_env(homes) | {"OPENAI_BASE_URL": f"{server.url}/v1", "OPENAI_API_KEY": "sk-test"}
         argv = ["run", "--executor", "openai", "--no-judge", "--quiet", "--repeat", "8", "--concurrency", "2"]
         argv += ["--output-dir", str(tmp_path / "out")]
-        run = subprocess.Popen(
-            [sys.executable, "-m", "flows.bench", *argv],
-            cwd=project,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        run = bench_process(argv, project, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             # Mid-run: the flow has taken over from the head start and its task runs are calling.
             while (len(server.calls) < 40 or not flow_runs(record.api_url)) and run.poll() is None:

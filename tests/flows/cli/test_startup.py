@@ -49,7 +49,7 @@ SAMPLE_PATH = (
     "flows.modes.sample.prepare",
     "flows.modes.sample.flow",
     "flows.engine.runner",
-    "tasks.execute",
+    "tasks.unit_runs",
     "executors.registry",
     "executors.openai",
 )
