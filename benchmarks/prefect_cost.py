@@ -11,7 +11,9 @@ real Prefect server (its own process, a fresh database), N units whose body does
 - ``task per unit``: one task run per unit, as skillab runs them (same task options as call-model);
 - ``... no events``: the same with the client's task-run state events switched off (monkeypatched:
   Prefect has no setting for it; the UI then knows nothing of the task runs);
-- ``task per 10 units`` and ``task per 100 units``: one task run per batch.
+- ``task per 10 units`` and ``task per 100 units``: one task run per batch;
+- ``task per unit, by its events``: one task run per unit as skillab makes them now, without the task
+  engine (``tasks/unit_runs.py``: its Running and Completed events, batched to ``POST /api/events``).
 
 For each it prints the client process's CPU per unit, the Prefect server's CPU per unit (its process,
 measured until it is idle again: events are recorded after the client is done), and the shares the
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import functools
 import json
 import os
@@ -38,7 +41,14 @@ from typing import Any
 
 from benchmarks.orchestration import ROOT, free_port, start, stop, wait_http
 
-MODES = ("coroutines", "task per unit", "task per unit, no events", "task per 10 units", "task per 100 units")
+MODES = (
+    "coroutines",
+    "task per unit",
+    "task per unit, no events",
+    "task per 10 units",
+    "task per 100 units",
+    "task per unit, by its events",
+)
 
 
 def process_cpu(pid: int) -> float:
@@ -82,6 +92,16 @@ def measure(units: int, concurrency: int, server_pid: int) -> dict[str, dict[str
         await asyncio.sleep(0)
         return i
 
+    from tasks.unit_runs import UnitRun, UnitRuns
+
+    async def evented(unit_runs: UnitRuns, i: int) -> int:
+        # UnitRuns.call's events around a unit (its retries and the model call left out)
+        run = UnitRun(f"unit-{i}", f"k{i}")
+        unit_runs._event(run, "RUNNING", "Running", run.start)
+        await asyncio.sleep(0)
+        unit_runs._event(run, "COMPLETED", "Completed", dt.datetime.now(dt.UTC), end=True)
+        return i
+
     async def capped(jobs: list[Callable[[], Awaitable[int]]]) -> None:
         gate = asyncio.Semaphore(concurrency)
 
@@ -91,9 +111,11 @@ def measure(units: int, concurrency: int, server_pid: int) -> dict[str, dict[str
 
         await asyncio.gather(*(run(j) for j in jobs))
 
-    def jobs(mode: str) -> list[Callable[[], Awaitable[int]]]:
+    def jobs(mode: str, unit_runs: UnitRuns) -> list[Callable[[], Awaitable[int]]]:
         if mode == "coroutines":
             return [functools.partial(bare, i) for i in range(units)]
+        if mode.endswith("by its events"):
+            return [functools.partial(evented, unit_runs, i) for i in range(units)]
         if mode.startswith("task per unit"):
             return [functools.partial(one, i) for i in range(units)]
         size = int(mode.split()[2])
@@ -101,7 +123,8 @@ def measure(units: int, concurrency: int, server_pid: int) -> dict[str, dict[str
 
     @flow(name="prefect-cost")
     async def cost() -> dict[str, dict[str, float]]:
-        await capped(jobs("task per unit")[:50])  # warm: first task runs build caches and clients
+        unit_runs = UnitRuns.of_current_flow(retries=3)
+        await capped(jobs("task per unit", unit_runs)[:50])  # warm: first task runs build caches and clients
         settle(server_pid)
         out = {}
         emit = engine.emit_task_run_state_change_event
@@ -109,7 +132,11 @@ def measure(units: int, concurrency: int, server_pid: int) -> dict[str, dict[str
             if mode.endswith("no events"):
                 engine.emit_task_run_state_change_event = lambda *a, **k: None  # type: ignore[assignment]
             cpu0, wall0, server0 = time.process_time(), time.perf_counter(), process_cpu(server_pid)
-            await capped(jobs(mode))
+            if mode.endswith("by its events"):
+                async with unit_runs:  # its last batch sent on leaving: in the figures
+                    await capped(jobs(mode, unit_runs))
+            else:
+                await capped(jobs(mode, unit_runs))
             wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
             engine.emit_task_run_state_change_event = emit
             settle(server_pid)

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, NamedTuple
 import httpx
 
 from executors.errors import PermanentError, TransientError, error_for_status
+from executors.http_client import LeanClient, Reply, ReplyError, direct
 from executors.parsing import JsonObject
 from executors.pricing import NO_DISCOUNT, CacheRatios, PriceTable
 from executors.sandbox import Isolation
@@ -139,7 +140,7 @@ def shown(url: str) -> str:
     return str(httpx.URL(url).copy_with(query=None))
 
 
-def json_of(response: httpx.Response) -> JsonObject:
+def json_of(response: httpx.Response | Reply) -> JsonObject:
     """A response's JSON object; TransientError when the body is not one (a proxy's error page)."""
     try:
         data = response.json()
@@ -161,6 +162,8 @@ class HttpExecutor(Executor):
         super().__init__(settings)
         # Keyed by the loop's id; the loop itself is held, so its id cannot be reused by a new loop.
         self._clients: dict[tuple[int, int], tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
+        self._lean: dict[int, tuple[asyncio.AbstractEventLoop, LeanClient]] = {}
+        self._direct: dict[str, bool] = {}  # origin -> no proxy in the environment for it
         self._turn = itertools.count()
         self._ssl: ssl.SSLContext | None = None
 
@@ -190,30 +193,59 @@ class HttpExecutor(Executor):
         if entry is not None and not entry[1].is_closed:
             return entry[1]
         limits = httpx.Limits(max_connections=POOL_SIZE, max_keepalive_connections=POOL_SIZE)
-        if self._ssl is None:  # one context for all clients: each costs ~25 ms of CPU to build
-            self._ssl = httpx.create_ssl_context()
         client = httpx.AsyncClient(
             timeout=self.settings.timeout_s,
             limits=limits,
-            verify=self._ssl,
+            verify=self.tls(),
             transport=self.settings.transport,
         )
         self._clients[key] = (loop, client)
         return client
 
+    def tls(self) -> ssl.SSLContext:
+        """One context for every client of the executor: each costs ~25 ms of CPU to build."""
+        if self._ssl is None:
+            self._ssl = httpx.create_ssl_context()
+        return self._ssl
+
+    def lean(self, url: str) -> LeanClient | None:
+        """The lean client of this event loop, where it serves ``url`` as httpx would (a direct
+        connection, no test transport); None: httpx."""
+        if self.settings.transport is not None:
+            return None
+        origin = "/".join(url.split("/", 3)[:3])
+        if origin not in self._direct:
+            self._direct[origin] = direct(url)
+        if not self._direct[origin]:
+            return None
+        loop = asyncio.get_running_loop()
+        entry = self._lean.get(id(loop))
+        if entry is None:
+            entry = self._lean[id(loop)] = (loop, LeanClient(self.tls()))
+        return entry[1]
+
     def headers(self) -> dict[str, str]:
         """Authentication and version headers every request to this provider carries."""
         return {}
 
-    async def send(self, method: str, url: str, headers: dict[str, str], **kwargs: Any) -> httpx.Response:
-        """One HTTP exchange with every failure mapped onto the error tree; a 2xx response."""
+    async def send(
+        self, method: str, url: str, headers: dict[str, str], **kwargs: Any
+    ) -> httpx.Response | Reply:
+        """One HTTP exchange with every failure mapped onto the error tree; a 2xx response. A JSON
+        body posted goes through the lean client where it can (see ``lean``), all else through httpx."""
+        client = self.lean(url) if method == "POST" and set(kwargs) == {"json"} else None
         try:
-            response = await self._client().request(method, url, headers=headers, **kwargs)
-        except httpx.TimeoutException as exc:
+            if client is not None:
+                response: httpx.Response | Reply = await asyncio.wait_for(
+                    client.post_json(url, headers, kwargs["json"]), self.settings.timeout_s
+                )
+            else:
+                response = await self._client().request(method, url, headers=headers, **kwargs)
+        except (httpx.TimeoutException, TimeoutError) as exc:
             raise TransientError(
                 f"timeout after {self.settings.timeout_s:g}s ({type(exc).__name__})", timeout=True
             ) from exc
-        except httpx.TransportError as exc:
+        except (httpx.TransportError, ReplyError, OSError) as exc:
             raise TransientError(f"connection error ({shown(url)}): {type(exc).__name__}: {exc}") from exc
         if response.status_code >= 400:
             raise error_for_status(
@@ -270,9 +302,14 @@ class HttpExecutor(Executor):
                 self._clients.pop(key, None)
             if owner is loop:
                 await client.aclose()
+        for loop_id, (owner, lean) in list(self._lean.items()):
+            if owner is loop:
+                lean.close()
+            if owner is loop or owner.is_closed():  # a closed loop's connections went with it
+                self._lean.pop(loop_id, None)
 
 
-def _error_message(response: httpx.Response) -> str:
+def _error_message(response: httpx.Response | Reply) -> str:
     """The server's own words, from the usual error envelopes, else the raw body start."""
     try:
         data = response.json()

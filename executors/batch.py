@@ -44,6 +44,7 @@ from pydantic import Field
 from executors.anthropic import AnthropicExecutor
 from executors.base import Executor, HttpExecutor, json_of
 from executors.errors import ExecutorError, TransientError, error_for_status
+from executors.http_client import Reply
 from executors.openai import OpenAIExecutor
 from executors.parsing import JsonObject
 from executors.schema import Frozen, RunRequest, RunResult
@@ -168,7 +169,7 @@ class BatchClient(ABC):
                 return status
             await asyncio.sleep(interval_s)
 
-    async def get(self, url: str) -> httpx.Response:
+    async def get(self, url: str) -> httpx.Response | Reply:
         """A GET, retried on transient failures (polls and result downloads are idempotent)."""
         for attempt in range(self.retries + 1):
             try:

@@ -9,6 +9,7 @@ exported later is covered too.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -29,12 +30,23 @@ KEY_SHAPES = re.compile(
 
 
 def known_secrets() -> tuple[str, ...]:
-    """Credential values set in this process's environment, longest first."""
-    values = {
-        v
-        for k, v in os.environ.items()
-        if CREDENTIAL_NAME.search(k) and len(v) >= MIN_SECRET and not v.startswith("/")
-    }
+    """Credential values set in this process's environment, longest first (read anew whenever the
+    environment changed: a key exported later is covered too)."""
+    # CPython keeps the environment as bytes in os.environ._data: a snapshot of that costs microseconds
+    # where decoding every variable (os.environ.items()) cost a cached answer a tenth of a millisecond
+    raw = getattr(os.environ, "_data", None)
+    return _secrets_of(tuple(raw.items()) if isinstance(raw, dict) else tuple(os.environ.items()))
+
+
+@functools.lru_cache(maxsize=4)
+def _secrets_of(environ: tuple[tuple[str | bytes, str | bytes], ...]) -> tuple[str, ...]:
+    # every result a run caches is masked: the regex over the names once per environment, not per entry
+    values = set()
+    for key, value in environ:
+        k = os.fsdecode(key)
+        v = os.fsdecode(value)
+        if CREDENTIAL_NAME.search(k) and len(v) >= MIN_SECRET and not v.startswith("/"):
+            values.add(v)
     return tuple(sorted(values, key=len, reverse=True))
 
 

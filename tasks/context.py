@@ -15,7 +15,9 @@ flow run started by no command (a deployment's, a test's) makes its own. Threads
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,15 +25,50 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tasks.calls import EarlyCalls
+from executors.schema import RunResult
+from tasks.store.cache import CacheWrites
 
 #: (task run name, the cause's kind, the cause): one of the run's calls is about to be retried.
 RetryListener = Callable[[str, str, str], None]
 
 
+class EarlyCalls:
+    """First attempts sent before their task runs existed, by unit key. The task run of each unit
+    takes its answer (or its error, which Prefect's retries then treat as the first attempt's)
+    instead of calling again. Threads: the head start adds, the flow's event loop takes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open = False
+        self._calls: dict[str, Future[RunResult]] = {}
+
+    def open(self) -> None:
+        with self._lock:
+            self._open = True
+            self._calls.clear()  # a previous run's leftovers (its flow failed before taking them)
+
+    def add(self, key: str, call: Future[RunResult]) -> bool:
+        """Register a call about to be sent; False once the runner has taken over (send nothing)."""
+        with self._lock:
+            if self._open:
+                self._calls[key] = call
+            return self._open
+
+    def close(self) -> frozenset[str]:
+        """No more early calls; the keys of those sent whose task run has not taken them yet."""
+        with self._lock:
+            self._open = False
+            return frozenset(self._calls)
+
+    def take(self, key: str) -> Future[RunResult] | None:
+        with self._lock:
+            return self._calls.pop(key, None)
+
+
 @dataclass
 class RunContext:
     early: EarlyCalls = field(default_factory=EarlyCalls)
+    cache_writes: CacheWrites = field(default_factory=CacheWrites)
     on_retry: RetryListener | None = None
     outcome: Any = None  # the flow run's result, or the exception its Failed state carries
     _handed_over: tuple[str, Any] | None = None

@@ -42,8 +42,6 @@ def unwalked(value: T) -> T:
     return cast(T, quote(value))
 
 
-
-
 #: Runs in a session's slot before it starts (a plugin eval case's scaffold): the request to run,
 #: or an error that stands for the session.
 Setup = Callable[[AgentRequest], Awaitable[tuple[AgentRequest, str | None]]]
@@ -328,6 +326,7 @@ class UnitRunner:
         with lean_gc(), retries_told_to(self.progress, self.throttled(units)):
             async with UnitRuns.of_current_flow(policy.retries) as runs:  # one task run per unit
                 await asyncio.gather(*(sink.one(u, runs) for u in fresh))
+        self.cache_errors += await asyncio.to_thread(current().cache_writes.drain)  # every answer kept
         return sink.results
 
 

@@ -12,15 +12,16 @@ from typing import Any
 from executors.redaction import redact
 
 
-def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
+def atomic_write_text(path: Path, text: str, *, durable: bool = True, masked: bool = False) -> None:
     """Write to a temporary sibling, then rename over `path`.
 
     `durable=False` skips the fsync: the rename still makes the write all-or-nothing for any process
     crash (kill -9 included); only a power loss can leave a damaged file, so use it only where a
     checksum catches that (cache entries): an fsync costs milliseconds per file.
-    Secrets in ``text`` are masked (executors.redaction): no results file keeps a key.
+    Secrets in ``text`` are masked (executors.redaction): no results file keeps a key; ``masked``:
+    the caller masked it already (a cache entry, masked before its checksum).
     """
-    text = redact(text)
+    text = text if masked else redact(text)
     # Random, not pid-based: processes on several machines may share a folder (a shared cache).
     tmp = path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp"
     try:

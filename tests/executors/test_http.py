@@ -140,12 +140,12 @@ def test_closing_leaves_another_live_loops_clients_open(provider: FakeProvider) 
             await executor.aclose()
 
         asyncio.run(here())
-        (theirs,) = (client for loop, client in executor._clients.values() if loop is other)
-        assert len(executor._clients) == 1 and not theirs.is_closed
+        (theirs,) = (client for loop, client in executor._lean.values() if loop is other)  # its posts' client
+        assert len(executor._lean) == 1 and not theirs.is_closed
         assert asyncio.run_coroutine_threadsafe(executor.run(request("openai")), other).result(30).ok
         asyncio.run(executor.run(request("openai")))  # a loop that ends without closing its client
         asyncio.run_coroutine_threadsafe(executor.aclose(), other).result(30)
-        assert theirs.is_closed and not executor._clients
+        assert theirs.is_closed and not executor._lean
     finally:
         other.call_soon_threadsafe(other.stop)
         thread.join(10)

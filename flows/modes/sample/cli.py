@@ -66,7 +66,7 @@ def execute(args: argparse.Namespace, command: Command, *, ci: bool) -> int:
 
     # a bad setting stops the command before any call; a first run's server starts now
     launch_server(started=command.servers_started)
-    with sigterm_raises(), head_start(prepared, command.run.early):
+    with sigterm_raises(), head_start(prepared, command.run):
         load = sample_flow(command, options, cwd, prepared, show_progress=not args.quiet)
         return run_flow(command, load, ending, meanwhile=import_flow_modules)
 

@@ -26,7 +26,8 @@ from executors.registry import get_executor
 from executors.schema import RunResult
 from flows.engine.economy import over_budget, warm_up_requests
 from flows.modes.sample.prepare import Prepared
-from tasks.calls import EarlyCalls, attempt
+from tasks.calls import attempt
+from tasks.context import EarlyCalls, RunContext
 from tasks.schema import Unit
 from tasks.store.cache import ResultCache
 
@@ -34,14 +35,20 @@ WAVES = 8
 
 
 @contextlib.contextmanager
-def head_start(prepared: Prepared, early: EarlyCalls) -> Iterator[threading.Thread | None]:
+def head_start(prepared: Prepared, run: RunContext) -> Iterator[threading.Thread | None]:
     """While the block runs (the command's flow), the run's first calls go out from a thread of
-    their own, registered in ``early`` for their task runs; the thread, or None when the run's shape
-    rules a head start out."""
+    their own, registered in the run's early calls for their task runs (their answers cached by the
+    run's cache thread); the thread, or None when the run's shape rules a head start out."""
     thread = None
+    early = run.early
     if eligible(prepared):
         early.open()
-        target = HeadStart(prepared, early).run
+        sender = HeadStart(prepared, early)
+
+        def target() -> None:
+            with run.active():
+                sender.run()
+
         thread = threading.Thread(target=target, name="skillab-head-start", daemon=True)
         thread.start()
     try:

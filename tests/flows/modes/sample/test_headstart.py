@@ -20,7 +20,7 @@ from flows.cli.main import main
 from flows.inputs.options import BenchOptions
 from flows.modes.sample import headstart
 from flows.modes.sample.prepare import prepare
-from tasks.calls import EarlyCalls
+from tasks.context import EarlyCalls, RunContext
 from tests.fakes.provider import Call, FakeProvider, Fault
 from tests.flows.helpers import answer, make_project, report_runs, use_provider
 
@@ -36,11 +36,11 @@ def finished_first(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     real = headstart.head_start
 
     @contextlib.contextmanager
-    def joined(prepared: Any, early: EarlyCalls) -> Iterator[threading.Thread | None]:
-        with real(prepared, early) as thread:
+    def joined(prepared: Any, run: RunContext) -> Iterator[threading.Thread | None]:
+        with real(prepared, run) as thread:
             assert thread is not None
             thread.join(60)
-            sent.append(len(early.close()))  # it is over: this only reads what it sent
+            sent.append(len(run.early.close()))  # it is over: this only reads what it sent
             yield thread
 
     monkeypatch.setattr(headstart, "head_start", joined)
