@@ -7,19 +7,50 @@ import contextlib
 import os
 import sys
 import threading
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from flows.cli.command import Command
-from flows.cli.main import main as run_command
-from flows.engine.gc import lean_command
+from flows.cli import help_cache
+
+if TYPE_CHECKING:
+    from flows.cli.command import Command
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
     """The command, then a quick exit (also the `skillab` console script)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if help_cache.wants_help(argv):
+        help_text(argv)
+    from flows.cli.command import Command
+    from flows.cli.main import main as run_command
+    from flows.engine.gc import lean_command
+
     lean_command()
     # this process ends with the command: the API watch may end it early
     command = Command(ends_process=True)
     exit_now(run_command(argv, command), command)
+
+
+def help_text(argv: list[str]) -> NoReturn:
+    """Help, as kept from the last identical request (flows/cli/help_cache.py), else built and kept."""
+    text = help_cache.kept(argv)
+    if text is not None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        os._exit(0)
+    from flows.cli.main import main as run_command
+
+    recorder = help_cache.Recorder(sys.stdout)  # type: ignore[arg-type]
+    sys.stdout = recorder  # type: ignore[assignment]
+    try:
+        code = run_command(argv)  # help exits (SystemExit 0) before any command runs
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    finally:
+        sys.stdout = recorder.out  # type: ignore[assignment]
+    if code == 0:
+        help_cache.keep(argv, recorder.copy.getvalue())
+    sys.stdout.flush()
+    os._exit(code)
 
 
 def exit_now(code: int, command: Command) -> NoReturn:
