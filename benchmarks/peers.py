@@ -14,8 +14,10 @@ The tools alternate within each trial (the order rotates between trials), so a n
 the machine hits all of them; each trial gives the ratios skillab/promptfoo and skillab/inspect, and
 the summary their medians. Scenarios: `N:C` (N units at concurrency C), plus "first": the first run
 after `init`, every trial in fresh homes (skillab starts its local Prefect server there, stopped
-after the trial; promptfoo creates its database; inspect its log folder). The other scenarios share
-one skillab server, as a user's runs do.
+after the trial; promptfoo creates its database; inspect its log folder), and "cold": the same
+without `init`, so skillab's run starts the server itself (its time to the first request is the
+cold start). The other scenarios share one skillab server, as a user's runs do. Every scenario
+states its ideal, units x latency / concurrency, and skillab's wall clock over it.
 
 promptfoo (npm) and inspect-ai (pip, in a virtualenv of its own) are installed once into the cache
 folder (--cache, default ~/.cache/skillab/peers); nothing goes into skillab's environment.
@@ -282,16 +284,24 @@ class Scenario:
     concurrency: int
     trials: int
     fresh: bool = False
+    init: bool = True  # with fresh homes: skillab's `init` first (it starts the server); else the run does
+    latency: float = 0.2
     runs: list[list[Run]] = field(default_factory=list)
+
+    @property
+    def ideal(self) -> float:
+        """The physical limit: every unit's latency, C at a time, and nothing else."""
+        return self.units * self.latency / self.concurrency
 
 
 def run_scenario(
     sc: Scenario, peers: Peers, homes: Homes, work: Path, stub: str, tools: list[str], latency: float
 ) -> None:
     suite = write_suite(work / f"suite-{sc.units}-{sc.concurrency}", sc.units, sc.concurrency, stub)
-    ideal = sc.units * latency / sc.concurrency
+    sc.latency = latency
     print(
-        f"\n== {sc.name}: {sc.units} units at concurrency {sc.concurrency} (ideal {ideal:.2f} s)", flush=True
+        f"\n== {sc.name}: {sc.units} units at concurrency {sc.concurrency} (ideal {sc.ideal:.2f} s)",
+        flush=True,
     )
     for trial in range(sc.trials):
         order = tools[trial % len(tools) :] + tools[: trial % len(tools)]
@@ -324,7 +334,7 @@ def run_trial(
     for tool in order:
         run_dir = work / f"{sc.name}-t{trial}-{tool}"
         init = 0.0
-        if sc.fresh and tool == "skillab":  # timed too: it starts the Prefect server the run will use
+        if sc.fresh and sc.init and tool == "skillab":  # timed too: it starts the server the run will use
             start = time.time()
             subprocess.run(
                 [sys.executable, "-m", "flows.bench", "init", str(run_dir / "project")],
@@ -332,7 +342,7 @@ def run_trial(
             )  # fmt: skip
             init = time.time() - start
         cmd = command(tool, peers, suite, run_dir, stub, sc.concurrency)
-        cwd = run_dir / "project" if sc.fresh and tool == "skillab" else run_dir
+        cwd = run_dir / "project" if sc.fresh and sc.init and tool == "skillab" else run_dir
         if tool == "inspect":  # it takes only a relative task path
             cwd = suite
         run = run_one(tool, cmd, homes.env(tool, run_dir), cwd, stub, sc.units, run_dir / "output.log")
@@ -365,7 +375,8 @@ def summary(scenarios: list[Scenario], tools: list[str]) -> str:
     """The results table (benchmarks/RESULTS.md, the README): median wall per tool, ratios per trial and their median."""
     peers = [t for t in PEERS if t in tools]
     head = "| scenario | " + " | ".join(f"{t} wall (s)" for t in tools)
-    head += "".join(f" | skillab/{p}" for p in peers) + " | skillab first request (s) | skillab peak RSS |"
+    head += "".join(f" | skillab/{p}" for p in peers)
+    head += " | ideal (s) | skillab/ideal | skillab first request (s) | skillab peak RSS |"
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for sc in scenarios:
         walls = []
@@ -376,9 +387,11 @@ def summary(scenarios: list[Scenario], tools: list[str]) -> str:
         first = f"{statistics.median(r.to_first for r in mine):.2f}" if mine else "-"
         rss = f"{max(r.rss_mb for r in mine):.0f} MB" if mine else "-"
         label = f"{sc.name} ({sc.units} units, c={sc.concurrency}, {len(sc.runs)} trial(s))"
+        over = f"**{statistics.median(r.wall for r in mine) / sc.ideal:.2f}**" if mine else "-"
         lines.append(
             f"| {label} | " + " | ".join(walls)
-            + "".join(f" | {ratio_line(sc, p)}" for p in peers) + f" | {first} | {rss} |"
+            + "".join(f" | {ratio_line(sc, p)}" for p in peers)
+            + f" | {sc.ideal:.2f} | {over} | {first} | {rss} |"
         )  # fmt: skip
     for sc in scenarios:
         inits = [r.init for runs in sc.runs for r in runs if r.tool == "skillab" and r.init and not r.note]
@@ -495,6 +508,8 @@ def start_stub(latency: float) -> tuple[subprocess.Popen[bytes], str]:
 
 def parse_scenarios(args: argparse.Namespace) -> list[Scenario]:
     out = [Scenario("first run after init", 100, 16, args.trials, fresh=True)] if args.first_run else []
+    if args.cold:  # nothing before it: the run itself starts the Prefect server
+        out.append(Scenario("cold first command", 100, 16, args.trials, fresh=True, init=False))
     for item in filter(None, args.scenarios.split(",")):
         units, concurrency = (int(x) for x in item.split(":"))
         trials = args.big_trials if units >= 10_000 else args.trials
@@ -512,6 +527,12 @@ def main() -> None:
         "--big-trials", type=int, default=1, help="trials per scenario of 10,000 units or more"
     )
     parser.add_argument("--first-run", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument(
+        "--cold",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="a first command in fresh homes, no init",
+    )
     parser.add_argument("--latency", type=float, default=0.2, help="the stub's reply delay in seconds")
     parser.add_argument("--tools", default=",".join(TOOLS))
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "skillab" / "peers")

@@ -17,15 +17,19 @@ MASK = "<redacted>"  # no brackets: a rich console would read [..] as markup
 #: Parts of a variable name that make its value a credential (not an endpoint or a path).
 CREDENTIAL_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE", re.I)
 MIN_SECRET = 8  # shorter values (a "1", "true") would mask ordinary words
+#: Each shape starts at a word boundary, written as "its first letter, then no word character before
+#: that letter" (``(?<!\w.)``): with a leading ``\b`` the regex engine tries every position of the
+#: text; with a literal first it skips to the candidate letters (a 14 MB report: 0.45 s -> 0.12 s).
+_AFTER_NON_WORD = r"(?<!\w.)"
 #: The shapes of the common providers' keys and tokens.
 KEY_SHAPES = re.compile(
-    r"\bsk-(?:ant-|proj-|svcacct-)?[A-Za-z0-9_\-]{20,}"
-    r"|\bAIza[0-9A-Za-z_\-]{30,}"
-    r"|\bgh[pousr]_[A-Za-z0-9]{30,}"
-    r"|\bgithub_pat_[A-Za-z0-9_]{30,}"
-    r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"
-    r"|\bAKIA[0-9A-Z]{16}\b"
-    r"|\bhf_[A-Za-z0-9]{30,}"
+    rf"s{_AFTER_NON_WORD}k-(?:ant-|proj-|svcacct-)?[A-Za-z0-9_\-]{{20,}}"
+    rf"|A{_AFTER_NON_WORD}Iza[0-9A-Za-z_\-]{{30,}}"
+    rf"|g{_AFTER_NON_WORD}h[pousr]_[A-Za-z0-9]{{30,}}"
+    rf"|g{_AFTER_NON_WORD}ithub_pat_[A-Za-z0-9_]{{30,}}"
+    rf"|x{_AFTER_NON_WORD}ox[abprs]-[A-Za-z0-9-]{{10,}}"
+    rf"|A{_AFTER_NON_WORD}KIA[0-9A-Z]{{16}}\b"
+    rf"|h{_AFTER_NON_WORD}f_[A-Za-z0-9]{{30,}}"
 )
 
 

@@ -46,6 +46,7 @@ def import_all(modules: Sequence[str]) -> None:
 #: holds every function-level import to them). Where: modules whose functions import what only one
 #: command, mode or path needs (module prefix -> why).
 LAZY_WHERE = {
+    "flows.bench": "the entry point: help is printed from its kept text before the parser and the engine load",
     "flows.cli": "every command builds the whole parser at start-up: a handler imports its own mode's modules",
     **dict.fromkeys(
         ("flows.modes.sample.cli", "flows.modes.agentic.cli", "flows.modes.triggers.cli"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -415,6 +416,37 @@ def test_secrets_are_masked_in_every_results_file(tmp_path: Path, monkeypatch: p
     atomic_write_json(tmp_path / "r.json", {"transcript": text})
     written = (tmp_path / "r.json").read_text()
     assert "sk-ant-" not in written and "tok-" not in written and written.count(MASK) == 3
+
+
+#: The key shapes as first written, each behind ``\b``: the fast form must mask exactly the same.
+WORD_BOUNDED_SHAPES = re.compile(
+    r"\bsk-(?:ant-|proj-|svcacct-)?[A-Za-z0-9_\-]{20,}|\bAIza[0-9A-Za-z_\-]{30,}|\bgh[pousr]_[A-Za-z0-9]{30,}"
+    r"|\bgithub_pat_[A-Za-z0-9_]{30,}|\bxox[abprs]-[A-Za-z0-9-]{10,}|\bAKIA[0-9A-Z]{16}\b|\bhf_[A-Za-z0-9]{30,}"
+)
+PIECES = (
+    "sk-",
+    "sk-ant-",
+    "AIza",
+    "ghp_",
+    "github_pat_",
+    "xoxb-",
+    "AKIA",
+    "hf_",
+    "risk-",
+    "é",
+    "_",
+    "-",
+    " ",
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(PIECES) | st.text("aZ09_-é ", min_size=1, max_size=40), max_size=12))
+def test_key_shapes_start_at_a_word_boundary(parts: list[str]) -> None:
+    from executors.redaction import KEY_SHAPES
+
+    text = "".join(parts)
+    assert KEY_SHAPES.sub(MASK, text) == WORD_BOUNDED_SHAPES.sub(MASK, text)
 
 
 def test_the_forwarder_serves_only_its_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -685,28 +685,28 @@ class FakeProvider:
             self.batches[batch.id] = batch
         return JSONResponse(self._anthropic_batch(batch))
 
-    def _batch_or_404(self, batch_id: str, protocol: str) -> FakeBatch | Response:
+    async def _batch_asked(self, request: Request, protocol: str, advance: bool) -> FakeBatch | Response:
+        """The batch a request names (a fault or a 404 as the response instead), advanced by a poll."""
+        fault = await self._batch_call(request)
+        if fault is not None:
+            return fault
+        batch_id = request.path_params["batch_id"]
         batch = self.batches.get(batch_id)
         if batch is None or batch.protocol != protocol:
             return JSONResponse({"error": {"message": f"no batch {batch_id}"}}, status_code=404)
+        if advance:
+            with self.lock:
+                self._advance(batch)
         return batch
 
     async def _anthropic_batch_get(self, request: Request) -> Response:
-        fault = await self._batch_call(request)
-        if fault is not None:
-            return fault
-        batch = self._batch_or_404(request.path_params["batch_id"], "anthropic")
+        batch = await self._batch_asked(request, "anthropic", advance=True)
         if isinstance(batch, Response):
             return batch
-        with self.lock:
-            self._advance(batch)
         return JSONResponse(self._anthropic_batch(batch))
 
     async def _anthropic_batch_results(self, request: Request) -> Response:
-        fault = await self._batch_call(request)
-        if fault is not None:
-            return fault
-        batch = self._batch_or_404(request.path_params["batch_id"], "anthropic")
+        batch = await self._batch_asked(request, "anthropic", advance=False)
         if isinstance(batch, Response):
             return batch
         if not batch.ended:
@@ -835,14 +835,10 @@ class FakeProvider:
         return JSONResponse(self._openai_batch(batch))
 
     async def _openai_batch_get(self, request: Request) -> Response:
-        fault = await self._batch_call(request)
-        if fault is not None:
-            return fault
-        batch = self._batch_or_404(request.path_params["batch_id"], "openai")
+        batch = await self._batch_asked(request, "openai", advance=True)
         if isinstance(batch, Response):
             return batch
         with self.lock:
-            self._advance(batch)
             return JSONResponse(self._openai_batch(batch))
 
 

@@ -12,14 +12,13 @@ from tests.flows.helpers import ROOT
 EXIT = """
 import atexit, threading, time
 from concurrent.futures import ThreadPoolExecutor
-from flows.bench import exit_now
 from flows.cli.command import Command
 
 pool = ThreadPoolExecutor(max_workers=1)
 pool.submit(lambda: None).result()
 threading.Thread(target=lambda: (time.sleep(0.5), print("worker done", flush=True))).start()
 atexit.register(lambda: print("exit handler ran", flush=True))
-exit_now(3, Command(ends_process=True))
+Command(ends_process=True).exit(3)
 """
 
 
