@@ -209,11 +209,13 @@ class AgentExecutor(Executor):
         path = find_binary(cls.binary)
         return f"{cls.version} {cls.binary} {(installed_version(path) if path else None) or 'unknown'}"
 
-    #: The CLI takes a conversation on its input (a case's user, permission policy and MCP
-    #: stand-ins); ``resumes``: it can resume a finished session for a next turn (a case's user
+    #: The CLI takes a conversation on its input (a case's user and permission policy);
+    #: ``resumes``: it can resume a finished session for a next turn (a case's user
     #: only). A case with what its CLI cannot do is refused before anything runs.
     converses: ClassVar[bool] = False
     resumes: ClassVar[bool] = False
+    #: The CLI starts a case's MCP stand-ins from the config skillab writes for the session.
+    serves_mcp: ClassVar[bool] = False
 
     def resume_argv(self, argv: list[str], session_id: str, message: str) -> list[str]:
         """The arguments of a run that resumes ``session_id`` with ``message`` (``resumes``)."""

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from executors.agent import ADD_DIRS, AgentExecutor, talks
 from executors.case_env import case_env
 from executors.contents import copy_file, copy_tree
-from executors.conversation import stand_ins
+from executors.conversation import STAND_INS, stand_ins
 from executors.egress import ANTHROPIC, PLACEHOLDER_KEY
 from executors.installing import install_skill, plugin_copy
 from executors.listing import claude_budget
@@ -66,6 +66,7 @@ class ClaudeCodeExecutor(AgentExecutor):
     }
     loads_plugins = True
     converses = True  # stream-json input, and permission prompts on it (--permission-prompt-tool stdio)
+    serves_mcp = True  # --mcp-config --strict-mcp-config
     # plugin-dir: 2.1.197 (the oldest release run here) loads a plugin folder with --plugin-dir and
     # lists its parts in the init event. plugin-eval: ``claude plugin eval`` (absent from 2.1.197).
     # resume-file: resuming from a session file's path (not an id), as `claude plugin eval` does with
@@ -128,7 +129,9 @@ class ClaudeCodeExecutor(AgentExecutor):
         if request.disallowed_tools:
             argv += ["--disallowedTools", ",".join(request.disallowed_tools)]
         if request.mcp:  # the case's MCP servers as stand-ins, and no other server of any config
-            argv += ["--mcp-config", str(stand_ins(request)), "--strict-mcp-config"]
+            config = Path(request.home) / STAND_INS / "config.json"
+            config.write_text(json.dumps({"mcpServers": stand_ins(request)}), encoding="utf-8")
+            argv += ["--mcp-config", str(config), "--strict-mcp-config"]
         for folder in request.add_dirs:  # a copy the session reads (read-only in the sandbox)
             copy = copy_tree(folder, Path(request.home) / ADD_DIRS / Path(folder).name, "add_dirs")
             argv += ["--add-dir", str(copy)]

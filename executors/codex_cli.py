@@ -11,7 +11,8 @@ import contextlib
 import json
 from pathlib import Path
 
-from executors.agent import AgentExecutor, skill_file_reads
+from executors.agent import AgentExecutor, json_object, skill_file_reads
+from executors.conversation import stand_ins
 from executors.egress import OPENAI, PLACEHOLDER_KEY
 from executors.installing import install_plugin_skills, install_skill
 from executors.parsing import JsonObject
@@ -73,12 +74,19 @@ class CodexExecutor(AgentExecutor):
         )
 
     resumes = True  # a simulated user's answers as runs resuming the thread (`codex exec resume`)
+    serves_mcp = True  # config.toml's [mcp_servers.<name>]
 
     def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
         codex_home = Path(request.home) / ".codex"
         codex_home.mkdir(parents=True, exist_ok=True)
         provider = PROVIDER.format(base_url=endpoint)
-        (codex_home / "config.toml").write_text(CONFIG.format(provider=provider), encoding="utf-8")
+        config = CONFIG.format(provider=provider)
+        # the case's stand-ins (a server's name is a TOML bare key: letters, digits, - and _; a JSON
+        # string is a TOML basic string)
+        for name, server in (stand_ins(request) if request.mcp else {}).items():
+            config += f"\n[mcp_servers.{name}]\ncommand = {json.dumps(server['command'])}\n"
+            config += f"args = {json.dumps(server['args'])}\n"
+        (codex_home / "config.toml").write_text(config, encoding="utf-8")
         prompt = request.prompt
         install_plugin_skills(request, *self.skills_home)
         if install_skill(request, *self.skills_home) and request.force_skill:
@@ -137,6 +145,18 @@ def _codex_item(item: JsonObject, skill_name: str | None) -> tuple[list[AgentEve
             ),
             AgentEvent(kind="tool_result", tool="file_change", tool_id=tool_id, is_error=failed),
         ], False
+    if kind == "mcp_tool_call":  # named as Claude Code names an MCP tool, as graders and policies do
+        tool = f"mcp__{item.get('server')}__{item.get('tool')}"
+        result, error = json_object(item.get("result")), json_object(item.get("error"))
+        said = [str(c.get("text") or "") for c in result.get("content") or [] if isinstance(c, dict)]
+        text = str(error.get("message") or "") if error else "".join(said)
+        return [
+            AgentEvent(kind="tool_use", tool=tool, tool_id=tool_id, input=json_object(item.get("arguments"))),
+            AgentEvent(
+                kind="tool_result", tool=tool, tool_id=tool_id, text=text[:4000],
+                is_error=bool(error) or item.get("status") == "failed",
+            ),
+        ], False  # fmt: skip
     if kind == "error":
         return [AgentEvent(kind="error", text=str(item.get("message") or ""), is_error=True)], False
     return [], False

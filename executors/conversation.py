@@ -235,8 +235,9 @@ class Conversation:
 #: Why a case with a user or a permission policy cannot run on a CLI (said in one line).
 NO_CONVERSATION = (
     "needs a CLI that takes a conversation on its input (claude); this CLI's non-interactive mode "
-    "cannot answer a permission prompt, serve an MCP stand-in, or (not resuming its sessions) a user"
+    "cannot answer a permission prompt, or (not resuming its sessions) a user"
 )
+NO_MCP = "needs a CLI whose config can start MCP servers (claude, codex, gemini-cli, opencode, copilot)"
 
 
 def talks(request: AgentRequest) -> bool:
@@ -256,20 +257,23 @@ class World(Protocol):
 
 
 class Abilities(Protocol):
-    """What a CLI can do with a world (``AgentExecutor.converses`` and ``resumes``)."""
+    """What a CLI can do with a world (``AgentExecutor.converses``, ``resumes``, ``serves_mcp``)."""
 
     @property
     def converses(self) -> bool: ...
     @property
     def resumes(self) -> bool: ...
+    @property
+    def serves_mcp(self) -> bool: ...
 
 
 def world_problem(world: World, cli: Abilities) -> str | None:
     """Why a CLI cannot run a session's (or a case's) world: its user, its permission policy, its
     MCP stand-ins; the field and why, in one line; None when it can."""
-    if world.permissions is not None or world.mcp:
-        field = "permissions" if world.permissions is not None else "mcp"
-        return None if cli.converses else f"{field}: {NO_CONVERSATION}"
+    if world.permissions is not None and not cli.converses:
+        return f"permissions: {NO_CONVERSATION}"
+    if world.mcp and not cli.serves_mcp:
+        return f"mcp: {NO_MCP}"
     if world.user is None or cli.converses or cli.resumes:
         return None
     return f"user: {NO_CONVERSATION}"
@@ -314,9 +318,10 @@ RECORDED = "servers.json.record.jsonl"  # --mocks record: what the real servers 
 MOCK_CALLS = "mock_calls.jsonl"  # the session's outputs' copy (plugin eval's mock_calls target)
 
 
-def stand_ins(request: AgentRequest) -> Path:
-    """The case's MCP servers made stand-ins in the session's HOME (executors.mcp_standin, its spec,
-    and an ``mcpServers`` config starting each over stdio); the config's path."""
+def stand_ins(request: AgentRequest, **extra: object) -> JsonObject:
+    """The case's MCP servers made stand-ins in the session's HOME (executors.mcp_standin and its
+    spec); the ``mcpServers`` mapping that starts each over stdio, each entry with the CLI's ``extra``
+    keys, for the CLI's own MCP config (skillab's, the same for both arms, never the suite's)."""
     folder = Path(request.home) / STAND_INS
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "mcp_standin.py"
@@ -329,9 +334,7 @@ def stand_ins(request: AgentRequest) -> Path:
         k: v.model_dump(mode="json", exclude={"record": {"folder"}}) for k, v in (request.mcp or {}).items()
     }
     spec.write_text(json.dumps(dumped))
-    servers = {
-        name: {"command": SYSTEM_PYTHON, "args": [str(script), str(spec), name]} for name in request.mcp or {}
+    return {
+        name: {"command": SYSTEM_PYTHON, "args": [str(script), str(spec), name], **extra}
+        for name in request.mcp or {}
     }
-    config = folder / "config.json"
-    config.write_text(json.dumps({"mcpServers": servers}))
-    return config

@@ -14,6 +14,7 @@ session reads it read-only.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import subprocess
 import uuid
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from executors.agent import ADD_DIRS, AgentExecutor, find_binary, json_object, read_events, skill_file_reads
 from executors.contents import copy_tree
+from executors.conversation import stand_ins
 from executors.egress import ANTHROPIC, PLACEHOLDER_KEY
 from executors.installing import install_and_instruct
 from executors.parsing import JsonObject
@@ -85,6 +87,7 @@ class CopilotCliExecutor(AgentExecutor):
         return (unpacked_cache(),)
 
     resumes = True  # a simulated user's answers as runs resuming the session (`--resume=<id>`)
+    serves_mcp = True  # --additional-mcp-config
 
     def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
         instructions = Path(request.home) / ".copilot" / "copilot-instructions.md"
@@ -104,6 +107,9 @@ class CopilotCliExecutor(AgentExecutor):
         for folder in request.add_dirs:  # a copy the session reads (read-only in the sandbox)
             copy = copy_tree(folder, Path(request.home) / ADD_DIRS / Path(folder).name, "add_dirs")
             argv += ["--add-dir", str(copy)]
+        if request.mcp:  # the case's stand-ins, every tool of theirs enabled
+            servers = stand_ins(request, type="local", tools=["*"])
+            argv += ["--additional-mcp-config", json.dumps({"mcpServers": servers})]
         env = self.base_env(request) | QUIET
         env |= {
             "COPILOT_PROVIDER_BASE_URL": endpoint,

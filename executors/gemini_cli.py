@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from executors.agent import AgentExecutor
+from executors.conversation import stand_ins
 from executors.egress import GEMINI, PLACEHOLDER_KEY
 from executors.installing import install_and_instruct
 from executors.parsing import JsonObject
@@ -45,6 +46,7 @@ class GeminiCliExecutor(AgentExecutor):
         return [value.strip().lstrip("/")] if isinstance(value, str) and value.strip() else []
 
     resumes = True  # a simulated user's answers as runs resuming the session (`gemini --resume`)
+    serves_mcp = True  # settings.json's mcpServers; a tool is named mcp_<server>_<tool>
 
     def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
         settings_dir = Path(request.home) / ".gemini"
@@ -56,6 +58,8 @@ class GeminiCliExecutor(AgentExecutor):
             "telemetry": {"enabled": False},
             "model": {"maxSessionTurns": request.max_turns},
         }
+        if request.mcp:  # the case's stand-ins, trusted: no confirmation (yolo approves the rest)
+            settings["mcpServers"] = stand_ins(request, trust=True)
         (settings_dir / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
         install_and_instruct(request, self.skills_home, FORCE_SKILL, Path(request.sandbox) / "GEMINI.md")
         env = self.base_env(request) | {

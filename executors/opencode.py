@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 
 from executors.agent import AgentExecutor, json_object, skill_file_reads
+from executors.conversation import stand_ins
 from executors.egress import OPENAI, PLACEHOLDER_KEY
 from executors.installing import install_and_instruct
 from executors.parsing import JsonObject
@@ -77,6 +78,7 @@ class OpenCodeExecutor(AgentExecutor):
         return super().problem()
 
     resumes = True  # a simulated user's answers as runs continuing the session (`run --session`)
+    serves_mcp = True  # opencode.json's mcp; a tool is named <server>_<tool>
 
     def prepare(self, request: AgentRequest, endpoint: str) -> tuple[list[str], dict[str, str]]:
         config_dir = Path(request.home) / ".config" / "opencode"
@@ -107,6 +109,9 @@ class OpenCodeExecutor(AgentExecutor):
             },
             "agent": {"build": {"steps": request.max_turns}},
         }
+        if request.mcp:  # the case's stand-ins (a local server's command is one list)
+            servers = stand_ins(request).items()
+            config["mcp"] = {n: {"type": "local", "command": [s["command"], *s["args"]]} for n, s in servers}
         (config_dir / "opencode.json").write_text(json.dumps(config), encoding="utf-8")
         install_and_instruct(request, self.skills_home, FORCE_SKILL, config_dir / "AGENTS.md")
         env = self.base_env(request) | QUIET

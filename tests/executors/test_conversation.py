@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -480,3 +481,103 @@ def test_a_cli_without_a_conversation_input_meets_the_user_by_resuming(tmp_path:
     ]
     assert session.final_text == "region.txt written."
     assert not refused.ok and "permissions: needs a CLI that takes a conversation" in (refused.error or "")
+
+
+CRM_SAYS = "Acme Corp: EMEA, 120 seats"
+
+
+def crm_caller(call: Callable[[str, dict[str, Any]], dict[str, Any]], say: Callable[[str], dict[str, Any]]):
+    """A model of any protocol: calls the stand-in's lookup tool by the name its CLI gave it (found in
+    the request's tool declarations), then repeats what the tool answered."""
+
+    def model(body: dict[str, Any]) -> list[dict[str, Any]]:
+        text = json.dumps(body)
+        if CRM_SAYS in text:
+            return [say(f"The CRM says: {CRM_SAYS}")]
+        named = re.search(r'"([A-Za-z0-9_.:-]*lookup_customer)"', text)
+        return [call(named.group(1), {"name": "Acme"}) if named else say("no CRM tool in the request")]
+
+    return model
+
+
+def codex_crm(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Codex defers MCP tools (a namespace named in the prompt): its tool_search finds the tool,
+    then the call names it within its namespace."""
+    text = json.dumps(body)
+    if CRM_SAYS in text:
+        return [
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": f"The CRM says: {CRM_SAYS}"}],
+            }
+        ]
+    if "tool_search_output" not in text:
+        search = {"query": "lookup_customer"}
+        return [{"type": "tool_search_call", "call_id": "ts_1", "execution": "client", "arguments": search}]
+    lookup = json.dumps({"name": "Acme"})
+    return [
+        {
+            "type": "function_call",
+            "namespace": "mcp__crm",
+            "name": "lookup_customer",
+            "call_id": "c1",
+            "arguments": lookup,
+        }
+    ]
+
+
+#: Each other CLI's scripted model calling the stand-in, in its protocol.
+MCP_CALLERS = {
+    "codex": codex_crm,
+    "gemini-cli": crm_caller(lambda n, a: {"functionCall": {"name": n, "args": a}}, lambda t: {"text": t}),
+    "opencode": crm_caller(lambda n, a: {"tool": n, "arguments": a}, lambda t: {"text": t}),
+    "copilot": crm_caller(
+        lambda n, a: {"type": "tool_use", "name": n, "input": a}, lambda t: {"type": "text", "text": t}
+    ),
+}
+
+
+@pytest.mark.parametrize("cli", list(MCP_CALLERS))
+def test_an_mcp_stand_in_serves_every_other_cli(tmp_path: Path, cli: str) -> None:
+    """The case's MCP server, started by the CLI from the config skillab wrote for the session: the
+    model sees its tool, the call reaches the stand-in and its scripted answer reaches the model."""
+    import importlib
+
+    where, hook, path, model, _ = RESUMING[cli]
+    module, name = where.split(".")
+    executor_class = getattr(importlib.import_module(f"executors.{module}"), name)
+    need(executor_class.binary)
+    with FakeProvider() as server:
+        setattr(server, hook, MCP_CALLERS[cli])
+        executor = executor_class(ExecutorSettings(base_url=f"{server.url}{path}"))
+        prompt = "Find Acme in the CRM and tell me what it says."
+        session = asyncio.run(
+            executor.session(agent_request(tmp_path, cli, model, prompt, mcp=CRM, timeout_s=90))
+        )
+    assert session.ok, (session.error, session.final_text)
+    calls = (tmp_path / "home" / "skillab-mcp" / "servers.json.calls.jsonl").read_text().splitlines()
+    assert [json.loads(c) for c in calls] == [
+        {"server": "crm", "name": "lookup_customer", "arguments": {"name": "Acme"}}
+    ]
+    assert f"The CRM says: {CRM_SAYS}" in session.final_text
+    used = [e.tool for e in session.events if e.kind == "tool_use"]
+    assert any("crm" in str(t) and "lookup_customer" in str(t) for t in used), used
+
+
+def test_what_a_cli_cannot_do_with_a_world_is_named_in_one_line() -> None:
+    from types import SimpleNamespace
+
+    from executors.conversation import NO_CONVERSATION, NO_MCP, world_problem
+
+    def problem(cli: SimpleNamespace, **world: Any) -> str | None:
+        return world_problem(
+            SimpleNamespace(**({"user": None, "permissions": None, "mcp": None} | world)), cli
+        )
+
+    resuming = SimpleNamespace(converses=False, resumes=True, serves_mcp=True)
+    bare = SimpleNamespace(converses=False, resumes=False, serves_mcp=False)
+    assert problem(resuming, user=USER, mcp=CRM) is None
+    assert problem(resuming, permissions=PermissionPolicy()) == f"permissions: {NO_CONVERSATION}"
+    assert problem(bare, mcp=CRM) == f"mcp: {NO_MCP}"
+    assert problem(bare, user=USER) == f"user: {NO_CONVERSATION}"
