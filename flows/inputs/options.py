@@ -73,7 +73,20 @@ class RunOptions(BaseModel):
     max_calls: int | None = Field(None, ge=1, description="stop starting units past this count")
 
 
-class BenchOptions(RunOptions):
+class NightControl(BaseModel):
+    """A suite's same-night control (sample and trigger suites)."""
+
+    model_config = RunOptions.model_config
+
+    same_night_control: bool = Field(
+        False,
+        description="a suite's night runs each variant changed since the last night that passed beside that "
+        "night's artifact (<name>@good), reading no cache: the skill's regression told from the world's change",
+    )
+    control_every: int = Field(1, ge=1, description="with --same-night-control: the control every N nights")
+
+
+class BenchOptions(RunOptions, NightControl):
     """The parameters of a sample-mode run. Flags override ``skillab.yaml``, which overrides these
     defaults."""
 
@@ -193,12 +206,6 @@ class BenchOptions(RunOptions):
         "none", description="ci: also gate on the verdict"
     )
     suite: str | None = Field(None, description="suite name for regression history")
-    same_night_control: bool = Field(
-        False,
-        description="a suite's night runs each variant changed since the last night that passed beside that "
-        "night's artifact (<name>@good), reading no cache: the skill's regression told from the world's change",
-    )
-    control_every: int = Field(1, ge=1, description="with --same-night-control: the control every N nights")
     history_url: str | None = Field(
         None,
         description="a team's one history: a folder or s3:// URL where every machine's reports of the suite "

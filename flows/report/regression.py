@@ -7,10 +7,12 @@ differences (this run minus the previous one) give a verdict; WORSE is a regress
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from flows.report.entries import (
     ArtifactChange,
@@ -33,12 +35,13 @@ def suite_reports(reports_dir: Path, suite: str) -> list[Report]:
 
 
 def case_scores(report: Report) -> dict[str, dict[str, float]]:
-    """variant -> sample_id -> the case's composite (mean over runs); blind labels resolved."""
+    """variant -> sample_id -> the case's score (its mode's: a composite, a trigger rate); blind
+    labels resolved."""
     out: dict[str, dict[str, float]] = {}
     for case in report.results:
-        for label, entry in case.variants.items():
-            if entry.composite_score is not None:
-                out.setdefault(report.variant_name(label), {})[case.sample_id] = float(entry.composite_score)
+        for label in case.variants:
+            if (score := report.case_score(case, label)) is not None:
+                out.setdefault(report.variant_name(label), {})[case.sample_id] = score
     return out
 
 
@@ -156,7 +159,38 @@ def canary_moves(previous: Report, current: Report) -> list[str]:
 
 #: The name of a variant's same-night control: its last known good artifact, run beside it.
 KNOWN_GOOD = "@good"
+#: Where a suite's passing nights keep their artifacts, by SHA-256 (in the reports folder).
+KNOWN_GOOD_STORE = ".known-good"
 MOVED = (VerdictLabel.WORSE, VerdictLabel.BETTER)
+
+
+def passed(report: Report) -> bool:
+    """A night whose artifacts may become the known good ones: it did not regress."""
+    return report.regression is None or not report.regression.regressed
+
+
+def due_control(
+    reports: Path, suite: str, every: int, model: str | None = None
+) -> tuple[Report, Path] | None:
+    """The night whose artifacts tonight's controls run (the suite's last that passed, on ``model``
+    when given) and a fresh folder to stage tonight's artifacts in; None when no night passed yet or a
+    control ran fewer than ``every`` nights ago."""
+    nights = [r for r in suite_reports(reports, suite) if model is None or r.meta.model == model]
+    good = next((r for r in reversed(nights) if passed(r)), None)
+    with_control = [i for i, r in enumerate(nights) if any(v.endswith(KNOWN_GOOD) for v in r.meta.variants)]
+    if good is None or (with_control and len(nights) - 1 - with_control[-1] < every - 1):
+        return None
+    staging = reports / ".nights" / quote(suite, safe="") / "skills"
+    shutil.rmtree(staging, ignore_errors=True)
+    return good, staging
+
+
+def control_told(name: str, night: Report, digest: str) -> str:
+    """What the night is told of one control arm it runs."""
+    return (
+        f"same-night control: {name}{KNOWN_GOOD}, the artifact of night {night.id} (sha256 {digest[:12]}), "
+        f"runs beside {name}: its sessions or calls double, and the night reads no cache"
+    )
 
 
 def same_night_controls(

@@ -303,6 +303,11 @@ class Report(Model):
         """The real variant behind a label (a blind label is resolved)."""
         return (self.blind_mapping or {}).get(label, label)
 
+    def case_score(self, case: CaseResult[Any], label: str) -> float | None:
+        """A case's score under a variant, as nights compare them: its composite (the mean over runs)."""
+        score = case.variants[label].composite_score
+        return None if score is None else float(score)
+
     def all_cases(self) -> list[CaseResult[Any]]:
         """Every case with results, the report's other lists of them included."""
         return list(self.results)

@@ -13,6 +13,7 @@ from flows.engine.progress import Progress
 from flows.engine.runlog import add_tags, outcome_tag, run_logger, tag_flow_run
 from flows.engine.runner import RunnerConfig, UnitRunner
 from flows.inputs.files import skillab_home
+from flows.modes.triggers.control import keep_known_good
 from flows.modes.triggers.plan import TriggerOptions, prepare_triggers
 from flows.modes.triggers.report import build_trigger_report
 from flows.modes.triggers.runner import TriggerRunner
@@ -68,6 +69,7 @@ async def run_triggers(options: TriggerOptions, cwd: str, show_progress: bool) -
     report = build_trigger_report(plan, report_id, outcomes, started, stats)
     # a suite's run against its previous one: the artifacts and what ran that changed between them
     report.regression = regression_against_previous(Path(cwd) / options.results_dir, report)
+    keep_known_good(plan, report, Path(cwd) / options.results_dir)
     path = publish(report, Path(cwd) / options.results_dir)
     if options.output_dir:
         publish(report, Path(options.output_dir))

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from flows.report.entries import CaseResult, TriggerVariantResult
 from flows.report.schema import CheckStatus, JunitCase, Named, Report, SessionMeta, ValidityCheck
+from graders.queries import NONE
 from tasks.stats.models import Model
 from tasks.stats.trigger_compare import DescriptionDecision, VariantComparison
 from tasks.stats.trigger_stats import ListingShift, TriggerSummary
@@ -81,6 +82,17 @@ class TriggerReport(Report):
                     name = f"{comp.treatment} vs {comp.control}: {scope} {metric.metric} ({part})"
                     out.append(Named(name, metric.verdict, metric.comparison.mean, metric.comparison.n))
         return out
+
+    def case_score(self, case: CaseResult[Any], label: str) -> float | None:
+        """The share of the query's counted sessions that did what it expects (fired its skill, or
+        fired none): what nights compare, on the rate scale."""
+        entry = case.variants[label]
+        counted = [r for r in entry.runs or [entry] if r.ok]
+        if not counted:
+            return None
+        if case.expect in (None, NONE):
+            return sum(1 for r in counted if not r.fired) / len(counted)
+        return sum(1 for r in counted if case.expect in (r.fired or [])) / len(counted)
 
     def error_checks(self, limit: float) -> list[ValidityCheck]:
         """A session that did not count, per variant."""

@@ -27,6 +27,7 @@ from flows.inputs.options import (
     FLEET_POOL_HELP,
     FLEET_RPM_HELP,
     FLEET_SESSIONS_HELP,
+    NightControl,
     RunOptions,
     fleet_sandbox,
 )
@@ -61,7 +62,7 @@ DEFAULT_VARIANT = "default"
 ENVIRONMENT_VARIANT = "environment"  # the user's setup without the skill under test
 
 
-class TriggerOptions(RunOptions):
+class TriggerOptions(RunOptions, NightControl):
     """The parameters of a trigger run; every one is also a flag."""
 
     _runner_model = model_validator(mode="before")(runner_default_model)
