@@ -28,6 +28,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED=false
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
-# Two workers, each running whole test files (a file's fixtures and the fleet's one Docker pool stay
-# on one worker); the slowest tests listed at the end: where the run's time goes.
-.venv/bin/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=25 "$@"
+# Three workers on the two cores, each running whole test files (a file's fixtures and the fleet's one
+# Docker pool stay on one worker): most tests wait on agent CLIs, servers and containers more than they
+# compute (19 minutes here, where two workers took 25-28). The slowest tests are listed at the end.
+.venv/bin/python -m pytest -q -p no:cacheprovider -n 3 --dist loadfile --durations=25 "$@"

@@ -21,8 +21,9 @@ from flows.report.schema import Report
 
 
 def keep_known_good(plan: TriggerPlan, report: Report, results: Path) -> None:
-    """A suite's night that did not regress: each variant's skill folders become known good ones."""
-    if not plan.options.suite or not passed(report):
+    """A controlled suite's night that did not regress: each variant's skill folders become known
+    good ones (folders, unlike sample mode's texts: kept only where a control may ask for them)."""
+    if not plan.options.suite or not plan.options.same_night_control or not passed(report):
         return
     for v in plan.variants:
         kept = results / KNOWN_GOOD_STORE / v.sha256
@@ -32,7 +33,10 @@ def keep_known_good(plan: TriggerPlan, report: Report, results: Path) -> None:
         shutil.rmtree(partial, ignore_errors=True)
         for s in v.skills:
             copy_tree(s.path, partial / s.path.name, f"skill {s.name}")
-        partial.rename(kept)
+        try:
+            partial.rename(kept)
+        except OSError:  # another run of the suite kept the same folder first
+            shutil.rmtree(partial, ignore_errors=True)
 
 
 def with_controls(options: TriggerOptions, folder: Path) -> tuple[TriggerOptions, list[str]]:
