@@ -86,7 +86,7 @@ class NightControl(BaseModel):
     control_every: int = Field(1, ge=1, description="with --same-night-control: the control every N nights")
 
 
-class BenchOptions(RunOptions, NightControl):
+class BenchOptions(NightControl, RunOptions):
     """The parameters of a sample-mode run. Flags override ``skillab.yaml``, which overrides these
     defaults."""
 

@@ -62,7 +62,7 @@ DEFAULT_VARIANT = "default"
 ENVIRONMENT_VARIANT = "environment"  # the user's setup without the skill under test
 
 
-class TriggerOptions(RunOptions, NightControl):
+class TriggerOptions(NightControl, RunOptions):
     """The parameters of a trigger run; every one is also a flag."""
 
     _runner_model = model_validator(mode="before")(runner_default_model)
