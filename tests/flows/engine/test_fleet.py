@@ -278,7 +278,7 @@ def test_killing_a_worker_loses_nothing_and_an_unchanged_baseline_is_not_run_aga
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
         args = [*skill_run(suite, server.url, "kill"), "--fleet-pool", POOL]
-        args += ["--timeout", "90", "--concurrency", "6"]
+        args += ["--timeout", "240", "--concurrency", "6"]
         codes: list[int] = []
         thread = threading.Thread(target=lambda: codes.append(main(args)))
         thread.start()
@@ -471,7 +471,7 @@ def test_copilot_and_opencode_sessions_run_in_the_fleets_containers(
         args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--runner", "copilot,opencode"]
         args += ["--base-url", f"copilot={server.url},opencode={server.url}/v1"]
         args += ["--judge-model", "claude-opus-4", "--results-dir", str(tmp_path / "results")]
-        main([*args, "--timeout", "90", "--concurrency", "4", "--fleet-pool", POOL])
+        main([*args, "--timeout", "240", "--concurrency", "4", "--fleet-pool", POOL])
     (root,) = (tmp_path / "results").glob("calc-skill-agents-*")
     report = json.loads((root / "report.json").read_text())
     lifts = {a["runner"]: a for a in report["matrix"]["agents"]}
