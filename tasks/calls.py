@@ -1,9 +1,9 @@
 """One attempt at a unit's model call (the calls a run sent before its task runs started are kept
 in its run context, tasks/context.py).
 
-Neither imports Prefect: a run's head start (flows/modes/sample/headstart.py) makes these calls from its own
-thread while the command is still importing Prefect, and the units' task runs (tasks/unit_runs.py) make
-them for every other attempt.
+It imports no Prefect: a run's head start (flows/modes/sample/headstart.py) makes these calls from its
+own thread while the command is still importing Prefect, and the units' task runs (tasks/unit_runs.py)
+make them for every other attempt.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from tasks.schema import CallPolicy, Unit
 
 
 async def attempt(unit: Unit, policy: CallPolicy, number: int) -> RunResult:
-    """Call the model once under the policy's timeout; a success is cached before it is returned."""
+    """Call the model once under the policy's timeout; a success is handed to the run's cache thread."""
     executor = get_executor(unit.request.executor, policy.settings())
     try:
         result = await asyncio.wait_for(executor.run(unit.request), policy.timeout_s)

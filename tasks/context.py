@@ -34,7 +34,7 @@ RetryListener = Callable[[str, str, str], None]
 
 class EarlyCalls:
     """First attempts sent before their task runs existed, by unit key. The task run of each unit
-    takes its answer (or its error, which Prefect's retries then treat as the first attempt's)
+    takes its answer (or its error, which its retries then treat as the first attempt's)
     instead of calling again. Threads: the head start adds, the flow's event loop takes."""
 
     def __init__(self) -> None:

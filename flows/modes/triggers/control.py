@@ -59,19 +59,22 @@ def with_controls(options: TriggerOptions, folder: Path) -> tuple[TriggerOptions
         return options, []
     good, staging = due
     hashes = {good.variant_name(k): h for k, h in (good.meta.skill_hashes or {}).items()}
+    kept = {  # label -> last good night's folder of its skill, where it changed since and was kept
+        v.label: results / KNOWN_GOOD_STORE / str(hashes[v.label]) / v.skills[0].path.name
+        for v in variants
+        if hashes.get(v.label) not in (None, v.sha256)
+    }
+    kept = {label: path for label, path in kept.items() if path.is_dir()}
+    if not kept:
+        return options, []
     # every variant's folder staged under its label (the label of one skill's folders is their parent's
     # name), then each control under its variant's label and @good
     skills = [
         copy_tree(v.skills[0].path, staging / v.label / v.skills[0].path.name, "--skill") for v in variants
     ]
-    told = []
-    for v in variants:
-        digest, name = hashes.get(v.label), v.skills[0].path.name
-        kept = results / KNOWN_GOOD_STORE / str(digest) / name
-        if digest in (None, v.sha256) or not kept.is_dir():
-            continue
-        skills.append(copy_tree(kept, staging / f"{v.label}{KNOWN_GOOD}" / name, "--skill"))
-        told.append(control_told(v.label, good, str(digest)))
-    if not told:
-        return options, []
+    skills += [
+        copy_tree(path, staging / f"{label}{KNOWN_GOOD}" / path.name, "--skill")
+        for label, path in kept.items()
+    ]
+    told = [control_told(label, good, str(hashes[label])) for label in kept]
     return options.model_copy(update={"skill": tuple(str(p) for p in skills), "cache": False}), told
