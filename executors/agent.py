@@ -29,7 +29,7 @@ from executors.conversation import Conversation, Talking, talks, world_problem
 from executors.egress import Provider, Route, forwarder
 from executors.errors import PermanentError, TransientError, is_transient_status
 from executors.limits import DiskWatch, disk_limit, pids_cgroup
-from executors.parsing import JsonObject
+from executors.parsing import JsonObject, json_lines
 from executors.redaction import redact_file
 from executors.sandbox import (
     EGRESS_PORT,
@@ -102,23 +102,12 @@ def json_object(value: Any) -> JsonObject:
 
 def read_events(path: Path) -> list[JsonObject]:
     """JSON lines of a stream; lines that are not JSON objects (warnings, banners) are skipped."""
-    out = []
     try:
         with open(path, "rb") as handle:
             data = handle.read(STREAM_LIMIT)
     except FileNotFoundError:
         return []
-    for line in data.decode("utf-8", "replace").splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(obj, dict):
-            out.append(obj)
-    return out
+    return json_lines(data.decode("utf-8", "replace"))
 
 
 @functools.cache

@@ -46,7 +46,7 @@ from executors.base import Executor, HttpExecutor, json_of
 from executors.errors import ExecutorError, TransientError, error_for_status
 from executors.http_client import Reply
 from executors.openai import OpenAIExecutor
-from executors.parsing import JsonObject
+from executors.parsing import JsonObject, json_lines
 from executors.schema import Frozen, RunRequest, RunResult
 
 #: Both providers bill batch requests at half the list price (input and output alike; prompt-cache
@@ -193,19 +193,6 @@ class BatchClient(ABC):
             return failed_item(str(exc), exc.kind, model)
 
 
-def jsonl(text: str) -> list[JsonObject]:
-    """The JSON objects of a JSONL text; a line that is not one is skipped (its item stays owed)."""
-    out = []
-    for line in text.splitlines():
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            out.append(value)
-    return out
-
-
 def _missing(results: dict[str, RunResult], expected: Iterable[str], why: str) -> dict[str, RunResult]:
     for cid in expected:
         results.setdefault(cid, failed_item(f"batch item has no result ({why})", "transient"))
@@ -262,7 +249,7 @@ class AnthropicBatchClient(BatchClient):
         if not url or urlsplit(url)[:2] != urlsplit(self.endpoint)[:2]:
             url = self._url(batch_id, "results")
         out: dict[str, RunResult] = {}
-        for line in jsonl((await self.get(url)).text):
+        for line in json_lines((await self.get(url)).text):
             cid, result = line.get("custom_id"), line.get("result") or {}
             if isinstance(cid, str):
                 out[cid] = self._item(result)
@@ -351,7 +338,7 @@ class OpenAIBatchClient(BatchClient):
             return out
         for file_id in (data.get("output_file_id"), data.get("error_file_id")):
             if file_id:
-                for line in jsonl((await self.get(f"{self.endpoint}/files/{file_id}/content")).text):
+                for line in json_lines((await self.get(f"{self.endpoint}/files/{file_id}/content")).text):
                     cid = line.get("custom_id")
                     if isinstance(cid, str):
                         out[cid] = self._item(line)

@@ -29,13 +29,7 @@ class GeminiExecutor(HttpExecutor):
         body: JsonObject = {"contents": [{"role": "user", "parts": [{"text": request.prompt}]}]}
         if request.system:
             body["systemInstruction"] = {"parts": [{"text": request.system}]}
-        config: JsonObject = {}
-        if request.temperature is not None:
-            config["temperature"] = request.temperature
-        if request.max_tokens is not None:
-            config["maxOutputTokens"] = request.max_tokens
-        if request.seed is not None:
-            config["seed"] = request.seed
+        config: JsonObject = dict(request.sampling("maxOutputTokens"))
         if request.response_schema:
             config["responseMimeType"] = "application/json"
             config["responseJsonSchema"] = json.loads(request.response_schema)

@@ -28,13 +28,7 @@ class OpenAIExecutor(HttpExecutor):
         if request.system:
             messages.append({"role": "system", "content": request.system})
         messages.append({"role": "user", "content": request.prompt})
-        body: JsonObject = {"model": request.model, "messages": messages}
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
-        if request.max_tokens is not None:
-            body["max_tokens"] = request.max_tokens
-        if request.seed is not None:
-            body["seed"] = request.seed
+        body: JsonObject = {"model": request.model, "messages": messages, **request.sampling("max_tokens")}
         if request.response_schema:
             body["response_format"] = {
                 "type": "json_schema",

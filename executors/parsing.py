@@ -21,6 +21,20 @@ MAX_EXPANDED = 1_000_000
 JsonObject = dict[str, Any]
 
 
+def json_lines(text: str) -> list[JsonObject]:
+    """The JSON objects of a JSONL text; a line that is not one (a banner, a warning, a cut line) is
+    skipped."""
+    out = []
+    for line in text.splitlines():
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            out.append(value)
+    return out
+
+
 class TooLarge(yaml.YAMLError):
     """A document refused for its expanded size or depth."""
 

@@ -77,6 +77,11 @@ class RunRequest(Frozen):
         default=None, description="JSON schema (as JSON text) for structured output, when wanted"
     )
 
+    def sampling(self, max_tokens: str) -> dict[str, float | int]:
+        """The sampling settings the request sets, under a provider's name for the output limit."""
+        given = {"temperature": self.temperature, max_tokens: self.max_tokens, "seed": self.seed}
+        return {k: v for k, v in given.items() if v is not None}
+
 
 def not_negative(value: Any, info: ValidationInfo) -> Any:
     """A server's negative token count or cost is clamped at zero, with a warning: a negative total

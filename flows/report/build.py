@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from pydantic_core import to_json
 
 from executors import sandbox
+from executors.redaction import redact
 from flows.report.entries import RunEntry, V
 from flows.report.fingerprint import fingerprint
-from flows.report.schema import REPORT_VERSION, RP, Meta, Report, mode_of
+from flows.report.schema import REPORT_VERSION, RP, Meta, Report, mode_of, wrote
 from tasks.schema import RunStats, Scale
 from tasks.stats.figures import Aggregate, Analysis, CaseStats
 from tasks.store.files import atomic_write_text
@@ -127,10 +127,14 @@ def report_path(output_dir: Path, report_id: str) -> Path:
 
 def publish(report: Report, output_dir: Path) -> Path:
     path = report_path(output_dir, report.id)
-    # pydantic-core's encoder, strict JSON as atomic_write_json writes it (NaN and infinity as null,
-    # UTF-8 kept): the standard library's indenting encoder took 2.6 s for a report of 10,000 results.
-    text = to_json(report.dump(), indent=2, inf_nan_mode="null").decode()
-    atomic_write_text(path, text + "\n")
+    # pydantic-core's encoder straight from the model, strict JSON as atomic_write_json writes it (NaN
+    # and infinity as null, UTF-8 kept): at 10,000 results 0.12 s, where the dict first then its JSON
+    # took 0.46 s and the standard library's indenting encoder 2.6 s.
+    text = report.model_dump_json(indent=2, by_alias=True, exclude_unset=True)
+    clean = redact(text)
+    atomic_write_text(path, clean, masked=True, end="\n")  # a 14 MB text not copied for its newline
+    if clean == text:  # else the file is not the report in memory: a reader parses the file
+        wrote(path, report)
     return path
 
 

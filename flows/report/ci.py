@@ -149,10 +149,9 @@ def summary_markdown(report: Report, threshold: float | None = None) -> str:
         "|---|---|---|---|---|---|",
     ]
     for name, s in report.summary.items():
-        low, high = [*s.composite_ci95, None, None][:2]
-        rate = "—" if s.pass_rate is None else f"{s.pass_rate:.0%}"
+        low, high = s.interval
         lines.append(
-            f"| {md(name)} | {fmt(s.avg_composite_score)} | [{fmt(low)}, {fmt(high)}] | {rate} | "
+            f"| {md(name)} | {fmt(s.avg_composite_score)} | [{fmt(low)}, {fmt(high)}] | {s.pass_shown} | "
             f"{s.error_count}/{s.executions} | {s.ungraded_count} |"
         )
     economy = [f"- {md(line)}" for line in economy_lines(report)]

@@ -45,7 +45,7 @@ def summary_table(report: Report) -> Table:
     for column in COLUMNS:
         table.add_column(column, justify="left" if column == "variant" else "right")
     for name, s in report.summary.items():
-        low, high = [*s.composite_ci95, None, None][:2]
+        low, high = s.interval
         table.add_row(
             name,
             fmt(s.avg_composite_score),

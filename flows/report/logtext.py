@@ -19,11 +19,10 @@ def figure_lines(report: Report) -> list[str]:
     """One line per variant: score with its interval, pass rate, errors, cost."""
     lines = []
     for name, s in report.summary.items():
-        low, high = [*s.composite_ci95, None, None][:2]
-        passed = "—" if s.pass_rate is None else f"{s.pass_rate:.0%}"
+        low, high = s.interval
         lines.append(
             f"{name}: score {_num(s.avg_composite_score)} (95% CI {_num(low)} to {_num(high)}, "
-            f"{report.scale.name}) · pass {passed} · errors {s.error_count}/{s.executions} · "
+            f"{report.scale.name}) · pass {s.pass_shown} · errors {s.error_count}/{s.executions} · "
             f"${s.total_cost_usd:.4f}"
         )
     return lines

@@ -120,10 +120,7 @@ def run_charts(report: Report) -> dict[str, Markup]:
         return own
     scale = report.scale
     values, cost, latency = scored_points(report)
-    intervals = {
-        n: (s.composite_ci95[0], s.composite_ci95[1]) if len(s.composite_ci95) == 2 else (None, None)
-        for n, s in report.summary.items()
-    }
+    intervals = {n: s.interval for n, s in report.summary.items()}
     score_label = f"score ({scale.name})"
     out = {
         "distribution": charts.distribution(

@@ -72,12 +72,12 @@ def trend_entry(report: Report) -> Trend:
     for label, s in report.summary.items():
         name = report.variant_name(label)
         change = regression.per_variant.get(name) if regression else None
-        ci = s.composite_ci95 if len(s.composite_ci95) == 2 else [None, None]
+        low, high = s.interval
         artifact = regression.artifact_changes.get(name) if regression else None
         variants[name] = TrendVariant(
             mean=s.avg_composite_score,
-            low=ci[0],
-            high=ci[1],
+            low=low,
+            high=high,
             errors=s.error_count,
             executions=s.executions,
             error_rate=s.error_rate,

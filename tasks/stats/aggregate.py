@@ -265,34 +265,21 @@ def assertion_insights(
             all_fail.append(name)
         elif len({tuple(ps) for ps in per_variant.values()}) == 1:
             low_disc.append(name)
-    found = []
-    if all_pass:
-        found.append(
-            Insight(
-                type="all_pass_assertions",
-                severity="info",
-                items=all_pass,
-                message=f"{len(all_pass)} assertion(s) pass in every variant and run: too loose to tell variants apart",
-            )
-        )
-    if all_fail:
-        found.append(
-            Insight(
-                type="all_fail_assertions",
-                severity="warning",
-                items=all_fail,
-                message=f"{len(all_fail)} assertion(s) fail in every variant and run: too strict, or broken",
-            )
-        )
-    if low_disc:
-        found.append(
-            Insight(
-                type="low_discrimination",
-                severity="info",
-                items=low_disc,
-                message=f"{len(low_disc)} assertion(s) give the same results in every variant",
-            )
-        )
+    kinds_found = (
+        (
+            "all_pass_assertions",
+            "info",
+            all_pass,
+            "pass in every variant and run: too loose to tell variants apart",
+        ),
+        ("all_fail_assertions", "warning", all_fail, "fail in every variant and run: too strict, or broken"),
+        ("low_discrimination", "info", low_disc, "give the same results in every variant"),
+    )
+    found = [
+        Insight(type=kind, severity=severity, items=items, message=f"{len(items)} assertion(s) {said}")
+        for kind, severity, items, said in kinds_found
+        if items
+    ]
     return found, all_pass, all_fail
 
 

@@ -302,6 +302,17 @@ class VariantSummary(Model):
     repeat: RepeatStats | None = None
     """with --repeat: the run means and their interval"""
 
+    @property
+    def interval(self) -> tuple[float | None, float | None]:
+        """The 95% interval's ends; (None, None) where it was not computed (older reports)."""
+        low, high = [*self.composite_ci95, None, None][:2]
+        return low, high
+
+    @property
+    def pass_shown(self) -> str:
+        """The pass rate as a reader sees it: a percentage, or a dash when nothing was scored."""
+        return "—" if self.pass_rate is None else f"{self.pass_rate:.0%}"
+
 
 class CaseStats(Figures):
     """One case and variant over its runs."""

@@ -11,8 +11,12 @@ from typing import Any
 
 from executors.redaction import redact
 
+WRITE_SLICE = 1 << 20
 
-def atomic_write_text(path: Path, text: str, *, durable: bool = True, masked: bool = False) -> None:
+
+def atomic_write_text(
+    path: Path, text: str, *, durable: bool = True, masked: bool = False, end: str = ""
+) -> None:
     """Write to a temporary sibling, then rename over `path`.
 
     `durable=False` skips the fsync: the rename still makes the write all-or-nothing for any process
@@ -31,7 +35,9 @@ def atomic_write_text(path: Path, text: str, *, durable: bool = True, masked: bo
             path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            for start in range(0, len(text), WRITE_SLICE):  # encoded a slice at a time, not all at once
+                handle.write(text[start : start + WRITE_SLICE])
+            handle.write(end)
             if durable:
                 handle.flush()
                 os.fsync(handle.fileno())

@@ -236,14 +236,14 @@ def test_a_user_played_by_the_embedded_model(tmp_path: Path) -> None:
     assert session.meta.user_calls == 1 and not session.meta.user_errors
 
 
-def crm_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
+def crm_agent(body: dict[str, Any], who: str = "Acme") -> list[dict[str, Any]]:
     """Looks the customer up through the CRM's MCP tool, then writes what it said."""
     done = tool_results(body)
     if not done:
         # the CLI defers MCP tools (named in the request, their schemas fetched on demand)
         if "mcp__crm__lookup_customer" not in json.dumps(body):
             return [{"type": "text", "text": "no CRM tool in the request"}]
-        lookup = {"name": "Acme"}
+        lookup = {"name": who}
         return [{"type": "tool_use", "id": "toolu_crm", "name": "mcp__crm__lookup_customer", "input": lookup}]
     if len(done) == 1:
         said = " ".join(b["text"] for b in json.loads(done[0])) if done[0].startswith("[") else done[0]

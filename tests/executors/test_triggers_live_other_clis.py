@@ -17,7 +17,7 @@ from typing import Any
 from executors.base import ExecutorSettings
 from executors.schema import AgentRequest, AgentSession, InstalledSkill, ListingState
 from executors.support import CODEX_SUPPORT
-from graders.triggers import TriggerStatus, detect
+from graders.triggers import SessionTriggers, TriggerStatus, detect
 from tests.agents import agent_request, need
 from tests.fakes.provider import FakeProvider
 
@@ -67,10 +67,21 @@ def gemini_model(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"text": f"The {NAME} skill would." if PROSE in text else "Done."}]
 
 
-def run_pair(executor: Any, root: Path, cli: str, model: str) -> tuple[AgentSession, AgentSession]:
+def run_pair(
+    executor: Any, server: FakeProvider, root: Path, cli: str, model: str
+) -> tuple[AgentSession, AgentSession, str]:
+    """A session asked for a greeting file, one asked which skill would write it, and all they sent."""
     fire = asyncio.run(executor.session(request(root, "fire", cli, model, FIRE)))
     prose = asyncio.run(executor.session(request(root, "prose", cli, model, PROSE)))
-    return fire, prose
+    return fire, prose, json.dumps([c.body for c in server.calls])
+
+
+def fired_once(fire: AgentSession, prose: AgentSession) -> SessionTriggers:
+    """The asked session triggered the skill and nothing else; the one that named it did not."""
+    found, none = detect(fire, [NAME]), detect(prose, [NAME])
+    assert fire.ok and found.status == TriggerStatus.OK and found.fired == (NAME,), fire.events
+    assert prose.ok and NAME in prose.final_text and none.fired == ()
+    return found
 
 
 def test_codex_reading_the_skill_is_a_trigger_naming_it_is_not(tmp_path: Path) -> None:
@@ -80,13 +91,10 @@ def test_codex_reading_the_skill_is_a_trigger_naming_it_is_not(tmp_path: Path) -
     with FakeProvider() as server:
         server.responses_agent = codex_model
         codex = CodexExecutor(ExecutorSettings(base_url=f"{server.url}/v1"))
-        fire, prose = run_pair(codex, tmp_path, "codex", "gpt-5.5")
-        sent = json.dumps([c.body for c in server.calls])
+        fire, prose, sent = run_pair(codex, server, tmp_path, "codex", "gpt-5.5")
     assert (tmp_path / "fire" / "sb" / ".agents" / "skills" / NAME / "SKILL.md").is_file()
     assert DESCRIPTION in sent and f"${NAME}" not in sent  # listed, never forced
-    found, none = detect(fire, [NAME]), detect(prose, [NAME])
-    assert fire.ok and found.status == TriggerStatus.OK and found.fired == (NAME,), fire.events
-    assert prose.ok and NAME in prose.final_text and none.fired == ()
+    found = fired_once(fire, prose)
     # what the model saw, read from the request by the forwarder (keyed by Codex's session-id header)
     assert fire.listing is not None and fire.listing.state(NAME) == ListingState.FULL
     # its budget as the CLI's rule has it: 2% of the model's window (executors/support.py)
@@ -100,13 +108,10 @@ def test_gemini_activate_skill_is_a_trigger_naming_it_is_not(tmp_path: Path) -> 
     with FakeProvider() as server:
         server.gemini_agent = gemini_model
         gemini = GeminiCliExecutor(ExecutorSettings(base_url=server.url))
-        fire, prose = run_pair(gemini, tmp_path, "gemini-cli", "gemini-2.5-pro")
-        sent = json.dumps([c.body for c in server.calls])
+        fire, prose, sent = run_pair(gemini, server, tmp_path, "gemini-cli", "gemini-2.5-pro")
     assert (tmp_path / "fire" / "sb" / ".gemini" / "skills" / NAME / "SKILL.md").is_file()
     assert DESCRIPTION in sent and "MUST first call the activate_skill" not in sent
-    found, none = detect(fire, [NAME]), detect(prose, [NAME])
-    assert fire.ok and found.status == TriggerStatus.OK and found.fired == (NAME,), fire.events
-    assert prose.ok and NAME in prose.final_text and none.fired == ()
+    fired_once(fire, prose)
     # what the model saw: no session header, so known by the working folder its request names
     assert fire.listing is not None and fire.listing.state(NAME) == ListingState.FULL
     assert prose.listing is not None and fire.listing.budget is None  # Gemini CLI lists every description
@@ -133,17 +138,15 @@ def test_copilot_skill_tool_is_a_trigger_naming_it_is_not(tmp_path: Path) -> Non
     with FakeProvider() as server:
         server.agent = copilot_model
         copilot = CopilotCliExecutor(ExecutorSettings(base_url=server.url))
-        fire, prose = run_pair(copilot, tmp_path, "copilot", "claude-sonnet-4-5")
-        sent = json.dumps([c.body for c in server.calls])
+        fire, prose, sent = run_pair(copilot, server, tmp_path, "copilot", "claude-sonnet-4-5")
     assert (tmp_path / "fire" / "sb" / ".agents" / "skills" / NAME / "SKILL.md").is_file()
     assert DESCRIPTION in sent and "MUST first call the skill tool" not in sent
     assert not (tmp_path / "fire" / "home" / ".copilot" / "copilot-instructions.md").exists()
-    found, none = detect(fire, [NAME]), detect(prose, [NAME])
-    assert fire.ok and found.status == TriggerStatus.OK and found.fired == (NAME,), fire.events
+    found = fired_once(fire, prose)
+    assert detect(prose, [NAME]).status == TriggerStatus.OK
     assert found.listed is not None and NAME in found.listed
     assert fire.listing is not None and fire.listing.state(NAME) == ListingState.FULL  # its XML, by folder
     assert fire.listing.budget == 15_000
-    assert prose.ok and NAME in prose.final_text and none.fired == () and none.status == TriggerStatus.OK
 
 
 def opencode_model(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -162,11 +165,9 @@ def test_opencode_skill_tool_is_a_trigger_naming_it_is_not(tmp_path: Path) -> No
     with FakeProvider() as server:
         server.chat_agent = opencode_model
         opencode = OpenCodeExecutor(ExecutorSettings(base_url=f"{server.url}/v1"))
-        fire, prose = run_pair(opencode, tmp_path, "opencode", "gpt-4.1")
-        sent = json.dumps([c.body for c in server.calls])
+        fire, prose, sent = run_pair(opencode, server, tmp_path, "opencode", "gpt-4.1")
     assert (tmp_path / "fire" / "sb" / ".opencode" / "skills" / NAME / "SKILL.md").is_file()
     assert DESCRIPTION in sent and "MUST first call the skill tool" not in sent
-    found, none = detect(fire, [NAME]), detect(prose, [NAME])
-    assert fire.ok and found.status == TriggerStatus.OK and found.fired == (NAME,), fire.events
-    assert prose.ok and NAME in prose.final_text and none.fired == () and none.status == TriggerStatus.OK
+    fired_once(fire, prose)
+    assert detect(prose, [NAME]).status == TriggerStatus.OK
     assert fire.listing is not None and fire.listing.state(NAME) == ListingState.FULL  # its x-session-id

@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import uvicorn
@@ -40,6 +40,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from executors.listing import SESSION_HEADER, skill_listing, text_blocks
+
+if TYPE_CHECKING:  # the stub also runs as a program, where pytest may be absent
+    import pytest
 
 
 @dataclass
@@ -193,6 +196,13 @@ class FakeProvider:
 
     def __enter__(self) -> FakeProvider:
         return self.start()
+
+    def anthropic_env(self, monkeypatch: pytest.MonkeyPatch) -> FakeProvider:
+        """Point the test's Anthropic clients and agent CLIs here, with a test key (set before the start:
+        the port is chosen already)."""
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", self.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()

@@ -57,22 +57,20 @@ def test_async_function_and_named_check_export(tmp_path: Path) -> None:
     assert not run(tmp_path, b).passed
 
 
-def test_throw_and_rejection_are_grading_errors_with_their_message(tmp_path: Path) -> None:
-    a = write(tmp_path, "export default function () { throw new TypeError('boom here'); }\n")
-    result = run(tmp_path, a)
-    assert not result.passed and result.error and "threw TypeError: boom here" in result.message
-    b = write(tmp_path, "export default async () => { throw new Error('later'); };\n", "rej.mjs")
-    result = run(tmp_path, b)
-    assert not result.passed and result.error and "Error: later" in result.message
-
-
-def test_hang_times_out(tmp_path: Path) -> None:
-    a = write(tmp_path, "export default function () { while (true) {} }\n")
-    result = run(tmp_path, a)
-    assert not result.passed and result.error and "timed out after 3s" in result.message
-    b = write(tmp_path, "export default () => new Promise(() => setInterval(() => {}, 1000));\n", "p.mjs")
-    result = run(tmp_path, b)
-    assert not result.passed and result.error and "timed out after 3s" in result.message
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        ("export default function () { throw new TypeError('boom here'); }\n", "threw TypeError: boom here"),
+        ("export default async () => { throw new Error('later'); };\n", "Error: later"),
+        ("export default function () { while (true) {} }\n", "timed out after 3s"),
+        ("export default () => new Promise(() => setInterval(() => {}, 1000));\n", "timed out after 3s"),
+    ],
+)
+def test_a_throw_a_rejection_and_a_hang_are_grading_errors_with_their_message(
+    tmp_path: Path, source: str, said: str
+) -> None:
+    result = run(tmp_path, write(tmp_path, source))
+    assert not result.passed and result.error and said in result.message, result.message
 
 
 @pytest.mark.parametrize("returned", ["true", "'yes'", "null", "{ message: 'x' }", "[1]"])

@@ -254,30 +254,19 @@ def test_listing_figures_tell_dropped_from_passed_over_and_find_the_skills_pushe
 
 def test_a_rewrite_is_kept_only_when_it_wins_on_holdout_and_harms_nobody() -> None:
     def arm(variant: str, fires_s: bool, fires_o: bool) -> list[Trial]:
-        out = []
-        for i in range(12):
-            part = "train" if i % 2 else "holdout"
-            out.append(
-                Trial(
-                    query_id=f"s{i}",
-                    expect="s",
-                    status=OK,
-                    fired=("s",) if fires_s else (),
-                    variant=variant,
-                    part=part,
-                )
+        """12 queries for skill s and 12 for skill o, half of each in the holdout part."""
+        return [
+            Trial(
+                query_id=f"{skill}{i}",
+                expect=skill,
+                status=OK,
+                fired=(skill,) if fires else (),
+                variant=variant,
+                part="train" if i % 2 else "holdout",
             )
-            out.append(
-                Trial(
-                    query_id=f"o{i}",
-                    expect="o",
-                    status=OK,
-                    fired=("o",) if fires_o else (),
-                    variant=variant,
-                    part=part,
-                )
-            )
-        return out
+            for i in range(12)
+            for skill, fires in (("s", fires_s), ("o", fires_o))
+        ]
 
     trials = arm("current", False, True) + arm("good", True, True) + arm("greedy", True, False)
     good = description_decision(trials, ["s", "o"], "current", "good", "s")

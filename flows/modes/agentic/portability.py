@@ -12,7 +12,13 @@ from executors.registry import AGENT_CLI_CLASSES
 from executors.schema import ListingState
 from flows.inputs.skill_config import Skill
 from flows.modes.agentic.model import AgenticReport
-from flows.report.diagnosis_parts import AgentLift, AgentMatrix, AgentPortability, Portability
+from flows.report.diagnosis_parts import (
+    AgentLift,
+    AgentMatrix,
+    AgentPortability,
+    Portability,
+    PortabilityStatus,
+)
 from graders.portability import Finding, Severity, lint_skill
 from tasks.schema import VerdictLabel
 
@@ -106,26 +112,18 @@ def certificate(
 def _line(
     agent: str, own: list[Finding], breaking: list[str], run: Measured | None, state: str | None
 ) -> AgentPortability:
-    whys = [b.split(": ", 1)[1] for b in breaking]
+    status, said = _status(agent, [b.split(": ", 1)[1] for b in breaking], run)
+    return AgentPortability(agent=agent, status=status, listed=state, line=said, findings=own)
+
+
+def _status(agent: str, whys: list[str], run: Measured | None) -> tuple[PortabilityStatus, str]:
+    """The agent's status and its line: measured where it ran to a verdict, else the lint's forecast."""
+    forecast = f"the lint forecasts it breaks: {'; '.join(whys[:2])}" if whys else ""
     if run is not None and run.verdict in (None, VerdictLabel.INSUFFICIENT_DATA):
         said = f"{agent}: not measured: it ran, but {run.line.split(': ', 1)[-1]}"
-        forecast = f"; the lint forecasts it breaks: {'; '.join(whys[:2])}" if whys else ""
-        return AgentPortability(
-            agent=agent, status="not measured", listed=state, line=said + forecast, findings=own
-        )
+        return "not measured", said + (f"; {forecast}" if forecast else "")
     if run is None:
-        forecast = (
-            f"the lint forecasts it breaks: {'; '.join(whys[:2])}"
-            if whys
-            else "the lint finds nothing that breaks it"
-        )
-        return AgentPortability(
-            agent=agent,
-            status="not measured",
-            listed=state,
-            line=f"{agent}: not measured; {forecast}",
-            findings=own,
-        )
+        return "not measured", f"{agent}: not measured; {forecast or 'the lint finds nothing that breaks it'}"
     harm = []
     if run.invoked_rate == 0:
         harm.append("its sessions never loaded the skill")
@@ -133,24 +131,10 @@ def _line(
         harm.append("the skill makes it worse")
     if run.below_reference:
         harm.append(run.below_reference)
-    helps = run.verdict == VerdictLabel.BETTER
-    if harm or (whys and not helps):
-        why = "; ".join([*whys[:2], *harm])
-        return AgentPortability(
-            agent=agent,
-            status="breaks",
-            listed=state,
-            line=f"{agent}: breaks: {why} ({run.line})",
-            findings=own,
-        )
+    if harm or (whys and run.verdict != VerdictLabel.BETTER):
+        return "breaks", f"{agent}: breaks: {'; '.join([*whys[:2], *harm])} ({run.line})"
     tail = f"; the lint's findings did not stop it: {'; '.join(whys[:2])}" if whys else ""
-    return AgentPortability(
-        agent=agent,
-        status="portable",
-        listed=state,
-        line=f"{agent}: portable ({run.line}){tail}",
-        findings=own,
-    )
+    return "portable", f"{agent}: portable ({run.line}){tail}"
 
 
 def with_findings(matrix: AgentMatrix, findings: list[Finding]) -> AgentMatrix:

@@ -169,6 +169,7 @@ async def run_units(
             records = await grade(prepared, runner, await execute(prepared, runner, units))
     finally:
         progress.close()
+    prepared.release_units()
     return Executed(records, runner, started, started_at, shard_runs, len(units), sequences, gold)
 
 

@@ -108,9 +108,9 @@ def test_a_suite_over_three_docker_workers_gives_the_local_report(
     2: the same report as the suite run here, the files the sessions left where a local run leaves
     them, the key from the pool's Secret block, and never more than 2 requests at the model at once."""
     monkeypatch.chdir(suite)
-    with FakeProvider(judge, agent=agent, delay=0.3) as server:  # slow enough for sessions to overlap
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeProvider(judge, agent=agent, delay=0.3).anthropic_env(
+        monkeypatch
+    ) as server:  # slow enough for sessions to overlap
         local = run(suite, server.url, "local")
         assert server.peak > 2  # unbounded, sessions overlap
         server.peak, here = 0, server.count()
@@ -274,9 +274,7 @@ def test_killing_a_worker_loses_nothing_and_an_unchanged_baseline_is_not_run_aga
     """A worker killed while every worker runs a session: its container finishes, every session runs
     once, none is an error. A second run with the skill edited dispatches only the with-skill arm."""
     monkeypatch.chdir(suite)
-    with FakeProvider(judge, agent=agent, delay=1.0) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeProvider(judge, agent=agent, delay=1.0).anthropic_env(monkeypatch) as server:
         args = [*skill_run(suite, server.url, "kill"), "--fleet-pool", POOL]
         args += ["--timeout", "240", "--concurrency", "6"]
         codes: list[int] = []
@@ -403,9 +401,7 @@ def test_sessions_travel_through_s3_with_nothing_mounted(
     for path in (suite / "suite").glob("task-03*"):
         path.unlink()
     try:
-        with FakeProvider(judge, agent=agent) as server:
-            monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-            monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        with FakeProvider(judge, agent=agent).anthropic_env(monkeypatch) as server:
             report = run(suite, server.url, "s3", "--fleet-pool", "skillab-test-s3", runs=1)
     finally:
         workers.stop()
@@ -484,9 +480,7 @@ def test_the_budget_holds_for_sessions_in_the_pool(
 ) -> None:
     """--max-calls counts the sessions the parent dispatches: 2 of the 6 run, 4 are not run."""
     monkeypatch.chdir(suite)
-    with FakeProvider(judge, agent=agent) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeProvider(judge, agent=agent).anthropic_env(monkeypatch) as server:
         args = [*skill_run(suite, server.url, "budget"), "--max-calls", "2"]
         main([*args, "--fleet-pool", POOL, "--concurrency", "1"])
         assert first_turns(server) == 2
@@ -567,9 +561,7 @@ def test_a_prefect_server_restarted_mid_run_loses_nothing(
     from flows.engine.fleet import fleet_name
 
     monkeypatch.chdir(suite)
-    with FakeProvider(judge, agent=agent, delay=1.0) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeProvider(judge, agent=agent, delay=1.0).anthropic_env(monkeypatch) as server:
         args = [*skill_run(suite, server.url, "restart"), "--fleet-pool", POOL, "--fleet-sessions", "2"]
         # the parent in a process of its own: a run that stalls is killed, not left holding the test
         with open(tmp_path / "parent.err", "wb") as err:

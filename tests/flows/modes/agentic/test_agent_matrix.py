@@ -104,23 +104,26 @@ def opencode_agent(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [steps[done]] if done < len(steps) else [{"text": "calc.py is written."}]
 
 
+def project(root: Path, prompts: list[str]) -> None:
+    """The skill where Claude Code keeps skills, and a task suite of one easy task a prompt."""
+    (root / ".claude" / "skills" / "calc-skill").mkdir(parents=True)
+    (root / ".claude" / "skills" / "calc-skill" / "SKILL.md").write_text(SKILL)
+    (root / "suite").mkdir()
+    for i, prompt in enumerate(prompts, 1):
+        (root / "suite" / f"task-0{i}-easy.md").write_text(task_md(f"task {i}", prompt))
+
+
 def test_a_matrix_finds_each_agents_scripted_effect(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     need(*("claude", "copilot", "codex", "gemini", "opencode"))
-    (tmp_path / ".claude" / "skills" / "calc-skill").mkdir(parents=True)
-    (tmp_path / ".claude" / "skills" / "calc-skill" / "SKILL.md").write_text(SKILL)
-    suite = tmp_path / "suite"
-    suite.mkdir()
+    monkeypatch.chdir(tmp_path)
     prompts = [
         "Create calc.py with add(a, b).",
         "Write calc.py defining add(a, b).",
         "Make calc.py: add(a, b).",
-        EASY,
     ]
-    for i, prompt in enumerate(prompts, 1):
-        (suite / f"task-0{i}-easy.md").write_text(task_md(f"task {i}", prompt))
-    monkeypatch.chdir(tmp_path)
+    project(tmp_path, [*prompts, EASY])
     with FakeProvider(judge, agent=anthropic_agents) as server:
         server.responses_agent = codex_agent
         server.gemini_agent = gemini_agent
@@ -207,11 +210,8 @@ def test_a_matrix_finds_each_agents_scripted_effect(
 def test_plans_name_each_agents_own_model_and_the_shared_caps(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (tmp_path / ".claude" / "skills" / "calc-skill").mkdir(parents=True)
-    (tmp_path / ".claude" / "skills" / "calc-skill" / "SKILL.md").write_text(SKILL)
-    (tmp_path / "suite").mkdir()
-    (tmp_path / "suite" / "task-01-easy.md").write_text(task_md("task 1", "Create calc.py."))
     monkeypatch.chdir(tmp_path)
+    project(tmp_path, ["Create calc.py."])
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     plan = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--dry-run"]
     # one agent named with a stray space and comma is that agent, with its own model
@@ -233,12 +233,8 @@ def test_plans_name_each_agents_own_model_and_the_shared_caps(
 def test_the_caps_hold_for_all_agents_together(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (tmp_path / ".claude" / "skills" / "calc-skill").mkdir(parents=True)
-    (tmp_path / ".claude" / "skills" / "calc-skill" / "SKILL.md").write_text(SKILL)
-    (tmp_path / "suite").mkdir()
-    for i in (1, 2):
-        (tmp_path / "suite" / f"task-0{i}-easy.md").write_text(task_md(f"task {i}", f"Create calc.py ({i})."))
     monkeypatch.chdir(tmp_path)
+    project(tmp_path, [f"Create calc.py ({i})." for i in (1, 2)])
     with FakeProvider(judge) as server:
         server.gemini_agent = gemini_agent
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)

@@ -15,8 +15,8 @@ import pytest
 from flows.cli.main import main
 from flows.inputs.recordings import Recording
 from tests.agents import need
-from tests.executors.test_conversation import workdir
-from tests.fakes.provider import FakeProvider, tool_results
+from tests.executors.test_conversation import crm_agent
+from tests.fakes.provider import FakeProvider
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 SKILL = (
@@ -74,18 +74,7 @@ crm:
 
 def agent(body: dict[str, Any]) -> list[dict[str, Any]]:
     """Looks the customer the prompt names up through the CRM's tool, then writes what it said."""
-    text, done = json.dumps(body), tool_results(body)
-    if not done:
-        if "mcp__crm__lookup_customer" not in text:
-            return [{"type": "text", "text": "no CRM tool in the request"}]
-        who = "Acme" if "Look up Acme" in text else "Globex"
-        call = {"name": who}
-        return [{"type": "tool_use", "id": "toolu_crm", "name": "mcp__crm__lookup_customer", "input": call}]
-    if len(done) == 1:
-        said = " ".join(b["text"] for b in json.loads(done[0])) if done[0].startswith("[") else done[0]
-        write = {"file_path": f"{workdir(body)}/customer.txt", "content": said}
-        return [{"type": "tool_use", "id": "toolu_w", "name": "Write", "input": write}]
-    return [{"type": "text", "text": "customer.txt written."}]
+    return crm_agent(body, "Acme" if "Look up Acme" in json.dumps(body) else "Globex")
 
 
 def run(root: Path, url: str, *extra: str) -> int:

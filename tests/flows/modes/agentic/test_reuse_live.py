@@ -48,9 +48,7 @@ def test_a_changed_input_of_a_case_runs_its_baseline_again(
         newest = max(results.glob("plug-*"), key=lambda p: p.stat().st_mtime)
         return dict(json.loads((newest / "report.json").read_text())["meta"])
 
-    with FakeProvider() as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeProvider().anthropic_env(monkeypatch) as server:
         assert "reusedSessions" not in run()
         skill = plugin / "skills" / "hello" / "SKILL.md"
         skill.write_text(skill.read_text() + "Be brief.\n")  # the artifact alone changed

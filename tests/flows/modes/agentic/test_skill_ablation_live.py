@@ -111,9 +111,7 @@ def test_ablate_finds_the_one_section_that_matters(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(project)
-    with FakeProvider(judge, agent=agent) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeProvider(judge, agent=agent).anthropic_env(monkeypatch) as server:
         args = skill_run(project, server.url)
         args += ["--output-dir", str(project / "reports"), "--timeout", "30", "--concurrency", "3"]
         code = main([*args, "--no-diagnose", "--ablate"])

@@ -143,9 +143,7 @@ def test_skill_run_end_to_end(
     reference = project / "suite" / "references" / "task-01-easy"  # what a correct agent leaves
     reference.mkdir(parents=True)
     (reference / "calc.py").write_text("def add(a, b):\n    return a + b\n")
-    with FakeProvider(judge, agent=agent, fault_for=faults) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeProvider(judge, agent=agent, fault_for=faults).anthropic_env(monkeypatch) as server:
         code = main(
             [
                 "skill",
@@ -317,9 +315,7 @@ def test_every_baseline_failed_still_writes_the_report(
     for path in (project / "suite").glob("task-0[34]*"):
         path.unlink()
     monkeypatch.chdir(project)
-    with FakeProvider(judge, agent=agent, fault_for=baseline_fails) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeProvider(judge, agent=agent, fault_for=baseline_fails).anthropic_env(monkeypatch) as server:
         args = skill_run(project, server.url)
         code = main([*args, "--timeout", "20", "--concurrency", "4", "--require", "better"])
     err = capsys.readouterr().err
@@ -344,9 +340,7 @@ def test_skill_run_gate_fails_below_the_threshold(
     for path in (project / "suite").glob("task-0[34]*"):
         path.unlink()
     monkeypatch.chdir(project)
-    with FakeProvider(judge, agent=agent) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeProvider(judge, agent=agent).anthropic_env(monkeypatch) as server:
         common = skill_run(project, server.url)
         common += ["--timeout", "20", "--concurrency", "4"]
         assert main([*common, "--threshold", "95"]) == 1
@@ -364,9 +358,7 @@ def test_sessions_the_budget_kept_back_are_not_run_not_failures(
     for i in (3, 4):
         (project / "suite" / f"task-0{i}-easy.md").write_text(task_md(f"add {i}", f"Create calc.py ({i})."))
     monkeypatch.chdir(project)
-    with FakeProvider(judge, agent=agent) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeProvider(judge, agent=agent).anthropic_env(monkeypatch) as server:
         args = skill_run(project, server.url)
         code = main([*args, "--timeout", "30", "--concurrency", "4", "--max-calls", "7"])
     out = capsys.readouterr().out
@@ -401,9 +393,7 @@ def test_an_unchanged_baseline_is_reused_when_only_the_skill_changed(
         # the agent's requests carry its tools (the judge's do not), the skill arm's the forced Skill call
         return sum(1 for c in server.calls if c.body.get("tools") and "MUST first call" not in str(c.body))
 
-    with FakeProvider(judge, agent=agent) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeProvider(judge, agent=agent).anthropic_env(monkeypatch) as server:
         args = [*skill_run(project, server.url), "--timeout", "30", "--concurrency", "4"]
         assert main(args) == 0
         first = baseline_requests(server)

@@ -113,9 +113,7 @@ def test_skill_creator_suite_end_to_end(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(project)
-    with FakeProvider(judge, agent=agent) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeProvider(judge, agent=agent).anthropic_env(monkeypatch) as server:
         args = [
             "skill",
             "run",

@@ -100,9 +100,7 @@ def test_generate_tasks_writes_a_suite_in_the_seed_categories(
     (tmp_path / ".claude" / "skills" / "calc").mkdir(parents=True)
     (tmp_path / ".claude" / "skills" / "calc" / "SKILL.md").write_text("# Calc\nWrite exact Python.\n")
     monkeypatch.chdir(tmp_path)
-    with FakeProvider(writer) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeProvider(writer).anthropic_env(monkeypatch) as server:
         assert main(["skill", "generate-tasks", "--skill", "calc", "--out", "suite"]) == 0
         prompts = [c.prompt for c in server.calls]
     files = sorted((tmp_path / "suite").glob("*.md"))

@@ -186,9 +186,7 @@ def test_generate_drafts_a_reviewable_queries_file(
         {"id": "q04", "query": "Sort this list: 3 1 2", "expect": "none", "tags": ["unrelated"]},
     ]
     replies = iter(["not json at all", "```json\n" + json.dumps(drafted) + "\n```"])  # one bad draft, retried
-    with FakeProvider(lambda system, prompt: next(replies)) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeProvider(lambda system, prompt: next(replies)).anthropic_env(monkeypatch) as server:
         skill = str(root / "skills" / "v1" / NAME)
         assert (
             main(["skill", "triggers", "generate", "--skill", skill, "--out", "drafted.yaml", "--count", "4"])
