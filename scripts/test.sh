@@ -28,7 +28,8 @@ export PREFECT_SERVER_ANALYTICS_ENABLED=false
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
-# Three workers on the two cores, each running whole test files (a file's fixtures and the fleet's one
-# Docker pool stay on one worker): most tests wait on agent CLIs, servers and containers more than they
-# compute (19 minutes here, where two workers took 25-28). The slowest tests are listed at the end.
+# Three workers on the two cores, each running whole test files (a file's fixtures and its fleet pool
+# stay on one worker; the fleet's tests are two files, each with a pool of its own, so that the longest
+# tests run side by side): most tests wait on agent CLIs, servers and containers more than they compute.
+# The slowest tests are listed at the end.
 .venv/bin/python -m pytest -q -p no:cacheprovider -n 3 --dist loadfile --durations=25 "$@"
