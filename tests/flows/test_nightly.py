@@ -76,13 +76,11 @@ def test_nightly_regression_fails_the_second_run(tmp_path: Path, monkeypatch: py
     night_id = second.state_details.flow_run_id
 
     async def night() -> tuple[list[Any], list[Any]]:
-        # Task runs reach the API through events, recorded in batches in no set order: the last ones a
-        # moment later, and a unit's after the grading's on a loaded machine.
+        # Task runs reach the API through events, recorded in batches: the last ones a moment later.
         async with get_client() as client:
             for _ in range(60):
                 tasks = [t for t in await client.read_task_runs() if t.flow_run_id == night_id]
-                calls = [t for t in tasks if t.task_key.startswith("call_model")]
-                if {"grade outputs", "aggregate results"} <= {t.name for t in tasks} and len(calls) >= 8:
+                if {"grade outputs", "aggregate results"} <= {t.name for t in tasks}:
                     break
                 await asyncio.sleep(0.5)
             return await client.read_flow_runs(), tasks
