@@ -31,6 +31,5 @@ export PREFECT_SERVER_ANALYTICS_ENABLED=false
 # Three workers on the two cores, each running whole test files (a file's fixtures and its fleet pool
 # stay on one worker; the fleet's tests are two files, each with a pool of its own, so that the longest
 # tests run side by side): most tests wait on agent CLIs, servers and containers more than they compute.
-# Files in the order tests/conftest.py gives (the longest first), not xdist's by number of tests. The
-# slowest tests are listed at the end.
-.venv/bin/python -m pytest -q -p no:cacheprovider -n 3 --dist loadfile --no-loadscope-reorder --durations=25 "$@"
+# The slowest tests are listed at the end.
+.venv/bin/python -m pytest -q -p no:cacheprovider -n 3 --dist loadfile --durations=25 "$@"
