@@ -210,13 +210,4 @@ def parse_codex(
     meta["num_turns"] = sum(1 for e in events if e.get("type") == "turn.started")
     status, error = _codex_end(failed, completed, meta)
     out.append(AgentEvent(kind="result", text=final, is_error=status != "success"))
-    return AgentSession(
-        ok=status == "success",
-        status=status,
-        final_text=final,
-        events=tuple(out),
-        skills_listed=None,
-        skill_invoked=invoked,
-        meta=meta,
-        error=error,
-    )
+    return AgentSession.ended(status, final, out, skill_invoked=invoked, meta=meta, error=error)

@@ -175,15 +175,7 @@ def parse_opencode(events: list[JsonObject], skill_name: str | None = None) -> A
     status, error_text = _opencode_end(errors, reason, steps, meta)
     if status == "success":
         out.append(AgentEvent(kind="result", text=final))
-    return AgentSession(
-        ok=status == "success",
-        status=status,
-        final_text=final,
-        events=tuple(out),
-        skill_invoked=invoked,
-        meta=meta,
-        error=error_text,
-    )
+    return AgentSession.ended(status, final, out, skill_invoked=invoked, meta=meta, error=error_text)
 
 
 def _tool_part(part: JsonObject) -> tuple[AgentEvent, AgentEvent]:

@@ -541,6 +541,13 @@ class AgentSession(Frozen):
         default=(), description="a session with a user or a permission policy: who said what, in order"
     )
 
+    @classmethod
+    def ended(cls, status: str, final_text: str, events: list[AgentEvent], **fields: Any) -> AgentSession:
+        """The session a parsed stream tells of: ``ok`` as its status says."""
+        ended = SessionStatus(status)
+        ok = ended == SessionStatus.SUCCESS
+        return cls(ok=ok, status=ended, final_text=final_text, events=tuple(events), **fields)
+
     @property
     def cost_usd(self) -> float:
         """What the session cost, as its CLI reported it (0 when it reported nothing)."""

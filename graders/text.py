@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from executors.errors import InputError
@@ -63,16 +64,6 @@ def regex(a: RegexAssertion, obs: Observation) -> Outcome:
     return ok, "" if ok else f"no match for /{a.pattern}/{a.flags if a.flags is not None else 'i'}"
 
 
-def min_length(a: NumberAssertion, obs: Observation) -> Outcome:
-    n = len(obs.output)
-    return n >= float(a.value), f"length {n}"
-
-
-def max_length(a: NumberAssertion, obs: Observation) -> Outcome:
-    n = len(obs.output)
-    return n <= float(a.value), f"length {n}"
-
-
 def starts_with(a: TextAssertion, obs: Observation) -> Outcome:
     ok = obs.output.lower().startswith(str(a.value).lower())
     return ok, "" if ok else f"starts with {obs.output[:30]!r}"
@@ -97,14 +88,22 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
-def word_count_min(a: NumberAssertion, obs: Observation) -> Outcome:
-    n = word_count(obs.output)
-    return n >= float(a.value), f"{n} words"
+def _bound(
+    measure: Callable[[str], int], at_most: bool, told: str
+) -> Callable[[NumberAssertion, Observation], Outcome]:
+    """A check of the output's size (``measure``) against ``value``: at least, or at most."""
+
+    def check(a: NumberAssertion, obs: Observation) -> Outcome:
+        n = measure(obs.output)
+        return (n <= float(a.value) if at_most else n >= float(a.value)), told.format(n)
+
+    return check
 
 
-def word_count_max(a: NumberAssertion, obs: Observation) -> Outcome:
-    n = word_count(obs.output)
-    return n <= float(a.value), f"{n} words"
+min_length = _bound(len, False, "length {}")
+max_length = _bound(len, True, "length {}")
+word_count_min = _bound(word_count, False, "{} words")
+word_count_max = _bound(word_count, True, "{} words")
 
 
 def contains_all(a: ListAssertion, obs: Observation) -> Outcome:

@@ -1,5 +1,6 @@
 """What the tests that drive a real agent CLI share: the CLI installed (a missing one fails the test
-with how to install it), and a session request in a test's folder."""
+with how to install it), a session request in a test's folder, and the folders (suites, homes) it
+reads."""
 
 from __future__ import annotations
 
@@ -27,3 +28,10 @@ def agent_request(
     return AgentRequest(
         cli=cli, model=model, prompt=prompt, sandbox=str(root / "sb"), home=str(root / "home"), **given
     )
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    """Files below ``root``, by relative path, their folders made."""
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)

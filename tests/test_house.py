@@ -59,7 +59,6 @@ PROCESS_CACHES = {
     "executors/local.py _servers": "the embedded model, loaded once per model file",
     "executors/local.py _templates": "whether a model file has a chat template (read from its header)",
     "graders/custom_js.py _validated": "a JavaScript check file's load-time check, per file version",
-    "flows/report/schema.py _written": "the report this process wrote last, taken once while its file is unchanged",
 }
 
 

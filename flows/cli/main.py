@@ -22,6 +22,7 @@ from flows.cli.flags import Parser
 from flows.cli.plan import add_plan_command
 from flows.cli.reports import cmd_history, cmd_report
 from flows.report.modes import modes
+from flows.report.written import keeping_written
 
 
 def port(value: str) -> int:
@@ -147,7 +148,8 @@ def main(argv: list[str] | None = None, command: Command | None = None) -> int:
     name = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(name).parse_args(argv)
     try:
-        return int(args.handler(args, command or Command()))
+        with keeping_written():  # the command's ending reads the report its run wrote
+            return int(args.handler(args, command or Command()))
     except InputError as exc:
         for line in exc.lines:  # a path or name with a control character still prints on one line
             shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)

@@ -21,7 +21,8 @@ from executors import sandbox
 from executors.redaction import redact
 from flows.report.entries import RunEntry, V
 from flows.report.fingerprint import fingerprint
-from flows.report.schema import REPORT_VERSION, RP, Meta, Report, mode_of, wrote
+from flows.report.schema import REPORT_VERSION, RP, Meta, Report, mode_of
+from flows.report.written import wrote
 from tasks.schema import RunStats, Scale
 from tasks.stats.figures import Aggregate, Analysis, CaseStats
 from tasks.store.files import atomic_write_text
@@ -96,9 +97,12 @@ def variant_entry(
     return cls(**fields, case_stats=stats)
 
 
-def run_stats_meta(stats: RunStats) -> dict[str, Any]:
-    """What a runner did (model calls or agent sessions), as every mode's report meta records it."""
+def run_meta(started: dt.datetime, stats: RunStats) -> dict[str, Any]:
+    """What every mode's report meta records of the run: when it started, skillab's version, and what
+    its runner did (model calls or agent sessions)."""
     return {
+        "timestamp": timestamp(started),
+        "cli_version": cli_version(),
         "calls": stats.calls,
         "cache_hits": stats.cache_hits,
         "warm_up_calls": stats.warm_up_calls,

@@ -75,14 +75,23 @@ def _lucky(lucky: Sequence[Named]) -> ValidityCheck:
     n = lucky[0]
     mde = "unknown" if n.verdict.mde is None else f"{n.verdict.mde:.3g}"
     shown = "unknown" if n.mean is None else f"{abs(n.mean):.3g}"
+    line = (
+        f"{n.name}: {n.verdict.label} at a difference of {shown}, below the smallest effect this "
+        f"run detects with 80% power ({mde}): a lucky draw, its size likely inflated"
+    )
+    return _against_mde(CheckStatus.FAIL, lucky, line)
+
+
+def _against_mde(status: CheckStatus, named: Sequence[Named], line: str) -> ValidityCheck:
+    """A power check told by the first named comparison's detectable effect against the one asked for."""
+    n = named[0]
     return ValidityCheck(
         check="power",
-        status=CheckStatus.FAIL,
+        status=status,
         value=n.verdict.mde,
         limit=n.verdict.min_effect,
-        line=f"{n.name}: {n.verdict.label} at a difference of {shown}, below the smallest effect this "
-        f"run detects with 80% power ({mde}): a lucky draw, its size likely inflated",
-        items=[x.name for x in lucky],
+        line=line,
+        items=[x.name for x in named],
     )
 
 
@@ -102,15 +111,11 @@ def _short(short: Sequence[Named]) -> ValidityCheck:
     n = short[0]
     found = "cannot be computed" if n.verdict.mde is None else f"is {n.verdict.mde:.3g}"
     more = f" (about {n.verdict.cases_needed} cases would reach it)" if n.verdict.cases_needed else ""
-    return ValidityCheck(
-        check="power",
-        status=CheckStatus.WARN,
-        value=n.verdict.mde,
-        limit=n.verdict.min_effect,
-        line=f"{n.name}: the smallest effect detectable with 80% power {found}, above the "
-        f"{n.verdict.min_effect:g} asked for{more}; no verdict here rests on a smaller difference",
-        items=[x.name for x in short],
+    line = (
+        f"{n.name}: the smallest effect detectable with 80% power {found}, above the "
+        f"{n.verdict.min_effect:g} asked for{more}; no verdict here rests on a smaller difference"
     )
+    return _against_mde(CheckStatus.WARN, short, line)
 
 
 def judge_line(report: Report) -> ValidityCheck | None:

@@ -113,6 +113,7 @@ class FakeProvider:
         faults: list[Fault] | None = None,
         fault_for: Callable[[Call], Fault | None] | None = None,
         agent: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None,
+        claude_agent: Callable[[dict[str, Any], Mapping[str, str]], list[dict[str, Any]]] | None = None,
     ) -> None:
         self.answer = answer
         self.delay = delay
@@ -120,7 +121,7 @@ class FakeProvider:
         self.fault_for = fault_for
         self.agent = agent  # streaming Messages requests (agent CLIs): body -> content blocks
         # The same with the request's headers (Claude Code sends its session id in one): see SkillScript.
-        self.claude_agent: Callable[[dict[str, Any], Mapping[str, str]], list[dict[str, Any]]] | None = None
+        self.claude_agent = claude_agent
         self.gemini_agent: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
         self.responses_agent: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
         # Streaming chat completions (OpenCode): body -> items, {"text": ...} or {"tool": name, "arguments": {...}}

@@ -7,13 +7,15 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.provider import Call, FakeProvider, Fault
 from tests.flows.helpers import bench_process, subprocess_env
-from tests.flows.modes.agentic.test_skill_bench import agent, judge, project
+from tests.flows.modes.agentic.test_skill_bench import agent, judge, project, skill_run
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 __all__ = ["project"]  # the fixture, used by name
@@ -29,28 +31,30 @@ def roots(tmp: Path) -> list[Path]:
 
 
 def start(project: Path, tmp: Path, url: str) -> subprocess.Popen[str]:
-    args = ["skill", "run", "--skill", "calc-skill", "--tasks", "suite", "--base-url", url]
-    args += ["--judge-model", "claude-opus-4", "--results-dir", str(project / "results"), "--timeout", "100"]
+    args = [*skill_run(project, url), "--timeout", "100"]
     env = subprocess_env() | {"TMPDIR": str(tmp), "ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-test"}
     return bench_process(args, project, env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def wait_for_sessions(proc: subprocess.Popen[str], tmp: Path, server: FakeProvider) -> None:
-    deadline = time.monotonic() + 120
-    while proc.poll() is None and time.monotonic() < deadline:
-        if roots(tmp) and server.count(lambda c: c.protocol == "anthropic") >= 2:
-            return
-        time.sleep(0.2)
-    proc.kill()
-    pytest.fail(f"the sessions never started: {proc.stderr.read()[-2000:] if proc.stderr else ''}")
-
-
-def test_sigterm_leaves_no_sandbox(project: Path, tmp_path: Path) -> None:
+@contextmanager
+def hung_sessions(project: Path, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """A run whose sessions hang on the model, once they have started (its temp folder given)."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     with FakeProvider(judge, agent=agent, fault_for=hang) as server:
         proc = start(project, tmp, server.url)
-        wait_for_sessions(proc, tmp, server)
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline:
+            if roots(tmp) and server.count(lambda c: c.protocol == "anthropic") >= 2:
+                yield proc, tmp
+                return
+            time.sleep(0.2)
+        proc.kill()
+        pytest.fail(f"the sessions never started: {proc.stderr.read()[-2000:] if proc.stderr else ''}")
+
+
+def test_sigterm_leaves_no_sandbox(project: Path, tmp_path: Path) -> None:
+    with hung_sessions(project, tmp_path) as (proc, tmp):
         proc.send_signal(signal.SIGTERM)
         try:
             proc.communicate(timeout=90)
@@ -64,11 +68,7 @@ def test_sigterm_leaves_no_sandbox(project: Path, tmp_path: Path) -> None:
 
 
 def test_kill_9_then_the_next_run_sweeps(project: Path, tmp_path: Path) -> None:
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    with FakeProvider(judge, agent=agent, fault_for=hang) as server:
-        proc = start(project, tmp, server.url)
-        wait_for_sessions(proc, tmp, server)
+    with hung_sessions(project, tmp_path) as (proc, tmp):
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     left = roots(tmp)

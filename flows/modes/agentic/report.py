@@ -22,15 +22,7 @@ from flows.modes.agentic.model import AgenticMeta, AgenticReport, BehaviorSummar
 from flows.modes.agentic.plan import Session
 from flows.modes.agentic.portability import certificate, listed, measured_of, skill_findings
 from flows.report.ablation import ablation
-from flows.report.build import (
-    agent_cli_meta,
-    assemble,
-    cli_version,
-    isolation_meta,
-    run_stats_meta,
-    timestamp,
-    variant_entry,
-)
+from flows.report.build import agent_cli_meta, assemble, isolation_meta, run_meta, variant_entry
 from flows.report.entries import AgentRun, AgentVariantResult, CaseResult
 from graders.agent_task import AgentTask
 from graders.grades import WEIGHTS, Behavior, CheckResults, SessionGrade
@@ -258,8 +250,6 @@ def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -
         suite_sha256=suite_hash,
         results_dir=str(results),
         seed=config.seed,
-        timestamp=timestamp(started),
-        cli_version=cli_version(),
         total_cost_usd=sum(r.result.cost_usd for r in records),
         **isolation_meta(run.isolation, config.allow_network, config.fleet_pool),
         warnings=run.warnings,
@@ -267,7 +257,7 @@ def agentic_meta(run: AgenticRun, graded: list[Graded], records: list[Record]) -
         case_settings=case_settings(run.tasks, config, graded) or None,
         **agent_cli_meta(config.runner, [g.session.meta.cli_version for g in graded], run.cli_version),
         plugin=plugin.summary(config.plugin_mcp) if (plugin := skill.plugin) else None,
-        **run_stats_meta(run.stats),
+        **run_meta(started, run.stats),
         contaminated=[
             Contamination(task=g.plan.task.task_id, mode=g.plan.mode, run=g.plan.run, reason=g.contaminated)
             for g in graded

@@ -18,7 +18,7 @@ from executors.schema import RunResult
 from executors.versions import installed_version
 from flows.modes.sample.model import PromptCaching, SampleMeta, SampleReport
 from flows.modes.sample.prepare import Prepared
-from flows.report.build import agent_cli_meta, assemble, cli_version, run_stats_meta, timestamp, variant_entry
+from flows.report.build import agent_cli_meta, assemble, run_meta, variant_entry
 from flows.report.entries import AssertionDetail, AssertionSummary, CaseResult, SampleRun, SampleVariantResult
 from graders.schema import JudgeStatus
 from tasks.schema import Record, RunStats
@@ -163,8 +163,6 @@ def sample_meta(
         task_count=len(records),
         total_cost_usd=round(sum(r.result.cost_usd for r in records), 6),
         judge_cost_usd=round(stats.spent_by_kind.get("judge", 0.0), 6),
-        timestamp=timestamp(started_at),
-        cli_version=cli_version(),
         **executor_cli_meta(prepared.target.executor),
         python_version=platform.python_version(),
         skill_hashes={labels[v.name]: v.sha256 for v in prepared.variants},
@@ -177,7 +175,7 @@ def sample_meta(
         samples_file=str(prepared.samples_path),
         samples_sha256=hashlib.sha256(prepared.samples_path.read_bytes()).hexdigest(),
         suite=o.suite,
-        **run_stats_meta(stats),
+        **run_meta(started_at, stats),
         prompt_caching=prompt_caching([r.result for r in records], prepared.target.executor.prices),
         duration_s=round(duration_s, 2),
         notices=prepared.notices + cache_notices(stats),

@@ -58,9 +58,7 @@ class Outcome:
 async def finish(prepared: Prepared, executed: Executed) -> Outcome:
     """The report of a run, explained, compared with the suite's previous run when named, written out."""
     report, labels = await assemble(prepared, executed)
-    # the report holds what the records said: they go before it is explained and written (at 10,000
-    # units, ~35 MB at the run's peak of memory)
-    executed.records.clear()
+    executed.release_records()
     if executed.shard_runs:
         report.meta.shards = executed.shard_runs
     await explain_sample_run(report, prepared, executed.runner, labels, executed.gold)

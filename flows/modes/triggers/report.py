@@ -8,15 +8,7 @@ from collections.abc import Sequence
 
 from flows.modes.triggers.model import TriggerFigures, TriggerMeta, TriggerReport
 from flows.modes.triggers.plan import TriggerOutcome, TriggerPlan, TriggerVariant
-from flows.report.build import (
-    agent_cli_meta,
-    assemble,
-    cli_version,
-    isolation_meta,
-    run_stats_meta,
-    timestamp,
-    variant_entry,
-)
+from flows.report.build import agent_cli_meta, assemble, isolation_meta, run_meta, variant_entry
 from flows.report.entries import CaseResult, TriggerRun, TriggerVariantResult
 from flows.report.gates import unmeasured
 from flows.report.regression import KNOWN_GOOD
@@ -32,23 +24,25 @@ from tasks.stats.trigger_compare import (
 )
 from tasks.stats.trigger_stats import ListingStats, Trial, TriggerSummary, listing_shifts, summarize, trial
 
+#: What a session's entry takes from its outcome as it is.
+KEPT = (
+    "output",
+    "error",
+    "duration_ms",
+    "cost_usd",
+    "fired",
+    "first_turns",
+    "listed",
+    "transcript",
+    "cached",
+)
+
 
 def session_entry(run: int, out: TriggerOutcome) -> TriggerRun:
     """One session's entry."""
+    kept = {name: getattr(out, name) for name in KEPT}
     return TriggerRun(
-        run=run,
-        ok=out.status == TriggerStatus.OK,
-        composite_score=None,
-        status=str(out.status),
-        output=out.output,
-        error=out.error,
-        duration_ms=out.duration_ms,
-        cost_usd=out.cost_usd,
-        fired=out.fired,
-        first_turns=out.first_turns,
-        listed=out.listed,
-        transcript=out.transcript,
-        cached=out.cached,
+        run=run, ok=out.status == TriggerStatus.OK, composite_score=None, status=str(out.status), **kept
     )
 
 
@@ -245,8 +239,6 @@ def build_trigger_report(
         sample_count=len(plan.queries.queries),
         task_count=len(plan.sessions),
         total_cost_usd=round(sum(out.cost_usd for out in outcomes.values()), 6),
-        timestamp=timestamp(started),
-        cli_version=cli_version(),
         seed=o.seed,
         repeat=o.runs,
         suite=o.suite,
@@ -259,7 +251,7 @@ def build_trigger_report(
         environment=next((v.environment.record() for v in plan.variants if v.environment), None),
         context_fill=o.context_fill,
         context_window=o.context_window if o.context_fill else None,
-        **run_stats_meta(stats),
+        **run_meta(started, stats),
         **({"notices": list(plan.notices)} if plan.notices else {}),  # absent when none, as before
     )
     report = assemble(

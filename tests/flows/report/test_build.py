@@ -8,11 +8,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from executors.redaction import MASK
-from flows.report.build import publish
+from flows.report.build import publish, report_path
 from flows.report.ci import summary_markdown, write_junit
 from flows.report.regression import compare_runs, history, regression_against_previous
 from flows.report.schema import REPORT_VERSION, load_report, parse_report
 from flows.report.store import read_reports
+from flows.report.written import keeping_written
 from tasks.schema import VerdictLabel
 from tests.flows.report.synthetic import STARTED, make_report
 
@@ -34,17 +35,20 @@ def test_the_command_reads_the_report_it_wrote_without_parsing_it_again(tmp_path
     """The file is the report's JSON; the next load of that file, while unchanged, is the report
     itself, once; a changed file is parsed, and a file with a key masked is never taken as written."""
     report = make_report(tmp_path, BETTER)
-    path = publish(report, tmp_path / "reports")
-    assert path.read_text().endswith("}\n") and parse_report(json.loads(path.read_text())) == report
-    assert load_report(path) is report
-    again = load_report(path)  # taken once: then the file
-    assert again is not report and again == report
     publish(report, tmp_path / "reports")
-    path.write_text(path.read_text().replace('"v1"', '"v1" ', 1))  # edited after the write
-    assert load_report(path) is not report
-    report.meta.model = "sk-ant-" + "x" * 30  # a key-shaped value, masked in the file
-    masked = publish(report, tmp_path / "reports")
-    assert load_report(masked).meta.model == MASK and "sk-ant-" not in masked.read_text()
+    assert load_report(report_path(tmp_path / "reports", report.id)) is not report  # kept by a command only
+    with keeping_written():
+        path = publish(report, tmp_path / "reports")
+        assert path.read_text().endswith("}\n") and parse_report(json.loads(path.read_text())) == report
+        assert load_report(path) is report
+        again = load_report(path)  # taken once: then the file
+        assert again is not report and again == report
+        publish(report, tmp_path / "reports")
+        path.write_text(path.read_text().replace('"v1"', '"v1" ', 1))  # edited after the write
+        assert load_report(path) is not report
+        report.meta.model = "sk-ant-" + "x" * 30  # a key-shaped value, masked in the file
+        masked = publish(report, tmp_path / "reports")
+        assert load_report(masked).meta.model == MASK and "sk-ant-" not in masked.read_text()
 
 
 def test_blind_relabels_labels_only(tmp_path: Path) -> None:

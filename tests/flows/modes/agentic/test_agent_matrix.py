@@ -20,7 +20,7 @@ from flows.modes.agentic.model import AgenticReport
 from flows.report.schema import load_report
 from tests.agents import need
 from tests.fakes.provider import FakeProvider, tool_results
-from tests.flows.modes.agentic.test_skill_bench import SKILL, judge, task_md
+from tests.flows.modes.agentic.test_skill_bench import SKILL, judge, skill_run, task_md
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 RULE = "Always return the exact arithmetic result."  # the skill's body: in a codex request once loaded
@@ -132,24 +132,7 @@ def test_a_matrix_finds_each_agents_scripted_effect(
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
         urls = f"claude={server.url},copilot={server.url},codex={server.url}/v1,gemini-cli={server.url}"
         urls += f",opencode={server.url}/v1"
-        args = [
-            "skill",
-            "run",
-            "--skill",
-            "calc-skill",
-            "--tasks",
-            "suite",
-            "--runner",
-            AGENTS,
-        ]
-        args += [
-            "--base-url",
-            urls,
-            "--judge-model",
-            "claude-opus-4",
-            "--results-dir",
-            str(tmp_path / "results"),
-        ]
+        args = [*skill_run(tmp_path, urls), "--runner", AGENTS]
         args += ["--output-dir", str(tmp_path / "reports"), "--timeout", "90", "--concurrency", "8"]
         code = main([*args, "--require", "better"])
     out, err = capsys.readouterr()

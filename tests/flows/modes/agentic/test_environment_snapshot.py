@@ -12,6 +12,7 @@ import pytest
 
 from executors.errors import InputError
 from flows.inputs.environment import snapshot
+from tests.agents import write
 
 CANARY = "CANARY-e5b1-never-copied"
 
@@ -31,14 +32,8 @@ def a_home(root: Path) -> Path:
         "apiKeyHelper": CANARY,
     }
     (home / ".claude" / "settings.json").write_text(json.dumps(settings))
-    for secret in (
-        ".claude/.credentials.json",
-        ".claude.json",
-        ".claude/history.jsonl",
-        ".claude/todos/t.json",
-    ):
-        (home / secret).parent.mkdir(parents=True, exist_ok=True)
-        (home / secret).write_text(CANARY)
+    secrets = (".claude/.credentials.json", ".claude.json", ".claude/history.jsonl", ".claude/todos/t.json")
+    write(home, dict.fromkeys(secrets, CANARY))
     return home
 
 

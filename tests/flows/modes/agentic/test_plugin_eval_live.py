@@ -18,6 +18,7 @@ from flows.cli.main import main
 from flows.inputs.suites.plugin_eval import load_plugin_tasks
 from flows.report.schema import load_report
 from flows.report.server import export_html
+from tests.agents import write
 from tests.fakes.provider import FakeProvider, user_query
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -116,12 +117,6 @@ def record_history(binary: str, url: str, tmp_path: Path, case: Path) -> None:
     assert done.returncode == 0, done.stderr
     (session,) = (home / ".claude" / "projects").glob("*/*.jsonl")
     write(case, {"case.yaml": RESUME_YAML, "history.jsonl": session.read_text()})
-
-
-def write(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
 
 
 @pytest.fixture

@@ -13,9 +13,8 @@ import pytest
 
 from executors.errors import InputError
 from flows.inputs.suites.plugin_mocks import mock_servers
-from tests.agents import need
+from tests.agents import need, write
 from tests.fakes.provider import FakeProvider, tool_results
-from tests.flows.modes.agentic.test_plugin_eval_live import write
 from tests.flows.modes.agentic.test_published_suites import run
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -74,9 +73,7 @@ def test_mock_files_serve_both_arms_and_grade_their_calls(
     suite: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(suite.parent)
-    with FakeProvider() as server:
-        server.claude_agent = agent
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeProvider(claude_agent=agent).anthropic_env(monkeypatch) as server:
         code = run(suite, server, "--json", "official.json")
     out = capsys.readouterr()
     official = json.loads((suite.parent / "official.json").read_text())

@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 
 from flows.cli.main import main
-from tests.agents import need
+from tests.agents import need, write
 from tests.fakes.provider import FakeProvider, SkillScript
-from tests.flows.modes.agentic.test_plugin_eval_live import write
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 SKILL = (
@@ -94,9 +93,7 @@ def test_add_dirs_fixture_is_found_read_only_and_the_official_json_feeds_a_gate(
     suite: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(suite.parent)
-    with FakeProvider() as server:
-        server.claude_agent = agent
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeProvider(claude_agent=agent).anthropic_env(monkeypatch) as server:
         code = run(suite, server, "--json", "official.json", "--case", "read-*")
     out = capsys.readouterr()
     report_md = next((suite.parent / "results").glob("*/report.md")).read_text()
@@ -117,9 +114,7 @@ def test_tag_filter_dry_run_and_caps(
     suite: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(suite.parent)
-    with FakeProvider() as server:
-        server.claude_agent = agent
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeProvider(claude_agent=agent).anthropic_env(monkeypatch) as server:
         assert run(suite, server, "--dry-run", "--budget-usd", "5") == 0
         plan = capsys.readouterr().out
         assert not server.calls
@@ -144,9 +139,7 @@ def test_an_unsupported_field_is_refused_unless_skipped_then_reported(
 ) -> None:
     (suite / "evals" / "plain" / "case.yaml").write_text(PLAIN_CASE + "plugins: [other-plugin]\n")
     monkeypatch.chdir(suite.parent)
-    with FakeProvider() as server:
-        server.claude_agent = agent
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    with FakeProvider(claude_agent=agent).anthropic_env(monkeypatch) as server:
         assert run(suite, server) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert (

@@ -144,28 +144,8 @@ def test_skill_run_end_to_end(
     reference.mkdir(parents=True)
     (reference / "calc.py").write_text("def add(a, b):\n    return a + b\n")
     with FakeProvider(judge, agent=agent, fault_for=faults).anthropic_env(monkeypatch) as server:
-        code = main(
-            [
-                "skill",
-                "run",
-                "--skill",
-                "calc-skill",
-                "--tasks",
-                "suite",
-                "--base-url",
-                server.url,
-                "--judge-model",
-                "claude-opus-4",
-                "--results-dir",
-                str(project / "results"),
-                "--output-dir",
-                str(project / "reports"),
-                "--timeout",
-                "20",
-                "--concurrency",
-                "4",
-            ]
-        )
+        args = ["--output-dir", str(project / "reports"), "--timeout", "20", "--concurrency", "4"]
+        code = main([*skill_run(project, server.url), *args])
     out = capsys.readouterr().out
     assert code == 0, out
     (results,) = (project / "results").glob("calc-skill-*")

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from flows.cli.main import main
-from tests.agents import need
+from tests.agents import need, write
 from tests.browser import chromium, serving
 from tests.fakes.provider import FakeProvider, RouteScript
 
@@ -133,14 +133,13 @@ def test_a_neighbour_that_loses_its_queries_is_found_and_no_secret_is_copied(
             }
         )
     )
-    for secret in (
+    secrets = (
         ".claude/.credentials.json",
         ".claude.json",
         ".claude/history.jsonl",
         ".claude/projects/p/s.jsonl",
-    ):
-        (home / secret).parent.mkdir(parents=True, exist_ok=True)
-        (home / secret).write_text(json.dumps({"token": CANARY}))
+    )
+    write(home, dict.fromkeys(secrets, json.dumps({"token": CANARY})))
     new = skill(tmp_path / "new" / "release-notes", "release-notes", "Writes release notes and changelogs.")
     # also installed, unchanged: the environment arm leaves it out, so the comparison is "adding it"
     skill(
