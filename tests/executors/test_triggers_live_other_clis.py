@@ -68,12 +68,26 @@ def gemini_model(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def run_pair(
-    executor: Any, server: FakeProvider, root: Path, cli: str, model: str
+    executor: type[Any],
+    script: tuple[str, Any],
+    root: Path,
+    cli: str,
+    model: str,
+    installs: str,
+    path: str = "",
 ) -> tuple[AgentSession, AgentSession, str]:
-    """A session asked for a greeting file, one asked which skill would write it, and all they sent."""
-    fire = asyncio.run(executor.session(request(root, "fire", cli, model, FIRE)))
-    prose = asyncio.run(executor.session(request(root, "prose", cli, model, PROSE)))
-    return fire, prose, json.dumps([c.body for c in server.calls])
+    """Against a server scripted by ``script`` (its attribute, the model): a session asked for a
+    greeting file, one asked which skill would write it, and all they sent; the skill installed
+    where the CLI discovers it (``installs``/skills in the sandbox)."""
+    need(executor.binary)
+    with FakeProvider() as server:
+        setattr(server, *script)
+        agent = executor(ExecutorSettings(base_url=server.url + path))
+        fire = asyncio.run(agent.session(request(root, "fire", cli, model, FIRE)))
+        prose = asyncio.run(agent.session(request(root, "prose", cli, model, PROSE)))
+        sent = json.dumps([c.body for c in server.calls])
+    assert (root / "fire" / "sb" / installs / "skills" / NAME / "SKILL.md").is_file()
+    return fire, prose, sent
 
 
 def fired_once(fire: AgentSession, prose: AgentSession) -> SessionTriggers:
@@ -87,12 +101,9 @@ def fired_once(fire: AgentSession, prose: AgentSession) -> SessionTriggers:
 def test_codex_reading_the_skill_is_a_trigger_naming_it_is_not(tmp_path: Path) -> None:
     from executors.codex_cli import CodexExecutor
 
-    need("codex")
-    with FakeProvider() as server:
-        server.responses_agent = codex_model
-        codex = CodexExecutor(ExecutorSettings(base_url=f"{server.url}/v1"))
-        fire, prose, sent = run_pair(codex, server, tmp_path, "codex", "gpt-5.5")
-    assert (tmp_path / "fire" / "sb" / ".agents" / "skills" / NAME / "SKILL.md").is_file()
+    fire, prose, sent = run_pair(
+        CodexExecutor, ("responses_agent", codex_model), tmp_path, "codex", "gpt-5.5", ".agents", "/v1"
+    )
     assert DESCRIPTION in sent and f"${NAME}" not in sent  # listed, never forced
     found = fired_once(fire, prose)
     # what the model saw, read from the request by the forwarder (keyed by Codex's session-id header)
@@ -104,12 +115,9 @@ def test_codex_reading_the_skill_is_a_trigger_naming_it_is_not(tmp_path: Path) -
 def test_gemini_activate_skill_is_a_trigger_naming_it_is_not(tmp_path: Path) -> None:
     from executors.gemini_cli import GeminiCliExecutor
 
-    need("gemini")
-    with FakeProvider() as server:
-        server.gemini_agent = gemini_model
-        gemini = GeminiCliExecutor(ExecutorSettings(base_url=server.url))
-        fire, prose, sent = run_pair(gemini, server, tmp_path, "gemini-cli", "gemini-2.5-pro")
-    assert (tmp_path / "fire" / "sb" / ".gemini" / "skills" / NAME / "SKILL.md").is_file()
+    fire, prose, sent = run_pair(
+        GeminiCliExecutor, ("gemini_agent", gemini_model), tmp_path, "gemini-cli", "gemini-2.5-pro", ".gemini"
+    )
     assert DESCRIPTION in sent and "MUST first call the activate_skill" not in sent
     fired_once(fire, prose)
     # what the model saw: no session header, so known by the working folder its request names
@@ -134,12 +142,9 @@ def copilot_model(body: dict[str, Any]) -> list[dict[str, Any]]:
 def test_copilot_skill_tool_is_a_trigger_naming_it_is_not(tmp_path: Path) -> None:
     from executors.copilot_cli import CopilotCliExecutor
 
-    need("copilot")
-    with FakeProvider() as server:
-        server.agent = copilot_model
-        copilot = CopilotCliExecutor(ExecutorSettings(base_url=server.url))
-        fire, prose, sent = run_pair(copilot, server, tmp_path, "copilot", "claude-sonnet-4-5")
-    assert (tmp_path / "fire" / "sb" / ".agents" / "skills" / NAME / "SKILL.md").is_file()
+    fire, prose, sent = run_pair(
+        CopilotCliExecutor, ("agent", copilot_model), tmp_path, "copilot", "claude-sonnet-4-5", ".agents"
+    )
     assert DESCRIPTION in sent and "MUST first call the skill tool" not in sent
     assert not (tmp_path / "fire" / "home" / ".copilot" / "copilot-instructions.md").exists()
     found = fired_once(fire, prose)
@@ -161,12 +166,9 @@ def opencode_model(body: dict[str, Any]) -> list[dict[str, Any]]:
 def test_opencode_skill_tool_is_a_trigger_naming_it_is_not(tmp_path: Path) -> None:
     from executors.opencode import OpenCodeExecutor
 
-    need("opencode")
-    with FakeProvider() as server:
-        server.chat_agent = opencode_model
-        opencode = OpenCodeExecutor(ExecutorSettings(base_url=f"{server.url}/v1"))
-        fire, prose, sent = run_pair(opencode, server, tmp_path, "opencode", "gpt-4.1")
-    assert (tmp_path / "fire" / "sb" / ".opencode" / "skills" / NAME / "SKILL.md").is_file()
+    fire, prose, sent = run_pair(
+        OpenCodeExecutor, ("chat_agent", opencode_model), tmp_path, "opencode", "gpt-4.1", ".opencode", "/v1"
+    )
     assert DESCRIPTION in sent and "MUST first call the skill tool" not in sent
     fired_once(fire, prose)
     assert detect(prose, [NAME]).status == TriggerStatus.OK

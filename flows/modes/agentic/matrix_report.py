@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from flows.modes.agentic.model import AgenticMeta, AgenticReport
 from flows.report.ci import validity_markdown
@@ -57,20 +57,19 @@ def main_comparison(report: AgenticReport) -> Comparison | None:
     )
 
 
+#: A row whose agent left no report: nothing measured (each field set: the report's JSON names them).
+NOTHING_MEASURED: dict[str, Any] = {
+    **dict.fromkeys(("report", "paired", "verdict", "invoked_rate")),
+    "sessions": 0,
+    "errors": 0,
+}
+
+
 def agent_lift(runner: str, model: str, report: AgenticReport | None, failure: str | None) -> AgentLift:
     """One row of the matrix from the agent's own report (None: its run ended before one)."""
     if report is None:
-        return AgentLift(
-            runner=runner,
-            model=model,
-            report=None,
-            paired=None,
-            verdict=None,
-            invoked_rate=None,
-            sessions=0,
-            errors=0,
-            line=f"{runner}: no report ({failure or 'the run failed'})",
-        )
+        line = f"{runner}: no report ({failure or 'the run failed'})"
+        return AgentLift(runner=runner, model=model, line=line, **NOTHING_MEASURED)
     comp = main_comparison(report)
     arms = [s for a, s in report.summary.items() if a in (Arm.WITH_SKILL, Arm.BASELINE)]
     behavior = (report.behavior or {}).get(Arm.WITH_SKILL)

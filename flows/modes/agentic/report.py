@@ -33,6 +33,8 @@ from tasks.stats.figures import Aggregate, CaseStats
 #: The order arms appear in the report: the control first.
 REPORT_ARMS = [Arm.BASELINE, Arm.WITH_SKILL]
 TRANSCRIPT_CHARS = 600
+#: What a case's entry takes from its task as it is.
+TASK_FIELDS = ("name", "prompt", "type", "difficulty", "category", "rubric")
 
 
 @dataclass(frozen=True)
@@ -118,15 +120,10 @@ def task_results(
         results.append(
             CaseResult[AgentVariantResult](
                 sample_id=t.task_id,
-                name=t.name,
-                prompt=t.prompt,
-                type=t.type,
-                difficulty=t.difficulty,
-                category=t.category,
                 tags=list(t.tags),
-                rubric=t.rubric,
                 variants=entries,
                 expect={True: skill, False: "none", None: None}[t.expects_skill],
+                **{name: getattr(t, name) for name in TASK_FIELDS},
             )
         )
     return results

@@ -123,8 +123,12 @@ def test_hostile_or_broken_setups_are_refused_in_one_line(tmp_path: Path, case: 
     assert not [p for p in (tmp_path / "store").iterdir()]  # nothing half-made is left
 
 
+#: Flags a command refuses, and words of its one-line error.
+Refusal = tuple[list[str], str]
+
+
 @pytest.mark.parametrize(
-    ("flags", "words"),
+    "refusal",
     [
         (["--environment", "home", "--runner", "claude,codex"], "--environment: Claude Code's skills"),
         (["--context-fill", "0.5", "--runner", "gemini-cli"], "--context-fill: Claude Code's skills"),
@@ -134,12 +138,9 @@ def test_hostile_or_broken_setups_are_refused_in_one_line(tmp_path: Path, case: 
     ],
 )
 def test_bad_environment_flags_stop_before_any_session(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    flags: list[str],
-    words: str,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], refusal: Refusal
 ) -> None:
+    flags, words = refusal
     a_home(tmp_path)
     (tmp_path / "queries.yaml").write_text("queries:\n  - {id: q1, query: hello, expect: none}\n")
     monkeypatch.chdir(tmp_path)
@@ -206,7 +207,7 @@ def test_from_home_run_in_the_home_itself_reads_it_once(
 
 
 @pytest.mark.parametrize(
-    ("flags", "words"),
+    "refusal",
     [
         (["--holdout", "0"], "--holdout: tune keeps a rewrite only when it wins on held-out queries"),
         (["--candidates", "11"], "--candidates: 1 to 10 rewrites"),
@@ -214,12 +215,9 @@ def test_from_home_run_in_the_home_itself_reads_it_once(
     ],
 )
 def test_tune_refuses_what_could_keep_nothing(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    flags: list[str],
-    words: str,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], refusal: Refusal
 ) -> None:
+    flags, words = refusal
     skill(tmp_path / "mine" / "notes", "notes")
     (tmp_path / "queries.yaml").write_text(
         "queries:\n  - {id: q1, query: take a note, expect: notes}\n  - {id: q2, query: hello, expect: none}\n"
