@@ -383,6 +383,6 @@ class Executed:
     gold: JudgeGold | None  # --judge-gold: the check made before the run
 
     def release_records(self) -> None:
-        """The report holds what the records said: they go before it is explained and written (at
-        10,000 units, ~35 MB at the run's peak of memory)."""
+        """The run's list of records goes once the report is built from a list of its own (which the
+        build consumes): at 10,000 units, ~35 MB less at the run's peak of memory."""
         self.records.clear()

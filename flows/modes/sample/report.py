@@ -58,7 +58,6 @@ class Outcome:
 async def finish(prepared: Prepared, executed: Executed) -> Outcome:
     """The report of a run, explained, compared with the suite's previous run when named, written out."""
     report, labels = await assemble(prepared, executed)
-    executed.release_records()
     if executed.shard_runs:
         report.meta.shards = executed.shard_runs
     await explain_sample_run(report, prepared, executed.runner, labels, executed.gold)
@@ -79,7 +78,8 @@ async def finish(prepared: Prepared, executed: Executed) -> Outcome:
 
 
 async def assemble(prepared: Prepared, executed: Executed) -> tuple[SampleReport, dict[str, str]]:
-    """Aggregate the graded records into the report (blind runs on their labels, not their names)."""
+    """Aggregate the graded records into the report (blind runs on their labels, not their names);
+    the records go as the report takes them."""
     opts, records, runner, started_at = (
         prepared.options,
         executed.records,
@@ -107,10 +107,12 @@ async def assemble(prepared: Prepared, executed: Executed) -> tuple[SampleReport
             p.model_copy(update={"control": labels[p.control], "treatment": labels[p.treatment]})
             for p in await pairwise(prepared, runner, records)
         ]
+    records = relabel(records, labels)
+    executed.release_records()  # the run's own list: build_report consumes the labelled one
     report = build_report(
         prepared,
         report_id,
-        relabel(records, labels),
+        records,
         aggregate,
         runner.stats(),
         started_at,
