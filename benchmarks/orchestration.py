@@ -28,6 +28,8 @@ from pathlib import Path
 
 import httpx
 
+from benchmarks import units_parser
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -113,11 +115,7 @@ def scenario(args: argparse.Namespace) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--units", type=int, default=1000)
-    parser.add_argument("--concurrency", type=int, default=32)
+    parser = units_parser(__doc__, 1000)
     parser.add_argument("--latency", type=float, action="append", help="seconds per reply (repeatable)")
     parser.add_argument("--trials", type=int, default=1, help="runs per latency, each on fresh servers")
     parser.add_argument("--scenario", action="store_true", help=argparse.SUPPRESS)

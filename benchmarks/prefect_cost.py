@@ -39,6 +39,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks import units_parser
 from benchmarks.orchestration import ROOT, free_port, start, stop, wait_http
 
 MODES = (
@@ -174,11 +175,7 @@ def trial(units: int, concurrency: int) -> dict[str, dict[str, float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--units", type=int, default=2000)
-    parser.add_argument("--concurrency", type=int, default=32)
+    parser = units_parser(__doc__, 2000)
     parser.add_argument("--trials", type=int, default=1, help="each against a fresh server; medians printed")
     parser.add_argument("--measure", type=int, help=argparse.SUPPRESS)  # the server's pid: run here
     args = parser.parse_args()

@@ -130,6 +130,9 @@ class BatchClient(ABC):
     provider: ClassVar[str]
     max_items: ClassVar[int]
     max_bytes: ClassVar[int]
+    #: the batch object's field that tells its state, and the states in which it has ended
+    status_field: ClassVar[str]
+    ended_states: ClassVar[frozenset[str]]
 
     def __init__(self, executor: HttpExecutor, *, retries: int = 3, backoff_s: float = 1.0) -> None:
         self.executor = executor
@@ -150,7 +153,20 @@ class BatchClient(ABC):
         out may still have created a batch, and a second one would be paid again."""
 
     @abstractmethod
-    async def poll(self, batch_id: str) -> BatchStatus: ...
+    def batch_url(self, batch_id: str) -> str:
+        """Where the batch object is read."""
+
+    async def _batch(self, batch_id: str) -> JsonObject:
+        data = json_of(await self.get(self.batch_url(batch_id)))
+        if self.status_field not in data:
+            raise TransientError(f"malformed batch object for {batch_id}")
+        return data
+
+    async def poll(self, batch_id: str) -> BatchStatus:
+        data = await self._batch(batch_id)
+        counts = {k: int(v) for k, v in (data.get("request_counts") or {}).items()}
+        status = str(data[self.status_field])
+        return BatchStatus(batch_id=batch_id, status=status, ended=status in self.ended_states, counts=counts)
 
     @abstractmethod
     async def results(self, batch_id: str, expected: Iterable[str] = ()) -> dict[str, RunResult]:
@@ -217,6 +233,8 @@ class AnthropicBatchClient(BatchClient):
     provider = "anthropic"
     max_items = 100_000
     max_bytes = 256 * 1024 * 1024
+    status_field = "processing_status"
+    ended_states = frozenset({"ended"})
 
     def _url(self, *parts: str) -> str:
         return "/".join([f"{self.endpoint}/v1/messages/batches", *parts])
@@ -227,17 +245,8 @@ class AnthropicBatchClient(BatchClient):
         response = await self.executor.send("POST", self._url(), self.headers(), json={"requests": requests})
         return str(json_of(response)["id"])
 
-    async def _batch(self, batch_id: str) -> JsonObject:
-        data = json_of(await self.get(self._url(batch_id)))
-        if "processing_status" not in data:
-            raise TransientError(f"malformed batch object for {batch_id}")
-        return data
-
-    async def poll(self, batch_id: str) -> BatchStatus:
-        data = await self._batch(batch_id)
-        counts = {k: int(v) for k, v in (data.get("request_counts") or {}).items()}
-        status = str(data["processing_status"])
-        return BatchStatus(batch_id=batch_id, status=status, ended=status == "ended", counts=counts)
+    def batch_url(self, batch_id: str) -> str:
+        return self._url(batch_id)
 
     async def results(self, batch_id: str, expected: Iterable[str] = ()) -> dict[str, RunResult]:
         data = await self._batch(batch_id)
@@ -281,6 +290,8 @@ class OpenAIBatchClient(BatchClient):
     provider = "openai"
     max_items = 50_000
     max_bytes = 200 * 1024 * 1024
+    status_field = "status"
+    ended_states = OPENAI_ENDED
 
     async def submit(self, items: Mapping[str, RunRequest]) -> str:
         _check_ids(items)
@@ -312,17 +323,8 @@ class OpenAIBatchClient(BatchClient):
         )
         return str(json_of(created)["id"])
 
-    async def _batch(self, batch_id: str) -> JsonObject:
-        data = json_of(await self.get(f"{self.endpoint}/batches/{batch_id}"))
-        if "status" not in data:
-            raise TransientError(f"malformed batch object for {batch_id}")
-        return data
-
-    async def poll(self, batch_id: str) -> BatchStatus:
-        data = await self._batch(batch_id)
-        counts = {k: int(v) for k, v in (data.get("request_counts") or {}).items()}
-        status = str(data["status"])
-        return BatchStatus(batch_id=batch_id, status=status, ended=status in OPENAI_ENDED, counts=counts)
+    def batch_url(self, batch_id: str) -> str:
+        return f"{self.endpoint}/batches/{batch_id}"
 
     async def results(self, batch_id: str, expected: Iterable[str] = ()) -> dict[str, RunResult]:
         data = await self._batch(batch_id)
