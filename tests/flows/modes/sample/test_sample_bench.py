@@ -112,15 +112,8 @@ def test_ci_threshold_and_require(
 ) -> None:
     project = make_project(tmp_path / "p", n=8)
     monkeypatch.chdir(project)
-    common = [
-        "--executor",
-        "openai",
-        "--output-dir",
-        str(project / "r"),
-        "--cache-dir",
-        str(project / "c"),
-        "--quiet",
-    ]
+    common = ["--executor", "openai", "--quiet"]
+    common += ["--output-dir", str(project / "r"), "--cache-dir", str(project / "c")]
     assert main(["ci", *common, "--threshold", "3.0"]) == 0
     assert main(["ci", *common, "--threshold", "3.5"]) == 1  # v1 averages 3.0
     # v1 against v2 as control: 8 of 8 cases regress by 2 points -> WORSE
