@@ -177,7 +177,8 @@ class AgentExecutor(Executor):
     request_tokens: ClassVar[int]
     #: The CLI's short model names and the models they name today (priced as those).
     model_aliases: ClassVar[dict[str, str]] = {}
-    #: The CLI's own folders in a workspace (settings, installed skills): not the agent's work.
+    #: The CLI's own folders in a workspace (settings, installed skills): not the agent's work. The
+    #: skills home's top folder unless the CLI names its folders.
     workspace_dirs: ClassVar[tuple[str, ...]]
     #: Skills every session of the CLI lists of its own: never the user's artifact.
     builtin_skills: ClassVar[frozenset[str]] = frozenset()
@@ -190,6 +191,12 @@ class AgentExecutor(Executor):
     prompt_on_stdin: ClassVar[bool] = False
     agentic = True
     stream_limit: int = STREAM_LIMIT
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """What follows from what a CLI declares is derived, never declared twice."""
+        super().__init_subclass__(**kwargs)
+        if not hasattr(cls, "workspace_dirs") and hasattr(cls, "skills_home"):
+            cls.workspace_dirs = (cls.skills_home[0],)
 
     @classmethod
     def cache_version(cls) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from executors.base import HttpExecutor, Parsed, min_tokens_for
 from executors.parsing import JsonObject
-from executors.pricing import ANTHROPIC_RATIOS
 from executors.schema import RunRequest, Usage
 
 API_VERSION = "2023-06-01"
@@ -26,7 +25,6 @@ DEFAULT_MIN_CACHEABLE_TOKENS = 1024  # Sonnet 3.7 / 4 / 4.5 / 4.6, Opus 4 / 4.1
 class AnthropicExecutor(HttpExecutor):
     name = "anthropic"
     vendor = "anthropic"
-    cache_ratios = ANTHROPIC_RATIOS
     default_model = "claude-sonnet-4-5"
     env_base_url = "ANTHROPIC_BASE_URL"
     default_base_url = "https://api.anthropic.com"

@@ -18,7 +18,7 @@ import httpx
 from executors.errors import PermanentError, TransientError, error_for_status
 from executors.http_client import LeanClient, Reply, ReplyError, direct
 from executors.parsing import JsonObject
-from executors.pricing import NO_DISCOUNT, CacheRatios, PriceTable
+from executors.pricing import NO_DISCOUNT, VENDOR_RATIOS, PriceTable
 from executors.sandbox import Isolation
 from executors.schema import RunRequest, RunResult, Usage
 
@@ -75,10 +75,9 @@ class Executor(ABC):
     default_model: ClassVar[str]
     #: True when one call may write into a sandbox (agent CLIs); API executors only answer text.
     agentic: ClassVar[bool] = False
-    #: Who makes the models it serves, when its API says (the judge's self-preference check).
+    #: Who makes the models it serves, when its API says (the judge's self-preference check); its
+    #: cache prices as ratios to the input price fill a price file's missing cache prices.
     vendor: ClassVar[str | None] = None
-    #: The provider's cache prices as ratios to its input price (a price file's missing cache prices).
-    cache_ratios: ClassVar[CacheRatios] = NO_DISCOUNT
 
     @classmethod
     def cache_version(cls) -> str:
@@ -87,7 +86,7 @@ class Executor(ABC):
 
     def __init__(self, settings: ExecutorSettings | None = None) -> None:
         self.settings = settings or ExecutorSettings()
-        ratios = self.cache_ratios
+        ratios = VENDOR_RATIOS.get(self.vendor or "", NO_DISCOUNT)
         self.prices = (
             PriceTable.from_file(Path(self.settings.prices_file), ratios=ratios)
             if self.settings.prices_file

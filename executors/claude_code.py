@@ -24,7 +24,6 @@ from executors.installing import install_skill, plugin_copy
 from executors.listing import claude_budget
 from executors.parsing import JsonObject
 from executors.plugin import prepared_copy, read_plugin
-from executors.pricing import ANTHROPIC_RATIOS
 from executors.schema import ENVIRONMENT_PARTS, AgentEvent, AgentRequest, AgentSession, SkillListing
 from executors.support import CLAUDE_SUPPORT
 from executors.versions import CLAUDE_BUILTIN_SKILLS
@@ -50,13 +49,11 @@ QUIET = {
 class ClaudeCodeExecutor(AgentExecutor):
     name = "claude"
     vendor = "anthropic"
-    cache_ratios = ANTHROPIC_RATIOS
     binary = "claude"
     default_model = "sonnet"
     provider = ANTHROPIC
     skills_home = (".claude", "skills")
     support = CLAUDE_SUPPORT
-    workspace_dirs = (".claude",)
     builtin_skills = CLAUDE_BUILTIN_SKILLS
     request_tokens = 30_000  # measured at 115 KB a request
     model_aliases: ClassVar[dict[str, str]] = {

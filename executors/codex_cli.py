@@ -16,7 +16,6 @@ from executors.conversation import stand_ins
 from executors.egress import OPENAI, PLACEHOLDER_KEY
 from executors.installing import install_plugin_skills, install_skill
 from executors.parsing import JsonObject
-from executors.pricing import OPENAI_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 from executors.support import CODEX_SUPPORT
 
@@ -50,7 +49,6 @@ stream_max_retries = 0
 class CodexExecutor(AgentExecutor):
     name = "codex"
     vendor = "openai"
-    cache_ratios = OPENAI_RATIOS
     binary = "codex"
     default_model = "gpt-5.5"
     provider = OPENAI

@@ -27,7 +27,6 @@ from executors.conversation import stand_ins
 from executors.egress import ANTHROPIC, PLACEHOLDER_KEY
 from executors.installing import install_and_instruct
 from executors.parsing import JsonObject
-from executors.pricing import ANTHROPIC_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 from executors.support import COPILOT_SUPPORT
 from executors.versions import installed_version
@@ -63,10 +62,8 @@ class CopilotCliExecutor(AgentExecutor):
     binary = "copilot"
     default_model = "claude-sonnet-4-5"
     provider = ANTHROPIC
-    cache_ratios = ANTHROPIC_RATIOS
     skills_home = (".agents", "skills")
     support = COPILOT_SUPPORT
-    workspace_dirs = (".agents",)
     builtin_skills = BUILTIN_SKILLS
     request_tokens = 13_000  # a ~23 KB system prompt and ~27 KB of tool definitions
     turn_limit = False

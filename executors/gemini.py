@@ -6,7 +6,6 @@ import json
 
 from executors.base import HttpExecutor, Parsed, min_tokens_for
 from executors.parsing import JsonObject
-from executors.pricing import GEMINI_RATIOS
 from executors.schema import RunRequest, Usage
 
 #: Implicit caching (no marker) by model family: 2.5 models cache prefixes from 2,048 tokens,
@@ -19,7 +18,6 @@ DEFAULT_MIN_CACHEABLE_TOKENS = 4096
 class GeminiExecutor(HttpExecutor):
     name = "gemini"
     vendor = "google"
-    cache_ratios = GEMINI_RATIOS
     default_model = "gemini-2.5-flash"
     env_base_url = "GOOGLE_GEMINI_BASE_URL"
     default_base_url = "https://generativelanguage.googleapis.com"

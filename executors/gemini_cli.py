@@ -15,7 +15,6 @@ from executors.conversation import stand_ins
 from executors.egress import GEMINI, PLACEHOLDER_KEY
 from executors.installing import install_and_instruct
 from executors.parsing import JsonObject
-from executors.pricing import GEMINI_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 from executors.support import GEMINI_SUPPORT
 
@@ -29,13 +28,11 @@ FORCE_SKILL = (
 class GeminiCliExecutor(AgentExecutor):
     name = "gemini-cli"
     vendor = "google"
-    cache_ratios = GEMINI_RATIOS
     binary = "gemini"
     default_model = "gemini-2.5-pro"
     provider = GEMINI
     skills_home = (".gemini", "skills")
     support = GEMINI_SUPPORT
-    workspace_dirs = (".gemini",)
     request_tokens = 10_000
     env_prefixes = ("GEMINI_CLI_",)
 

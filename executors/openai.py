@@ -6,7 +6,6 @@ import json
 
 from executors.base import HttpExecutor, Parsed
 from executors.parsing import JsonObject
-from executors.pricing import OPENAI_RATIOS
 from executors.schema import RunRequest, Usage
 
 #: OpenAI caches prompts of 1,024 tokens and more on its own (no marker); the count of cached
@@ -17,7 +16,6 @@ MIN_CACHEABLE_TOKENS = 1024
 class OpenAIExecutor(HttpExecutor):
     name = "openai"
     vendor = "openai"
-    cache_ratios = OPENAI_RATIOS
     default_model = "gpt-4o-mini"
     env_base_url = "OPENAI_BASE_URL"
     default_base_url = "https://api.openai.com/v1"

@@ -21,7 +21,6 @@ from executors.conversation import stand_ins
 from executors.egress import OPENAI, PLACEHOLDER_KEY
 from executors.installing import install_and_instruct
 from executors.parsing import JsonObject
-from executors.pricing import OPENAI_RATIOS
 from executors.schema import AgentEvent, AgentRequest, AgentSession
 from executors.support import OPENCODE_SUPPORT
 
@@ -49,10 +48,8 @@ class OpenCodeExecutor(AgentExecutor):
     binary = "opencode"
     default_model = "gpt-4.1"
     provider = OPENAI
-    cache_ratios = OPENAI_RATIOS
     skills_home = (".opencode", "skills")
     support = OPENCODE_SUPPORT
-    workspace_dirs = (".opencode",)
     builtin_skills = BUILTIN_SKILLS
     request_tokens = 5_000  # a ~10 KB system prompt and ten tool definitions
     turn_limit = False

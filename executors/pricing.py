@@ -7,7 +7,7 @@ Each model has four prices: uncached input, output, cache write and cache read (
 ``executors.schema.Usage`` for what each token count means). The defaults are the providers' list
 prices. A user's file gives ``input`` and ``output`` and optionally ``cache_write`` / ``cache_read``;
 a missing cache price comes from the provider's published ratio to the input price
-(each executor's ``cache_ratios``), so price files written before prompt caching still load and price caching right.
+(by the executor's vendor, ``VENDOR_RATIOS``), so price files written before prompt caching still load and price caching right.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ NO_DISCOUNT = CacheRatios(1.0, 1.0)
 ANTHROPIC_RATIOS = CacheRatios(1.25, 0.10)
 OPENAI_RATIOS = CacheRatios(1.0, 0.50)
 GEMINI_RATIOS = CacheRatios(1.0, 0.25)
+#: Each vendor's ratios: an executor prices by the vendor of the models it serves.
+VENDOR_RATIOS = {"anthropic": ANTHROPIC_RATIOS, "openai": OPENAI_RATIOS, "google": GEMINI_RATIOS}
 
 
 def _anthropic(input_price: float, output_price: float) -> Price:

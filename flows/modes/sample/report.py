@@ -95,10 +95,10 @@ async def assemble(prepared: Prepared, executed: Executed) -> tuple[SampleReport
         [labels[n] for n in names],
         labels[prepared.control],
         SAMPLE_SCALE,
-        opts.seed,
-        opts.margin,
-        opts.min_effect,
-        opts.max_error_rate,
+        seed=opts.seed,
+        margin=opts.margin,
+        min_effect=opts.min_effect,
+        max_error_rate=opts.max_error_rate,
     )
     if executed.sequences:
         settle_by_sequence(aggregate, executed.sequences, labels, prepared, executed.planned, len(records))

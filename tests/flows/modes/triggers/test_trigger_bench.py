@@ -46,22 +46,44 @@ def project(root: Path, descriptions: dict[str, str]) -> Path:
     return root
 
 
-def run(root: Path, server: FakeProvider, *args: str) -> int:
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The one-skill project, the working folder, with a test key for the scripted server."""
+    monkeypatch.chdir(project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."}))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    return tmp_path
+
+
+def command(root: Path, server: FakeProvider, *args: str) -> list[str]:
+    """A trigger run against the scripted server, its results and cache in the project (a later
+    ``--results-dir`` or ``--timeout`` among ``args`` wins)."""
     common = ["skill", "triggers", "run", "--queries", "queries.yaml", "--base-url", server.url, "--quiet"]
     common += ["--results-dir", str(root / "results"), "--cache-dir", str(root / "cache"), "--timeout", "60"]
-    return main([*common, *args])
+    return [*common, *args]
 
 
-def test_rates_cache_gates_and_junit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    root = project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."})
-    monkeypatch.chdir(root)
+def run(root: Path, server: FakeProvider, *args: str) -> int:
+    return main(command(root, server, *args))
+
+
+def run_apart(root: Path, server: FakeProvider, *args: str) -> subprocess.Popen[bytes]:
+    """The same run as a command of its own, in its own process group (a kill -9 reaches all of it),
+    with this test's environment and key."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "flows.bench", *command(root, server, *args)],
+        cwd=root,
+        env=subprocess_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+def test_rates_cache_gates_and_junit(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     should = {QUERIES[k][0]: 1.0 for k in ("q1", "q2")} | {QUERIES[k][0]: 0.0 for k in ("q3", "q4")}
     with FakeProvider() as server:
         # q1's sessions read a file and run a command before they call Skill: still a trigger
         script = SkillScript(NAME, p_by_query=should, before=("Read", "Bash")).install(server)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
         skill = str(root / "skills" / "v1" / NAME)
         assert run(root, server, "--skill", skill, "--runs", "2", "--dry-run") == 0
         assert "= 8 sessions of claude" in capsys.readouterr().out and not server.calls
@@ -201,16 +223,11 @@ def test_generate_drafts_a_reviewable_queries_file(
     assert "exists" in capsys.readouterr().err
 
 
-def test_budgets_then_kill_9_and_resume_without_repeating_a_session(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."})
-    monkeypatch.chdir(root)
+def test_budgets_then_kill_9_and_resume_without_repeating_a_session(root: Path) -> None:
     skill = str(root / "skills" / "v1" / NAME)
     planned = len(QUERIES) * 3
     with FakeProvider() as server:
         script = SkillScript(NAME, p=0.5).install(server)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
         one_at_a_time = ("--skill", skill, "--runs", "3", "--concurrency", "1", "--no-cache")
         assert run(root, server, *one_at_a_time, "--max-calls", "2") == 0
         assert len(script.decisions) == 2
@@ -220,24 +237,7 @@ def test_budgets_then_kill_9_and_resume_without_repeating_a_session(
         assert sorted(len(m["notRun"]) for m in budgeted) == [planned - 2, planned - 1]
         for path in (root / "results").glob("*.json"):
             path.unlink()
-        args = [sys.executable, "-m", "flows.bench", "skill", "triggers", "run", "--queries", "queries.yaml"]
-        args += ["--base-url", server.url, "--skill", skill, "--runs", "3", "--concurrency", "1", "--quiet"]
-        args += [
-            "--results-dir",
-            str(root / "results"),
-            "--cache-dir",
-            str(root / "cache"),
-            "--timeout",
-            "60",
-        ]
-        proc = subprocess.Popen(
-            args,
-            cwd=root,
-            env=subprocess_env() | {"ANTHROPIC_API_KEY": "sk-test"},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        proc = run_apart(root, server, "--skill", skill, "--runs", "3", "--concurrency", "1")
         try:
             deadline = time.monotonic() + 240
             while len(list((root / "cache").rglob("*.json"))) < 2 and time.monotonic() < deadline:
@@ -270,13 +270,9 @@ def suite_file(root: Path, server: FakeProvider, more: dict[str, Any] | None = N
     return root / "triggers.yaml"
 
 
-def test_a_scheduled_trigger_suite_fails_its_flow_run_on_a_missed_gate(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_scheduled_trigger_suite_fails_its_flow_run_on_a_missed_gate(root: Path) -> None:
     from flows.modes.triggers.nightly import nightly_triggers
 
-    root = project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."})
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     with FakeProvider() as server:
         SkillScript(NAME, p=0.0).install(server)  # never fires: recall 0
         suite_file(root, server, {"min-recall": 0.5})
@@ -288,16 +284,12 @@ def test_a_scheduled_trigger_suite_fails_its_flow_run_on_a_missed_gate(
     assert json.loads(path.read_text())["meta"]["suite"] == "greetings"
 
 
-def test_an_ad_hoc_trigger_run_tells_its_outcome_in_prefect(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_ad_hoc_trigger_run_tells_its_outcome_in_prefect(root: Path) -> None:
     """Its flow run keeps Prefect's state name, its outcome a tag, and its log the run's story."""
     from flows.modes.triggers.flow import trigger_bench
     from flows.modes.triggers.plan import load_trigger_config
     from tests.flows.test_run_logs import logs_until
 
-    root = project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."})
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     with FakeProvider() as server:
         SkillScript(NAME, p=1.0).install(server)
         suite_file(root, server)
@@ -312,16 +304,13 @@ def test_an_ad_hoc_trigger_run_tells_its_outcome_in_prefect(
     assert "## skillab triggers: default" in summary and "validity: " in summary
 
 
-def test_the_trigger_page_in_chromium(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_trigger_page_in_chromium(root: Path) -> None:
     """As a reader sees it: headings, the confusion matrix, the rates chart, a transcript opened
     from a query, no horizontal overflow on a laptop screen, nothing blocked by the CSP."""
     from flows.report.server import create_app
 
-    root = project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."})
-    monkeypatch.chdir(root)
     with FakeProvider() as server:
         SkillScript(NAME, p_by_query={QUERIES["q3"][0]: 0.0, QUERIES["q4"][0]: 0.0}).install(server)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
         assert run(root, server, "--skill", str(root / "skills" / "v1" / NAME), "--runs", "1") == 0
     run_id = next((root / "results").glob("*.json")).stem
     problems: list[str] = []
@@ -345,13 +334,13 @@ def test_the_trigger_page_in_chromium(tmp_path: Path, monkeypatch: pytest.Monkey
         assert "fired: greeting-files" in page.inner_text("body")
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, f"the page is {overflow}px wider than a laptop screen"
-        shot = page.screenshot(path=str(tmp_path / "triggers.png"), full_page=True)
+        shot = page.screenshot(path=str(root / "triggers.png"), full_page=True)
         assert shot[:8] == b"\x89PNG\r\n\x1a\n" and len(shot) > 20_000
     assert not problems, problems
 
 
 def test_one_session_limit_across_two_runs_on_one_account(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """--fleet-sessions 1 in two runs at once, each allowed 4 sessions of its own: the scripted server
     never answers two sessions at a time, through a Prefect global concurrency limit named after the
@@ -360,40 +349,21 @@ def test_one_session_limit_across_two_runs_on_one_account(
 
     from flows.engine.fleet import fleet_name
 
-    root = project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."})
-    monkeypatch.chdir(root)
     skill = str(root / "skills" / "v1" / NAME)
     with FakeProvider() as server:
         SkillScript(NAME, p=0.5).install(server)
         server.delay = 1.0  # long enough for sessions to overlap without the limit
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-fleet-test")
-        args = ["skill", "triggers", "run", "--queries", "queries.yaml", "--base-url", server.url, "--quiet"]
-        args += ["--skill", skill, "--runs", "2", "--concurrency", "4", "--no-cache", "--timeout", "120"]
-        other = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "flows.bench",
-                *args,
-                "--results-dir",
-                str(root / "r2"),
-                "--fleet-sessions",
-                "1",
-            ],
-            cwd=root,
-            env=subprocess_env() | {"ANTHROPIC_API_KEY": "sk-fleet-test"},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        args = ["--skill", skill, "--runs", "2", "--concurrency", "4", "--no-cache", "--timeout", "120"]
+        other = run_apart(root, server, *args, "--results-dir", str(root / "r2"), "--fleet-sessions", "1")
         try:
-            assert main([*args, "--results-dir", str(root / "r1"), "--fleet-sessions", "1"]) == 0
+            assert run(root, server, *args, "--results-dir", str(root / "r1"), "--fleet-sessions", "1") == 0
         finally:
             _, err = other.communicate(timeout=600)
         assert other.returncode == 0, err.decode()[-2000:]
         fleet_peak = server.peak
         server.peak = 0
-        assert main([*args, "--results-dir", str(root / "r3")]) == 0  # the same without the limit
+        assert run(root, server, *args, "--results-dir", str(root / "r3")) == 0  # the same without the limit
         free_peak = server.peak
 
     async def limit() -> Any:
@@ -405,16 +375,11 @@ def test_one_session_limit_across_two_runs_on_one_account(
     assert fleet_peak == 1 and free_peak > 1, (fleet_peak, free_peak)
 
 
-def test_a_trigger_night_whose_model_moved_names_the_world(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_trigger_night_whose_model_moved_names_the_world(root: Path) -> None:
     """Two nights of an unchanged skill, the scripted server answering the second as another model
     (an alias moved), the gate missed that night: the night names the model, not the skill. A night
     read from the session cache still says which model its sessions ran on."""
     from flows.modes.triggers.nightly import nightly_triggers
-
-    root = project(tmp_path, {"v1": "Writes greeting files. Use when asked for a greeting file."})
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
 
     def night() -> Any:
         flow = nightly_triggers(str(root / "triggers.yaml"), "greetings", return_state=True)
