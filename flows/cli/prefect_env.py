@@ -159,17 +159,22 @@ def api_hinted(environ: Mapping[str, str], cwd: Path) -> bool:
     if any(environ.get(k) for k in ("PREFECT_API_URL", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH")):
         return True
     home = Path(environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
-    mentions = {
+    for path, text in settings_files(cwd, home).items():
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            if text in path.read_text():
+                return True
+    return False
+
+
+def settings_files(cwd: Path, home: Path) -> dict[Path, str]:
+    """The files Prefect reads settings from, each with what marks a mention of its API in it (any
+    prefect.toml may hold one)."""
+    return {
         cwd / ".env": "PREFECT_",
         cwd / "pyproject.toml": "tool.prefect",
         cwd / "prefect.toml": "",
         home / "profiles.toml": "PREFECT_API_URL",
     }
-    for path, text in mentions.items():
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            if text in path.read_text():
-                return True
-    return False
 
 
 def prepare_prefect(announce: bool = True, started: list[ServerRecord] | None = None) -> ReadyWait:

@@ -39,6 +39,7 @@ from flows.cli.prefect_env import (
     healthy,
     prepare_prefect,
     read_record,
+    settings_files,
     stop_server,
     wait_healthy,
 )
@@ -288,15 +289,17 @@ def test_what_hints_at_a_configured_api(tmp_path: Path) -> None:
     assert not api_hinted(env, cwd)  # files that say nothing about Prefect's API
     for key in ("PREFECT_API_URL", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH", "prefect_api_url"):
         assert api_hinted(env | {key: "x"}, cwd)  # in any case, as Prefect reads them
-    hints = {
-        cwd / ".env": "PREFECT_API_URL=http://elsewhere/api\n",
-        cwd / "pyproject.toml": "[tool.prefect]\napi.url = 'http://elsewhere/api'\n",
-        cwd / "prefect.toml": "",
-        home / "profiles.toml": "[profiles.cloud]\nPREFECT_API_URL = 'https://api.prefect.cloud'\n",
+    hints = {  # each file as a user who points Prefect at an API writes it
+        ".env": "PREFECT_API_URL=http://elsewhere/api\n",
+        "pyproject.toml": "[tool.prefect]\napi.url = 'http://elsewhere/api'\n",
+        "prefect.toml": "",
+        "profiles.toml": "[profiles.cloud]\nPREFECT_API_URL = 'https://api.prefect.cloud'\n",
     }
-    for path, text in hints.items():
+    files = settings_files(cwd, home)
+    assert sorted(p.name for p in files) == sorted(hints)
+    for path in files:
         before = path.read_text() if path.exists() else None
-        path.write_text(text)
+        path.write_text(hints[path.name])
         assert api_hinted(env, cwd), path
         path.unlink()
         if before is not None:

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Coroutine
 from pathlib import Path
@@ -21,7 +20,7 @@ from flows.cli.main import main
 from tests.agents import need
 from tests.browser import chromium, serving
 from tests.fakes.provider import FakeProvider, SkillScript
-from tests.flows.helpers import flow_run_artifacts, run_tags, subprocess_env
+from tests.flows.helpers import bench_process, flow_run_artifacts, run_tags, subprocess_env
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -66,13 +65,13 @@ def run(root: Path, server: FakeProvider, *args: str) -> int:
     return main(command(root, server, *args))
 
 
-def run_apart(root: Path, server: FakeProvider, *args: str) -> subprocess.Popen[bytes]:
+def run_apart(root: Path, server: FakeProvider, *args: str) -> subprocess.Popen[str]:
     """The same run as a command of its own, in its own process group (a kill -9 reaches all of it),
     with this test's environment and key."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "flows.bench", *command(root, server, *args)],
-        cwd=root,
-        env=subprocess_env(),
+    return bench_process(
+        command(root, server, *args),
+        root,
+        subprocess_env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         start_new_session=True,
@@ -360,7 +359,7 @@ def test_one_session_limit_across_two_runs_on_one_account(
             assert run(root, server, *args, "--results-dir", str(root / "r1"), "--fleet-sessions", "1") == 0
         finally:
             _, err = other.communicate(timeout=600)
-        assert other.returncode == 0, err.decode()[-2000:]
+        assert other.returncode == 0, err[-2000:]
         fleet_peak = server.peak
         server.peak = 0
         assert run(root, server, *args, "--results-dir", str(root / "r3")) == 0  # the same without the limit
