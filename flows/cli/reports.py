@@ -21,8 +21,8 @@ def cmd_report(args: argparse.Namespace, command: Command) -> int:
     if args.export and Path(args.export).is_dir():
         raise InputError(f"--export: {args.export} is a folder; name the .html file to write")
     if args.export:
-        from flows.report.server import export_html
-        from tasks.store.files import atomic_write_text
+        from flows.report.server import export_pieces
+        from tasks.store.files import atomic_write_chunks
 
         store = ReportStore(reports)
         newest = max(store.runs(), key=lambda r: r.timestamp, default=None)
@@ -35,7 +35,7 @@ def cmd_report(args: argparse.Namespace, command: Command) -> int:
             cause = f": {exc.__cause__}" if exc.__cause__ else ""
             raise InputError(f"--run: no readable run {run_id!r} in {reports}{cause}") from None
         try:
-            atomic_write_text(Path(args.export), export_html(report))
+            atomic_write_chunks(Path(args.export), export_pieces(report))
         except OSError as exc:
             raise InputError(f"--export: cannot write {args.export}: {exc.strerror or exc}") from None
         print(f"wrote {args.export} ({report.id})")

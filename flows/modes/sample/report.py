@@ -38,7 +38,7 @@ from flows.report.ci import summary_markdown, write_ci_outputs
 from flows.report.logtext import figure_lines, page_urls, regression_lines, verdict_lines
 from flows.report.regression import regression_against_previous
 from flows.report.schema import GraderCheck
-from flows.report.server import export_html
+from flows.report.server import export_pieces
 from flows.report.validity import certify
 from tasks.aggregate import aggregate_results
 from tasks.schema import SAMPLE_SCALE, VerdictLabel
@@ -46,7 +46,7 @@ from tasks.stats.figures import Aggregate
 from tasks.stats.sequential import ConfidenceSequence
 from tasks.stats.sequential import record as seq_record
 from tasks.stats.statistics import band
-from tasks.store.files import atomic_write_text
+from tasks.store.files import atomic_write_chunks
 
 
 @dataclass
@@ -239,7 +239,7 @@ async def publish_artifacts(outcome: Outcome) -> None:
     ]
     if outcome.path is not None:
         html = outcome.path.with_suffix(".html")
-        atomic_write_text(html, export_html(report))
+        atomic_write_chunks(html, export_pieces(report))
         run_url, *suite_url = page_urls(report, report_port())
         calls.append(
             acreate_link_artifact(

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from executors.redaction import MASK
-from flows.report.build import publish, report_path
+from flows.report.build import DUMP, publish, report_path
 from flows.report.ci import summary_markdown, write_junit
 from flows.report.regression import compare_runs, history, regression_against_previous
 from flows.report.schema import REPORT_VERSION, load_report, parse_report
@@ -49,6 +49,19 @@ def test_the_command_reads_the_report_it_wrote_without_parsing_it_again(tmp_path
         report.meta.model = "sk-ant-" + "x" * 30  # a key-shaped value, masked in the file
         masked = publish(report, tmp_path / "reports")
         assert load_report(masked).meta.model == MASK and "sk-ant-" not in masked.read_text()
+
+
+def test_the_file_written_a_case_at_a_time_is_pydantics_own_json(tmp_path: Path) -> None:
+    """The same bytes as the whole report dumped at once: with cases, without any, and with a key
+    inside one case masked in that case alone."""
+    report = make_report(tmp_path, BETTER, repeat=2)
+    empty = report.model_copy(update={"results": []})
+    leaky = make_report(tmp_path, BETTER, prompts={3: "use sk-ant-" + "y" * 30})
+    for each in (report, empty, leaky):
+        whole = each.model_dump_json(**DUMP) + "\n"
+        written = publish(each, tmp_path / "out").read_text()
+        assert written == (whole.replace("sk-ant-" + "y" * 30, MASK) if each is leaky else whole)
+    assert MASK in written and written.count(MASK) == whole.count("sk-ant-")
 
 
 def test_blind_relabels_labels_only(tmp_path: Path) -> None:
