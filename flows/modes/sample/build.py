@@ -23,6 +23,7 @@ from flows.report.entries import AssertionDetail, AssertionSummary, CaseResult, 
 from graders.schema import JudgeStatus
 from tasks.schema import Record, RunStats
 from tasks.stats.figures import Aggregate, CaseStats
+from tasks.stats.models import FieldsSets
 
 #: Plain-language notes for readers who are not statisticians; written into every report.
 GUIDE = {
@@ -124,6 +125,7 @@ def sample_results(
     # entries are not both whole at the run's peak of memory (at 10,000 units, ~30 MB)
     records.clear()
     results = []
+    sets = FieldsSets()  # ~4 KB a case fewer
     for sample in prepared.samples:
         entries: dict[str, SampleVariantResult] = {}
         case = by_case.pop(sample.sample_id, {})
@@ -137,17 +139,17 @@ def sample_results(
                     stats or {},
                     stats.avg if stats else None,
                 )
-        results.append(
-            CaseResult[SampleVariantResult](
-                sample_id=sample.sample_id,
-                prompt=sample.full_prompt,
-                rubric=sample.rubric,
-                dimensions=sample.dimensions,
-                tags=list(sample.tags),
-                cluster=sample.cluster,
-                variants=entries,
-            )
+        result = CaseResult[SampleVariantResult](
+            sample_id=sample.sample_id,
+            prompt=sample.full_prompt,
+            rubric=sample.rubric,
+            dimensions=sample.dimensions,
+            tags=list(sample.tags),
+            cluster=sample.cluster,
+            variants=entries,
         )
+        sets.share(result)
+        results.append(result)
     return results
 
 

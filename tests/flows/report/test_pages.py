@@ -88,8 +88,9 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         started=STARTED - dt.timedelta(days=30),
     )
     for i, case in enumerate(big.results):  # priced calls with latencies, so both scatters draw
-        for entry in case.variants.values():
-            entry.cost_usd, entry.duration_ms = 0.0001 * (1 + i % 7), 300.0 + i % 900
+        for name, entry in case.variants.items():
+            priced = {"cost_usd": 0.0001 * (1 + i % 7), "duration_ms": 300.0 + i % 900}
+            case.variants[name] = entry.model_copy(update=priced)
     atomic_write_json(out / f"{big.id}.json", big.dump())
     return {"dir": out, "nights": ids, "big": big.id}
 

@@ -1,0 +1,32 @@
+"""Report parts: entries that set the same fields share one set of their names, and stay models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flows.report.build import DUMP
+from tasks.stats.figures import CaseStats
+from tasks.stats.models import FieldsSets, SharedNames
+from tests.flows.report.synthetic import make_report
+
+
+def test_entries_share_their_fields_sets_and_refuse_an_assignment(tmp_path: Path) -> None:
+    report = make_report(tmp_path, {"v1": [3.0, 4.0, 5.0], "v2": [4.0, 4.0, 5.0]}, repeat=2)
+    before = report.model_dump_json(**DUMP)
+    sets = FieldsSets()
+    for case in report.results:
+        sets.share(case)
+    entries = [v for case in report.results for v in case.variants.values()]
+    assert all(type(e.model_fields_set) is SharedNames for e in entries)
+    assert len({id(e.model_fields_set) for e in entries}) == 1  # the same fields set: one copy
+    stats = [e.case_stats for e in entries]
+    assert len({id(s.model_fields_set) for s in stats if isinstance(s, CaseStats)}) == 1
+    assert report.model_dump_json(**DUMP) == before
+    changed = entries[0].model_copy(update={"output": "changed", "judge_raw": "raw"})
+    assert changed.output == "changed" and type(changed.model_fields_set) is set
+    assert "judge_raw" in changed.model_fields_set and "judge_raw" not in entries[1].model_fields_set
+    assert report.model_dump_json(**DUMP) == before
+    with pytest.raises(TypeError, match="shared"):
+        entries[0].output = "changed"  # adding its name to every entry's set fails loudly
