@@ -40,7 +40,6 @@ def atomic_write_chunks(
     changed = False
 
     def slices() -> Iterator[str]:
-        nonlocal changed
         held: list[str] = []
         size = 0
         for chunk in chunks:
