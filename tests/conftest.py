@@ -26,25 +26,6 @@ os.environ.setdefault("PREFECT_SERVER_API_AUTH_STRING", f"skillab-tests:{secrets
 os.environ.setdefault("PREFECT_API_AUTH_STRING", os.environ["PREFECT_SERVER_API_AUTH_STRING"])
 
 
-#: The longest test files (containers, several agent CLIs, servers stopped and started), run first: with
-#: whole files per worker (scripts/test.sh), the others fill in beside them, where a long file taken
-#: last was the test command's whole tail.
-FIRST = (
-    "tests/flows/engine/test_fleet.py",
-    "tests/flows/engine/test_fleet_agents_and_faults.py",
-    "tests/flows/cli/test_prefect_server.py",
-    "tests/flows/modes/agentic/test_agent_matrix.py",
-    "tests/flows/test_demo.py",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    order = {path: i for i, path in enumerate(FIRST)}
-    items.sort(
-        key=lambda item: order.get(item.nodeid.split("::")[0], len(FIRST))
-    )  # stable: the rest as collected
-
-
 class CurrentStderr(io.TextIOBase):
     """Whatever ``sys.stderr`` is at the time of writing (pytest swaps it for each test)."""
 
