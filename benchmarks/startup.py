@@ -9,7 +9,9 @@ port, stopped at the end):
 - ``--help`` (`run --help`): the first time (the text built from the command line's modules) and
   then (printed from its kept text, flows/cli/help_cache.py);
 - the demo (``init``'s project, the embedded model): its first run is untimed, every trial after it
-  is a re-run that finds every answer in the cache, from launch to exit.
+  is a re-run that finds every answer in the cache, from launch to exit: served by the warm process
+  the runs before it left (flows/cli/warm.py), as at a terminal (the first trial may still find it
+  importing and run the long way), then as many in a process of their own (SKILLAB_WARM=0).
 
 The cold first command to its first model call is `python -m benchmarks.peers`'s "cold" scenario.
 """
@@ -52,6 +54,8 @@ def main() -> None:
         "PREFECT_HOME": str(work / "prefect"),
         "PREFECT_SERVER_API_PORT": str(free_port()),
         "PYTHONPATH": str(ROOT),
+        # as at a terminal, where a command leaves a warm process for the next (flows/cli/warm.py)
+        "SKILLAB_WARM": "1",
     }
     bench = [sys.executable, "-m", "flows.bench"]
     try:
@@ -62,6 +66,10 @@ def main() -> None:
         cached = [
             timed([*bench, "run", "--variants", "v1,v2"], work / "demo", env) for _ in range(args.trials)
         ]
+        alone = [
+            timed([*bench, "run", "--variants", "v1,v2"], work / "demo", env | {"SKILLAB_WARM": "0"})
+            for _ in range(args.trials)
+        ]
     finally:
         subprocess.run([*bench, "server", "stop"], cwd=work, env=env, capture_output=True)
         shutil.rmtree(work, ignore_errors=True)
@@ -70,7 +78,11 @@ def main() -> None:
     print(f"| `run --help`, first time (text built) | {help_first:.2f} | 1 |")
     print(f"| `run --help`, then (kept text) | {statistics.median(help_kept):.3f} | {len(help_kept)} |")
     print(f"| the demo's first run (embedded model, for reference) | {first:.1f} | 1 |")
-    print(f"| the demo re-run, every answer cached | {statistics.median(cached):.2f} | {len(cached)} |")
+    for label, runs in (("served by the warm process", cached), ("in its own process", alone)):
+        print(
+            f"| the demo re-run, every answer cached, {label} | {statistics.median(runs):.2f} "
+            f"({', '.join(f'{c:.2f}' for c in runs)}) | {len(runs)} |"
+        )
 
 
 if __name__ == "__main__":

@@ -14,6 +14,11 @@ def main(argv: list[str] | None = None) -> NoReturn:
     argv = sys.argv[1:] if argv is None else argv
     if help_cache.wants_help(argv):
         help_text(argv)
+    from flows.cli import warm
+
+    ticket = warm.ticket()
+    if ticket is not None and (code := warm.hand_over(argv, ticket[0])) is not None:
+        os._exit(code)  # the warm process ran it (flows/cli/warm.py)
     from flows.cli.command import Command
     from flows.cli.main import main as run_command
     from flows.engine.gc import lean_command
@@ -21,7 +26,11 @@ def main(argv: list[str] | None = None) -> NoReturn:
     lean_command()
     # this process ends with the command: the API watch may end it early
     command = Command(ends_process=True)
-    command.exit(run_command(argv, command))
+    code = run_command(argv, command)
+    if ticket is not None and command.leaves_warm:
+        warm.leave_behind(*ticket)
+    warm.note_imports()
+    command.exit(code)
 
 
 def help_text(argv: list[str]) -> NoReturn:

@@ -20,6 +20,8 @@ from tests.fakes.provider import FakeProvider  # noqa: E402
 # Hermetic: no test leaves a Prefect server running. Runs use the test harness's server (or Prefect's
 # temporary one in a child process), never the persistent local server a user's runs share.
 os.environ["SKILLAB_PREFECT_SERVER"] = "ephemeral"
+# No command a test starts leaves a warm process behind (flows/cli/warm.py), but for the tests of it.
+os.environ["SKILLAB_WARM"] = "0"
 # Every Prefect server a test starts (the harness's, skillab's local one, Prefect's temporary one)
 # requires the API credential, as skillab's own do, and every client, worker and container sends it.
 os.environ.setdefault("PREFECT_SERVER_API_AUTH_STRING", f"skillab-tests:{secrets.token_hex(12)}")

@@ -30,6 +30,8 @@ class Command:
     watch: ApiWatch | None = None
     #: What the command shares with its flow run (set for the run by flows.cli.run).
     run: RunContext = field(default_factory=RunContext)
+    #: Whether the command may leave a warm process behind for the next ones (flows/cli/warm.py).
+    leaves_warm: bool = True
 
     def watch_api(self, ending: Ending) -> None:
         """Watch the API the command's flow will use (none: Prefect's temporary server, in this process)."""

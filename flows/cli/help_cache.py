@@ -35,18 +35,27 @@ def _key(argv: list[str]) -> str:
     for name, value in sorted(os.environ.items()):
         if name.startswith(SHOWN_ENV):
             digest.update(f"{name}={value}\0".encode())
+    add_code(digest)
+    return digest.hexdigest()[:32]
+
+
+def add_code(digest: hashlib._Hash) -> None:
+    """Adds skillab's code to a key: every file of its packages, by size and modification time."""
     for package in PACKAGES:
         for root, dirs, files in os.walk(ROOT / package):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             for name in sorted(files):
                 stat = os.stat(os.path.join(root, name))
                 digest.update(f"{root}/{name}:{stat.st_size}:{stat.st_mtime_ns}\0".encode())
-    return digest.hexdigest()[:32]
+
+
+def home() -> Path:
+    """skillab's home (as flows.inputs.files.skillab_home, without importing it: this runs first)."""
+    return Path(os.environ.get("SKILLAB_HOME") or Path.home() / ".skillab")
 
 
 def _path(argv: list[str]) -> Path:
-    home = Path(os.environ.get("SKILLAB_HOME") or Path.home() / ".skillab")
-    return home / "cache" / "help" / f"{_key(argv)}.txt"
+    return home() / "cache" / "help" / f"{_key(argv)}.txt"
 
 
 def kept(argv: list[str]) -> str | None:

@@ -64,7 +64,7 @@ def add_report_commands(sub: Any) -> None:
 
 
 def add_server_command(sub: Any) -> None:
-    from flows.cli.prefect_env import SERVER_SETTING, cmd_server
+    from flows.cli.prefect_env import SERVER_SETTING
 
     server = sub.add_parser(
         "server",
@@ -72,7 +72,20 @@ def add_server_command(sub: Any) -> None:
         f"PREFECT_API_URL is set; {SERVER_SETTING}=ephemeral: a temporary one per run instead)",
     )
     server.add_argument("action", choices=("start", "stop", "status"))
-    server.set_defaults(handler=cmd_server)
+    server.set_defaults(handler=cmd_server_command)
+
+
+def cmd_server_command(args: argparse.Namespace, command: Command) -> int:
+    """``server``; ``stop`` stops the warm processes too (flows/cli/warm.py), and no server command
+    leaves one behind."""
+    from flows.cli import warm
+    from flows.cli.prefect_env import cmd_server
+
+    command.leaves_warm = False
+    code = cmd_server(args, command)
+    if args.action == "stop" and (stopped := warm.stop_all()):
+        print(f"skillab: stopped the warm processes (pids {', '.join(map(str, stopped))})")
+    return code
 
 
 #: The commands modes put their own under (a mode's ``group``), with their one line of help.

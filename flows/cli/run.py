@@ -16,7 +16,7 @@ from typing import Any
 
 from executors.errors import InputError
 from flows.cli.api_watch import Ending
-from flows.cli.codes import sigterm_raises
+from flows.cli.codes import run_signals
 from flows.cli.command import Command
 from flows.cli.prefect_env import prepare_prefect
 
@@ -34,7 +34,7 @@ def run_flow(
 
     ``load`` imports the mode's flow module: it runs after Prefect's settings are in place (Prefect
     reads them at import). ``meanwhile`` runs while a server this command started comes up."""
-    with sigterm_raises():
+    with run_signals():
         prefect_ready = prepare_prefect(started=command.servers_started)
         call = load()
         prefect_ready(meanwhile=meanwhile)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -9,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +117,45 @@ def bench_process(
     return subprocess.Popen(
         [sys.executable, "-m", "flows.bench", *args], cwd=cwd, env=env, text=True, **popen
     )
+
+
+@contextlib.contextmanager
+def warm_process(project: Path, env: dict[str, str], first: list[str]) -> Iterator[Path]:
+    """The warm process (flows/cli/warm.py) the command ``first`` leaves behind, run from ``project``
+    with ``env`` (SKILLAB_WARM on): its log, once it serves; stopped at the end by the pid it
+    recorded, and waited for."""
+    from flows.cli.warm import stop_all
+
+    folder = Path(env["SKILLAB_HOME"]) / "warm"
+    done = subprocess.run(
+        [sys.executable, "-m", "flows.bench", *first],
+        cwd=project,
+        env=env | {"SKILLAB_WARM": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    try:
+        assert "kept a warm process" in done.stderr, done.stderr[-2000:]
+        deadline = time.monotonic() + 120  # its imports, on a loaded machine
+        while not list(folder.glob("*.sock")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        logs = list(folder.glob("*.log"))
+        assert list(folder.glob("*.sock")), [log.read_text() for log in logs]
+        yield logs[0]
+    finally:
+        for pid in stop_all(folder):
+            while running(pid) and time.monotonic() < deadline + 60:
+                time.sleep(0.1)
+
+
+def running(pid: int) -> bool:
+    """The process runs (a zombie, ended and not yet reaped by its parent, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def provider_env(server_url: str) -> dict[str, str]:

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from executors.errors import InputError
-from flows.cli.codes import EXIT_FAIL, EXIT_OK, sigterm_raises
+from flows.cli.codes import EXIT_FAIL, EXIT_OK, run_signals
 from flows.cli.command import Command
 from flows.cli.flags import add_model_flags
 from flows.cli.prefect_env import launch_server
@@ -66,7 +66,7 @@ def execute(args: argparse.Namespace, command: Command, *, ci: bool) -> int:
 
     # a bad setting stops the command before any call; a first run's server starts now
     launch_server(started=command.servers_started)
-    with sigterm_raises(), head_start(prepared, command.run):
+    with run_signals(), head_start(prepared, command.run):
         load = sample_flow(command, options, cwd, prepared, show_progress=not args.quiet)
         return run_flow(command, load, ending, meanwhile=import_flow_modules)
 

@@ -1,0 +1,42 @@
+"""A run's signals (flows/cli/codes.py): a Ctrl-C that Python could only report is raised again."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from tests.flows.helpers import ROOT
+
+# In a process of its own: a stray KeyboardInterrupt in the test process would end the whole session.
+SCRIPT = textwrap.dedent(
+    """
+    import signal, time
+    from flows.cli import codes
+
+    codes.INTERRUPT_AGAIN_S = 0.2
+    before = signal.getsignal(signal.SIGINT)
+    raised = 0
+    try:
+        with codes.run_signals():
+            try:
+                signal.raise_signal(signal.SIGINT)
+            except KeyboardInterrupt:
+                raised += 1  # swallowed, as where Python can only report it
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                time.sleep(0.01)
+    except KeyboardInterrupt:
+        raised += 1
+    time.sleep(1)  # no Ctrl-C of this block's after it ended
+    print(raised, signal.getsignal(signal.SIGINT) is before)
+    """
+)
+
+
+def test_a_lost_ctrl_c_is_raised_again_until_it_ends_the_block() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["2", "True"]
