@@ -386,10 +386,10 @@ def _listen(path: Path) -> socket.socket | None:
 
 def _relay(conn: socket.socket, run: Callable[[list[str]], object]) -> None:
     """In a fork: read the request, fork the command, pass on signals, send back its exit status."""
-    code = 1
     try:
         for signum in (signal.SIGCHLD, signal.SIGTERM):
             signal.signal(signum, signal.SIG_DFL)
+        conn.settimeout(None)  # a command may run for hours: its line is quiet meanwhile
         head, fds, _, _ = socket.recv_fds(conn, 8, 3)
         body = _read_exactly(conn, int.from_bytes(head, "big")) if len(head) == 8 else None
         if body is None or len(fds) != 3:

@@ -119,6 +119,19 @@ def bench_process(
     )
 
 
+def bench_run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The command line run to its end in a process of its own, no terminal: its exit code and output."""
+    return subprocess.run(
+        [sys.executable, "-m", "flows.bench", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 @contextlib.contextmanager
 def warm_process(project: Path, env: dict[str, str], first: list[str]) -> Iterator[Path]:
     """The warm process (flows/cli/warm.py) the command ``first`` leaves behind, run from ``project``
@@ -127,14 +140,7 @@ def warm_process(project: Path, env: dict[str, str], first: list[str]) -> Iterat
     from flows.cli.warm import stop_all
 
     folder = Path(env["SKILLAB_HOME"]) / "warm"
-    done = subprocess.run(
-        [sys.executable, "-m", "flows.bench", *first],
-        cwd=project,
-        env=env | {"SKILLAB_WARM": "1"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = bench_run(first, project, env | {"SKILLAB_WARM": "1"})
     try:
         assert "kept a warm process" in done.stderr, done.stderr[-2000:]
         deadline = time.monotonic() + 120  # its imports, on a loaded machine

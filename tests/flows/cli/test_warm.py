@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from flows.cli import warm
-from tests.flows.helpers import ROOT, make_project, provider_env, running, warm_process
+from tests.flows.helpers import ROOT, bench_run, make_project, provider_env, running, warm_process
 
 
 def command_env(tmp_path: Path) -> dict[str, str]:
@@ -52,25 +52,11 @@ def test_the_next_command_is_served_warm_with_the_same_output_and_exit_codes(tmp
     project = make_project(tmp_path / "p", n=4)
     env = command_env(tmp_path) | {"SKILLAB_WARM": "1"}
     dry = ["run", "--executor", "openai", "--dry-run"]
-    cold = subprocess.run(
-        [sys.executable, "-m", "flows.bench", *dry],
-        cwd=project,
-        env=env | {"SKILLAB_WARM": "0"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    cold = bench_run(dry, project, env | {"SKILLAB_WARM": "0"})
     assert cold.returncode == 0, cold.stderr[-2000:]
 
     def command(*args: str, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "flows.bench", *args],
-            cwd=project,
-            env=env | (extra or {}),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        return bench_run(list(args), project, env | (extra or {}))
 
     with warm_process(project, env, dry) as log:
         served = command(*dry)
@@ -115,15 +101,7 @@ def test_none_is_left_when_off_or_not_asked_for_by_a_script(tmp_path: Path, sett
     env = {k: v for k, v in command_env(tmp_path).items() if k != "SKILLAB_WARM"}
     if setting is not None:
         env["SKILLAB_WARM"] = setting
-    done = subprocess.run(
-        [sys.executable, "-m", "flows.bench", "run", "--executor", "openai", "--dry-run"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
+    done = bench_run(["run", "--executor", "openai", "--dry-run"], project, env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "warm" not in done.stderr
     assert not (tmp_path / "home" / "warm").exists()
