@@ -16,8 +16,11 @@ the summary their medians. Scenarios: `N:C` (N units at concurrency C), plus "fi
 after `init`, every trial in fresh homes (skillab starts its local Prefect server there, stopped
 after the trial; promptfoo creates its database; inspect its log folder), and "cold": the same
 without `init`, so skillab's run starts the server itself (its time to the first request is the
-cold start). The other scenarios share one skillab server, as a user's runs do. Every scenario
-states its ideal, units x latency / concurrency, and skillab's wall clock over it.
+cold start). The other scenarios share one skillab server, as a user's runs do; `N:C:warm` runs
+skillab's commands from one project folder as at a terminal (SKILLAB_WARM=1), after an untimed run
+there, so each is served by the warm process the one before left (flows/cli/warm.py; its peak RSS is
+not the command line's, so none is shown). Every scenario states its ideal, units x latency /
+concurrency, and skillab's wall clock over it.
 
 promptfoo (npm) and inspect-ai (pip, in a virtualenv of its own) are installed once into the cache
 folder (--cache, default ~/.cache/skillab/peers); nothing goes into skillab's environment.
@@ -285,6 +288,9 @@ class Scenario:
     trials: int
     fresh: bool = False
     init: bool = True  # with fresh homes: skillab's `init` first (it starts the server); else the run does
+    #: skillab's commands from one project folder, as at a terminal (SKILLAB_WARM=1), after one untimed
+    #: run there: each is served by the warm process the one before left (flows/cli/warm.py)
+    warm: bool = False
     latency: float = 0.2
     runs: list[list[Run]] = field(default_factory=list)
 
@@ -303,6 +309,12 @@ def run_scenario(
         f"\n== {sc.name}: {sc.units} units at concurrency {sc.concurrency} (ideal {sc.ideal:.2f} s)",
         flush=True,
     )
+    if sc.warm and "skillab" in tools:  # untimed: it leaves the warm process the trials find
+        warm_up = work / f"{sc.name}-warm-up"
+        cmd = command("skillab", peers, suite, warm_up, stub, sc.concurrency)
+        env = homes.env("skillab", warm_up) | {"SKILLAB_WARM": "1"}
+        subprocess.run(cmd, cwd=warm_project(work, sc), env=env, capture_output=True, check=True)
+        wait_for_warm(Path(env["SKILLAB_HOME"]) / "warm")
     for trial in range(sc.trials):
         order = tools[trial % len(tools) :] + tools[: trial % len(tools)]
         if sc.fresh:  # every tool starts from nothing in every trial
@@ -310,6 +322,21 @@ def run_scenario(
                 sc.runs.append(run_trial(sc, peers, trial_homes, work, suite, stub, order, trial))
         else:
             sc.runs.append(run_trial(sc, peers, homes, work, suite, stub, order, trial))
+
+
+def warm_project(work: Path, sc: Scenario) -> Path:
+    """The one folder a warm scenario's skillab commands run from."""
+    folder = work / f"{sc.name.replace(' ', '-')}-project"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def wait_for_warm(folder: Path) -> None:
+    deadline = time.monotonic() + 120
+    while not list(folder.glob("*.sock")):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no warm process came up in {folder}")
+        time.sleep(0.2)
 
 
 @contextlib.contextmanager
@@ -343,9 +370,14 @@ def run_trial(
             init = time.time() - start
         cmd = command(tool, peers, suite, run_dir, stub, sc.concurrency)
         cwd = run_dir / "project" if sc.fresh and sc.init and tool == "skillab" else run_dir
+        env = homes.env(tool, run_dir)
         if tool == "inspect":  # it takes only a relative task path
             cwd = suite
-        run = run_one(tool, cmd, homes.env(tool, run_dir), cwd, stub, sc.units, run_dir / "output.log")
+        if sc.warm and tool == "skillab":
+            cwd, env = warm_project(work, sc), env | {"SKILLAB_WARM": "1"}
+        run = run_one(tool, cmd, env, cwd, stub, sc.units, run_dir / "output.log")
+        if sc.warm and tool == "skillab":
+            run.rss_mb = 0.0  # the command line's own: the run itself was in the warm process's fork
         run.init = init
         runs.append(run)
         print(
@@ -385,7 +417,7 @@ def summary(scenarios: list[Scenario], tools: list[str]) -> str:
             walls.append(f"{statistics.median(values):.2f}" if values else "failed")
         mine = [r for runs in sc.runs for r in runs if r.tool == "skillab" and not r.note]
         first = f"{statistics.median(r.to_first for r in mine):.2f}" if mine else "-"
-        rss = f"{max(r.rss_mb for r in mine):.0f} MB" if mine else "-"
+        rss = f"{max(r.rss_mb for r in mine):.0f} MB" if mine and not sc.warm else "-"
         label = f"{sc.name} ({sc.units} units, c={sc.concurrency}, {len(sc.runs)} trial(s))"
         over = f"**{statistics.median(r.wall for r in mine) / sc.ideal:.2f}**" if mine else "-"
         lines.append(
@@ -511,9 +543,12 @@ def parse_scenarios(args: argparse.Namespace) -> list[Scenario]:
     if args.cold:  # nothing before it: the run itself starts the Prefect server
         out.append(Scenario("cold first command", 100, 16, args.trials, fresh=True, init=False))
     for item in filter(None, args.scenarios.split(",")):
-        units, concurrency = (int(x) for x in item.split(":"))
-        trials = args.big_trials if units >= 10_000 else args.trials
-        out.append(Scenario(f"{units}", units, concurrency, trials))
+        units, concurrency, *how = item.split(":")
+        trials = args.big_trials if int(units) >= 10_000 else args.trials
+        warm = how == ["warm"]
+        out.append(
+            Scenario(f"{units}{' warm' if warm else ''}", int(units), int(concurrency), trials, warm=warm)
+        )
     return out
 
 
@@ -521,7 +556,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--scenarios", default="100:16,1000:32,10000:64", help="N:C,... (units:concurrency)")
+    parser.add_argument(
+        "--scenarios",
+        default="100:16,1000:32,10000:64",
+        help="N:C,... (units:concurrency); N:C:warm: skillab's commands from one folder, as at a terminal",
+    )
     parser.add_argument("--trials", type=int, default=3, help="trials per scenario below 10,000 units")
     parser.add_argument(
         "--big-trials", type=int, default=1, help="trials per scenario of 10,000 units or more"

@@ -4,18 +4,21 @@ Importing Prefect, pydantic's models, pandas, scipy and skillab's own modules ta
 command here, more than a fully cached run's own work (~0.6 s). So a command that ran the long way
 leaves a process behind (announced in one line) that imports what that command imported and then
 waits on a Unix socket in skillab's home. The next command from the same place connects in a few
-milliseconds and hands it its standard streams, arguments, directory, environment and umask; the
-warm process forks, the fork runs the command exactly as ``python -m flows.bench`` would and the
-exit status goes back. Ctrl-C and other signals the command line receives are passed on.
+milliseconds and hands it its standard streams, arguments, directory, environment, umask, resource
+limits and ignored signals; the warm process forks, the fork runs the command exactly as
+``python -m flows.bench`` would and the exit status goes back. Ctrl-C and other signals the command
+line receives are passed on; the command ends if its command line or its relay dies.
 
 What a fork starts from must be what a fresh process would be: a warm process serves one key only,
-made of skillab's code (every file's size and modification time), the Python, the working
-directory, Prefect's settings files there, and the whole environment but for the few variables a
-shell changes between commands. Anything else, and the command runs the long way and leaves a
-process for its own key. A warm process with a thread besides its main one after its imports does
-not serve (a fork would copy locks those threads may hold); one unused for ``IDLE_S`` seconds,
-whose socket was replaced, or whose home went away, exits; a home keeps at most ``KEPT``.
-``python -m flows.bench server stop`` stops them, by the pids they recorded.
+made of skillab's code (every file's size and modification time), the Python and its options, the
+working directory, Prefect's settings files there, and the whole environment but for the few
+variables a shell changes between commands. Anything else, and the command runs the long way and
+leaves a process for its own key. A warm process with a thread besides its main one after its
+imports does not serve (a fork would copy locks those threads may hold); one unused for ``IDLE_S``
+seconds, or whose socket was removed, exits; one that does not take a command within ``TAKEN_S``
+(stopped, wedged) loses its socket; a home keeps the ``KEPT`` most recently used. Only the user's
+own commands are served (the peer's uid, besides the folder's mode). ``python -m flows.bench
+server stop`` stops them, by the pids they recorded.
 
 A warm process is left behind by commands started at a terminal; ``SKILLAB_WARM=1`` asks for one
 anywhere (a script), ``SKILLAB_WARM=0`` turns the whole mechanism off (the tests do, but for their
@@ -27,12 +30,15 @@ This module runs before anything else in a command: it imports nothing heavy.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import io
 import json
 import os
+import resource
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -55,6 +61,12 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signa
 #: with the user's profile, which is in the environment's PREFECT_HOME).
 SETTINGS_FILES = (".env", "pyproject.toml", "prefect.toml")
 STATUS_BYTES = 4
+#: Seconds a warm process has to answer a command line (a fork: milliseconds) before the command runs
+#: the long way and that process is no longer asked.
+TAKEN_S = 10.0
+PR_SET_PDEATHSIG = 1
+#: The command line's resource limits its fork takes on.
+LIMITS = tuple(n for n in dir(resource) if n.startswith("RLIMIT_") and not n.endswith("INFINITY"))
 #: New modules a served command imported that make its warm process restart to import them too.
 RESTART_AFTER = 20
 #: Warm processes a home keeps (one per key; a new one stops the oldest).
@@ -93,7 +105,9 @@ def folder() -> Path:
 def key(cwd: str, env: dict[str, str]) -> str:
     """What a warm process must share with a command it serves (see the module doc)."""
     digest = hashlib.sha256()
-    digest.update(repr((sys.executable, sys.version, cwd)).encode())
+    digest.update(
+        repr((sys.executable, sys.version, sys.flags, sys.warnoptions, sys._xoptions, cwd)).encode()
+    )
     for name, value in sorted(env.items()):
         if name not in VOLATILE:
             digest.update(f"{name}={value}\0".encode())
@@ -125,31 +139,43 @@ def _short(path: Path) -> Iterator[str]:
 
 def hand_over(argv: list[str], name: str) -> int | None:
     """Runs the command in the warm process for ``name``, if one is up: its exit status, else None."""
+    try:
+        for fd in (0, 1, 2):
+            os.fstat(fd)
+    except OSError:  # a closed standard stream: the socket would take its number
+        return None
+    path = socket_path(name)
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        with _short(socket_path(name)) as address:
+        with _short(path) as address:
             conn.connect(address)
-        umask = os.umask(0o022)
-        os.umask(umask)
-        request = json.dumps(
-            {
-                "argv": argv,
-                "argv0": sys.argv[0],
-                "cwd": os.getcwd(),
-                "env": dict(os.environ),
-                "umask": umask,
-            }
-        ).encode()
-        socket.send_fds(conn, [len(request).to_bytes(8, "big")], [0, 1, 2])
-        conn.sendall(request)
-    except OSError:  # none up (or gone, or a standard stream closed): the long way
+        # its relay says hello before any stream goes out: one in flight to a process that never
+        # reads it would stay open, and whoever waits for its end (a pipe's reader) with it
+        conn.settimeout(TAKEN_S)
+        taken = _read_exactly(conn, 1)
+        conn.settimeout(None)
+        if taken is not None:
+            socket.send_fds(conn, [len(request := _request(argv)).to_bytes(8, "big")], [0, 1, 2])
+            conn.sendall(request)
+    except TimeoutError:  # stopped (kill -STOP) or wedged: no command waits on it again (once
+        # resumed, it finds its socket gone and exits)
+        with contextlib.suppress(OSError):
+            path.unlink()
         conn.close()
         return None
-    if _read_exactly(conn, 1) is None:  # it was exiting (unused for too long): the long way
+    except OSError:  # none up, or gone: the long way
+        conn.close()
+        return None
+    except KeyboardInterrupt:
+        conn.close()
+        print("skillab: interrupted", file=sys.stderr)
+        return 130
+    if taken is None:  # it was exiting (unused for too long): the long way
         conn.close()
         return None
     for signum in FORWARDED:
-        signal.signal(signum, lambda signum, frame: _forward(conn, signum))
+        if signal.getsignal(signum) is not signal.SIG_IGN:  # nohup's hang-up stays ignored
+            signal.signal(signum, lambda signum, frame: _forward(conn, signum))
     status = _read_exactly(conn, STATUS_BYTES)
     conn.close()
     if status is None:
@@ -160,6 +186,24 @@ def hand_over(argv: list[str], name: str) -> int | None:
         )
         return 1
     return int.from_bytes(status, "big", signed=True)
+
+
+def _request(argv: list[str]) -> bytes:
+    """What the command's fork becomes: this command line's arguments, directory, environment, umask,
+    limits and ignored signals."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return json.dumps(
+        {
+            "argv": argv,
+            "argv0": sys.argv[0],
+            "cwd": os.getcwd(),
+            "env": dict(os.environ),
+            "umask": umask,
+            "limits": {name: resource.getrlimit(getattr(resource, name)) for name in LIMITS},
+            "ignored": [int(s) for s in FORWARDED if signal.getsignal(s) is signal.SIG_IGN],
+        }
+    ).encode()
 
 
 def _forward(conn: socket.socket, signum: int) -> None:
@@ -195,7 +239,7 @@ def leave_behind(name: str, env: dict[str, str], cwd: str) -> None:
         return  # an unwritable home only costs the speed-up
     with log:
         process = subprocess.Popen(
-            [sys.executable, "-c", LAUNCH, name],
+            _program(name),
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -213,6 +257,12 @@ def leave_behind(name: str, env: dict[str, str], cwd: str) -> None:
         f"they skip ~2 s of imports (stop it: python -m flows.bench server stop; {SETTING}=0 turns it off)",
         file=sys.stderr,
     )
+
+
+def _program(name: str) -> list[str]:
+    """The warm process for ``name``, with this interpreter's options (-O, -X, -W: part of the key)."""
+    flags = subprocess._args_from_interpreter_flags()  # type: ignore[attr-defined]
+    return [sys.executable, *flags, "-c", LAUNCH, name]
 
 
 def importable() -> set[str]:
@@ -265,10 +315,14 @@ def _is_warm(pid: int) -> bool:
 
 
 def stop_all(where: Path | None = None) -> list[int]:
-    """Stops every warm process of this home (or of the folder ``where``), by the pid each recorded:
-    the pids stopped."""
-    pid_files = sorted((where or folder()).glob("*.pid"))
-    return [pid for pid_file in pid_files if (pid := _stop(pid_file)) is not None]
+    """Stops every warm process of this home (or of the folder ``where``), by the pid each recorded,
+    and removes what they left: the pids stopped."""
+    where = where or folder()
+    stopped = [pid for pid_file in sorted(where.glob("*.pid")) if (pid := _stop(pid_file)) is not None]
+    for left in where.glob("*"):
+        with contextlib.suppress(OSError):
+            left.unlink()
+    return stopped
 
 
 def _stop(pid_file: Path) -> int | None:
@@ -276,6 +330,7 @@ def _stop(pid_file: Path) -> int | None:
     with contextlib.suppress(OSError, ValueError):
         if _is_warm(recorded := int(pid_file.read_text(encoding="utf-8"))):
             os.kill(recorded, signal.SIGTERM)
+            os.kill(recorded, signal.SIGCONT)  # a stopped one (kill -STOP) ends too
             pid = recorded
         pid_file.unlink(missing_ok=True)
     return pid
@@ -291,6 +346,7 @@ def serve(name: str, command: Callable[[list[str]], object]) -> None:
     pid_file, path, listing = home / f"{name}.pid", socket_path(name), home / f"{name}.modules"
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # an ignored one outlives a restart's exec
+    home.chmod(0o700)
     listed = os.stat(listing).st_mtime_ns
     if not _import_ahead(name, listing.read_text(encoding="utf-8").split()):
         return
@@ -319,6 +375,8 @@ def serve(name: str, command: Callable[[list[str]], object]) -> None:
                     return
                 continue
             last = time.monotonic()
+            with contextlib.suppress(OSError):
+                os.utime(pid_file)  # the least recently used go first (KEPT)
             if (relay := os.fork()) == 0:
                 listener.close()
                 _relay(conn, command)
@@ -333,7 +391,7 @@ def serve(name: str, command: Callable[[list[str]], object]) -> None:
                     pid_file.unlink(missing_ok=True)
         if restart:  # the same process (its pid recorded), new imports: commands go the long way meanwhile
             print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} importing ahead what a command added", flush=True)
-            os.execv(sys.executable, [sys.executable, "-c", LAUNCH, name])
+            os.execv(sys.executable, _program(name))
 
 
 def _import_ahead(name: str, modules: list[str]) -> bool:
@@ -349,9 +407,7 @@ def _import_ahead(name: str, modules: list[str]) -> bool:
     if failed:
         print(f"not imported: {' '.join(failed)}", flush=True)
     if threading.active_count() > 1:
-        reason = f"not serving: threads after the imports: {threading.enumerate()}"
-        (folder() / f"{name}.refused").write_text(reason + "\n", encoding="utf-8")
-        print(reason, flush=True)
+        _refuse(name, f"not serving: threads after the imports: {threading.enumerate()}")
         return False
     import gc
 
@@ -375,13 +431,26 @@ def _listen(path: Path) -> socket.socket | None:
             probe.connect(address)
             return None
         except OSError:
-            path.unlink(missing_ok=True)  # left by a process that was killed
+            pass
         finally:
             probe.close()
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(address)
+        try:
+            path.unlink(missing_ok=True)  # left by a process that was killed
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(address)
+            path.chmod(0o600)
+        except OSError as exc:  # something else in its place (a folder): refused, not retried
+            _refuse(path.stem, f"not serving: {path}: {exc}")
+            return None
     listener.listen(16)
     return listener
+
+
+def _refuse(name: str, reason: str) -> None:
+    """This key gets no warm process (until the code, environment or folder changes its key)."""
+    with contextlib.suppress(OSError):
+        (folder() / f"{name}.refused").write_text(reason + "\n", encoding="utf-8")
+    print(reason, flush=True)
 
 
 def _relay(conn: socket.socket, run: Callable[[list[str]], object]) -> None:
@@ -390,12 +459,15 @@ def _relay(conn: socket.socket, run: Callable[[list[str]], object]) -> None:
         for signum in (signal.SIGCHLD, signal.SIGTERM):
             signal.signal(signum, signal.SIG_DFL)
         conn.settimeout(None)  # a command may run for hours: its line is quiet meanwhile
+        _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+        if uid != os.getuid():  # only this user's commands, whatever the folder's mode became
+            os._exit(1)
+        conn.sendall(b"\0")  # hello: from here the command runs here
         head, fds, _, _ = socket.recv_fds(conn, 8, 3)
         body = _read_exactly(conn, int.from_bytes(head, "big")) if len(head) == 8 else None
         if body is None or len(fds) != 3:
             os._exit(1)
         request = json.loads(body)
-        conn.sendall(b"\0")  # taken: from here the command runs here
         command = os.fork()
         if command == 0:
             conn.close()
@@ -410,6 +482,15 @@ def _relay(conn: socket.socket, run: Callable[[list[str]], object]) -> None:
         conn.sendall(code.to_bytes(STATUS_BYTES, "big", signed=True))
     finally:
         os._exit(0)
+
+
+def _end_with_parent() -> None:
+    """The command ends (SIGTERM) if its relay is killed: the command line gets no status then, and
+    the command must not go on writing to its streams. Linux's PR_SET_PDEATHSIG."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() == 1:  # the relay was already gone
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _pass_signals(conn: socket.socket, command: int) -> None:
@@ -435,6 +516,10 @@ def _run(request: dict[str, Any], fds: list[int], run: Callable[[list[str]], obj
             os.dup2(fd, target)
             os.close(fd)
         os.setpgid(0, 0)
+        _end_with_parent()
+        for limit, (soft, hard) in request["limits"].items():
+            with contextlib.suppress(ValueError, OSError):  # one above this process's own hard limit
+                resource.setrlimit(getattr(resource, limit), (soft, hard))
         os.chdir(str(request["cwd"]))
         os.environ.clear()
         os.environ.update(request["env"])
@@ -446,6 +531,8 @@ def _run(request: dict[str, Any], fds: list[int], run: Callable[[list[str]], obj
         signal.signal(signal.SIGINT, signal.default_int_handler)
         for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
             signal.signal(signum, signal.SIG_DFL)
+        for signum in request["ignored"]:  # as under nohup, or a shell's background job
+            signal.signal(signum, signal.SIG_IGN)
         run(argv)  # ends the process itself
     except SystemExit as exc:
         if isinstance(exc.code, int) or exc.code is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -75,6 +76,14 @@ def test_the_next_command_is_served_warm_with_the_same_output_and_exit_codes(tmp
         assert log.read_text().count("serving a command") == 2
         assert "kept a warm process" in other.stderr  # it left its own
 
+        # a closed stream is not handed over (the socket would take its number): the long way
+        closed = subprocess.run(
+            [sys.executable, "-m", "flows.bench", *dry], cwd=project, env=env, capture_output=True,
+            preexec_fn=lambda: os.close(0), timeout=300,
+        )  # fmt: skip
+        assert closed.returncode == 0, closed.stderr
+        assert log.read_text().count("serving a command") == 2
+
         # a served command that imported more than its warm process had: that one imports it too
         history = command("history", "--suite", "x", "--reports-dir", str(tmp_path / "none"))
         assert history.returncode == 2, history.stderr
@@ -105,3 +114,23 @@ def test_none_is_left_when_off_or_not_asked_for_by_a_script(tmp_path: Path, sett
     assert done.returncode == 0, done.stderr[-2000:]
     assert "warm" not in done.stderr
     assert not (tmp_path / "home" / "warm").exists()
+
+
+def test_a_stopped_warm_process_costs_one_command_a_wait_then_none(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p", n=2)
+    env = command_env(tmp_path) | {"SKILLAB_WARM": "1"}
+    dry = ["run", "--executor", "openai", "--dry-run"]
+    with warm_process(project, env, dry) as log:
+        pid = int(next(log.parent.glob("*.pid")).read_text())
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            late = bench_run(dry, project, env)  # it waits warm.TAKEN_S, then runs the long way
+            assert late.returncode == 0, late.stderr[-2000:]
+            assert not list(log.parent.glob("*.sock"))  # no command waits on it again
+            assert bench_run(dry, project, env).returncode == 0
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        deadline = time.monotonic() + 60  # resumed, it finds its socket gone and exits
+        while running(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not running(pid)
