@@ -160,21 +160,24 @@ def main(argv: list[str] | None = None, command: Command | None = None) -> int:
     # The command is the first word (the top level has no option taking a value).
     name = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(name).parse_args(argv)
+    command = command or Command()
     try:
         with keeping_written():  # the command's ending reads the report its run wrote
-            return int(args.handler(args, command or Command()))
+            return int(args.handler(args, command))
     except InputError as exc:
         for line in exc.lines:  # a path or name with a control character still prints on one line
             shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
             print(f"skillab: error: {shown}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
+        command.run.cache_writes.drain()  # the answers already in: what the line below promises
         print("skillab: interrupted; finished calls are cached, re-run to resume", file=sys.stderr)
         return 130
     except BaseException as exc:
         # SIGTERM during a flow arrives as Prefect's TerminationSignal (a BaseException)
         if not isinstance(exc, Terminated) and type(exc).__name__ != "TerminationSignal":
             raise
+        command.run.cache_writes.drain()
         print("skillab: terminated; finished calls are cached, re-run to resume", file=sys.stderr)
         return 143
 
