@@ -285,9 +285,12 @@ def importable() -> set[str]:
 def note_imports() -> None:
     """In a command a warm process forked: if it imported modules its warm process had not, the warm
     process imports them too (it restarts, once unused for a moment)."""
-    if _serving is not None and len(importable() - _preloaded) >= RESTART_AFTER:
+    if _serving is None:
+        return
+    imported = importable()
+    if len(imported - _preloaded) >= RESTART_AFTER:
         with contextlib.suppress(OSError):
-            _write_modules(_serving, importable() | _preloaded)
+            _write_modules(_serving, imported | _preloaded)
 
 
 def _write_modules(name: str, modules: set[str]) -> None:
@@ -528,9 +531,8 @@ def _run(request: dict[str, Any], fds: list[int], run: Callable[[list[str]], obj
         sys.argv = [str(request["argv0"]), *argv]
         for stream in (sys.stdout, sys.stderr):  # stderr is line-buffered, stdout at a terminal
             cast(io.TextIOWrapper, stream).reconfigure(line_buffering=stream is sys.stderr or os.isatty(1))
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
-            signal.signal(signum, signal.SIG_DFL)
+        for signum in FORWARDED:  # Python's own dispositions, as in a fresh process
+            signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
         for signum in request["ignored"]:  # as under nohup, or a shell's background job
             signal.signal(signum, signal.SIG_IGN)
         run(argv)  # ends the process itself
