@@ -103,6 +103,7 @@ class PriceTable:
         self.ratios = ratios
         source: Mapping[str, Price | tuple[float, ...]] = DEFAULT_PRICES if prices is None else prices
         self.prices: dict[str, Price] = {model: _price(p, ratios) for model, p in source.items()}
+        self._matched: dict[str, str | None] = {}  # model -> its longest priced prefix, once looked up
 
     @classmethod
     def from_file(cls, path: Path, *, ratios: CacheRatios = NO_DISCOUNT) -> PriceTable:
@@ -145,7 +146,11 @@ class PriceTable:
         return table
 
     def price(self, model: str) -> Price | None:
-        best = max((p for p in self.prices if model.startswith(p)), key=len, default=None)
+        """The price of the longest priced prefix of ``model`` (asked once a call: the match is kept;
+        the table is complete once made, ``from_file`` fills it before any lookup)."""
+        if model not in self._matched:
+            self._matched[model] = max((p for p in self.prices if model.startswith(p)), key=len, default=None)
+        best = self._matched[model]
         return None if best is None else self.prices[best]
 
     def lookup(self, model: str) -> tuple[float, float] | None:

@@ -44,7 +44,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -265,17 +265,18 @@ def _program(name: str) -> list[str]:
     return [sys.executable, *flags, "-c", LAUNCH, name]
 
 
-def importable() -> set[str]:
-    """The modules imported so far that a warm process may import ahead: the libraries' and
-    skillab's own, never a user's file (it may change before the next command)."""
+def importable(among: Iterable[str] | None = None) -> set[str]:
+    """The modules imported so far (of ``among``, default all) that a warm process may import ahead:
+    the libraries' and skillab's own, never a user's file (it may change before the next command)."""
     roots = tuple(
         os.path.join(os.path.realpath(p), "")
         for p in {sys.prefix, sys.base_prefix, *(str(help_cache.ROOT / n) for n in help_cache.PACKAGES)}
     )
     names = set()
-    for name, module in list(sys.modules.items()):
+    for name in list(sys.modules) if among is None else among:
+        module = sys.modules.get(name)
         where: str | None = getattr(module, "__file__", None)
-        if name.startswith("__") or name == __name__:
+        if module is None or name.startswith("__") or name == __name__:
             continue
         if where is None or os.path.realpath(where).startswith(roots):
             names.add(name)
@@ -287,10 +288,11 @@ def note_imports() -> None:
     process imports them too (it restarts, once unused for a moment)."""
     if _serving is None:
         return
-    imported = importable()
-    if len(imported - _preloaded) >= RESTART_AFTER:
+    # a realpath per module: only the ones this command added
+    new = importable([name for name in list(sys.modules) if name not in _preloaded])
+    if len(new) >= RESTART_AFTER:
         with contextlib.suppress(OSError):
-            _write_modules(_serving, imported | _preloaded)
+            _write_modules(_serving, new | _preloaded)
 
 
 def _write_modules(name: str, modules: set[str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from executors.base import Executor
@@ -48,39 +49,39 @@ def execution_units(
     temperature: float | None,
     max_tokens: int | None,
     seed: int,
-) -> list[Unit]:
+) -> Iterator[Unit]:
     """One unit per sample x variant x run. Variants of a case sit next to each other in a seeded
-    random order, and the (case, run) blocks are shuffled, so drift over time favours no variant."""
+    random order, and the (case, run) blocks are shuffled, so drift over time favours no variant.
+    The order is drawn first and each unit made as it is asked for: a head start sends its first
+    calls before the last of 10,000 keys is hashed."""
     rng = random.Random(seed)
-    blocks: list[list[Unit]] = []
+    blocks: list[tuple[int, Sample, list[Variant]]] = []
     for run in range(1, repeat + 1):
         for sample in samples:
-            block = []
-            for variant in variants:
-                request = RunRequest(
-                    executor=target.executor.name,
-                    model=target.model,
-                    system=variant.artifact,
-                    prompt=sample.full_prompt,
-                    temperature=temperature,
-                    max_tokens=max_tokens,
-                    seed=seed,
-                )
-                block.append(
-                    Unit(
-                        kind="execute",
-                        sample_id=sample.sample_id,
-                        variant=variant.name,
-                        run=run,
-                        request=request,
-                        key=unit_key(target, request, run),
-                        label=f"{sample.sample_id} · {variant.name} · run {run}",
-                    )
-                )
+            block = list(variants)
             rng.shuffle(block)
-            blocks.append(block)
+            blocks.append((run, sample, block))
     rng.shuffle(blocks)
-    return [unit for block in blocks for unit in block]
+    for run, sample, block in blocks:
+        for variant in block:
+            request = RunRequest(
+                executor=target.executor.name,
+                model=target.model,
+                system=variant.artifact,
+                prompt=sample.full_prompt,
+                temperature=temperature,
+                max_tokens=max_tokens,
+                seed=seed,
+            )
+            yield Unit(
+                kind="execute",
+                sample_id=sample.sample_id,
+                variant=variant.name,
+                run=run,
+                request=request,
+                key=unit_key(target, request, run),
+                label=f"{sample.sample_id} · {variant.name} · run {run}",
+            )
 
 
 @dataclass(frozen=True)

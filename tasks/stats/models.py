@@ -4,7 +4,7 @@ rest), and the report's JSON keeps the names it always had."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import NoReturn
 
 from pydantic import BaseModel, ConfigDict
@@ -81,6 +81,13 @@ class SharedNames(set[str]):
         self._shared()
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _models(values: Iterable[object]) -> Iterator[BaseModel]:
+    return (v for v in values if type(v) not in _SCALARS and isinstance(v, BaseModel))
+
+
 class FieldsSets:
     """Pydantic keeps, per model, a set of the names it set (2 KB for a run entry's 22): ~40 MB over
     a report of 10,000 cases, where a few distinct sets serve them all. ``share`` each model as it is
@@ -99,9 +106,12 @@ class FieldsSets:
                 shared = self.seen.setdefault(frozenset(names), SharedNames(names))
                 object.__setattr__(model, "__pydantic_fields_set__", shared)
             for value in model.__dict__.values():
-                if isinstance(value, BaseModel):
+                kind = type(value)  # most values are text and numbers: BaseModel's isinstance is an ABC's
+                if kind in _SCALARS:
+                    continue
+                if kind is list:
+                    stack.extend(_models(value))
+                elif kind is dict:
+                    stack.extend(_models(value.values()))
+                elif isinstance(value, BaseModel):
                     stack.append(value)
-                elif isinstance(value, list):
-                    stack.extend(v for v in value if isinstance(v, BaseModel))
-                elif isinstance(value, dict):
-                    stack.extend(v for v in value.values() if isinstance(v, BaseModel))

@@ -9,6 +9,7 @@ them, and flows/engine/prefetch.py imports them in the background while the call
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import random
 import time
@@ -188,8 +189,7 @@ async def sample_bench(options: BenchOptions, cwd: str = ".", show_progress: boo
     finally:
         await close_all()  # connection pools belong to this flow run's event loop
     state, word = final_state(options, outcome)  # before the UI's share: the report is what the command needs
-    await add_tags(outcome_tag(word))
-    await publish_artifacts(outcome)
+    await asyncio.gather(add_tags(outcome_tag(word)), publish_artifacts(outcome))
     log_outcome(log, outcome)
     return state
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from executors.base import HttpExecutor
 from executors.registry import get_executor
-from executors.schema import RunResult
+from executors.schema import RunRequest, RunResult
 from flows.engine.economy import over_budget, warm_up_requests
 from flows.modes.sample.prepare import Prepared
 from tasks.calls import attempt
@@ -81,12 +81,23 @@ class HeadStart:
         asyncio.run(self.send())
 
     def first_units(self) -> Iterator[Unit]:
-        """The units the runner would send first: in the run's order, not in the cache."""
-        units = self.prepared.units()
-        if warm_up_requests(units, self.policy):
+        """The units the runner would send first: in the run's order, not in the cache; made as they
+        are taken, unless the provider's prompt cache could make the runner warm it up first."""
+        if self.cacheable_artifact() and warm_up_requests(self.prepared.units(), self.policy):
             return  # the runner warms the provider's cache before any call: none may go first
         cache = ResultCache(self.prepared.cache_dir) if self.prepared.cache_dir else None
-        yield from (u for u in units if cache is None or cache.get(u.key) is None)
+        yield from (u for u in self.prepared.iter_units() if cache is None or cache.get(u.key) is None)
+
+    def cacheable_artifact(self) -> bool:
+        """Some variant's artifact is long enough for the provider's prompt cache: only then may the
+        runner warm it up (a unit's system prompt is its variant's artifact)."""
+        target = self.prepared.target
+        return any(
+            self.executor.caches(
+                RunRequest(executor=target.executor.name, model=target.model, system=v.artifact, prompt="")
+            )
+            for v in self.prepared.variants
+        )
 
     async def send(self) -> None:
         o = self.prepared.options

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,19 +67,24 @@ class Prepared:
         """Every execution unit of the run, in its seeded interleaved order. Built once: the head
         start, the plan line and the runner each ask (0.25 s of hashing at 10,000 units)."""
         if self._units is None:
-            o = self.options
-            self._units = tuple(
-                execution_units(
-                    self.samples,
-                    self.variants,
-                    self.target,
-                    repeat=o.repeat,
-                    temperature=o.temperature,
-                    max_tokens=o.max_tokens,
-                    seed=o.seed,
-                )
-            )
+            self._units = tuple(self.iter_units())
         return list(self._units)
+
+    def iter_units(self) -> Iterator[Unit]:
+        """The same units, as built (``units``), else each made as it is asked for: the head start
+        takes its first few hundred while the runner's thread builds them all."""
+        if self._units is not None:
+            return iter(self._units)
+        o = self.options
+        return execution_units(
+            self.samples,
+            self.variants,
+            self.target,
+            repeat=o.repeat,
+            temperature=o.temperature,
+            max_tokens=o.max_tokens,
+            seed=o.seed,
+        )
 
     def release_units(self) -> None:
         """The calls are made: the units go before the report is built (at 10,000 units, 20 MB at the

@@ -214,8 +214,10 @@ def artifact_key(report: SampleReport) -> str:
 
 
 async def publish_artifacts(outcome: Outcome) -> None:
-    """What the Prefect UI shows without opening a file: summary and verdict, per-variant table, a link.
-    The calls are independent: sent together, one round trip instead of four at the end of every run."""
+    """What the Prefect UI shows without opening a file: summary and verdict, per-variant table, a link;
+    and the report's HTML page beside its JSON. The calls are independent: sent together, one round
+    trip instead of four, and under way while a thread renders the page (at the end of a run the
+    server is still busy with the units' events, so each round trip waits)."""
     report = outcome.report
     key = artifact_key(report)
     table = [
@@ -239,7 +241,6 @@ async def publish_artifacts(outcome: Outcome) -> None:
     ]
     if outcome.path is not None:
         html = outcome.path.with_suffix(".html")
-        atomic_write_chunks(html, export_pieces(report))
         run_url, *suite_url = page_urls(report, report_port())
         calls.append(
             acreate_link_artifact(
@@ -262,4 +263,9 @@ async def publish_artifacts(outcome: Outcome) -> None:
                     key=f"{key}-suite",
                 )
             )
-    await asyncio.gather(*calls)
+    sent = asyncio.gather(*calls)
+    try:
+        if outcome.path is not None:
+            await asyncio.to_thread(atomic_write_chunks, html, export_pieces(report))
+    finally:
+        await sent
