@@ -313,8 +313,10 @@ def run_scenario(
         warm_up = work / f"{sc.name}-warm-up"
         cmd = command("skillab", peers, suite, warm_up, stub, sc.concurrency)
         env = homes.env("skillab", warm_up) | {"SKILLAB_WARM": "1"}
+        folder = Path(env["SKILLAB_HOME"]) / "warm"
+        before = set(folder.glob("*.sock"))  # an earlier scenario's, from another project folder
         subprocess.run(cmd, cwd=warm_project(work, sc), env=env, capture_output=True, check=True)
-        wait_for_warm(Path(env["SKILLAB_HOME"]) / "warm")
+        wait_for_warm(folder, before)
     for trial in range(sc.trials):
         order = tools[trial % len(tools) :] + tools[: trial % len(tools)]
         if sc.fresh:  # every tool starts from nothing in every trial
@@ -331,9 +333,10 @@ def warm_project(work: Path, sc: Scenario) -> Path:
     return folder
 
 
-def wait_for_warm(folder: Path) -> None:
+def wait_for_warm(folder: Path, before: set[Path]) -> None:
+    """Until the warm process the untimed run left listens (its socket: one not there ``before``)."""
     deadline = time.monotonic() + 120
-    while not list(folder.glob("*.sock")):
+    while not set(folder.glob("*.sock")) - before:
         if time.monotonic() > deadline:
             raise RuntimeError(f"no warm process came up in {folder}")
         time.sleep(0.2)

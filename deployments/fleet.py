@@ -65,8 +65,9 @@ CONTAINER_OPTIONS = {
 }
 
 
-#: The container's command: Prefect's flow-run engine, once the API has its route to the gateway.
-CONTAINER_COMMAND = "python -m flows.engine.container_net prefect flow-run execute"
+#: The container's command: Prefect's flow-run engine, in the process that gave the API its route to
+#: the gateway.
+CONTAINER_COMMAND = "python -m flows.engine.container_net"
 
 
 def gateway_mount(pool: str) -> JsonObject:

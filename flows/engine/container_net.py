@@ -1,10 +1,10 @@
 """Inside a fleet container (no network): each destination its own loopback address, through the gateway.
 
-``python -m flows.engine.container_net COMMAND...`` is the container's command: the Prefect API the
-worker configured (``PREFECT_API_URL``) is given a route before COMMAND (Prefect's flow-run engine)
-starts, and COMMAND is told the API is there, over plain HTTP (the gateway's filter speaks to the
-real one, TLS and credential included); the session flow adds routes for its model endpoint and
-storage (:func:`route`). A route maps the URL's host to a loopback address in ``/etc/hosts`` (an IP address host is bound as it is),
+``python -m flows.engine.container_net`` is the container's command: the Prefect API the worker
+configured (``PREFECT_API_URL``) is given a route, then Prefect's flow-run engine runs the flow run
+in this process, told the API is there, over plain HTTP (the gateway's filter speaks to the real
+one, TLS and credential included); the session flow adds routes for its model endpoint and storage
+(:func:`route`). A route maps the URL's host to a loopback address in ``/etc/hosts`` (an IP address host is bound as it is),
 and a relay there hands each connection to the gateway's socket with the destination's name. The
 model's and storage's URLs stay as the parent wrote them, TLS and host names included.
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 import functools
 import ipaddress
 import os
+import runpy
 import socket
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -81,16 +81,26 @@ def _route(destination: str, name: str) -> str:
     return f"{local}:{port}"
 
 
+#: What a container runs once the API has its route: Prefect's flow-run engine, in this process (the
+#: routes' relays are its threads). ``prefect flow-run execute`` would start the engine as a second
+#: Python under a third, each importing Prefect again: ~1.5 s of every session here.
+ENGINE = "prefect.engine"
+
+
 def main(argv: list[str]) -> int:
-    if not argv:
-        print("usage: python -m flows.engine.container_net COMMAND...", file=sys.stderr)
+    if argv:
+        print(
+            "usage: python -m flows.engine.container_net (the flow run: $PREFECT__FLOW_RUN_ID)",
+            file=sys.stderr,
+        )
         return 2
-    env = dict(os.environ)
     if isolated() and (api := os.environ.get("PREFECT_API_URL")):
-        # plain HTTP to the gateway's filter, which holds the credential and speaks to the API itself
-        env["PREFECT_API_URL"] = f"http://{route(api, PREFECT)}/api"
-    code = subprocess.call(argv, env=env)
-    return 128 - code if code < 0 else code
+        # plain HTTP to the gateway's filter, which holds the credential and speaks to the API itself;
+        # set before Prefect is imported, which reads its settings then
+        os.environ["PREFECT_API_URL"] = f"http://{route(api, PREFECT)}/api"
+    sys.argv = [ENGINE]
+    runpy.run_module(ENGINE, run_name="__main__", alter_sys=True)
+    return 0
 
 
 if __name__ == "__main__":

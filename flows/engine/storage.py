@@ -39,6 +39,11 @@ class Storage:
         )
         self.fs, self.root = url_to_fs(url, **options)
 
+    @property
+    def local(self) -> bool:
+        """A folder of this machine's file system (a stat to look, not a request)."""
+        return "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,))
+
     def path(self, key: str) -> str:
         return f"{self.root.rstrip('/')}/{key}"
 

@@ -204,6 +204,7 @@ def test_a_flow_run_that_ended_before_its_session_began_is_dispatched_again(
     client = Dispatches(store, key, outcomes, earlier)
     monkeypatch.setattr(prefect.client.orchestration, "get_client", lambda: client)
     monkeypatch.setattr("flows.engine.remote.POLL_S", 0.0)
+    monkeypatch.setattr("flows.engine.remote.LOCAL_POLL_S", 0.0)
     pool = FleetPool("p")
     pool.deployment = SimpleNamespace(id="deployment")
     got = asyncio.run(pool._run(store, key, "inputs", request(tmp_path), None, "label"))
