@@ -7,9 +7,6 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import jsonschema
-from jsonschema import ValidationError
-
 from executors.errors import InputError
 from executors.parsing import JsonObject
 from graders.schema import GradingError, JsonSchemaAssertion, JsonValidAssertion, Observation, Outcome
@@ -41,7 +38,9 @@ def _search(pattern: str, text: str) -> bool:
         raise GradingError(f"the schema's pattern /{pattern}/ cannot run: {exc}") from None
 
 
-def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    from jsonschema import ValidationError
+
     if validator.is_type(instance, "string") and not _search(pattern, instance):
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
@@ -58,12 +57,16 @@ def _pattern_properties(validator: Any, patterns: JsonObject, instance: Any, sch
 def _budgeted(draft: Any) -> Any:
     """A draft's validator class with the regex keywords under the time budget (made once per draft,
     not once per output graded)."""
+    import jsonschema
+
     return jsonschema.validators.extend(
         draft, {"pattern": _pattern, "patternProperties": _pattern_properties}
     )
 
 
 def json_schema(a: JsonSchemaAssertion, obs: Observation) -> Outcome:
+    import jsonschema
+
     data, error = _parse(obs.output)
     if error:
         return False, error
@@ -78,6 +81,8 @@ def json_schema(a: JsonSchemaAssertion, obs: Observation) -> Outcome:
 
 def check_schema(schema: Any) -> None:
     """Raise ValueError when the schema itself is invalid (checked at load time)."""
+    import jsonschema
+
     if not isinstance(schema, dict):
         raise InputError("schema must be an object")
     try:

@@ -70,6 +70,7 @@ LAZY_WHAT = {
     "numpy": "numerical arrays, for one grader and the statistics",
     "scipy": "statistics beyond tasks.stats.distributions",
     "regex": "the budgeted regex engine of the pattern assertions",
+    "jsonschema": "the json_schema assertion's validator (30 ms): only samples that have one load it",
     "rich": "the terminal's progress bar and tables",
     "uvicorn": "the report server",
     "prefect_docker": "the Docker worker's job template (extra fleet): only when registering the fleet",
