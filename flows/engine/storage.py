@@ -42,7 +42,7 @@ class Storage:
     @property
     def local(self) -> bool:
         """A folder of this machine's file system (a stat to look, not a request)."""
-        return "file" in (self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,))
+        return self.fs.protocol in ("file", ("file", "local"))
 
     def path(self, key: str) -> str:
         return f"{self.root.rstrip('/')}/{key}"
@@ -154,7 +154,7 @@ class SignedStorage:
 def storage_mounts(store: Storage, key: str, inputs: str) -> list[str]:
     """The volumes of one session's flow run, for a storage that is a local folder: its inputs
     read-only and its own results folder, nothing of any other session's (an s3:// storage: none)."""
-    if store.fs.protocol not in ("file", ("file", "local")):
+    if not store.local:
         return []
     store.fs.makedirs(store.path(f"sessions/{key}"), exist_ok=True)
     archive, results = store.path(f"inputs/{inputs}.tar"), store.path(f"sessions/{key}")
