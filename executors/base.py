@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
-import httpx
-
 from executors.errors import PermanentError, TransientError, error_for_status
 from executors.http_client import LeanClient, Reply, ReplyError, direct
+from executors.lean_httpx import httpx
 from executors.parsing import JsonObject
 from executors.pricing import NO_DISCOUNT, VENDOR_RATIOS, PriceTable
 from executors.sandbox import Isolation
@@ -220,7 +219,7 @@ class HttpExecutor(Executor):
         loop = asyncio.get_running_loop()
         entry = self._lean.get(id(loop))
         if entry is None:
-            entry = self._lean[id(loop)] = (loop, LeanClient(self.tls()))
+            entry = self._lean[id(loop)] = (loop, LeanClient(self.tls))
         return entry[1]
 
     def headers(self) -> dict[str, str]:

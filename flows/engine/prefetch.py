@@ -58,6 +58,7 @@ LAZY_WHERE = {
     ),
     "deployments.__main__": "serving a suite, listing deployments and running a shard need different modules",
     "flows.modes.sample.flow": "the sequential waves, the judge gold check and the half after the calls are paths",
+    "executors.lean_httpx": "httpx without its command line: the real one only if something runs it",
 }
 #: What: modules imported inside functions anywhere, for what they cost at import (module prefix -> why).
 LAZY_WHAT = {
@@ -72,6 +73,7 @@ LAZY_WHAT = {
     "regex": "the budgeted regex engine of the pattern assertions",
     "jsonschema": "the json_schema assertion's validator (30 ms): only samples that have one load it",
     "rich": "the terminal's progress bar and tables",
+    "httpx._main": "httpx's command line (rich, click, pygments: 90 ms), which no command runs",
     "uvicorn": "the report server",
     "prefect_docker": "the Docker worker's job template (extra fleet): only when registering the fleet",
     "docker": "the Docker SDK (extra fleet): only the fleet's gateway asks it which container called",

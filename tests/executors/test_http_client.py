@@ -68,7 +68,7 @@ def ok(body: bytes, *extra: str) -> bytes:
 
 def post(url: str, client: LeanClient | None = None, body: object = None) -> http_client.Reply:
     async def go() -> http_client.Reply:
-        lean = client or LeanClient(ssl.create_default_context())
+        lean = client or LeanClient(ssl.create_default_context)
         try:
             return await lean.post_json(
                 url, {"x-api-key": "k", "content-type": "application/json"}, body or {"a": "é"}
@@ -80,12 +80,16 @@ def post(url: str, client: LeanClient | None = None, body: object = None) -> htt
     return asyncio.run(go())
 
 
+def no_tls() -> ssl.SSLContext:
+    raise AssertionError("an http origin built an SSL context (~25 ms before a run's first call)")
+
+
 def served(answer: Answer, *posts: int, close_after: bool = False) -> tuple[Raw, list[http_client.Reply]]:
     raw = Raw(answer, close_after)
 
     async def go() -> list[http_client.Reply]:
         async with raw as url:
-            lean = LeanClient(ssl.create_default_context())
+            lean = LeanClient(no_tls)
             replies = [await lean.post_json(url, {"x-api-key": "k"}, {"n": n}) for n in posts]
             lean.close()
             return replies
@@ -136,7 +140,7 @@ def test_a_reply_cut_short_on_a_fresh_connection_is_an_error_not_a_retry() -> No
     async def go() -> None:
         async with Raw(lambda n, req: None) as url:
             with pytest.raises(ReplyError, match="closed the connection before replying"):
-                await LeanClient(ssl.create_default_context()).post_json(url, {}, {})
+                await LeanClient(ssl.create_default_context).post_json(url, {}, {})
 
     asyncio.run(go())
 
@@ -167,7 +171,7 @@ def test_garbage_and_floods_are_reply_errors(
     async def go() -> None:
         async with Raw(lambda n, req: reply, close_after=True) as url:
             with pytest.raises(ReplyError, match=words):
-                await LeanClient(ssl.create_default_context()).post_json(url, {}, {})
+                await LeanClient(ssl.create_default_context).post_json(url, {}, {})
 
     asyncio.run(go())
 
@@ -180,7 +184,7 @@ def test_a_reply_read_to_the_close_is_bounded(monkeypatch: pytest.MonkeyPatch) -
     async def go() -> None:
         async with Raw(lambda n, req: b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 9000, close_after=True) as url:
             with pytest.raises(ReplyError, match="over 4096"):
-                await LeanClient(ssl.create_default_context()).post_json(url, {}, {})
+                await LeanClient(ssl.create_default_context).post_json(url, {}, {})
 
     asyncio.run(go())
 

@@ -4,9 +4,11 @@ creating the flow run (1-2 s; on a first run, the seconds its Prefect server tak
 Each early call is its unit's first attempt, handed to the unit's task run (tasks/calls.py): a
 failure is retried by Prefect as any first attempt's, an answer is cached as any other, and the run
 counts, budgets and reports every unit as before. Early calls go out in the run's order and at its
-concurrency, within --max-calls and --budget-usd, and at most ``WAVES`` x concurrency of them: what a
-run may spend before its flow run exists. The runner's fan-out ends the head start; so does the
-command ending first (an error, Ctrl-C), and what was answered by then stays in the cache.
+concurrency, within --max-calls and --budget-usd, until the runner's fan-out takes over. A cap in
+waves left the calls idle whenever Prefect took longer than the waves (0.5 s of a 1,000-unit run
+against a 200 ms server), so the bound is time: ``LIMIT_S`` of sending, what a run may spend before
+its flow run exists. The command ending first (an error, Ctrl-C) ends it too, and what was answered
+by then stays in the cache.
 
 Runs whose shape decides what goes first get none: batches, prompt-cache warm-ups, --sequential
 waves, shards, a judge gold check, a model the command loads itself (the embedded one).
@@ -17,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, InvalidStateError
 from typing import Any
@@ -31,7 +34,7 @@ from tasks.context import EarlyCalls, RunContext
 from tasks.schema import Unit
 from tasks.store.cache import ResultCache
 
-WAVES = 8
+LIMIT_S = 30.0  # a first run's Prefect server starts in ~3 s; a stuck one is the command's to end
 
 
 @contextlib.contextmanager
@@ -103,12 +106,13 @@ class HeadStart:
         o = self.prepared.options
         slots = asyncio.Semaphore(o.concurrency)
         sent: list[asyncio.Task[None]] = []
+        until = time.monotonic() + LIMIT_S
         try:
             for unit in self.first_units():
                 await slots.acquire()
                 call: Future[RunResult] = Future()
                 spent = over_budget(len(sent), self.spent, o.max_calls, o.budget_usd)
-                if len(sent) >= WAVES * o.concurrency or spent or not self.early.add(unit.key, call):
+                if time.monotonic() > until or spent or not self.early.add(unit.key, call):
                     break
                 sent.append(asyncio.create_task(self.one(unit, call, slots)))
         finally:  # even if walking the units failed: a task run waits for each call registered

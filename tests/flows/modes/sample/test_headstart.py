@@ -28,11 +28,12 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 UNITS = 16  # 8 samples x 2 variants
 
 
-@pytest.fixture
-def finished_first(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+TAKEN_OVER = 8  # calls the head start has sent when the flow's runner takes over, in these tests
+
+
+def joined_head_start(monkeypatch: pytest.MonkeyPatch, sent: list[int]) -> None:
     """Each command's head start runs to its end before the command goes on to start its flow; the
     list gets how many calls each sent."""
-    sent: list[int] = []
     real = headstart.head_start
 
     @contextlib.contextmanager
@@ -44,6 +45,22 @@ def finished_first(monkeypatch: pytest.MonkeyPatch) -> list[int]:
             yield thread
 
     monkeypatch.setattr(headstart, "head_start", joined)
+
+
+@pytest.fixture
+def finished_first(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The head start joined (``joined_head_start``), and the runner taking over once it has sent
+    ``TAKEN_OVER`` calls, so how many go early is known."""
+    sent: list[int] = []
+    joined_head_start(monkeypatch, sent)
+    real_add = EarlyCalls.add
+
+    def add(self: EarlyCalls, key: str, call: Any) -> bool:
+        if len(self._calls) >= TAKEN_OVER:  # nothing is taken before the flow starts
+            self.close()
+        return real_add(self, key, call)
+
+    monkeypatch.setattr(EarlyCalls, "add", add)
     return sent
 
 
@@ -67,7 +84,7 @@ def test_early_calls_are_taken_by_their_task_runs(
         use_provider(monkeypatch, server.url)
         code, report = run(project, "--concurrency", "1", "--cache-dir", str(project / "cache"))
         calls = [(c.system, c.prompt) for c in server.calls]
-    assert code == 0 and finished_first == [8]  # 8 waves of 1 went early, the rest from task runs
+    assert code == 0 and finished_first == [TAKEN_OVER]  # the rest from task runs
     assert len(calls) == UNITS
     assert len(set(calls)) == UNITS  # no unit was called twice
     assert report["meta"]["calls"] == UNITS and report["meta"]["cacheHits"] == 0
@@ -88,7 +105,7 @@ def test_a_failed_early_call_is_retried_by_its_task_run(
         use_provider(monkeypatch, server.url)
         code, report = run(project, "--concurrency", "4", "--retry-backoff", "0", "--no-cache")
         total = server.count()
-    assert code == 0 and finished_first == [UNITS]
+    assert code == 0 and finished_first == [TAKEN_OVER]
     assert total == UNITS + 1  # one retry, nothing else repeated
     retried = [e for e in report_runs(report) if e["attempts"] == 2]
     assert len(retried) == 1 and retried[0]["ok"]
@@ -104,6 +121,33 @@ def test_max_calls_bounds_the_head_start(
         total = server.count()
     assert finished_first == [3] and total == 3 and report["meta"]["calls"] == 3
     assert len(report["meta"]["notRun"]) == UNITS - 3
+
+
+def test_a_head_start_sends_on_until_the_runner_takes_over(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However long Prefect takes, no wave cap leaves the calls idle: a head start whose flow never
+    came sent every unit, one at a time, and the task runs took them all."""
+    sent: list[int] = []
+    joined_head_start(monkeypatch, sent)
+    with FakeProvider(answer) as server:
+        use_provider(monkeypatch, server.url)
+        code, report = run(project, "--concurrency", "1", "--no-cache")
+        total = server.count()
+    assert code == 0 and sent == [UNITS] and total == UNITS
+    assert report["meta"]["calls"] == UNITS
+    assert all(e["ok"] and e["attempts"] == 1 for e in report_runs(report))
+
+
+def test_a_head_start_stops_at_its_time_limit(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sent: list[int] = []
+    joined_head_start(monkeypatch, sent)
+    monkeypatch.setattr(headstart, "LIMIT_S", -1.0)  # over before its first call
+    with FakeProvider(answer) as server:
+        use_provider(monkeypatch, server.url)
+        code, report = run(project, "--concurrency", "4", "--no-cache")
+        total = server.count()
+    assert code == 0 and sent == [0] and total == UNITS and report["meta"]["calls"] == UNITS
 
 
 def test_answers_sent_early_survive_a_command_that_stops_before_its_flow(
@@ -122,8 +166,9 @@ def test_answers_sent_early_survive_a_command_that_stops_before_its_flow(
         early = server.count()
         code, report = run(project, *cache)
         total = server.count()
-    assert early == 8 and finished_first == [8, 8] and code == 0  # 8 waves at concurrency 1
-    assert total == UNITS and report["meta"]["cacheHits"] == 8 and report["meta"]["calls"] == UNITS - 8
+    assert early == TAKEN_OVER and finished_first == [TAKEN_OVER, TAKEN_OVER] and code == 0
+    assert total == UNITS and report["meta"]["cacheHits"] == TAKEN_OVER
+    assert report["meta"]["calls"] == UNITS - TAKEN_OVER
 
 
 @pytest.mark.parametrize(
