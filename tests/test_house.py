@@ -59,6 +59,7 @@ PROCESS_CACHES = {
     "executors/local.py _servers": "the embedded model, loaded once per model file",
     "executors/local.py _templates": "whether a model file has a chat template (read from its header)",
     "graders/custom_js.py _validated": "a JavaScript check file's load-time check, per file version",
+    "tasks/unit_runs.py _ids": "task-run ids drawn in one read of the OS's randomness, emptied in a fork",
 }
 
 
