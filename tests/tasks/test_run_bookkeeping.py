@@ -8,6 +8,7 @@ import os
 import uuid
 from pathlib import Path
 
+from tasks import unit_runs
 from tasks.store.cache import CacheWrites, ResultCache
 from tasks.unit_runs import IDS_READ, new_id
 
@@ -23,7 +24,8 @@ def test_ids_are_version_4_uuids_and_never_repeat() -> None:
 
 
 def test_a_forked_process_draws_ids_of_its_own(tmp_path: Path) -> None:
-    new_id()  # the parent holds a batch it has not used yet
+    unit_runs._ids.clear()
+    new_id()  # the parent holds a fresh batch, 255 of it unused, whatever the tests before it drew
     out = tmp_path / "child"
     pid = os.fork()
     if pid == 0:  # the child: its ids to a file, then out without the test runner's teardown
