@@ -448,8 +448,9 @@ def basic_auth() -> str:
     return "Basic " + base64.b64encode(os.environ["PREFECT_API_AUTH_STRING"].encode()).decode()
 
 
-def flow_runs(api_url: str) -> int:
-    request = urllib.request.Request(f"{api_url}/flow_runs/count", data=b"{}", method="POST")
+def task_runs(api_url: str) -> int:
+    """The task runs the API has recorded: the flow's runner has taken over from the head start."""
+    request = urllib.request.Request(f"{api_url}/task_runs/count", data=b"{}", method="POST")
     request.add_header("content-type", "application/json")
     request.add_header("Authorization", basic_auth())
     with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=5) as response:
@@ -470,7 +471,8 @@ def test_a_run_whose_server_is_stopped_midway_still_ends_with_its_report(homes: 
         run = bench_process(argv, project, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             # Mid-run: the flow has taken over from the head start and its task runs are calling.
-            while (len(server.calls) < 40 or not flow_runs(record.api_url)) and run.poll() is None:
+            # (The head start sends until then, so a count of calls alone does not say it.)
+            while (len(server.calls) < 40 or not task_runs(record.api_url)) and run.poll() is None:
                 time.sleep(0.1)
             stopped = stop_server()
             out, err = run.communicate(timeout=600)  # before the fix: still waiting an hour later
