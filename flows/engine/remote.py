@@ -83,6 +83,8 @@ NO_WORKER_ENV, NO_WORKER_S = "SKILLAB_FLEET_NO_WORKER_S", 120
 #: Flow runs a session may take when each ends before the session starts (its container could not
 #: reach the API to begin, the server restarting): none of them paid for anything.
 DISPATCHES = 3
+#: How long a dispatch keeps asking an API busy or away (after the 5 tries of Prefect's client).
+DISPATCH_PATIENCE_S = 60.0
 
 
 def source_files() -> Iterator[Path]:
@@ -249,15 +251,24 @@ class FleetPool:
         async with get_client() as client:
 
             async def dispatch(idempotency: str | None = None) -> Any:
-                """A flow run for ``idempotency`` (the one it already names), else a new one."""
-                return await client.create_flow_run_from_deployment(
-                    self.deployment.id,
-                    parameters=parameters,
-                    job_variables=key_variables(self.keys, request.cli) | {"volumes": mounts},
-                    name=label,
-                    idempotency_key=idempotency or f"{key}-{uuid.uuid4().hex}",
-                    tags=["skillab", "fleet"],
-                )
+                """A flow run for ``idempotency`` (the one it already names), else a new one. An API
+                busy or away is asked again with the same key, so a reply lost never makes two runs."""
+                idempotency = idempotency or f"{key}-{uuid.uuid4().hex}"
+                deadline = asyncio.get_running_loop().time() + DISPATCH_PATIENCE_S
+                while True:
+                    try:
+                        return await client.create_flow_run_from_deployment(
+                            self.deployment.id,
+                            parameters=parameters,
+                            job_variables=key_variables(self.keys, request.cli) | {"volumes": mounts},
+                            name=label,
+                            idempotency_key=idempotency,
+                            tags=["skillab", "fleet"],
+                        )
+                    except Exception as exc:
+                        if not _unavailable(exc) or asyncio.get_running_loop().time() > deadline:
+                            raise
+                    await asyncio.sleep(POLL_S)
 
             # The session's key joins a flow run still under way (a parent killed and run again), so
             # a session is never in two containers at once; one already ended with no result was an
@@ -423,6 +434,13 @@ async def _wait(
 
 def _transient(exc: Exception) -> bool:
     return isinstance(exc, httpx.TransportError | httpx.HTTPStatusError | OSError)
+
+
+def _unavailable(exc: Exception) -> bool:
+    """The API away or overloaded (its database busy under load answers 503), not a refusal."""
+    if isinstance(exc, httpx.HTTPStatusError):
+        return exc.response.status_code in (429, 502, 503, 504)
+    return isinstance(exc, httpx.TransportError | OSError)
 
 
 async def _online(client: Any, pool: str) -> bool:

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import httpx
 import pytest
 
 from executors.schema import AgentRequest, AgentSession, SessionStatus
@@ -153,6 +154,7 @@ class Dispatches:
 
         self.store, self.key, self.outcomes = store, key, outcomes
         self.idempotency: list[str] = []
+        self.lost: list[int] = []  # statuses answered instead of the next replies (the runs made)
         self.runs: dict[str, Any] = {}
         self.states: dict[str, Any] = {}
         if earlier:
@@ -169,19 +171,33 @@ class Dispatches:
         from prefect.states import Cancelled, Completed, Crashed, Scheduled
 
         self.idempotency.append(kwargs["idempotency_key"])
-        if kwargs["idempotency_key"] in self.runs:
-            return self.runs[kwargs["idempotency_key"]]
-        run_id, outcome = f"run-{len(self.states)}", self.outcomes[len(self.states)]
-        if outcome == "crash-begun":
-            self.store.mark(stored(self.key, STARTED), run_id)
-        if outcome == "done":
-            self.store.fs.pipe_file(self.store.path(stored(self.key, RECORD)), b"{}")
-        self.states[run_id] = {"cancel": Cancelled, "done": Completed}.get(outcome, Crashed)()
-        self.runs[kwargs["idempotency_key"]] = SimpleNamespace(id=run_id, state=Scheduled())
+        if kwargs["idempotency_key"] not in self.runs:
+            run_id, outcome = f"run-{len(self.states)}", self.outcomes[len(self.states)]
+            if outcome == "crash-begun":
+                self.store.mark(stored(self.key, STARTED), run_id)
+            if outcome == "done":
+                self.store.fs.pipe_file(self.store.path(stored(self.key, RECORD)), b"{}")
+            self.states[run_id] = {"cancel": Cancelled, "done": Completed}.get(outcome, Crashed)()
+            self.runs[kwargs["idempotency_key"]] = SimpleNamespace(id=run_id, state=Scheduled())
+        if self.lost:
+            status = self.lost.pop(0)
+            reply = httpx.Response(status, request=httpx.Request("POST", "http://api/flow_runs"))
+            raise httpx.HTTPStatusError(str(status), request=reply.request, response=reply)
         return self.runs[kwargs["idempotency_key"]]
 
     async def read_flow_run(self, run_id: str) -> Any:
         return SimpleNamespace(state=self.states[run_id])
+
+
+def fleet_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, client: Dispatches) -> FleetPool:
+    import prefect.client.orchestration
+
+    monkeypatch.setattr(prefect.client.orchestration, "get_client", lambda: client)
+    monkeypatch.setattr("flows.engine.remote.POLL_S", 0.0)
+    monkeypatch.setattr("flows.engine.remote.LOCAL_POLL_S", 0.0)
+    pool = FleetPool("p")
+    pool.deployment = SimpleNamespace(id="deployment")
+    return pool
 
 
 @pytest.mark.parametrize(
@@ -197,17 +213,30 @@ class Dispatches:
 def test_a_flow_run_that_ended_before_its_session_began_is_dispatched_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, earlier: bool, outcomes: list[str], error: str | None
 ) -> None:
-    import prefect.client.orchestration
-
     store, key = Storage(str(tmp_path / "storage")), "k" * 32
     store.fs.makedirs(store.path(f"sessions/{key}"), exist_ok=True)
     client = Dispatches(store, key, outcomes, earlier)
-    monkeypatch.setattr(prefect.client.orchestration, "get_client", lambda: client)
-    monkeypatch.setattr("flows.engine.remote.POLL_S", 0.0)
-    monkeypatch.setattr("flows.engine.remote.LOCAL_POLL_S", 0.0)
-    pool = FleetPool("p")
-    pool.deployment = SimpleNamespace(id="deployment")
+    pool = fleet_pool(tmp_path, monkeypatch, client)
     got = asyncio.run(pool._run(store, key, "inputs", request(tmp_path), None, "label"))
     assert (got is None) if error is None else (got is not None and error in got), got
     assert client.idempotency[0] == key and len(client.states) == len(outcomes)
     assert len(set(client.idempotency)) == len(client.idempotency)  # every later dispatch a new flow run
+
+
+@pytest.mark.parametrize("status", [503, 422])
+def test_a_busy_api_is_asked_again_for_the_same_flow_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: int
+) -> None:
+    """A dispatch the API answered with 503 (its database busy under load) after making the flow run
+    is asked again with the same key: one flow run, no session error. A refusal (422) is not."""
+    store, key = Storage(str(tmp_path / "storage")), "k" * 32
+    store.fs.makedirs(store.path(f"sessions/{key}"), exist_ok=True)
+    client = Dispatches(store, key, ["done"], earlier=False)
+    client.lost = [status, status]
+    pool = fleet_pool(tmp_path, monkeypatch, client)
+    if status == 422:
+        with pytest.raises(httpx.HTTPStatusError):
+            asyncio.run(pool._run(store, key, "inputs", request(tmp_path), None, "label"))
+        return
+    assert asyncio.run(pool._run(store, key, "inputs", request(tmp_path), None, "label")) is None
+    assert client.idempotency == [key] * 3 and len(client.states) == 1
