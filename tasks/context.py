@@ -71,6 +71,7 @@ class RunContext:
     cache_writes: CacheWrites = field(default_factory=CacheWrites)
     on_retry: RetryListener | None = None
     outcome: Any = None  # the flow run's result, or the exception its Failed state carries
+    began: bool = False  # the flow's body runs: its flow run has begun (the API answered it)
     _handed_over: tuple[str, Any] | None = None
 
     def hand_over(self, key: str, inputs: Any) -> None:

@@ -11,13 +11,14 @@ back: it goes on with it, its final state reaching the UI. Nothing here imports 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeAlias
+from typing import Any, NoReturn, TypeAlias
 
 from flows.cli.codes import EXIT_FAIL
 
@@ -33,8 +34,17 @@ class ApiWatch:
     """``finish(outcome)`` prints what the command prints after its flow and returns the exit code;
     ``outcome()`` is the flow run's outcome once the flow has one (None until then)."""
 
-    def __init__(self, api_url: str, finish: Callable[[Any], int], outcome: Callable[[], Any]) -> None:
+    def __init__(
+        self,
+        api_url: str,
+        finish: Callable[[Any], int],
+        outcome: Callable[[], Any],
+        unbegun: Callable[[], int | None] = lambda: None,
+    ) -> None:
         self.api_url, self.finish, self.outcome = api_url, finish, outcome
+        #: The exit code of a command whose flow run had not begun (it cannot without its API), having
+        #: said so; None once it has begun.
+        self.unbegun = unbegun
         self.lock = threading.Lock()  # the command ends once: here or in the main thread
         self.code: int | None = None
 
@@ -50,6 +60,10 @@ class ApiWatch:
                 answer = probe(self.api_url)
                 refusals = refusals + 1 if answer == "refused" else 0
                 silences = silences + 1 if answer == "silent" else 0
+            with self.lock:
+                if self.code is None and (code := self.unbegun()) is not None:
+                    quiet_prefect()
+                    flush_and_exit(code)  # Prefect's client would retry the flow run's start for a minute
             self.say(
                 "stopped answering (was its server stopped?): the run goes on; unless the API comes back, "
                 "it ends without it, its state and artifacts in the Prefect UI incomplete"
@@ -57,9 +71,7 @@ class ApiWatch:
             loud = quiet_prefect()
             code = self.settled_unless_back(probe)
             if code is not None:
-                for stream in (sys.stdout, sys.stderr):
-                    stream.flush()
-                os._exit(code)  # Prefect's threads would wait on the API for ever: the work is on disk
+                flush_and_exit(code)  # Prefect's threads would wait on the API for ever: the work is on disk
             loud()
             self.say("answers again: the run goes on with it")
 
@@ -84,6 +96,14 @@ class ApiWatch:
                     print(f"skillab: the run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
                     self.code = EXIT_FAIL
             return self.code
+
+
+def flush_and_exit(code: int) -> NoReturn:
+    """The process ends with ``code`` now, what it printed delivered, nothing else waited for."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing left to say to it
+            stream.flush()
+    os._exit(code)
 
 
 def quiet_prefect() -> Callable[[], None]:

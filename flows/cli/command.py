@@ -10,15 +10,14 @@ module keeps a command's state.
 from __future__ import annotations
 
 import atexit
-import contextlib
-import os
 import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from flows.cli.api_watch import ApiWatch, Ending
-from flows.cli.prefect_env import ServerRecord
+from flows.cli.api_watch import ApiWatch, Ending, flush_and_exit, quiet_prefect
+from flows.cli.codes import EXIT_FAIL
+from flows.cli.prefect_env import ServerRecord, configured_api_url
 from tasks.context import RunContext
 
 
@@ -32,16 +31,39 @@ class Command:
     run: RunContext = field(default_factory=RunContext)
     #: Whether the command may leave a warm process behind for the next ones (flows/cli/warm.py).
     leaves_warm: bool = True
+    #: Prefect's API went away before the run had an outcome: exit() does not wait on Prefect's threads.
+    api_gone: bool = False
 
     def watch_api(self, ending: Ending) -> None:
         """Watch the API the command's flow will use (none: Prefect's temporary server, in this process)."""
-        from flows.cli.prefect_env import configured_api_url
-
         api_url = configured_api_url()
         if api_url and self.ends_process:
             kept = lambda: self.run.outcome  # noqa: E731
-            self.watch = ApiWatch(api_url.rstrip("/"), lambda outcome: ending(outcome, None), kept)
+            self.watch = ApiWatch(
+                api_url.rstrip("/"), lambda outcome: ending(outcome, None), kept, self.lost_before_run
+            )
             threading.Thread(target=self.watch.run, name="skillab-api-watch", daemon=True).start()
+
+    def lost_before_run(self) -> int | None:
+        """The API is gone and the flow run never began (it cannot now): the command's exit code, said
+        in one line; None if the run has begun (it goes on without the API)."""
+        if self.run.began or self.run.outcome is not None:
+            return None
+        return self.ended_without_api()
+
+    def ended_without_api(self) -> int:
+        """The run cannot go on without Prefect's API: its finished calls cached, one line (once) saying
+        so, and an exit that waits on none of Prefect's threads. The exit code."""
+        if not self.api_gone:
+            self.api_gone = True
+            self.run.cache_writes.drain()
+            print(
+                f"skillab: the Prefect API at {configured_api_url()} stopped answering before the run "
+                "ended (was its server stopped?); finished calls are cached, re-run to resume",
+                file=sys.stderr,
+                flush=True,
+            )
+        return EXIT_FAIL
 
     def finish_once(self, state: Any, ending: Ending) -> int:
         """The command's ending for its flow run's final ``state``, run once: here, unless the watch
@@ -70,12 +92,12 @@ class Command:
         one: 0.6-0.8 s of every command here, for nothing a user needs."""
         # if Prefect's API is gone, its threads would wait for it for ever (flows/cli/api_watch.py)
         self.exiting(code)
+        if self.api_gone:
+            quiet_prefect()
+            flush_and_exit(code)
         # The interpreter's own first step at exit: the callbacks registered with threading run (they
         # tell idle thread-pool workers, such as the embedded model's, to stop), then every non-daemon
         # thread is joined. Joining without the callbacks waits for ever on such a worker.
         threading._shutdown()  # type: ignore[attr-defined]
         atexit._run_exitfuncs()
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing left to say to it
-                stream.flush()
-        os._exit(code)
+        flush_and_exit(code)

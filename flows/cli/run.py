@@ -18,7 +18,7 @@ from executors.errors import InputError
 from flows.cli.api_watch import Ending
 from flows.cli.codes import run_signals
 from flows.cli.command import Command
-from flows.cli.prefect_env import prepare_prefect
+from flows.cli.prefect_env import configured_api_url, prepare_prefect, probe, read_record
 
 #: Starts the flow run: its awaitable ends with the flow run's final state.
 FlowCall = Callable[[], Awaitable[Any]]
@@ -38,18 +38,44 @@ def run_flow(
         prefect_ready = prepare_prefect(started=command.servers_started)
         call = load()
         prefect_ready(meanwhile=meanwhile)
+        own = own_api()  # now: a stopped server's record goes with it
         command.watch_api(ending)
         try:
             with command.run.active():
                 state = asyncio.run(awaited(call))
-        except RuntimeError as exc:
-            if "Failed to reach API" not in str(exc):
+        except Exception as exc:
+            if not unreachable(exc) or probe(configured_api_url() or "") == "answered":
                 raise
-            raise InputError(
-                f"Prefect API: {exc} (configured by PREFECT_API_URL, a Prefect profile or settings file: "
-                "start that server, or remove the setting for skillab's local one)"
-            ) from None
+            if not own:
+                raise InputError(
+                    f"Prefect API: {exc} (configured by PREFECT_API_URL, a Prefect profile or settings "
+                    "file: start that server, or remove the setting for skillab's local one)"
+                ) from None
+            # skillab's own server answered when the command began and went away: Prefect's client
+            # gave up before the API watch ended the command
+            if command.run.outcome is None:
+                return command.ended_without_api()
+            command.api_gone = True
+            return command.finish_once(None, ending)
     return command.finish_once(state, ending)
+
+
+def unreachable(exc: BaseException) -> bool:
+    """The flow ended because Prefect's API could not be reached (refused, reset, timed out)."""
+    import httpx
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, httpx.TransportError) or "Failed to reach API" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def own_api() -> bool:
+    """The command's API is the local server skillab runs (not one the user configured)."""
+    record = read_record()
+    return record is not None and configured_api_url() == record.api_url
 
 
 async def awaited(call: FlowCall) -> Any:

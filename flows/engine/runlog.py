@@ -15,6 +15,7 @@ from typing import Any
 from executors.errors import ExecutorError
 from executors.redaction import redact
 from flows.engine.progress import LogTarget
+from tasks.context import current
 
 #: The classes of the errors a failed call ends with, as a failed state's message names them.
 CALL_ERRORS = (ExecutorError.__name__, *(cls.__name__ for cls in ExecutorError.__subclasses__()))
@@ -88,7 +89,8 @@ def flow_run_page(run_id: object) -> str | None:
 
 async def tag_flow_run(mode: str, name: str | None) -> None:
     """Tags the flow run ("skillab", the mode, the suite or skill): the Prefect UI filters its runs
-    list by them."""
+    list by them. Every mode's flow does so first: the run has begun."""
+    current().began = True
     await add_tags("skillab", mode, *([name] if name else []))
 
 

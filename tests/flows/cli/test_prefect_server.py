@@ -7,6 +7,7 @@ suite leaves no server running.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import http.server
 import json
@@ -26,6 +27,7 @@ from typing import ClassVar, cast
 
 import pytest
 import uvicorn
+from starlette.responses import Response
 
 from executors.errors import InputError
 from flows.cli import prefect_env
@@ -44,7 +46,7 @@ from flows.cli.prefect_env import (
     wait_healthy,
 )
 from flows.cli.prefect_server import copy_database, seed_database, warm_up
-from tests.fakes.provider import FakeProvider
+from tests.fakes.provider import Call, FakeProvider, Fault
 from tests.flows.helpers import ROOT, answer, bench_process, make_project
 
 
@@ -448,9 +450,10 @@ def basic_auth() -> str:
     return "Basic " + base64.b64encode(os.environ["PREFECT_API_AUTH_STRING"].encode()).decode()
 
 
-def task_runs(api_url: str) -> int:
-    """The task runs the API has recorded: the flow's runner has taken over from the head start."""
-    request = urllib.request.Request(f"{api_url}/task_runs/count", data=b"{}", method="POST")
+def task_runs(api_url: str, kind: str = "task_runs") -> int:
+    """The task runs (or flow runs) the API has recorded: the flow's runner has taken over from the
+    head start (the command has created its flow run)."""
+    request = urllib.request.Request(f"{api_url}/{kind}/count", data=b"{}", method="POST")
     request.add_header("content-type", "application/json")
     request.add_header("Authorization", basic_auth())
     with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=5) as response:
@@ -484,3 +487,45 @@ def test_a_run_whose_server_is_stopped_midway_still_ends_with_its_report(homes: 
     assert err.count("stopped answering (was its server stopped?)") == 1 and "Traceback" not in err
     (report,) = (tmp_path / "out").glob("*.json")
     assert f"report: {report}" in out and "v2 vs v1" in out
+
+
+def test_a_server_stopped_as_the_run_begins_ends_the_command_in_one_line(homes: Path, tmp_path: Path) -> None:
+    """`server stop` while the run's first calls are out and its flow run, just created, begins:
+    the flow cannot run without its API. One line says so (no Prefect traceback), exit code 1, the
+    calls answered by then are cached, and a re-run with the server back resumes from them."""
+    project = make_project(tmp_path / "p", n=8)
+    record = ensure_server()
+    wait_healthy(record)
+    stopped = threading.Event()
+
+    class HeldUntilStopped(FakeProvider):
+        """Answers once the server is stopped, so that the run can reach no further before then."""
+
+        async def _scripted(self, call: Call, fault: Fault | None) -> Response | None:
+            while not stopped.is_set() and time.time() - call.t < 120:
+                await asyncio.sleep(0.05)
+            return await super()._scripted(call, fault)
+
+    with HeldUntilStopped(answer) as server:
+        env = persistent_env(homes) | {"OPENAI_BASE_URL": f"{server.url}/v1", "OPENAI_API_KEY": "sk-test"}
+        argv = ["run", "--executor", "openai", "--no-judge", "--quiet", "--repeat", "2", "--concurrency", "4"]
+        argv += ["--output-dir", str(tmp_path / "out")]
+        run = bench_process(argv, project, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            while not task_runs(record.api_url, "flow_runs") and run.poll() is None:
+                time.sleep(0.02)
+            assert stop_server() is not None
+            stopped.set()
+            _, err = run.communicate(timeout=600)
+        finally:
+            run.kill()
+        assert run.returncode == 1, err
+        assert err.count("stopped answering before the run ended") == 1 and "Traceback" not in err, err
+        first = len(server.calls)
+        assert not list((tmp_path / "out").glob("*.json"))
+        wait_healthy(ensure_server())
+        again = bench_process(argv, project, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _, err = again.communicate(timeout=600)
+        stop_server()
+    assert again.returncode == 0, err
+    assert 8 * 2 * 2 <= len(server.calls) < first + 8 * 2 * 2  # the first run's answers were kept
