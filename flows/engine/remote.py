@@ -83,8 +83,10 @@ NO_WORKER_ENV, NO_WORKER_S = "SKILLAB_FLEET_NO_WORKER_S", 120
 #: Flow runs a session may take when each ends before the session starts (its container could not
 #: reach the API to begin, the server restarting): none of them paid for anything.
 DISPATCHES = 3
-#: How long a dispatch keeps asking an API busy or away (after the 5 tries of Prefect's client).
-DISPATCH_PATIENCE_S = 60.0
+#: How long a dispatch keeps asking an API busy or away, as the wait for a session's result does. A
+#: server's SQLite locked under load answers 503 after 10 s, each of Prefect's 5 tries, for minutes
+#: (seen with 2 cores running containers, CLIs and tests); its command's API watch ends a dead one.
+DISPATCH_PATIENCE_S = 600.0
 
 
 def source_files() -> Iterator[Path]:
