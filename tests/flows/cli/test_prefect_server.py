@@ -51,14 +51,16 @@ from tests.flows.helpers import ROOT, answer, bench_process, make_project
 
 
 @pytest.fixture
-def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private skillab and Prefect home, no API configured, the persistent mode on a free port."""
+def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private skillab and Prefect home, no API configured, the persistent mode on a free port; the
+    server recorded there at the end (a test's or a command's, left by a failed test) is stopped."""
     monkeypatch.setenv("SKILLAB_HOME", str(tmp_path / "skillab"))
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect"))
     monkeypatch.setenv("PREFECT_SERVER_API_PORT", str(prefect_env.free_port("127.0.0.1")))
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     monkeypatch.delenv(SERVER_SETTING, raising=False)
-    return tmp_path
+    yield tmp_path
+    stop_server()
 
 
 class Health(http.server.BaseHTTPRequestHandler):
