@@ -44,7 +44,8 @@ def run_flow(
             with command.run.active():
                 state = asyncio.run(awaited(call))
         except Exception as exc:
-            if not unreachable(exc) or probe(configured_api_url() or "") == "answered":
+            api = configured_api_url()  # None: Prefect's temporary server, in this process
+            if not unreachable(exc) or api is None or probe(api) == "answered":
                 raise
             if not own:
                 raise InputError(
