@@ -104,6 +104,9 @@ class FakeBatch:
         return [cid for cid, _ in self.items]
 
 
+HOLD_S = 120.0
+
+
 class FakeProvider:
     def __init__(
         self,
@@ -139,6 +142,9 @@ class FakeProvider:
         self.files: dict[str, bytes] = {}
         self._ids = itertools.count(1)
         self.active = self.peak = 0  # requests being answered now, and the most at once
+        # A request is not answered while this says so (for at most HOLD_S): a test makes the server
+        # wait for what it does meanwhile (freeze a container, stop a server) instead of racing it.
+        self.held: Callable[[Call], bool] | None = None
         self.port = _free_port()
         self.app = app = Starlette(
             routes=[
@@ -235,6 +241,8 @@ class FakeProvider:
                 self.active -= 1
 
     async def _scripted(self, call: Call, fault: Fault | None) -> Response | None:
+        while self.held is not None and self.held(call) and time.time() - call.t < HOLD_S:
+            await asyncio.sleep(0.05)
         if fault is None and self.fault_for is not None:
             fault = self.fault_for(call)
         if fault is None:

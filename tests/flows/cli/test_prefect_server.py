@@ -7,7 +7,6 @@ suite leaves no server running.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import http.server
 import json
@@ -27,7 +26,6 @@ from typing import ClassVar, cast
 
 import pytest
 import uvicorn
-from starlette.responses import Response
 
 from executors.errors import InputError
 from flows.cli import prefect_env
@@ -46,7 +44,7 @@ from flows.cli.prefect_env import (
     wait_healthy,
 )
 from flows.cli.prefect_server import copy_database, seed_database, warm_up
-from tests.fakes.provider import Call, FakeProvider, Fault
+from tests.fakes.provider import FakeProvider
 from tests.flows.helpers import ROOT, answer, bench_process, make_project
 
 
@@ -500,15 +498,8 @@ def test_a_server_stopped_as_the_run_begins_ends_the_command_in_one_line(homes: 
     wait_healthy(record)
     stopped = threading.Event()
 
-    class HeldUntilStopped(FakeProvider):
-        """Answers once the server is stopped, so that the run can reach no further before then."""
-
-        async def _scripted(self, call: Call, fault: Fault | None) -> Response | None:
-            while not stopped.is_set() and time.time() - call.t < 120:
-                await asyncio.sleep(0.05)
-            return await super()._scripted(call, fault)
-
-    with HeldUntilStopped(answer) as server:
+    with FakeProvider(answer) as server:
+        server.held = lambda call: not stopped.is_set()  # the run reaches no further before the stop
         env = persistent_env(homes) | {"OPENAI_BASE_URL": f"{server.url}/v1", "OPENAI_API_KEY": "sk-test"}
         argv = ["run", "--executor", "openai", "--no-judge", "--quiet", "--repeat", "2", "--concurrency", "4"]
         argv += ["--output-dir", str(tmp_path / "out")]

@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.responses import Response
 
 from flows.cli.main import main
-from tests.fakes.provider import Call, FakeProvider, Fault
+from tests.fakes.provider import FakeProvider
 from tests.fakes.s3 import s3_bucket
 from tests.flows.engine.fleet_support import containers, first_turns, register, run, wait_for_containers
 from tests.flows.helpers import Workers, subprocess_env
@@ -148,16 +147,10 @@ def test_a_hung_container_is_cancelled_and_counted_as_an_error(
                     break
             time.sleep(0.2)
 
-    class HeldUntilFrozen(FakeProvider):
-        """The agent's first turn answered only once a container is frozen, so that no session can
-        end before the freeze (a loaded machine may take seconds to pause one)."""
-
-        async def _scripted(self, call: Call, fault: Fault | None) -> Response | None:
-            while call.body.get("stream") and not frozen and time.time() - call.t < 120:
-                await asyncio.sleep(0.1)
-            return await super()._scripted(call, fault)
-
-    with HeldUntilFrozen(judge, agent=agent) as server:
+    with FakeProvider(judge, agent=agent) as server:
+        # the agent's first turn answered only once a container is frozen: no session can end before
+        # the freeze (a loaded machine may take seconds to pause one)
+        server.held = lambda call: bool(call.body.get("stream")) and not frozen
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         args = [*skill_run(suite, server.url, "hung"), "--timeout", "20"]
         watcher = threading.Thread(target=freeze_the_first)
