@@ -450,9 +450,9 @@ def basic_auth() -> str:
     return "Basic " + base64.b64encode(os.environ["PREFECT_API_AUTH_STRING"].encode()).decode()
 
 
-def task_runs(api_url: str, kind: str = "task_runs") -> int:
-    """The task runs (or flow runs) the API has recorded: the flow's runner has taken over from the
-    head start (the command has created its flow run)."""
+def recorded(api_url: str, kind: str) -> int:
+    """The ``kind`` ("task_runs", "flow_runs") the API has recorded: any task run, the flow's runner
+    has taken over from the head start; any flow run, the command has created its own."""
     request = urllib.request.Request(f"{api_url}/{kind}/count", data=b"{}", method="POST")
     request.add_header("content-type", "application/json")
     request.add_header("Authorization", basic_auth())
@@ -475,7 +475,9 @@ def test_a_run_whose_server_is_stopped_midway_still_ends_with_its_report(homes: 
         try:
             # Mid-run: the flow has taken over from the head start and its task runs are calling.
             # (The head start sends until then, so a count of calls alone does not say it.)
-            while (len(server.calls) < 40 or not task_runs(record.api_url)) and run.poll() is None:
+            while (
+                len(server.calls) < 40 or not recorded(record.api_url, "task_runs")
+            ) and run.poll() is None:
                 time.sleep(0.1)
             stopped = stop_server()
             out, err = run.communicate(timeout=600)  # before the fix: still waiting an hour later
@@ -505,7 +507,7 @@ def test_a_server_stopped_as_the_run_begins_ends_the_command_in_one_line(homes: 
         argv += ["--output-dir", str(tmp_path / "out")]
         run = bench_process(argv, project, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            while not task_runs(record.api_url, "flow_runs") and run.poll() is None:
+            while not recorded(record.api_url, "flow_runs") and run.poll() is None:
                 time.sleep(0.02)
             assert stop_server() is not None
             stopped.set()

@@ -189,7 +189,7 @@ class Dispatches:
         return SimpleNamespace(state=self.states[run_id])
 
 
-def fleet_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, client: Dispatches) -> FleetPool:
+def fleet_pool(monkeypatch: pytest.MonkeyPatch, client: Dispatches) -> FleetPool:
     import prefect.client.orchestration
 
     monkeypatch.setattr(prefect.client.orchestration, "get_client", lambda: client)
@@ -216,7 +216,7 @@ def test_a_flow_run_that_ended_before_its_session_began_is_dispatched_again(
     store, key = Storage(str(tmp_path / "storage")), "k" * 32
     store.fs.makedirs(store.path(f"sessions/{key}"), exist_ok=True)
     client = Dispatches(store, key, outcomes, earlier)
-    pool = fleet_pool(tmp_path, monkeypatch, client)
+    pool = fleet_pool(monkeypatch, client)
     got = asyncio.run(pool._run(store, key, "inputs", request(tmp_path), None, "label"))
     assert (got is None) if error is None else (got is not None and error in got), got
     assert client.idempotency[0] == key and len(client.states) == len(outcomes)
@@ -233,7 +233,7 @@ def test_a_busy_api_is_asked_again_for_the_same_flow_run(
     store.fs.makedirs(store.path(f"sessions/{key}"), exist_ok=True)
     client = Dispatches(store, key, ["done"], earlier=False)
     client.lost = [status, status]
-    pool = fleet_pool(tmp_path, monkeypatch, client)
+    pool = fleet_pool(monkeypatch, client)
     if status == 422:
         with pytest.raises(httpx.HTTPStatusError):
             asyncio.run(pool._run(store, key, "inputs", request(tmp_path), None, "label"))
