@@ -65,9 +65,9 @@ CONTAINER_OPTIONS = {
 }
 
 
-#: The container's command: Prefect's flow-run engine, in the process that gave the API its route to
-#: the gateway.
-CONTAINER_COMMAND = "python -m flows.engine.container_net"
+#: The container's command: the flow run begun, run and ended without Prefect's engine (its imports
+#: alone were half of a container's cost), over the API's route to the gateway.
+CONTAINER_COMMAND = "python -m flows.engine.container_engine"
 
 
 def gateway_mount(pool: str) -> JsonObject:

@@ -32,7 +32,8 @@ from packaging.requirements import Requirement
 
 from executors.agent import CLI_DIR_ENV, cli_dir
 from executors.errors import InputError
-from flows.engine.remote import IMAGE_VARIABLE, ROOT, SOURCES, source_digest, source_files
+from flows.engine.container_engine import IMAGE_VARIABLE
+from flows.engine.remote import ROOT, SOURCES, source_digest, source_files
 
 SUITE, MIRROR = "bookworm", "http://deb.debian.org/debian"
 PACKAGES = ("python3", "python3-venv", "ca-certificates", "bubblewrap", "nodejs", "git", "ripgrep")

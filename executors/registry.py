@@ -18,6 +18,7 @@ from executors.gemini_cli import GeminiCliExecutor
 from executors.local import LocalExecutor
 from executors.openai import OpenAIExecutor
 from executors.opencode import OpenCodeExecutor
+from executors.schema import AgentRequest, AgentSession
 
 EXECUTORS: dict[str, type[Executor]] = {
     "openai": OpenAIExecutor,
@@ -48,6 +49,16 @@ def get_executor(name: str, settings: ExecutorSettings | None = None) -> Executo
         if key not in _instances:
             _instances[key] = EXECUTORS[name](settings)
         return _instances[key]
+
+
+async def agent_session(request: AgentRequest, base_url: str | None) -> AgentSession:
+    """One agent session of ``request`` with its runner's CLI (and its simulated user's model)."""
+    executor = get_executor(request.cli, ExecutorSettings(base_url=base_url, timeout_s=request.timeout_s))
+    if not isinstance(executor, AgentExecutor):
+        raise TypeError(f"{request.cli!r} is not an agent CLI executor")
+    user = request.user
+    voice = get_executor(user.executor) if user is not None and user.model is not None else None
+    return await executor.session(request, voice)
 
 
 def executor_class(name: str, flag: str, agentic: bool | None = None) -> type[Executor]:

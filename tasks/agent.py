@@ -8,9 +8,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from executors.agent import AgentExecutor
-from executors.base import ExecutorSettings
-from executors.registry import get_executor
+from executors.registry import agent_session
 from executors.sandbox import Isolation
 from executors.schema import AgentRequest, AgentSession
 from graders.agent_task import AgentTask
@@ -20,12 +18,7 @@ from graders.grades import CheckResults
 
 @task(name="agent-session", task_run_name="{label}", cache_policy=NO_CACHE, persist_result=False)
 async def run_agent_session(request: AgentRequest, base_url: str | None, label: str) -> AgentSession:
-    executor = get_executor(request.cli, ExecutorSettings(base_url=base_url, timeout_s=request.timeout_s))
-    if not isinstance(executor, AgentExecutor):
-        raise TypeError(f"{request.cli!r} is not an agent CLI executor")
-    user = request.user
-    voice = get_executor(user.executor) if user is not None and user.model is not None else None
-    return await executor.session(request, voice)
+    return await agent_session(request, base_url)
 
 
 @task(name="check-sandbox", task_run_name="checks · {label}", cache_policy=NO_CACHE, persist_result=False)

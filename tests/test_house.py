@@ -158,6 +158,7 @@ JSON_EDGES = {
     "executors/schema.py": "a tool call's input, an MCP tool's schema",
     "flows/cli/plan.py": "a pilot report's JSON",
     "flows/engine/api_gate.py": "Prefect's API",
+    "flows/engine/container_engine.py": "Prefect's flow-run API, a flow run's parameters",
     "flows/engine/gateway.py": "Prefect's flow run parameters",
     "flows/engine/remote.py": "a container flow run's parameters and job variables",
     "flows/inputs/environment.py": "Claude Code's settings files",

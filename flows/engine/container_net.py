@@ -1,10 +1,9 @@
 """Inside a fleet container (no network): each destination its own loopback address, through the gateway.
 
-``python -m flows.engine.container_net`` is the container's command: the Prefect API the worker
-configured (``PREFECT_API_URL``) is given a route, then Prefect's flow-run engine runs the flow run
-in this process, told the API is there, over plain HTTP (the gateway's filter speaks to the real
-one, TLS and credential included); the session flow adds routes for its model endpoint and storage
-(:func:`route`). A route maps the URL's host to a loopback address in ``/etc/hosts`` (an IP address host is bound as it is),
+The container's command (``python -m flows.engine.container_engine``) gives the Prefect API the
+worker configured (``PREFECT_API_URL``) a route and talks to it over plain HTTP (the gateway's
+filter speaks to the real one, TLS and credential included); the session adds routes for its model
+endpoint and storage (:func:`route`). A route maps the URL's host to a loopback address in ``/etc/hosts`` (an IP address host is bound as it is),
 and a relay there hands each connection to the gateway's socket with the destination's name. The
 model's and storage's URLs stay as the parent wrote them, TLS and host names included.
 """
@@ -13,15 +12,12 @@ from __future__ import annotations
 
 import functools
 import ipaddress
-import os
-import runpy
 import socket
-import sys
 import threading
 from pathlib import Path
 
 from executors.relay import accept
-from flows.engine.gateway import INSIDE, PREFECT, SOCKET, address
+from flows.engine.gateway import INSIDE, SOCKET, address
 
 HOSTS = Path("/etc/hosts")
 LOOPBACK = "127.77.0.{}"  # addresses given to host names, one each
@@ -79,29 +75,3 @@ def _route(destination: str, name: str) -> str:
     preamble = f"{name}\n".encode()
     threading.Thread(target=accept, args=(server, str(INSIDE / SOCKET), preamble), daemon=True).start()
     return f"{local}:{port}"
-
-
-#: What a container runs once the API has its route: Prefect's flow-run engine, in this process (the
-#: routes' relays are its threads). ``prefect flow-run execute`` would start the engine as a second
-#: Python under a third, each importing Prefect again: ~1.5 s of every session here.
-ENGINE = "prefect.engine"
-
-
-def main(argv: list[str]) -> int:
-    if argv:
-        print(
-            "usage: python -m flows.engine.container_net (the flow run: $PREFECT__FLOW_RUN_ID)",
-            file=sys.stderr,
-        )
-        return 2
-    if isolated() and (api := os.environ.get("PREFECT_API_URL")):
-        # plain HTTP to the gateway's filter, which holds the credential and speaks to the API itself;
-        # set before Prefect is imported, which reads its settings then
-        os.environ["PREFECT_API_URL"] = f"http://{route(api, PREFECT)}/api"
-    sys.argv = [ENGINE]
-    runpy.run_module(ENGINE, run_name="__main__", alter_sys=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import shutil
 import tempfile
 import uuid
@@ -37,45 +36,22 @@ from typing import Any
 import httpx
 from prefect import flow
 
-from executors.egress import PROVIDERS, forwarder
+from executors.egress import PROVIDERS
 from executors.errors import InputError, env_int
 from executors.parsing import JsonObject
 from executors.schema import AgentRequest, AgentSession, SessionStatus
-from flows.engine.container_net import isolated, route
+from flows.engine.container_engine import SESSION_FLOW, session_in_container
 from flows.engine.fleet import provider_of
-from flows.engine.gateway import session_endpoints
-from flows.engine.session_files import (
-    FILES_LIMIT,
-    HEX,
-    confined_paths,
-    digest_file,
-    input_paths,
-    output_folders,
-    pack,
-    unpack,
-)
-from flows.engine.storage import (
-    FILES,
-    RECORD,
-    STARTED,
-    SignedStorage,
-    Storage,
-    signed_urls,
-    storage_mounts,
-    stored,
-)
+from flows.engine.session_files import FILES_LIMIT, digest_file, input_paths, output_folders, pack, unpack
+from flows.engine.storage import FILES, RECORD, STARTED, Storage, signed_urls, storage_mounts, stored
 
 ROOT = Path(__file__).resolve().parents[2]
-SESSION_FLOW = "skillab-session"
 #: skillab's code as a container runs it: the fleet's image holds these, at this digest.
 SOURCES = ("flows", "tasks", "graders", "executors", "deployments", "pyproject.toml")
 POLL_S = 1.0
 #: How often a session's result is looked for in a storage that is a local folder (a stat, not a
 #: request): seen ~0.4 s sooner on average than at the API's pace.
 LOCAL_POLL_S = 0.25
-#: The image a container runs, as the fleet's image names itself (deployments/image.py): each
-#: session's record carries it, so a night on a rebuilt image is told apart in the fingerprint.
-IMAGE_VARIABLE = "SKILLAB_IMAGE"
 #: After a session's own timeout, how long its flow run may still take (container start, upload).
 GRACE_ENV, GRACE_S = "SKILLAB_FLEET_GRACE_S", 180
 #: How long a session may wait for a worker while none of the pool's is online.
@@ -118,57 +94,15 @@ async def container_session(
     label: str,
     signed: dict[str, str] | None = None,
 ) -> str:
-    """One session inside the fleet's container: its inputs unpacked at their own paths, the session
-    run as a local one is, its result and files stored under ``key``. A result already stored is
-    not run again (a flow run retried, or re-dispatched, after it was paid for)."""
+    """One session inside the fleet's container: the deployment's flow. A container runs its body
+    with an engine of its own (flows/engine/container_engine.py); Prefect's, given the flow run,
+    runs the same body."""
     from prefect.runtime import flow_run as this_run
 
-    from tasks.agent import run_agent_session
-
-    if isolated():  # the container's own way out: its model endpoint and its storage, by the gateway
-        for url in session_endpoints(
-            {"request": request, "storage": storage, "base_url": base_url, "signed": signed}
-        ):
-            route(url)
-    store: Storage | SignedStorage = SignedStorage(signed) if signed else Storage(storage)
-    result = stored(key, RECORD)
-    if store.exists(result):
-        return "stored before"
-    limited = _RateLimited()
-    forwarder().on_rate_limited(limited.note)  # held weakly by the forwarder: kept alive here
-    session_request = AgentRequest.model_validate(request)
-    if not (HEX.fullmatch(key) and HEX.fullmatch(inputs)):
-        raise ValueError("a session key or an inputs digest that is not one")
-    with tempfile.TemporaryDirectory(prefix="skillab-fleet-") as tmp:
-        archive = Path(tmp) / "inputs.tar"
-        store.get(f"inputs/{inputs}.tar", archive)
-        if digest_file(archive) != inputs:  # written by someone else than the parent that named it
-            raise ValueError(f"inputs/{inputs}.tar does not match its digest: not unpacked")
-        unpack(archive, Path("/"), under=confined_paths(session_request))
-        # from here on the session may cost: this flow run is never followed by another
-        store.mark(stored(key, STARTED), str(this_run.id))
-        session = await run_agent_session(session_request, base_url, label)
-        files = Path(tmp) / "files.tar"
-        try:
-            pack(output_folders(session_request), files, skip=(Path(session_request.home),))
-        except ValueError as exc:  # the session's files are not taken back: it is no result
-            pack({}, files)
-            session = session.model_copy(
-                update={"ok": False, "status": SessionStatus.ERROR, "error": f"the session's files: {exc}"}
-            )
-        store.put(files, stored(key, FILES))
-        record = Path(tmp) / "session.json"
-        kept = {"session": session.model_dump(mode="json"), "rate_limited": limited.seen}
-        record.write_text(json.dumps(kept | {"image": os.environ.get(IMAGE_VARIABLE)}), encoding="utf-8")
-        store.put(record, result)
-    return str(session.status)
-
-
-class _RateLimited:
-    seen = False
-
-    def note(self, provider: str) -> None:
-        self.seen = True
+    status = await session_in_container(
+        str(this_run.id), request, storage, key, inputs, base_url, label, signed
+    )
+    return str(status)
 
 
 @dataclass(frozen=True)

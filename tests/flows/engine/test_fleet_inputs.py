@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from executors.schema import AgentRequest
-from flows.engine.remote import container_session
+from flows.engine.container_engine import session_in_container
 from flows.engine.session_files import confined_paths, digest_file, pack, unpack
 from flows.engine.storage import Storage
 
@@ -69,7 +69,11 @@ def test_a_container_takes_no_inputs_that_do_not_match_their_digest(tmp_path: Pa
     store.put(swapped, f"inputs/{digest}.tar")
     (Path(req.sandbox) / "task.txt").unlink()
     with pytest.raises(ValueError, match="does not match its digest"):
-        asyncio.run(container_session.fn(req.model_dump(mode="json"), store.url, "a" * 32, digest, None, "l"))
+        asyncio.run(
+            session_in_container("r", req.model_dump(mode="json"), store.url, "a" * 32, digest, None, "l")
+        )
     assert not (Path(req.sandbox) / "task.txt").exists()
     with pytest.raises(ValueError, match="not one"):
-        asyncio.run(container_session.fn(req.model_dump(mode="json"), store.url, "../x", digest, None, "l"))
+        asyncio.run(
+            session_in_container("r", req.model_dump(mode="json"), store.url, "../x", digest, None, "l")
+        )
