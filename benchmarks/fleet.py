@@ -4,23 +4,27 @@ fleet image's build time, cold (every layer removed first) and cached.
 
     .venv/bin/python -m benchmarks.fleet                       # 16 sessions, 1/2/4 workers
     .venv/bin/python -m benchmarks.fleet --cold --workers 1,2,4 --sessions 16
+    .venv/bin/python -m benchmarks.fleet --workers 1 --poll 0.25             # workers polling faster
 
 The suite is agentic (tasks x 2 arms) with the real claude CLI in each session, against the scripted
 model server of the tests in this process (its replies take ``--delay`` seconds each, three turns a
 session); a temporary Prefect server; workers are ``prefect worker start --type docker --limit 1``.
 Sessions per minute count the whole command (plan, sessions, checks, judge, report), as a user
-waits for it. Needs the Docker daemon and debootstrap (scripts/test.sh installs both).
+waits for it; where a fleet session's time went is read from its flow run's states. Needs the Docker daemon and debootstrap (scripts/test.sh installs both).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import io
 import os
+import statistics
 import subprocess
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from flows.cli.main import main
@@ -49,6 +53,32 @@ def timed_run(root: Path, url: str, concurrency: int, *extra: str) -> float:
     return time.perf_counter() - started
 
 
+async def phases(since: datetime) -> dict[str, float]:
+    """Where a fleet session's time went, medians over the session flow runs on the server: waiting
+    for a worker's poll (created -> PENDING), the container's start to its engine's first state
+    (PENDING -> RUNNING: the worker's own work, ``docker create`` and start, Python and the
+    imports, the flow run read) and the flow run (RUNNING -> its end: the inputs unpacked, the
+    session, the files packed and stored); of the runs created ``since``."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+
+    from flows.engine.container_engine import SESSION_FLOW
+
+    gaps: dict[str, list[float]] = {"queue": [], "start": [], "run": []}
+    async with get_client() as client:
+        runs = await client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=[SESSION_FLOW])))
+        for run in runs:
+            if run.created is None or run.created < since:
+                continue
+            states = {s.type.value: s.timestamp for s in await client.read_flow_run_states(run.id)}
+            if not {"PENDING", "RUNNING", "COMPLETED"} <= set(states):
+                continue
+            gaps["queue"].append((states["PENDING"] - run.created).total_seconds())
+            gaps["start"].append((states["RUNNING"] - states["PENDING"]).total_seconds())
+            gaps["run"].append((states["COMPLETED"] - states["RUNNING"]).total_seconds())
+    return {name: statistics.median(values) for name, values in gaps.items() if values}
+
+
 def image_times(cold: bool) -> tuple[float | None, float]:
     from deployments.image import build
 
@@ -72,6 +102,12 @@ def main_(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--delay", type=float, default=0.5, help="seconds per scripted model reply")
     parser.add_argument("--cold", action="store_true", help="also time the image build from nothing")
+    parser.add_argument(
+        "--poll",
+        type=float,
+        default=1.0,
+        help="the workers' PREFECT_WORKER_QUERY_SECONDS (Prefect's default: 10)",
+    )
     args = parser.parse_args(argv)
     os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="skillab-bench-prefect-")
     from flows.cli.prefect_env import configure_prefect
@@ -88,15 +124,17 @@ def main_(argv: list[str] | None = None) -> None:
         else f"image build: cached {cached_s:.2f} s"
     )
     rows = []
+    where: dict[int, dict[str, float]] = {}
     with prefect_test_harness(server_startup_timeout=180), tempfile.TemporaryDirectory() as tmp:
         register(POOL, str(Path(tmp) / "storage"), ("claude",))
-        workers = Workers(POOL, "docker")
+        workers = Workers(POOL, "docker", poll_s=args.poll)
         with FakeProvider(judge, agent=agent, delay=args.delay) as server:
             os.environ.update(ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="sk-bench")
             for n in (int(w) for w in args.workers.split(",")):
                 local = timed_run(suite(Path(tmp) / f"local-{n}", args.sessions // 2), server.url, n)
                 for i in range(n):
                     workers.start(f"bench-{i}")
+                since = datetime.now(UTC)
                 try:
                     fleet = timed_run(
                         suite(Path(tmp) / f"fleet-{n}", args.sessions // 2),
@@ -108,6 +146,7 @@ def main_(argv: list[str] | None = None) -> None:
                 finally:
                     workers.stop()
                 rows.append((n, local, fleet))
+                where[n] = asyncio.run(phases(since))
     print(f"{args.sessions} sessions, whole `skill run` command, wall clock:")
     print("workers | here (bwrap) sessions/min | fleet (containers) sessions/min | fleet/here time")
     for n, local, fleet in rows:
@@ -116,7 +155,10 @@ def main_(argv: list[str] | None = None) -> None:
         )
     n1 = next(((local, fleet) for n, local, fleet in rows if n == 1), None)
     if n1:
-        print(f"per-session overhead of a container at 1 worker: {(n1[1] - n1[0]) / args.sessions:.1f} s")
+        print(f"per-session overhead of a container at 1 worker: {(n1[1] - n1[0]) / args.sessions:.2f} s")
+    print(f"medians per session flow run (workers polling every {args.poll:g} s):")
+    for n, gaps in where.items():
+        print(f"{n} worker(s): " + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in gaps.items()))
 
 
 if __name__ == "__main__":

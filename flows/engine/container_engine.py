@@ -28,9 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from executors.egress import forwarder
+from executors.lean_httpx import httpx
 from executors.parsing import JsonObject
 from executors.registry import agent_session
 from executors.schema import AgentRequest, SessionStatus

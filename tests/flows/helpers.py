@@ -40,10 +40,10 @@ def subprocess_env(server_url: str | None = None) -> dict[str, str]:
 
 class Workers:
     """Prefect workers of one pool (``kind``: process, docker), each running one flow run at a time,
-    polling every second; stopped by their own process group, never by name."""
+    polling every ``poll_s``; stopped by their own process group, never by name."""
 
-    def __init__(self, pool: str, kind: str, log_dir: Path | None = None) -> None:
-        self.pool, self.kind, self.log_dir = pool, kind, log_dir
+    def __init__(self, pool: str, kind: str, log_dir: Path | None = None, poll_s: float = 1.0) -> None:
+        self.pool, self.kind, self.log_dir, self.poll_s = pool, kind, log_dir, poll_s
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.gateway: subprocess.Popen[bytes] | None = None  # a Docker pool's, on this machine
 
@@ -52,7 +52,7 @@ class Workers:
 
     def start(self, name: str) -> None:
         env = subprocess_env() | {
-            "PREFECT_WORKER_QUERY_SECONDS": "1",
+            "PREFECT_WORKER_QUERY_SECONDS": str(self.poll_s),
             "PREFECT_WORKER_HEARTBEAT_SECONDS": "5",
         }
         if self.kind == "docker" and self.gateway is None:  # the containers' only way out
