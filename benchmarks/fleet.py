@@ -53,19 +53,36 @@ def timed_run(root: Path, url: str, concurrency: int, *extra: str) -> float:
     return time.perf_counter() - started
 
 
-async def phases(since: datetime) -> dict[str, float]:
-    """Where a fleet session's time went, medians over the session flow runs on the server: waiting
-    for a worker's poll (created -> PENDING), the container's start to its engine's first state
-    (PENDING -> RUNNING: the worker's own work, ``docker create`` and start, Python and the
+async def phases(local_since: datetime, since: datetime) -> dict[str, float]:
+    """Where a fleet session's time went, medians: a session here (its ``agent-session`` task run,
+    of the local run begun ``local_since``), and of the fleet's session flow runs created ``since``,
+    the wait for a worker's poll (created -> PENDING), the container's start to its engine's first
+    state (PENDING -> RUNNING: the worker's own work, ``docker create`` and start, Python and the
     imports, the flow run read) and the flow run (RUNNING -> its end: the inputs unpacked, the
-    session, the files packed and stored); of the runs created ``since``."""
+    session, the files packed and stored)."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+    from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
+        TaskRunFilter,
+        TaskRunFilterStartTime,
+    )
 
     from flows.engine.container_engine import SESSION_FLOW
 
-    gaps: dict[str, list[float]] = {"queue": [], "start": [], "run": []}
+    gaps: dict[str, list[float]] = {"here": [], "queue": [], "start": [], "run": []}
     async with get_client() as client:
+        local = await client.read_task_runs(
+            task_run_filter=TaskRunFilter(start_time=TaskRunFilterStartTime(after_=local_since))
+        )
+        gaps["here"] = [
+            (t.end_time - t.start_time).total_seconds()
+            for t in local
+            if t.task_key.startswith("run_agent_session")
+            and t.start_time
+            and t.end_time
+            and t.start_time < since
+        ]
         runs = await client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=[SESSION_FLOW])))
         for run in runs:
             if run.created is None or run.created < since:
@@ -131,6 +148,7 @@ def main_(argv: list[str] | None = None) -> None:
         with FakeProvider(judge, agent=agent, delay=args.delay) as server:
             os.environ.update(ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="sk-bench")
             for n in (int(w) for w in args.workers.split(",")):
+                local_since = datetime.now(UTC)
                 local = timed_run(suite(Path(tmp) / f"local-{n}", args.sessions // 2), server.url, n)
                 for i in range(n):
                     workers.start(f"bench-{i}")
@@ -146,7 +164,7 @@ def main_(argv: list[str] | None = None) -> None:
                 finally:
                     workers.stop()
                 rows.append((n, local, fleet))
-                where[n] = asyncio.run(phases(since))
+                where[n] = asyncio.run(phases(local_since, since))
     print(f"{args.sessions} sessions, whole `skill run` command, wall clock:")
     print("workers | here (bwrap) sessions/min | fleet (containers) sessions/min | fleet/here time")
     for n, local, fleet in rows:
@@ -158,7 +176,9 @@ def main_(argv: list[str] | None = None) -> None:
         print(f"per-session overhead of a container at 1 worker: {(n1[1] - n1[0]) / args.sessions:.2f} s")
     print(f"medians per session flow run (workers polling every {args.poll:g} s):")
     for n, gaps in where.items():
-        print(f"{n} worker(s): " + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in gaps.items()))
+        told = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in gaps.items())
+        added = sum(gaps.get(name, 0.0) for name in ("queue", "start", "run")) - gaps.get("here", 0.0)
+        print(f"{n} worker(s): {told}; a container adds {added:.2f} s to a session")
 
 
 if __name__ == "__main__":
