@@ -56,7 +56,6 @@ PARAMETERS = ("request", "storage", "key", "inputs", "base_url", "label")
 
 
 async def session_in_container(
-    run_id: str,
     request: JsonObject,
     storage: str,
     key: str,
@@ -67,7 +66,8 @@ async def session_in_container(
 ) -> SessionStatus | str:
     """One session inside the fleet's container: its inputs unpacked at their own paths, the session
     run as a local one is, its result and files stored under ``key``. A result already stored is
-    not run again (a flow run retried, or re-dispatched, after it was paid for)."""
+    not run again (a flow run retried, or re-dispatched, after it was paid for). The flow run is
+    the one its worker named in the environment, whichever engine runs it."""
     if isolated():  # the container's own way out: its model endpoint and its storage, by the gateway
         for url in session_endpoints(
             {"request": request, "storage": storage, "base_url": base_url, "signed": signed}
@@ -88,6 +88,8 @@ async def session_in_container(
         if digest_file(archive) != inputs:  # written by someone else than the parent that named it
             raise ValueError(f"inputs/{inputs}.tar does not match its digest: not unpacked")
         unpack(archive, Path("/"), under=confined_paths(session_request))
+        if not (run_id := os.environ.get(RUN_ID_ENV)):  # the mark says which flow run paid
+            raise ValueError(f"no flow run named in ${RUN_ID_ENV}: the session is not run")
         # from here on the session may cost: this flow run is never followed by another
         store.mark(stored(key, STARTED), run_id)
         session = await agent_session(session_request, base_url)
@@ -201,7 +203,7 @@ async def run_flow_run(api: FlowRunApi) -> int:
         return 0
     await api.log(logging.INFO, f"Beginning flow run {run.get('name')!r} for flow {SESSION_FLOW!r}")
     try:
-        status = await session_in_container(api.run_id, **_parameters(run))
+        status = await session_in_container(**_parameters(run))
     except Exception as exc:
         traceback.print_exc()
         message = f"Flow run encountered an exception: {type(exc).__name__}: {exc}"

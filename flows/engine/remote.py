@@ -84,25 +84,11 @@ def source_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-@flow(name=SESSION_FLOW, flow_run_name="{label}", log_prints=False, persist_result=False)
-async def container_session(
-    request: JsonObject,
-    storage: str,
-    key: str,
-    inputs: str,
-    base_url: str | None,
-    label: str,
-    signed: dict[str, str] | None = None,
-) -> str:
-    """One session inside the fleet's container: the deployment's flow. A container runs its body
-    with an engine of its own (flows/engine/container_engine.py); Prefect's, given the flow run,
-    runs the same body."""
-    from prefect.runtime import flow_run as this_run
-
-    status = await session_in_container(
-        str(this_run.id), request, storage, key, inputs, base_url, label, signed
-    )
-    return str(status)
+#: The deployment's flow: one session inside the fleet's container. A container runs it with an engine
+#: of its own (flows/engine/container_engine.py); Prefect's engine, given the flow run, runs the same.
+container_session = flow(name=SESSION_FLOW, flow_run_name="{label}", log_prints=False, persist_result=False)(
+    session_in_container
+)
 
 
 @dataclass(frozen=True)

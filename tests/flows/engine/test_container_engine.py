@@ -72,19 +72,19 @@ def test_a_flow_run_is_begun_run_and_completed_in_prefects_own_states(
 ) -> None:
     seen: list[Any] = []
 
-    async def session(run_id: str, **parameters: Any) -> str:
-        seen.append((run_id, parameters))
+    async def session(**parameters: Any) -> str:
+        seen.append(parameters)
         return "completed"
 
     monkeypatch.setattr(container_engine, "session_in_container", session)
 
-    async def scenario() -> tuple[str, int, Any, list[str]]:
+    async def scenario() -> tuple[int, Any, list[str]]:
         run_id = await pending_run(PARAMETERS)
         code = await run_flow_run(api(run_id))
-        return run_id, code, *await ended(run_id)
+        return code, *await ended(run_id)
 
-    run_id, code, state, logs = asyncio.run(scenario())
-    assert code == 0 and seen == [(run_id, PARAMETERS | {"signed": None})]
+    code, state, logs = asyncio.run(scenario())
+    assert code == 0 and seen == [PARAMETERS | {"signed": None}]
     assert (
         state.type.value == "COMPLETED"
         and state.name == "Completed"
@@ -95,7 +95,7 @@ def test_a_flow_run_is_begun_run_and_completed_in_prefects_own_states(
 
 @pytest.mark.usefixtures("prefect_harness")
 def test_a_session_that_raises_fails_its_flow_run_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
-    async def session(run_id: str, **parameters: Any) -> str:
+    async def session(**parameters: Any) -> str:
         raise ValueError("inputs/x.tar does not match its digest: not unpacked")
 
     monkeypatch.setattr(container_engine, "session_in_container", session)
@@ -172,7 +172,7 @@ class ScriptedApi:
 
 
 def scripted(api: ScriptedApi, monkeypatch: pytest.MonkeyPatch) -> int:
-    async def session(run_id: str, **parameters: Any) -> str:
+    async def session(**parameters: Any) -> str:
         return "completed"
 
     monkeypatch.setattr(container_engine, "session_in_container", session)

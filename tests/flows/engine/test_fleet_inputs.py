@@ -69,11 +69,23 @@ def test_a_container_takes_no_inputs_that_do_not_match_their_digest(tmp_path: Pa
     store.put(swapped, f"inputs/{digest}.tar")
     (Path(req.sandbox) / "task.txt").unlink()
     with pytest.raises(ValueError, match="does not match its digest"):
-        asyncio.run(
-            session_in_container("r", req.model_dump(mode="json"), store.url, "a" * 32, digest, None, "l")
-        )
+        asyncio.run(session_in_container(req.model_dump(mode="json"), store.url, "a" * 32, digest, None, "l"))
     assert not (Path(req.sandbox) / "task.txt").exists()
     with pytest.raises(ValueError, match="not one"):
-        asyncio.run(
-            session_in_container("r", req.model_dump(mode="json"), store.url, "../x", digest, None, "l")
-        )
+        asyncio.run(session_in_container(req.model_dump(mode="json"), store.url, "../x", digest, None, "l"))
+
+
+def test_a_session_no_flow_run_names_is_not_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its start is marked with the flow run that pays for it (the parent tells a re-dispatch from a
+    second payment by it): without one in the environment nothing starts and nothing is marked."""
+    monkeypatch.delenv("PREFECT__FLOW_RUN_ID", raising=False)
+    req = request(tmp_path)
+    Path(req.sandbox).mkdir(parents=True)
+    store = Storage(str(tmp_path / "store"))
+    archive = tmp_path / "inputs.tar"
+    pack({req.sandbox.lstrip("/"): Path(req.sandbox)}, archive)
+    digest = digest_file(archive)
+    store.put(archive, f"inputs/{digest}.tar")
+    with pytest.raises(ValueError, match=r"no flow run named in \$PREFECT__FLOW_RUN_ID"):
+        asyncio.run(session_in_container(req.model_dump(mode="json"), store.url, "a" * 32, digest, None, "l"))
+    assert not list((tmp_path / "store").glob("sessions/**/*")), "a start was marked"
