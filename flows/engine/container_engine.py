@@ -5,9 +5,9 @@ client, the flow's module) and a dozen API calls before the session begins, for 
 flow run does not use (task runs, results, retries, caching). So the container speaks the part of
 the flow-run protocol it needs, over plain HTTP, as Prefect's engine does: it reads its flow run
 (the parameters; one cancelled or ended meanwhile is not begun), proposes ``RUNNING`` (a ``WAIT``
-is waited out; a refusal ends it without running), runs the session (:func:`session_in_container`, which the
-deployment's flow ``skillab-session`` also runs when Prefect's engine starts it), and proposes
-``COMPLETED`` or ``FAILED``, with a log line in the run's logs either way. The states are Prefect's
+is waited out; a refusal ends it without running), runs the session (:func:`session_in_container`,
+which is also the deployment's flow ``skillab-session``, for Prefect's engine to run if asked), and
+proposes ``COMPLETED`` or ``FAILED``, with a log line in the run's logs either way. The states are Prefect's
 own types and names, so the UI filters them as any other. An API that does not take the final state
 ends the container non-zero, and its worker marks the flow run ``CRASHED``, as with Prefect's engine.
 Nothing here imports Prefect.
@@ -51,7 +51,7 @@ PATIENCE_S = 60.0
 RETRIED = (429, 502, 503, 504)
 #: States a container does not begin from: a run cancelled (or ended) before its container started.
 ENDED = frozenset({"CANCELLING", "CANCELLED", "COMPLETED", "FAILED", "CRASHED"})
-#: The flow's parameters (``container_session``'s, flows/engine/remote.py); ``signed`` may be absent.
+#: The session's parameters, which its flow run holds; ``signed`` may be absent.
 PARAMETERS = ("request", "storage", "key", "inputs", "base_url", "label")
 
 
@@ -129,10 +129,10 @@ class FlowRunApi:
         self.run_id = run_id
         self.client = httpx.AsyncClient(base_url=url, headers=headers, timeout=30.0, transport=transport)
 
-    async def call(self, method: str, path: str, body: Any = None) -> Any:
-        """The API's answer; an API away or busy is asked again for up to PATIENCE_S."""
+    async def call(self, method: str, path: str, body: Any = None, patience: float = PATIENCE_S) -> Any:
+        """The API's answer; an API away or busy is asked again for up to ``patience`` seconds."""
         loop = asyncio.get_running_loop()
-        deadline, pause = loop.time() + PATIENCE_S, 0.5
+        deadline, pause = loop.time() + patience, 0.5
         while True:
             try:
                 response = await self.client.request(method, path, json=body)
@@ -160,10 +160,11 @@ class FlowRunApi:
             )
             if answer.get("status") != "WAIT":
                 return answer
-            await asyncio.sleep(float(answer.get("details", {}).get("delay_seconds") or 1.0))
+            await asyncio.sleep(float((answer.get("details") or {}).get("delay_seconds") or 1.0))
 
     async def log(self, level: int, message: str) -> None:
-        """A line in the flow run's logs in the UI; one the API does not take is not worth failing for."""
+        """A line in the flow run's logs in the UI, asked once: one the API does not take at once is
+        not worth failing for, nor waiting for."""
         line = {
             "name": "skillab.fleet",
             "level": level,
@@ -173,7 +174,7 @@ class FlowRunApi:
             "task_run_id": None,
         }
         try:
-            await self.call("POST", "logs/", [line])
+            await self.call("POST", "logs/", [line], patience=0.0)
         except httpx.HTTPError as exc:
             print(f"skillab: a log line was not taken: {exc}", file=sys.stderr)
 

@@ -145,8 +145,8 @@ def test_a_flow_run_cancelled_before_its_container_began_is_not_run(monkeypatch:
 class ScriptedApi:
     """A Prefect API that answers as one under load does: a 503 first, and a WAIT for RUNNING."""
 
-    def __init__(self, final: str = "ACCEPT") -> None:
-        self.final = final
+    def __init__(self, final: str = "ACCEPT", logs: int = 201) -> None:
+        self.final, self.logs = final, logs
         self.calls: list[tuple[str, str, Any]] = []
         self.busy = 1
         self.waits = 1
@@ -160,7 +160,7 @@ class ScriptedApi:
         if request.method == "GET":
             return httpx.Response(200, json={"name": "r", "parameters": PARAMETERS})
         if request.url.path.endswith("/logs/"):
-            return httpx.Response(201, json=None)
+            return httpx.Response(self.logs, json=None)
         kind = body["state"]["type"]
         if kind == "RUNNING" and self.waits:
             self.waits -= 1
@@ -193,6 +193,13 @@ def test_a_busy_api_is_asked_again_and_a_wait_is_waited_out(monkeypatch: pytest.
     assert scripted(api, monkeypatch) == 0
     assert api.calls[0][:2] == api.calls[1][:2] == ("GET", "/api/flow_runs/r1")  # the 503 asked again
     assert api.states() == ["RUNNING", "RUNNING", "COMPLETED"]
+
+
+def test_a_log_line_the_api_cannot_take_at_once_is_not_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    api = ScriptedApi(logs=503)
+    assert scripted(api, monkeypatch) == 0
+    assert [p for m, p, b in api.calls].count("/api/logs/") == 2  # the two lines, each asked once
+    assert api.states()[-1] == "COMPLETED"
 
 
 def test_a_final_state_the_api_refuses_ends_the_container_non_zero(monkeypatch: pytest.MonkeyPatch) -> None:
