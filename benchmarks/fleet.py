@@ -10,7 +10,8 @@ The suite is agentic (tasks x 2 arms) with the real claude CLI in each session, 
 model server of the tests in this process (its replies take ``--delay`` seconds each, three turns a
 session); a temporary Prefect server; workers are ``prefect worker start --type docker --limit 1``.
 Sessions per minute count the whole command (plan, sessions, checks, judge, report), as a user
-waits for it; where a fleet session's time went is read from its flow run's states. Needs the Docker daemon and debootstrap (scripts/test.sh installs both).
+waits for it; where a fleet session's time went is read from its flow run's states. Needs the
+Docker daemon and debootstrap (scripts/test.sh installs both).
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ async def phases(local_since: datetime, since: datetime) -> dict[str, float]:
     )
 
     from flows.engine.container_engine import SESSION_FLOW
+    from tasks.agent import run_agent_session
 
     gaps: dict[str, list[float]] = {"here": [], "queue": [], "start": [], "run": []}
     async with get_client() as client:
@@ -78,7 +80,7 @@ async def phases(local_since: datetime, since: datetime) -> dict[str, float]:
         gaps["here"] = [
             (t.end_time - t.start_time).total_seconds()
             for t in local
-            if t.task_key.startswith("run_agent_session")
+            if t.task_key == run_agent_session.task_key
             and t.start_time
             and t.end_time
             and t.start_time < since

@@ -48,7 +48,6 @@ RUN_ID_ENV = "PREFECT__FLOW_RUN_ID"
 #: How long a call waits for an API away or busy (a server restarting, its SQLite locked), about as
 #: long as Prefect's client retries (five tries, backing off).
 PATIENCE_S = 60.0
-RETRIED = (429, 502, 503, 504)
 #: States a container does not begin from: a run cancelled (or ended) before its container started.
 ENDED = frozenset({"CANCELLING", "CANCELLED", "COMPLETED", "FAILED", "CRASHED"})
 #: The session's parameters, which its flow run holds; ``signed`` may be absent.
@@ -116,6 +115,14 @@ class _RateLimited:
         self.seen = True
 
 
+def unavailable(exc: Exception) -> bool:
+    """The Prefect API away or overloaded (its database busy under load answers 503), not a refusal:
+    worth asking again, by a container and by the parent dispatching to it alike."""
+    if isinstance(exc, httpx.HTTPStatusError):
+        return exc.response.status_code in (429, 502, 503, 504)
+    return isinstance(exc, httpx.TransportError | OSError)
+
+
 class FlowRunApi:
     """The calls one flow run's container makes to the Prefect API (``url`` ending in ``/api``)."""
 
@@ -136,11 +143,10 @@ class FlowRunApi:
         while True:
             try:
                 response = await self.client.request(method, path, json=body)
-                if response.status_code not in RETRIED or loop.time() > deadline:
-                    response.raise_for_status()
-                    return response.json() if response.content else None
-            except httpx.TransportError:
-                if loop.time() > deadline:
+                response.raise_for_status()
+                return response.json() if response.content else None
+            except Exception as exc:
+                if not unavailable(exc) or loop.time() > deadline:
                     raise
             await asyncio.sleep(pause)
             pause = min(pause * 2, 8.0)

@@ -40,7 +40,7 @@ from executors.egress import PROVIDERS
 from executors.errors import InputError, env_int
 from executors.parsing import JsonObject
 from executors.schema import AgentRequest, AgentSession, SessionStatus
-from flows.engine.container_engine import SESSION_FLOW, session_in_container
+from flows.engine.container_engine import SESSION_FLOW, session_in_container, unavailable
 from flows.engine.fleet import provider_of
 from flows.engine.session_files import FILES_LIMIT, digest_file, input_paths, output_folders, pack, unpack
 from flows.engine.storage import FILES, RECORD, STARTED, Storage, signed_urls, storage_mounts, stored
@@ -188,7 +188,7 @@ class FleetPool:
                             tags=["skillab", "fleet"],
                         )
                     except Exception as exc:
-                        if not _unavailable(exc) or asyncio.get_running_loop().time() > deadline:
+                        if not unavailable(exc) or asyncio.get_running_loop().time() > deadline:
                             raise
                     await asyncio.sleep(POLL_S)
 
@@ -356,13 +356,6 @@ async def _wait(
 
 def _transient(exc: Exception) -> bool:
     return isinstance(exc, httpx.TransportError | httpx.HTTPStatusError | OSError)
-
-
-def _unavailable(exc: Exception) -> bool:
-    """The API away or overloaded (its database busy under load answers 503), not a refusal."""
-    if isinstance(exc, httpx.HTTPStatusError):
-        return exc.response.status_code in (429, 502, 503, 504)
-    return isinstance(exc, httpx.TransportError | OSError)
 
 
 async def _online(client: Any, pool: str) -> bool:
