@@ -38,13 +38,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-import httpx
 from pydantic import Field
 
 from executors.anthropic import AnthropicExecutor
 from executors.base import Executor, HttpExecutor, json_of
 from executors.errors import ExecutorError, TransientError, error_for_status
 from executors.http_client import Reply
+from executors.lean_httpx import httpx
 from executors.openai import OpenAIExecutor
 from executors.parsing import JsonObject, json_lines
 from executors.schema import Frozen, RunRequest, RunResult

@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import TypeVar
 
 import h11
-import httpx
 
 from executors.http_relay import close, forwarded_headers, relay_response, reply, requests
+from executors.lean_httpx import httpx
 from executors.limits import alive
 from executors.listing import (
     CODEX_SESSION_HEADER,

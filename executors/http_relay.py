@@ -15,7 +15,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import h11
-import httpx
+
+from executors.lean_httpx import httpx
 
 HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",

@@ -53,6 +53,22 @@ def test_no_assert_as_a_runtime_check() -> None:
     assert not found, found
 
 
+def test_httpx_comes_without_its_command_line() -> None:
+    """Production code imports httpx through executors/lean_httpx.py: the first plain ``import httpx``
+    of a process also imports httpx's command line (rich, click, pygments, ~90 ms), in a command before
+    its first call and in every fleet container before its session."""
+    plain = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for layer in PRODUCTION
+        for path in sorted((ROOT / layer).rglob("*.py"))
+        if path.name != "lean_httpx.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "httpx" for a in node.names))
+        or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "httpx")
+    ]
+    assert not plain, plain
+
+
 #: Module-level containers filled at run time: each a cache of this process, valid across runs.
 PROCESS_CACHES = {
     "executors/registry.py _instances": "one executor (its connection pools) per name and settings",

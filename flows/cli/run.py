@@ -63,7 +63,7 @@ def run_flow(
 
 def unreachable(exc: BaseException) -> bool:
     """The flow ended because Prefect's API could not be reached (refused, reset, timed out)."""
-    import httpx
+    from executors.lean_httpx import httpx
 
     seen: BaseException | None = exc
     while seen is not None:

@@ -24,7 +24,6 @@ from enum import Enum
 from typing import Any
 
 import h11
-import httpx
 from websockets.asyncio.client import connect
 from websockets.frames import Frame, Opcode
 from websockets.protocol import Protocol, Side, State
@@ -33,6 +32,7 @@ from websockets.utils import accept_key
 
 from executors.egress import normalised_target
 from executors.http_relay import close, forwarded_headers, relay_response, reply, requests
+from executors.lean_httpx import httpx
 from executors.parsing import JsonObject
 
 MAX_BODY = 16 * 1024 * 1024  # logs come in batches; nothing a session's flow run sends is larger

@@ -32,8 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
-
+from executors.lean_httpx import httpx
 from executors.parsing import JsonObject
 from flows.engine.api_gate import ApiGate, Caller
 from flows.engine.fleet import provider_of

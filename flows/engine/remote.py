@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 from prefect import flow
 
 from executors.egress import PROVIDERS
 from executors.errors import InputError, env_int
+from executors.lean_httpx import httpx
 from executors.parsing import JsonObject
 from executors.schema import AgentRequest, AgentSession, SessionStatus
 from flows.engine.container_engine import SESSION_FLOW, session_in_container, unavailable

@@ -12,9 +12,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import httpx
 from fsspec.asyn import sync
 from fsspec.core import url_to_fs
+
+from executors.lean_httpx import httpx
 
 #: What a session leaves in the storage: its record (the result), the files it left, and the mark that
 #: it began (after which it is never dispatched again).
