@@ -384,12 +384,14 @@ def start_server(host: str, port: int, announce: bool = True) -> ServerRecord:
     """Prefect's server (see prefect_server.py) in its own session (it outlives this command and the
     terminal), its pid recorded. A new database starts as a copy of the set-up's template (the
     server's process copies it: this one need not import Prefect)."""
+    from tasks.unit_runs import UNIT_LABEL
+
     configure_prefect()
     log = skillab_home() / "prefect-server.log"
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {SERVER_AUTH: auth_string()}
     template = template_path()
     cmd = [sys.executable, "-P", str(SERVER_SCRIPT), "--host", host, "--port", str(port)]
-    cmd += ["--template", str(template)]
+    cmd += ["--template", str(template), "--unpersisted-label", UNIT_LABEL]
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             cmd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True

@@ -8,6 +8,7 @@ suite leaves no server running.
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.server
 import json
 import os
@@ -44,6 +45,7 @@ from flows.cli.prefect_env import (
     wait_healthy,
 )
 from flows.cli.prefect_server import copy_database, seed_database, warm_up
+from tasks.unit_runs import TASK_KEY, UNIT_LABEL
 from tests.fakes.provider import FakeProvider
 from tests.flows.helpers import ROOT, answer, bench_process, make_project
 
@@ -524,3 +526,46 @@ def test_a_server_stopped_as_the_run_begins_ends_the_command_in_one_line(homes: 
         stop_server()
     assert again.returncode == 0, err
     assert 8 * 2 * 2 <= len(server.calls) < first + 8 * 2 * 2  # the first run's answers were kept
+
+
+def test_a_units_task_runs_are_recorded_but_kept_out_of_the_event_history(
+    homes: Path, template: Path, tmp_path: Path
+) -> None:
+    """The server skillab starts makes every unit's task run from its events, and keeps only the other
+    events (the flow run's, the artifacts', Prefect's own task runs') in its history: persisting the
+    units' was half of the server's work in a run (flows/cli/prefect_server.py keep_out_of_history)."""
+    project = make_project(tmp_path / "p", n=4)
+    record = ensure_server()
+    database = homes / "prefect" / "prefect.db"
+    with FakeProvider(answer) as server:
+        env = persistent_env(homes) | {"OPENAI_BASE_URL": f"{server.url}/v1", "OPENAI_API_KEY": "sk-test"}
+        argv = ["run", "--executor", "openai", "--no-judge", "--quiet", "--variants", "v1,v2"]
+        done = subprocess.run(
+            [sys.executable, "-m", "flows.bench", *argv],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            timeout=300,
+        )
+    assert done.returncode == 0, done.stderr
+    assert read_record() == record  # the run used the server started here
+
+    def history() -> dict[str, int]:
+        with contextlib.closing(sqlite3.connect(database)) as conn:
+            return dict(conn.execute("select event, count(*) from events group by event"))
+
+    deadline = time.monotonic() + 60  # the persister writes every second
+    while "prefect.flow-run.Completed" not in history() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    with contextlib.closing(sqlite3.connect(database)) as conn:
+        units = conn.execute("select count(*) from task_run where task_key = ?", (TASK_KEY,)).fetchone()[0]
+        states = conn.execute(
+            "select count(*) from task_run where task_key = ? and state_type = 'COMPLETED'", (TASK_KEY,)
+        ).fetchone()[0]
+        kept = conn.execute("select count(*) from events where resource like ?", (f'%"{UNIT_LABEL}"%',))
+        kept_units = kept.fetchone()[0]
+    assert units == states == 8  # 4 samples x 2 variants, each a Completed task run in the UI
+    assert kept_units == 0
+    seen = history()
+    assert seen.get("prefect.flow-run.Completed") == 1 and seen.get("prefect.artifact.created")
+    assert seen.get("prefect.task-run.Completed")  # Prefect's own task runs (aggregation) stay
