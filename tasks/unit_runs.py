@@ -32,13 +32,11 @@ from executors.schema import ErrorKind, RunResult
 from tasks.calls import attempt
 from tasks.context import current
 from tasks.schema import CallPolicy, Unit
+from tasks.unit_label import UNIT_LABEL
 
 log = logging.getLogger("skillab.unit_runs")
 #: The task key every unit's task run carries (the engine's would be the task function's).
 TASK_KEY = "call_model"
-#: A label of every unit's task-run resource (its value the unit's key): a server skillab starts keeps
-#: these events out of its event history (flows/cli/prefect_server.py keep_out_of_history).
-UNIT_LABEL = "skillab.unit"
 FLUSH_S = 0.5  # how late the UI may see a state
 BATCH = 1_000  # events a request (about 1.4 KB each)
 MAX_MESSAGE = 100_000  # Prefect cuts a state's message there too
@@ -240,7 +238,7 @@ class UnitRuns:
                 "prefect.state-timestamp": _iso(at),
                 "prefect.state-type": kind,
                 "prefect.orchestration": "client",  # the recorder takes only these
-                UNIT_LABEL: run.key,
+                UNIT_LABEL: run.key,  # kept out of the server's event history (tasks/unit_label.py)
             },
             "related": self.related,
             "payload": {

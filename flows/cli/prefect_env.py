@@ -34,6 +34,7 @@ from typing import Any, Protocol
 from executors.errors import InputError
 from flows.cli.prefect_server import copy_database
 from flows.inputs.files import skillab_home
+from tasks.unit_label import UNIT_LABEL
 
 # Quiet, robust defaults for Prefect (measured in ../shared/PREFECT.md); the user's environment wins.
 PREFECT_DEFAULTS = {
@@ -384,8 +385,6 @@ def start_server(host: str, port: int, announce: bool = True) -> ServerRecord:
     """Prefect's server (see prefect_server.py) in its own session (it outlives this command and the
     terminal), its pid recorded. A new database starts as a copy of the set-up's template (the
     server's process copies it: this one need not import Prefect)."""
-    from tasks.unit_runs import UNIT_LABEL
-
     configure_prefect()
     log = skillab_home() / "prefect-server.log"
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {SERVER_AUTH: auth_string()}

@@ -45,7 +45,8 @@ from flows.cli.prefect_env import (
     wait_healthy,
 )
 from flows.cli.prefect_server import copy_database, seed_database, warm_up
-from tasks.unit_runs import TASK_KEY, UNIT_LABEL
+from tasks.unit_label import UNIT_LABEL
+from tasks.unit_runs import TASK_KEY
 from tests.fakes.provider import FakeProvider
 from tests.flows.helpers import ROOT, answer, bench_process, make_project
 

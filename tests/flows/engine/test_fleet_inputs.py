@@ -39,6 +39,13 @@ def planted(entries: dict[str, bytes]) -> bytes:
     return out.getvalue()
 
 
+def packed(tmp_path: Path, req: AgentRequest) -> tuple[Storage, Path, str]:
+    """A storage, and the request's sandbox packed as the parent packs a session's inputs, with its digest."""
+    archive = tmp_path / "inputs.tar"
+    pack({req.sandbox.lstrip("/"): Path(req.sandbox)}, archive)
+    return Storage(str(tmp_path / "store")), archive, digest_file(archive)
+
+
 def test_inputs_unpack_only_under_the_paths_the_request_names(tmp_path: Path) -> None:
     req = request(tmp_path)
     under = confined_paths(req)
@@ -60,10 +67,7 @@ def test_a_container_takes_no_inputs_that_do_not_match_their_digest(tmp_path: Pa
     req = request(tmp_path)
     Path(req.sandbox).mkdir(parents=True)
     (Path(req.sandbox) / "task.txt").write_text("the task")
-    store = Storage(str(tmp_path / "store"))
-    archive = tmp_path / "inputs.tar"
-    pack({req.sandbox.lstrip("/"): Path(req.sandbox)}, archive)
-    digest = digest_file(archive)
+    store, _, digest = packed(tmp_path, req)
     swapped = tmp_path / "swapped.tar"
     swapped.write_bytes(planted({req.sandbox.lstrip("/") + "/task.txt": b"another task"}))
     store.put(swapped, f"inputs/{digest}.tar")
@@ -81,10 +85,7 @@ def test_a_session_no_flow_run_names_is_not_run(tmp_path: Path, monkeypatch: pyt
     monkeypatch.delenv("PREFECT__FLOW_RUN_ID", raising=False)
     req = request(tmp_path)
     Path(req.sandbox).mkdir(parents=True)
-    store = Storage(str(tmp_path / "store"))
-    archive = tmp_path / "inputs.tar"
-    pack({req.sandbox.lstrip("/"): Path(req.sandbox)}, archive)
-    digest = digest_file(archive)
+    store, archive, digest = packed(tmp_path, req)
     store.put(archive, f"inputs/{digest}.tar")
     with pytest.raises(ValueError, match=r"no flow run named in \$PREFECT__FLOW_RUN_ID"):
         asyncio.run(session_in_container(req.model_dump(mode="json"), store.url, "a" * 32, digest, None, "l"))
