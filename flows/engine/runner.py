@@ -133,6 +133,7 @@ class UnitRunner:
         self.config = config
         self.progress = progress
         self.on_first_result = on_first_result  # called once, when the first unit's result is in
+        self.on_result: Callable[[Unit, RunResult], None] | None = None  # each unit's, cached ones too
         self.cache = ResultCache(config.cache_dir) if config.cache_dir else None
         self.semaphore = asyncio.Semaphore(config.concurrency)
         self.calls = 0
@@ -285,6 +286,8 @@ class UnitRunner:
         self.saw_result(unit, result)
         failure = None if result.ok else (unit.label, failure_kind(result), str(result.error))
         self.progress.advance(ok=result.ok, cost=result.cost_usd, failure=failure)
+        if self.on_result is not None:
+            self.on_result(unit, result)
         if self.on_first_result is not None:
             hook, self.on_first_result = self.on_first_result, None
             hook()
@@ -320,6 +323,8 @@ class UnitRunner:
                 self.saw_result(unit, hits[unit.key])
                 sink.results[unit.key] = hits[unit.key]
                 self.progress.advance(ok=True, cached=True)
+                if self.on_result is not None:
+                    self.on_result(unit, hits[unit.key])
             elif unit.key in batched:
                 self.calls += 1
                 sink.put(unit, batched[unit.key])

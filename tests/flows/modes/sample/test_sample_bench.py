@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
+import tasks.grade
+from executors.schema import RunResult
 from flows.cli.main import main
+from flows.engine.runner import UnitRunner
+from graders.schema import AssertionResult, Sample
+from tasks.schema import Unit
 from tests.fakes.provider import FakeProvider, Fault
 from tests.flows.helpers import make_project, run_capitals, subprocess_env
 
@@ -75,6 +80,38 @@ def test_concurrency_caps_model_calls_at_the_server(
     )
     assert code == 0 and report is not None and report["meta"]["calls"] == 32
     assert server.peak == 3
+
+
+def test_answers_are_graded_while_the_calls_are_out(
+    tmp_path: Path, server: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One call at a time, 0.1 s each: the first answers' assertions run while the later calls are out
+    # (tasks/grade.py), not all after the last; every answer is still graded once.
+    server.delay = 0.1
+    order: list[tuple[str, str]] = []
+    grade_one, paid = tasks.grade.grade_one, UnitRunner.paid
+
+    def graded(sample: Sample, result: RunResult) -> list[AssertionResult]:
+        order.append(("graded", sample.sample_id))
+        return grade_one(sample, result)
+
+    def answered(runner: UnitRunner, unit: Unit, result: RunResult) -> RunResult:
+        order.append(("answered", unit.sample_id))
+        return paid(runner, unit, result)
+
+    monkeypatch.setattr(tasks.grade, "grade_one", graded)
+    monkeypatch.setattr(UnitRunner, "paid", answered)
+    project = make_project(tmp_path / "p", n=4)
+    code, report = run_capitals(project, "--concurrency", "1", "--no-judge", monkeypatch=monkeypatch)
+    assert code == 0 and report is not None
+    assert (
+        report["summary"]["v1"]["avgAssertionScore"] == 3.0
+        and report["summary"]["v2"]["avgAssertionScore"] == 5.0
+    )
+    answers = [i for i, (what, _) in enumerate(order) if what == "answered"]
+    grades = [i for i, (what, _) in enumerate(order) if what == "graded"]
+    assert len(answers) == len(grades) == 8
+    assert grades[0] < answers[-1]
 
 
 def test_transient_errors_retry_and_permanent_errors_are_recorded(
