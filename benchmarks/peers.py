@@ -10,17 +10,21 @@ after --latency seconds, 200 ms by default). Measured from outside, per command:
 launch to exit (process start, imports, loading, orchestration, grading, report, exit), the time to
 the stub's first request, the time from the last request to exit, and the command's peak RSS.
 
+The tool "floor" (benchmarks/floor.py) is the same calls from a bare httpx client and nothing else:
+skillab/floor is skillab's own overhead, the interpreter's start and the transport counted on both
+sides (the ideal counts neither).
+
 The tools alternate within each trial (the order rotates between trials), so a noisy neighbour on
-the machine hits all of them; each trial gives the ratios skillab/promptfoo and skillab/inspect, and
-the summary their medians. Scenarios: `N:C` (N units at concurrency C), plus "first": the first run
-after `init`, every trial in fresh homes (skillab starts its local Prefect server there, stopped
-after the trial; promptfoo creates its database; inspect its log folder), and "cold": the same
-without `init`, so skillab's run starts the server itself (its time to the first request is the
-cold start). The other scenarios share one skillab server, as a user's runs do; `N:C:warm` runs
-skillab's commands from one project folder as at a terminal (SKILLAB_WARM=1), after an untimed run
-there, so each is served by the warm process the one before left (flows/cli/warm.py; its peak RSS is
-not the command line's, so none is shown). Every scenario states its ideal, units x latency /
-concurrency, and skillab's wall clock over it.
+the machine hits all of them; each trial gives the ratios skillab/promptfoo, skillab/inspect and
+skillab/floor, and the summary their medians. Scenarios: `N:C` (N units at concurrency C), plus
+"first": the first run after `init`, every trial in fresh homes (skillab starts its local Prefect
+server there, stopped after the trial; promptfoo creates its database; inspect its log folder), and
+"cold": the same without `init`, so skillab's run starts the server itself (its time to the first
+request is the cold start). The other scenarios share one skillab server, as a user's runs do;
+`N:C:warm` runs skillab's commands from one project folder as at a terminal (SKILLAB_WARM=1), after
+an untimed run there, so each is served by the warm process the one before left (flows/cli/warm.py;
+its peak RSS is not the command line's, so none is shown). Every scenario states its ideal, units x
+latency / concurrency, and skillab's wall clock over it.
 
 promptfoo (npm) and inspect-ai (pip, in a virtualenv of its own) are installed once into the cache
 folder (--cache, default ~/.cache/skillab/peers); nothing goes into skillab's environment. skillab's
@@ -56,8 +60,9 @@ PROMPTFOO_VERSION = "0.121.20"  # the newest on Node 20 (0.122 and later need No
 INSPECT_VERSION = "0.3.285"
 PROMPTFOO = f"promptfoo@{PROMPTFOO_VERSION}"
 #: promptfoo twice: its default mode (it writes its database and prints its table) and as fast as it
-#: goes ("promptfoo-lean": --no-write --no-table, its cache off).
-TOOLS = ("skillab", "promptfoo", "promptfoo-lean", "inspect")
+#: goes ("promptfoo-lean": --no-write --no-table, its cache off); "floor": the same calls from a bare
+#: httpx client and nothing else (benchmarks/floor.py), what any Python tool pays on this machine.
+TOOLS = ("skillab", "promptfoo", "promptfoo-lean", "inspect", "floor")
 PEERS = TOOLS[1:]
 ARTIFACT = "Answer in one short sentence."
 MODEL = "gpt-4o-mini"
@@ -201,6 +206,8 @@ class Homes:
                 "PROMPTFOO_DISABLE_TELEMETRY": "1",
                 "PROMPTFOO_DISABLE_UPDATE": "1",
             }
+        if tool == "floor":
+            return base | {"PYTHONPATH": str(ROOT)}
         return base | {"INSPECT_LOG_DIR": str(self.root / "inspect-logs")}
 
 
@@ -211,6 +218,11 @@ def command(tool: str, peers: Peers, suite: Path, run_dir: Path, stub: str, conc
             "--skill-dir", str(suite / "skills"), "--variants", "v1", "--executor", "openai",
             "--model", MODEL, "--base-url", f"{stub}/v1", "--no-judge", "--concurrency", str(concurrency),
             "--cache-dir", str(run_dir / "cache"), "--output-dir", str(run_dir / "reports"), "--quiet",
+        ]  # fmt: skip
+    if tool == "floor":
+        return [
+            sys.executable, "-m", "benchmarks.floor", "--samples", str(suite / "eval-samples.json"),
+            "--base-url", f"{stub}/v1", "--model", MODEL, "--system", ARTIFACT, "--concurrency", str(concurrency),
         ]  # fmt: skip
     if tool.startswith("promptfoo"):
         lean = ["--no-write", "--no-table", "--no-cache"] if tool == "promptfoo-lean" else []
