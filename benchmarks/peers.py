@@ -10,7 +10,7 @@ after --latency seconds, 200 ms by default). Measured from outside, per command:
 launch to exit (process start, imports, loading, orchestration, grading, report, exit), the time to
 the stub's first request, the time from the last request to exit, and the command's peak RSS.
 
-The tool "floor" (benchmarks/floor.py) is the same calls from a bare httpx client and nothing else:
+The tool "floor" (benchmarks/floor.py) is the same calls from a bare client and nothing else:
 skillab/floor is skillab's own overhead, the interpreter's start and the transport counted on both
 sides (the ideal counts neither).
 
@@ -61,7 +61,7 @@ INSPECT_VERSION = "0.3.285"
 PROMPTFOO = f"promptfoo@{PROMPTFOO_VERSION}"
 #: promptfoo twice: its default mode (it writes its database and prints its table) and as fast as it
 #: goes ("promptfoo-lean": --no-write --no-table, its cache off); "floor": the same calls from a bare
-#: httpx client and nothing else (benchmarks/floor.py), what any Python tool pays on this machine.
+#: client and nothing else (benchmarks/floor.py), what any Python tool pays on this machine.
 TOOLS = ("skillab", "promptfoo", "promptfoo-lean", "inspect", "floor")
 PEERS = TOOLS[1:]
 ARTIFACT = "Answer in one short sentence."
