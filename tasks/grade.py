@@ -29,17 +29,20 @@ class Outputs:
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[tuple[str, Sample, RunResult] | None] = queue.SimpleQueue()
+        self._abandoned = False
 
     def put(self, key: str, sample: Sample, result: RunResult) -> None:
         self._queue.put((key, sample, result))
 
-    def close(self) -> None:
-        """No more outputs: the grading ends once those put are graded."""
+    def close(self, *, abandon: bool = False) -> None:
+        """No more outputs: the grading ends once those put are graded, or, ``abandon``ed (the run
+        was stopped), after the check under way (a custom check may take seconds)."""
+        self._abandoned = abandon
         self._queue.put(None)
 
     def grade_all(self) -> dict[str, list[AssertionResult]]:
         graded = {}
-        while (item := self._queue.get()) is not None:
+        while not self._abandoned and (item := self._queue.get()) is not None:
             key, sample, result = item
             graded[key] = grade_one(sample, result)
         return graded

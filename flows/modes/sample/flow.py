@@ -88,11 +88,14 @@ async def execute_and_grade(prepared: Prepared, runner: UnitRunner, units: list[
     runner.on_result = arrived
     try:
         done = await execute(prepared, runner, units)
+    except BaseException:  # Ctrl-C, a lost API: the thread stops after its check under way
+        outputs.close(abandon=True)
+        grading.add_done_callback(lambda f: f.cancelled() or f.exception())  # the run's error is the news
+        raise
     finally:
         runner.on_result = None
-        outputs.close()  # the grading thread ends with what it was given, whatever ended the calls
-        asserted = await grading
-    return await grade(prepared, runner, done, asserted)
+    outputs.close()
+    return await grade(prepared, runner, done, await grading)
 
 
 async def grade(
