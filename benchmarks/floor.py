@@ -45,7 +45,7 @@ async def worker(todo: deque[dict[str, Any]], url: str, model: str, system: str,
             writer.write(head + b"%d\r\n\r\n" % len(body) + body)
             status, *lines = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
             headers = dict(line.lower().split(": ", 1) for line in lines if ": " in line)
-            if " 200 " not in status + " " or "content-length" not in headers:
+            if status.split(" ")[1:2] != ["200"] or "content-length" not in headers:
                 raise SystemExit(f"floor: {status!r} (a 200 with a Content-Length expected)")
             reply = json.loads(await reader.readexactly(int(headers["content-length"])))
             text = reply["choices"][0]["message"]["content"] or ""

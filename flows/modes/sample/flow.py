@@ -65,18 +65,9 @@ class NotCertifiedError(FailedBench):
     """--require-valid and the report's validity certificate has a FAIL."""
 
 
-async def execute(
-    prepared: Prepared, runner: UnitRunner, units: list[Unit]
-) -> list[tuple[Unit, Sample, RunResult]]:
-    """Every unit's result (cached or called), with its sample; units a budget stopped are absent."""
-    results = await runner.run(units, prepared.policy(prepared.target))
-    by_id = {s.sample_id: s for s in prepared.samples}
-    return [(u, by_id[u.sample_id], results[u.key]) for u in units if u.key in results]
-
-
 async def execute_and_grade(prepared: Prepared, runner: UnitRunner, units: list[Unit]) -> list[Record]:
-    """The units' calls, each answer's assertions run as it arrives (tasks/grade.py), then the judge
-    where a criterion asks for it."""
+    """Every unit's result (cached or called; units a budget stopped are absent), each answer's
+    assertions run as it arrives (tasks/grade.py), then the judge where a criterion asks for it."""
     by_id = {s.sample_id: s for s in prepared.samples}
     outputs = Outputs()
 
@@ -87,7 +78,7 @@ async def execute_and_grade(prepared: Prepared, runner: UnitRunner, units: list[
     grading = asyncio.ensure_future(grade_outputs(unwalked(outputs)))
     runner.on_result = arrived
     try:
-        done = await execute(prepared, runner, units)
+        results = await runner.run(units, prepared.policy(prepared.target))
     except BaseException:  # Ctrl-C, a lost API: the thread stops after its check under way
         outputs.close(abandon=True)
         grading.add_done_callback(lambda f: f.cancelled() or f.exception())  # the run's error is the news
@@ -95,6 +86,7 @@ async def execute_and_grade(prepared: Prepared, runner: UnitRunner, units: list[
     finally:
         runner.on_result = None
     outputs.close()
+    done = [(u, by_id[u.sample_id], results[u.key]) for u in units if u.key in results]
     return await grade(prepared, runner, done, await grading)
 
 
