@@ -5,10 +5,15 @@ fleet image's build time, cold (every layer removed first) and cached.
     .venv/bin/python -m benchmarks.fleet                       # 16 sessions, 1/2/4 workers
     .venv/bin/python -m benchmarks.fleet --cold --workers 1,2,4 --sessions 16
     .venv/bin/python -m benchmarks.fleet --workers 1 --poll 0.25             # workers polling faster
+    .venv/bin/python -m benchmarks.fleet --worker docker --backlog 1         # Prefect's own worker
 
 The suite is agentic (tasks x 2 arms) with the real claude CLI in each session, against the scripted
 model server of the tests in this process (its replies take ``--delay`` seconds each, three turns a
-session); a temporary Prefect server; workers are ``prefect worker start --type docker --limit 1``.
+session); a temporary Prefect server; workers run one flow run at a time: the fleet's own
+(``python -m deployments --fleet-worker``, which starts the next waiting run's container ahead) or
+Prefect's (``prefect worker start --type docker``). The fleet run keeps ``--backlog`` sessions per
+worker dispatched (the command's --concurrency), so that a run waits in the pool while the workers
+are busy, as in any fleet with more sessions than workers; the run here has one per worker.
 Sessions per minute count the whole command (plan, sessions, checks, judge, report), as a user
 waits for it; where a fleet session's time went is read from its flow run's states. Needs the
 Docker daemon and debootstrap (scripts/test.sh installs both).
@@ -57,10 +62,11 @@ def timed_run(root: Path, url: str, concurrency: int, *extra: str) -> float:
 async def phases(local_since: datetime, since: datetime) -> dict[str, float]:
     """Where a fleet session's time went, medians: a session here (its ``agent-session`` task run,
     of the local run begun ``local_since``), and of the fleet's session flow runs created ``since``,
-    the wait for a worker's poll (created -> PENDING), the container's start to its engine's first
-    state (PENDING -> RUNNING: the worker's own work, ``docker create`` and start, Python and the
-    imports, the flow run read) and the flow run (RUNNING -> its end: the inputs unpacked, the
-    session, the files packed and stored)."""
+    the wait for a worker's poll (PENDING less the later of its creation and the end of the run its
+    worker ran before: a run waiting for a busy worker is not waiting for a poll), the container's
+    start to its engine's first state (PENDING -> RUNNING: the worker's own work, ``docker create``
+    and start, Python and the imports, the flow run read: what a container started ahead saves) and
+    the flow run (RUNNING -> its end: the inputs unpacked, the session, the files packed and stored)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
         FlowFilter,
@@ -86,13 +92,18 @@ async def phases(local_since: datetime, since: datetime) -> dict[str, float]:
             and t.start_time < since
         ]
         runs = await client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=[SESSION_FLOW])))
+        timed = []
         for run in runs:
             if run.created is None or run.created < since:
                 continue
             states = {s.type.value: s.timestamp for s in await client.read_flow_run_states(run.id)}
-            if not {"PENDING", "RUNNING", "COMPLETED"} <= set(states):
-                continue
-            gaps["queue"].append((states["PENDING"] - run.created).total_seconds())
+            if {"PENDING", "RUNNING", "COMPLETED"} <= set(states):
+                timed.append((run.labels.get("prefect.worker.name"), run.created, states))
+        previous_end: dict[object, datetime] = {}  # a worker -> the end of the run it ran last
+        for worker, created, states in sorted(timed, key=lambda t: t[2]["PENDING"]):
+            ready = max(created, previous_end.get(worker, created))
+            previous_end[worker] = states["COMPLETED"]
+            gaps["queue"].append((states["PENDING"] - ready).total_seconds())
             gaps["start"].append((states["RUNNING"] - states["PENDING"]).total_seconds())
             gaps["run"].append((states["COMPLETED"] - states["RUNNING"]).total_seconds())
     return {name: statistics.median(values) for name, values in gaps.items() if values}
@@ -127,7 +138,18 @@ def main_(argv: list[str] | None = None) -> None:
         default=1.0,
         help="the workers' PREFECT_WORKER_QUERY_SECONDS (Prefect's default: 10)",
     )
+    parser.add_argument(
+        "--worker",
+        choices=("fleet", "docker"),
+        default="fleet",
+        help="fleet: python -m deployments --fleet-worker; docker: prefect worker start --type docker",
+    )
+    parser.add_argument(
+        "--backlog", type=int, default=2, help="sessions dispatched per worker in the fleet run (>= 1)"
+    )
     args = parser.parse_args(argv)
+    if args.backlog < 1:
+        parser.error(f"--backlog {args.backlog}: at least one session per worker")
     os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="skillab-bench-prefect-")
     from flows.cli.prefect_env import configure_prefect
 
@@ -146,7 +168,7 @@ def main_(argv: list[str] | None = None) -> None:
     where: dict[int, dict[str, float]] = {}
     with prefect_test_harness(server_startup_timeout=180), tempfile.TemporaryDirectory() as tmp:
         register(POOL, str(Path(tmp) / "storage"), ("claude",))
-        workers = Workers(POOL, "docker", poll_s=args.poll)
+        workers = Workers(POOL, args.worker, poll_s=args.poll)
         with FakeProvider(judge, agent=agent, delay=args.delay) as server:
             os.environ.update(ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="sk-bench")
             for n in (int(w) for w in args.workers.split(",")):
@@ -159,7 +181,7 @@ def main_(argv: list[str] | None = None) -> None:
                     fleet = timed_run(
                         suite(Path(tmp) / f"fleet-{n}", args.sessions // 2),
                         server.url,
-                        n,
+                        n * args.backlog,
                         "--fleet-pool",
                         POOL,
                     )
@@ -176,7 +198,9 @@ def main_(argv: list[str] | None = None) -> None:
     n1 = next(((local, fleet) for n, local, fleet in rows if n == 1), None)
     if n1:
         print(f"per-session overhead of a container at 1 worker: {(n1[1] - n1[0]) / args.sessions:.2f} s")
-    print(f"medians per session flow run (workers polling every {args.poll:g} s):")
+    print(
+        f"medians per session flow run ({args.worker} workers polling every {args.poll:g} s, backlog {args.backlog}):"
+    )
     for n, gaps in where.items():
         told = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in gaps.items())
         added = sum(gaps.get(name, 0.0) for name in ("queue", "start", "run")) - gaps.get("here", 0.0)

@@ -5,6 +5,7 @@ python -m deployments --check [--file deployments.yaml]  validate and list, serv
 python -m deployments --build-image [--fleet-cli claude,codex]       the fleet's session image
 python -m deployments --register-fleet POOL --fleet-storage URL     its Docker pool and deployment
 python -m deployments --fleet-gateway POOL     on each worker machine: its containers' way out
+python -m deployments --fleet-worker POOL [--limit N]   a worker of the pool, the next container started ahead
 """
 
 from __future__ import annotations
@@ -45,6 +46,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="POOL",
         help="serve the pool's gateway on this worker machine (its containers have no other network)",
     )
+    parser.add_argument(
+        "--fleet-worker",
+        metavar="POOL",
+        help="a Docker worker of the pool that starts the next waiting run's container ahead",
+    )
+    parser.add_argument("--limit", type=int, default=1, help="--fleet-worker: flow runs at once")
+    parser.add_argument("--name", help="--fleet-worker: the worker's name (else Prefect makes one)")
     return parser
 
 
@@ -61,6 +69,13 @@ def main(argv: list[str] | None = None) -> int:
         from flows.engine.gateway import run
 
         return run(args.fleet_gateway)
+    if args.fleet_worker:
+        if args.limit < 1:
+            return _errors(InputError(f"--limit {args.limit}: a worker runs at least one flow run at once"))
+        configure_prefect()
+        from deployments.fleet_worker import run_worker
+
+        return run_worker(args.fleet_worker, args.limit, args.name)
     clis = tuple(c.strip() for c in args.fleet_cli.split(",") if c.strip())
     if args.build_image or args.register_fleet:
         try:
@@ -110,8 +125,9 @@ def fleet_command(pool: str | None, storage: str | None, clis: tuple[str, ...]) 
 
         built, deployment = register(pool, storage, clis)
         print(
-            f"deployment {deployment} on Docker pool {pool}; start workers with "
-            f"`prefect worker start --pool {pool} --type docker`"
+            f"deployment {deployment} on Docker pool {pool}; start workers (and the gateway) on each "
+            f"worker machine with `python -m deployments --fleet-worker {pool}` (or Prefect's own "
+            f"`prefect worker start --pool {pool} --type docker`, without the containers started ahead)"
         )
     made = ", ".join(built.made) or "nothing (every layer was there)"
     print(f"image {built.tag}: {built.seconds:.1f} s, made {made}")

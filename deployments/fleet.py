@@ -16,9 +16,10 @@ The pool's job template starts the fleet's image (built here first, deployments/
   folder, mounted for that flow run; of an ``s3://`` storage, URLs signed for that part in the flow
   run's parameters (no credential of the bucket reaches a container).
 
-Workers are Prefect's own: ``prefect worker start --pool POOL --type docker`` (extra ``fleet``
-installs prefect-docker) beside the pool's gateway, on any machine with the image and access to the
-storage.
+Workers are prefect-docker's, beside the pool's gateway, on any machine with the image and access to
+the storage: the fleet's own (``python -m deployments --fleet-worker POOL``, deployments/
+fleet_worker.py: the next waiting run's container started ahead) or Prefect's ``prefect worker
+start --pool POOL --type docker``; extra ``fleet`` installs prefect-docker.
 """
 
 from __future__ import annotations

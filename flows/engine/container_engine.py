@@ -16,10 +16,12 @@ Nothing here imports Prefect.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import signal
+import socket
 import sys
 import tempfile
 import traceback
@@ -52,6 +54,19 @@ PATIENCE_S = 60.0
 ENDED = frozenset({"CANCELLING", "CANCELLED", "COMPLETED", "FAILED", "CRASHED"})
 #: The session's parameters, which its flow run holds; ``signed`` may be absent.
 PARAMETERS = ("request", "storage", "key", "inputs", "base_url", "label")
+#: Set on a container the fleet's worker started before it claimed the run (deployments/
+#: fleet_worker.py): it waits, imported, until the worker tells it the run is its (``CLAIMED_SIGNAL``)
+#: or it finds itself named the run's infrastructure, and ends without a word to the API if the run
+#: went to another worker's container, ended, or was not claimed in ``AHEAD_WAIT_S``.
+AHEAD_ENV = "SKILLAB_STARTED_AHEAD"
+CLAIMED_SIGNAL = "SIGUSR1"
+#: How often a container started ahead reads its run: the signal is the quick way; the reads find a
+#: run claimed elsewhere or ended, and a claim whose signal came before the handler was set (the
+#: first process of a container drops a signal it has no handler for).
+AHEAD_CHECK_S = 1.0
+#: Longer than a session may wait in the queue behind another's: a run nobody claims is cancelled by
+#: the command that made it (it sees no worker), and then its container ends.
+AHEAD_WAIT_S = 3600.0
 
 
 async def session_in_container(
@@ -232,9 +247,33 @@ def _headers() -> dict[str, str]:
     return credential_headers(os.environ.get("PREFECT_API_AUTH_STRING"), os.environ.get("PREFECT_API_KEY"))
 
 
-async def _main(url: str, run_id: str) -> int:
+async def claimed(api: FlowRunApi, told: asyncio.Event, me: str) -> bool:
+    """A container started ahead: True once its worker has claimed the run for it (``told``, or the
+    run's infrastructure names this container, ``me``: Docker's host name for it, its id's start);
+    False if the run went to another container, ended, or was not claimed in time."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + AHEAD_WAIT_S
+    while True:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(told.wait(), AHEAD_CHECK_S)
+        if told.is_set():
+            return True
+        run = await api.flow_run()
+        if infrastructure := run.get("infrastructure_pid"):  # the worker's "<docker host>:<container id>"
+            return str(infrastructure).rsplit(":", 1)[-1].startswith(me)
+        if (run.get("state") or {}).get("type") in ENDED or loop.time() > deadline:
+            return False
+
+
+async def _main(url: str, run_id: str, ahead: bool = False) -> int:
     api = FlowRunApi(url, run_id, _headers())
     try:
+        if ahead:
+            told = asyncio.Event()
+            asyncio.get_running_loop().add_signal_handler(getattr(signal, CLAIMED_SIGNAL), told.set)
+            if not await claimed(api, told, socket.gethostname()):
+                print(f"skillab: flow run {run_id} not run here: another container took it, or it ended")
+                return 0
         return await run_flow_run(api)
     finally:
         await api.aclose()
@@ -263,7 +302,7 @@ def main(argv: list[str]) -> int:
     # a container's first process ignores signals it has no handler for: Docker's stop (a
     # cancelled run) would wait its whole grace period before killing it
     signal.signal(signal.SIGTERM, lambda *_: os._exit(128 + signal.SIGTERM))
-    return asyncio.run(_main(url, run_id))
+    return asyncio.run(_main(url, run_id, ahead=bool(os.environ.get(AHEAD_ENV))))
 
 
 if __name__ == "__main__":

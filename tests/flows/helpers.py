@@ -39,8 +39,9 @@ def subprocess_env(server_url: str | None = None) -> dict[str, str]:
 
 
 class Workers:
-    """Prefect workers of one pool (``kind``: process, docker), each running one flow run at a time,
-    polling every ``poll_s``; stopped by their own process group, never by name."""
+    """Prefect workers of one pool (``kind``: process, docker, or fleet: the fleet's own Docker
+    worker, deployments/fleet_worker.py), each running one flow run at a time, polling every
+    ``poll_s``; stopped by their own process group, never by name."""
 
     def __init__(self, pool: str, kind: str, log_dir: Path | None = None, poll_s: float = 1.0) -> None:
         self.pool, self.kind, self.log_dir, self.poll_s = pool, kind, log_dir, poll_s
@@ -55,7 +56,7 @@ class Workers:
             "PREFECT_WORKER_QUERY_SECONDS": str(self.poll_s),
             "PREFECT_WORKER_HEARTBEAT_SECONDS": "5",
         }
-        if self.kind == "docker" and self.gateway is None:  # the containers' only way out
+        if self.kind in ("docker", "fleet") and self.gateway is None:  # the containers' only way out
             self.gateway = subprocess.Popen(
                 [sys.executable, "-m", "deployments", "--fleet-gateway", self.pool],
                 cwd=ROOT,
@@ -65,20 +66,12 @@ class Workers:
                 start_new_session=True,
             )
         log = self._log(name)
-        command = [
-            "worker",
-            "start",
-            "--pool",
-            self.pool,
-            "--type",
-            self.kind,
-            "--limit",
-            "1",
-            "--name",
-            name,
-        ]
+        if self.kind == "fleet":
+            command = ["deployments", "--fleet-worker", self.pool]
+        else:
+            command = ["prefect", "worker", "start", "--pool", self.pool, "--type", self.kind]
         self.procs[name] = subprocess.Popen(
-            [sys.executable, "-m", "prefect", *command],
+            [sys.executable, "-m", *command, "--limit", "1", "--name", name],
             cwd=ROOT,
             env=env,
             stdout=log,

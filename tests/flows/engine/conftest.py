@@ -1,5 +1,6 @@
 """The fleet's fixtures: each test module that asks for ``fleet`` gets a pool of its own, named by its
-``POOL``, with ``FLEET_WORKERS`` Docker workers (3 unless it says)."""
+``POOL``, with ``FLEET_WORKERS`` Docker workers (3 unless it says), the fleet's own unless its
+``FLEET_WORKER_KIND`` says "docker" (Prefect's)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from tests.flows.modes.agentic.test_skill_bench import calc_project
 @pytest.fixture(scope="module")
 def fleet(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workers]:
     module = request.module
-    with fleet_pool(module.POOL, getattr(module, "FLEET_WORKERS", 3), tmp_path_factory) as workers:
+    kind = getattr(module, "FLEET_WORKER_KIND", "fleet")
+    with fleet_pool(module.POOL, getattr(module, "FLEET_WORKERS", 3), tmp_path_factory, kind) as workers:
         yield workers
 
 

@@ -44,8 +44,11 @@ def register(pool: str, storage: str) -> None:
 
 
 @contextlib.contextmanager
-def fleet_pool(pool: str, workers: int, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workers]:
-    """The image, the pool and its deployment (storage: a folder, mounted), ``workers`` workers."""
+def fleet_pool(
+    pool: str, workers: int, tmp_path_factory: pytest.TempPathFactory, kind: str = "fleet"
+) -> Iterator[Workers]:
+    """The image, the pool and its deployment (storage: a folder, mounted), ``workers`` workers of
+    ``kind`` (fleet: the fleet's own, which start containers ahead; docker: Prefect's own)."""
     if (problem := docker_ready()) is not None:
         pytest.fail(f"the Docker daemon is not running (scripts/test.sh starts it): {problem}")
     storage = tmp_path_factory.mktemp("fleet-storage")
@@ -53,7 +56,7 @@ def fleet_pool(pool: str, workers: int, tmp_path_factory: pytest.TempPathFactory
         env.setenv("ANTHROPIC_API_KEY", "sk-fleet")  # into a Secret block the worker gives containers
         env.setenv("OPENAI_API_KEY", "sk-fleet-other")  # registered too: no claude container gets it
         register(pool, str(storage))
-    running = Workers(pool, "docker", tmp_path_factory.mktemp("workers"))
+    running = Workers(pool, kind, tmp_path_factory.mktemp("workers"))
     try:
         for i in range(workers):
             running.start(f"worker-{i}")
@@ -100,6 +103,15 @@ def containers(pool: str, *status: str) -> list[str]:
         check=True,
     )
     return proc.stdout.split()
+
+
+def wait_for_sessions(server: FakeProvider, n: int) -> None:
+    """Until ``n`` sessions have begun talking to the model (a pool's containers are more than its
+    running sessions where workers start the next ones ahead)."""
+    deadline = time.monotonic() + 240
+    while first_turns(server) < n and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert first_turns(server) >= n, f"{n} sessions were to be running"
 
 
 def wait_for_containers(pool: str, n: int) -> None:

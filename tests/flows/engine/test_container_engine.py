@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -227,3 +230,149 @@ def test_a_container_does_not_import_prefect() -> None:
     code = f"import sys, flows.engine.container_engine; print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy}))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert done.stdout == "[]\n"
+
+
+# ---------------------------------------------------------------- started ahead (deployments/fleet_worker.py)
+
+ME = "3f2a9c0d1b7e"  # Docker's host name for a container: its id's first 12 characters
+THEIRS = "unix:///var/run/docker.sock:9e8d7c6b5a4f" + "0" * 52
+
+
+def reads(*runs: dict[str, Any]) -> httpx.MockTransport:
+    """An API whose flow run reads are ``runs`` in turn (the last repeated); nothing else answers."""
+    script = list(runs)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        assert request.method == "GET", "a container started ahead proposes nothing while it waits"
+        return httpx.Response(200, json=script.pop(0) if len(script) > 1 else script[0])
+
+    return httpx.MockTransport(answer)
+
+
+def waited(
+    transport: httpx.MockTransport, told_after: int | None, monkeypatch: pytest.MonkeyPatch
+) -> tuple[bool, int]:
+    """``claimed`` over ``transport``, the worker's signal given at read ``told_after`` (None: never),
+    and the reads it made."""
+    monkeypatch.setattr(container_engine, "AHEAD_CHECK_S", 0.01)
+    seen = 0
+
+    def counted(request: httpx.Request) -> httpx.Response:
+        nonlocal seen
+        seen += 1
+        if told_after is not None and seen >= told_after:
+            told.set()
+        return transport.handle_request(request)
+
+    async def scenario() -> bool:
+        api = FlowRunApi("http://api.test/api", "r1", {}, httpx.MockTransport(counted))
+        try:
+            return await container_engine.claimed(api, told, ME)
+        finally:
+            await api.aclose()
+
+    told = asyncio.Event()
+    return asyncio.run(scenario()), seen
+
+
+SCHEDULED = {"state": {"type": "SCHEDULED"}, "infrastructure_pid": None}
+PENDING = {"state": {"type": "PENDING"}, "infrastructure_pid": None}
+
+
+def test_a_container_started_ahead_waits_until_its_worker_tells_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert waited(reads(SCHEDULED, SCHEDULED, PENDING), told_after=3, monkeypatch=monkeypatch) == (True, 3)
+
+
+def test_a_claim_whose_signal_was_lost_is_found_in_the_runs_infrastructure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first process of a container drops a signal it has no handler for yet (while it imports)."""
+    mine = {"state": {"type": "PENDING"}, "infrastructure_pid": f"unix:///var/run/docker.sock:{ME}{'1' * 52}"}
+    assert waited(reads(SCHEDULED, PENDING, mine), told_after=None, monkeypatch=monkeypatch) == (True, 3)
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        {"state": {"type": "RUNNING"}, "infrastructure_pid": THEIRS},  # another worker's container took it
+        {"state": {"type": "CANCELLED"}, "infrastructure_pid": None},  # its command gave it up
+    ],
+)
+def test_a_container_started_ahead_for_a_run_it_will_not_run_ends(
+    run: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert waited(reads(SCHEDULED, run), told_after=None, monkeypatch=monkeypatch) == (False, 2)
+
+
+class ApiServer:
+    """A Prefect API on 127.0.0.1 for a container engine run as its own process: the flow run waits
+    (SCHEDULED) and every state is accepted; each request is kept, in order."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        requests: list[tuple[Any, ...]] = []
+        self.requests = requests
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                requests.append(("GET", self.path))
+                self.reply({"name": "r", "parameters": PARAMETERS, **SCHEDULED})
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                requests.append(("POST", self.path, body))
+                self.reply({"status": "ACCEPT"} if self.path.endswith("/set_state") else None)
+
+            def reply(self, body: Any) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(200 if body is not None else 201)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None: ...
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/api"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> ApiServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def states(self) -> list[str]:
+        return [
+            r[2]["state"]["type"] for r in self.requests if r[0] == "POST" and r[1].endswith("/set_state")
+        ]
+
+
+def test_the_workers_signal_starts_a_container_started_ahead() -> None:
+    """The command as a container runs it, started ahead: it reads its run and proposes nothing until
+    the signal (SIGUSR1, what the fleet's worker sends), then begins the run as any container does
+    (this one's session parameters are empty, so it fails, in Prefect's states)."""
+    run_id = "6f1c2d3e-4a5b-4c6d-8e7f-9a0b1c2d3e4f"
+    env = {"PATH": "/usr/bin:/bin", "PREFECT__FLOW_RUN_ID": run_id, container_engine.AHEAD_ENV: "1"}
+    with ApiServer() as api:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "flows.engine.container_engine"],
+            cwd=ROOT,
+            env=env | {"PREFECT_API_URL": api.url, "NO_PROXY": "127.0.0.1"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while len(api.requests) < 2 and time.monotonic() < deadline:  # waiting: it read its run twice
+                time.sleep(0.05)
+            assert api.requests and api.states() == []
+            proc.send_signal(signal.SIGUSR1)
+            out, _ = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert api.states() == ["RUNNING", "FAILED"]

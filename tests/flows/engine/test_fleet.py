@@ -1,16 +1,20 @@
 """Agent sessions in containers of a Prefect Docker work pool: the real Docker daemon, the fleet's
-image built here, real prefect-docker workers, the real Claude Code CLI inside the containers
-against the scripted model server on this machine's 127.0.0.1, storage through a folder URL.
+image built here, the fleet's own Docker workers (prefect-docker's, starting containers ahead:
+deployments/fleet_worker.py), the real Claude Code CLI inside the containers against the scripted
+model server on this machine's 127.0.0.1, storage through a folder URL.
 The other agent CLIs in containers, other storage and faults: test_fleet_agents_and_faults.py."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import socket
 import subprocess
 import threading
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,7 +29,7 @@ from tests.flows.engine.fleet_support import (
     first_turns,
     register,
     run,
-    wait_for_containers,
+    wait_for_sessions,
 )
 from tests.flows.helpers import Workers
 from tests.flows.modes.agentic.test_skill_bench import agent, judge, skill_run
@@ -85,6 +89,51 @@ def test_a_suite_over_three_docker_workers_gives_the_local_report(
         "gateway-secrets": "HTTP/1.1 403",
     }
     assert seen.probed == expected, seen.probed
+
+
+def test_waiting_runs_start_their_containers_ahead_and_every_run_runs_once(
+    fleet: Workers, suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """12 sessions at --concurrency 6 over the module's three fleet workers: runs wait in the pool, so
+    each worker starts a waiting run's container ahead (two may prepare the same run) and claims it
+    when a slot frees. The report is the local one; every session's flow run ran once (one RUNNING
+    state, ended COMPLETED), some in a container started ahead; none of those is left at the end."""
+    monkeypatch.chdir(suite)
+    since = datetime.now(UTC)
+    with FakeProvider(judge, agent=agent, delay=0.3).anthropic_env(monkeypatch) as server:
+        local = run(suite, server.url, "local")
+        remote = run(suite, server.url, "remote", "--fleet-pool", POOL)
+    assert comparable(remote) == comparable(local)
+    runs = asyncio.run(session_runs(since))
+    assert len(runs) == 12
+    assert all(states.count("RUNNING") == 1 and states[-1] == "COMPLETED" for states, _ in runs.values()), (
+        runs
+    )
+    assert any("was started ahead" in line for _, logs in runs.values() for line in logs)
+    deadline = time.monotonic() + 60
+    while containers(POOL) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert containers(POOL) == []  # the losers of a race ended, the workers removed what they held
+
+
+async def session_runs(since: datetime) -> dict[str, tuple[list[str], list[str]]]:
+    """The session flow runs created since ``since``: each one's state types in order, and its logs."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName, LogFilter, LogFilterFlowRunId
+
+    from flows.engine.container_engine import SESSION_FLOW
+
+    out = {}
+    async with get_client() as client:
+        for run in await client.read_flow_runs(
+            flow_filter=FlowFilter(name=FlowFilterName(any_=[SESSION_FLOW]))
+        ):
+            if run.created is None or run.created < since:
+                continue
+            states = sorted(await client.read_flow_run_states(run.id), key=lambda s: s.timestamp)
+            logs = await client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])))
+            out[str(run.id)] = ([s.type.value for s in states], [line.message for line in logs])
+    return out
 
 
 #: Run by `docker exec` in a fleet container: what its own processes can reach (PORT: a listener on
@@ -213,7 +262,7 @@ def test_killing_a_worker_loses_nothing_and_an_unchanged_baseline_is_not_run_aga
         codes: list[int] = []
         thread = threading.Thread(target=lambda: codes.append(main(args)))
         thread.start()
-        wait_for_containers(POOL, 3)  # every worker running a session
+        wait_for_sessions(server, 3)  # every worker running a session
         fleet.kill("worker-0")
         thread.join(600)
         assert codes == [0]

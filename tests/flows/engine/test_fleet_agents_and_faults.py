@@ -1,6 +1,7 @@
 """The fleet beyond one CLI and a mounted folder: Copilot CLI and OpenCode in the containers, storage
 on S3, the budget, a hung container, the Prefect server restarted mid-run. A pool of its own (two
-workers), so this module runs beside test_fleet.py."""
+workers), so this module runs beside test_fleet.py; its workers are Prefect's own (`prefect worker
+start --type docker`), which serve the fleet's pool as well as the fleet's worker does."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from tests.flows.modes.agentic.test_skill_bench import agent, calc_project, judg
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_harness")]
 POOL = "skillab-test-fleet-more"
 FLEET_WORKERS = 2
+FLEET_WORKER_KIND = "docker"
 
 
 @pytest.fixture
