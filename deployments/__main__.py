@@ -75,7 +75,10 @@ def main(argv: list[str] | None = None) -> int:
         configure_prefect()
         from deployments.fleet_worker import run_worker
 
-        return run_worker(args.fleet_worker, args.limit, args.name)
+        try:
+            return run_worker(args.fleet_worker, args.limit, args.name)
+        except InputError as exc:
+            return _errors(exc)
     clis = tuple(c.strip() for c in args.fleet_cli.split(",") if c.strip())
     if args.build_image or args.register_fleet:
         try:

@@ -37,12 +37,18 @@ from uuid import UUID
 import anyio.abc
 import docker.errors
 from docker.models.containers import Container
+from prefect.client.orchestration import get_client
 from prefect.client.schemas.objects import FlowRun
 from prefect.client.schemas.responses import WorkerFlowRunResponse
 from prefect.events import Event
+from prefect.exceptions import ObjectNotFound
+from prefect.logging.configuration import setup_logging
+from prefect.settings import PREFECT_WORKER_HEARTBEAT_SECONDS
 from prefect.utilities.asyncutils import run_sync_in_worker_thread
+from prefect.utilities.processutils import setup_signal_handlers_worker
 from prefect_docker.worker import DockerWorker, DockerWorkerJobConfiguration, DockerWorkerResult
 
+from executors.errors import InputError
 from flows.engine.container_engine import AHEAD_ENV, CLAIMED_SIGNAL
 
 
@@ -172,12 +178,24 @@ def _remove(container: Container) -> None:
         container.remove(force=True)
 
 
+async def docker_pool(pool: str) -> None:
+    """The pool must exist and be a Docker pool: made by ``--register-fleet``, with the fleet's job
+    template. (Prefect's worker would make a missing pool with prefect-docker's own template: no
+    network isolation, no seccomp profile, the capabilities Docker grants by default.)"""
+    async with get_client() as client:
+        try:
+            found = await client.read_work_pool(pool)
+        except ObjectNotFound:
+            raise InputError(
+                f"--fleet-worker {pool}: no such work pool (python -m deployments --register-fleet {pool} "
+                "--fleet-storage URL makes it)"
+            ) from None
+    if found.type != "docker":
+        raise InputError(f"--fleet-worker {pool}: a {found.type} pool, not a Docker pool")
+
+
 def run_worker(pool: str, limit: int, name: str | None) -> int:
     """Run the worker until SIGINT or SIGTERM (then it removes its containers started ahead)."""
-    from prefect.logging.configuration import setup_logging
-    from prefect.settings import PREFECT_WORKER_HEARTBEAT_SECONDS
-    from prefect.utilities.processutils import setup_signal_handlers_worker
-
     setup_logging()  # as Prefect's command line does: the worker's log here, a flow run's in its run
 
     def say(*args: Any, **kwargs: Any) -> None:
@@ -187,11 +205,13 @@ def run_worker(pool: str, limit: int, name: str | None) -> int:
     setup_signal_handlers_worker(os.getpid(), "the fleet worker", say)
 
     async def main() -> None:
+        await docker_pool(pool)
         async with FleetWorker(
             name=name,
             work_pool_name=pool,
             limit=limit,
             heartbeat_interval_seconds=int(PREFECT_WORKER_HEARTBEAT_SECONDS.value()),
+            create_pool_if_not_found=False,
         ) as worker:
             await worker.start(printer=say)
 

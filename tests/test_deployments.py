@@ -139,3 +139,32 @@ def test_building_the_image_without_uv_is_one_line(
     assert line.startswith("skillab: error: uv: not installed in") and "[fleet]" in line
     fleet = tomllib.loads(Path("pyproject.toml").read_text())["project"]["optional-dependencies"]["fleet"]
     assert any(d.startswith("uv==") for d in fleet)
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_fleet_worker_of_a_pool_that_is_not_the_fleets_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Prefect's worker would make a missing pool with prefect-docker's own template (no network
+    isolation): the fleet's worker serves only a Docker pool --register-fleet made."""
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+
+    from deployments.__main__ import main
+
+    async def process_pool() -> None:
+        async with get_client() as client:
+            await client.create_work_pool(WorkPoolCreate(name="skillab-test-process-pool", type="process"))
+
+    asyncio.run(process_pool())
+    assert main(["--fleet-worker", "skillab-test-no-such-pool"]) == 2
+    assert main(["--fleet-worker", "skillab-test-process-pool"]) == 2
+    assert main(["--fleet-worker", "skillab-test-no-such-pool", "--limit", "0"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "skillab: error: --fleet-worker skillab-test-no-such-pool: no such work pool (python -m deployments "
+        "--register-fleet skillab-test-no-such-pool --fleet-storage URL makes it)",
+        "skillab: error: --fleet-worker skillab-test-process-pool: a process pool, not a Docker pool",
+        "skillab: error: --limit 0: a worker runs at least one flow run at once",
+    ]
