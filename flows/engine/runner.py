@@ -179,9 +179,13 @@ class UnitRunner:
             self.seen[part].setdefault(key, set()).update(found)
 
     def saw_result(self, unit: Unit, result: RunResult) -> None:
+        """Every unit's result, called or cached, passes here: what it says of the run, and to
+        ``on_result``."""
         self.saw("models", unit.kind, [result.model])
         if unit.kind == UnitKind.EXECUTE:  # sample mode through an agent CLI: what it offered
             self.saw("tools", unit.variant, result.tools)
+        if self.on_result is not None:
+            self.on_result(unit, result)
 
     def saw_offered(
         self, variant: str, model: object, tools: Iterable[object], listed: Iterable[str] | None
@@ -286,8 +290,6 @@ class UnitRunner:
         self.saw_result(unit, result)
         failure = None if result.ok else (unit.label, failure_kind(result), str(result.error))
         self.progress.advance(ok=result.ok, cost=result.cost_usd, failure=failure)
-        if self.on_result is not None:
-            self.on_result(unit, result)
         if self.on_first_result is not None:
             hook, self.on_first_result = self.on_first_result, None
             hook()
@@ -323,8 +325,6 @@ class UnitRunner:
                 self.saw_result(unit, hits[unit.key])
                 sink.results[unit.key] = hits[unit.key]
                 self.progress.advance(ok=True, cached=True)
-                if self.on_result is not None:
-                    self.on_result(unit, hits[unit.key])
             elif unit.key in batched:
                 self.calls += 1
                 sink.put(unit, batched[unit.key])
