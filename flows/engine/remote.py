@@ -15,9 +15,11 @@ The stored result is the truth, not the flow run's state: a result already store
 again (a re-dispatched session of the same key is the same flow run, by its idempotency key, and a
 flow run that finds its result stored returns at once; one that ended before its session began,
 its container unable to reach a restarting server, is dispatched again); a worker killed
-mid-session leaves its container running to the end; a flow run that never starts (no worker
-online) or never ends (its machine gone) becomes an error the report counts, after its own timeout
-and a grace period, and its flow run is cancelled (the worker stops the container).
+mid-session leaves its container running to the end; one killed after claiming a flow run and
+before its container began it leaves the run PENDING, which is cancelled and dispatched again once
+that worker is offline; a flow run that never starts (no worker online) or never ends (its machine
+gone) becomes an error the report counts, after its own timeout and a grace period, and its flow
+run is cancelled (the worker stops the container).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +59,11 @@ LOCAL_POLL_S = 0.25
 GRACE_ENV, GRACE_S = "SKILLAB_FLEET_GRACE_S", 180
 #: How long a session may wait for a worker while none of the pool's is online.
 NO_WORKER_ENV, NO_WORKER_S = "SKILLAB_FLEET_NO_WORKER_S", 120
+#: A flow run claimed (Prefect's PENDING) whose container has not begun it this long, its worker no
+#: longer online (killed between its claim and the container's start: nobody will start it), is
+#: cancelled and dispatched again. A container, once started, begins its run in seconds; a worker is
+#: offline three missed heartbeats after its last (90 s at Prefect's default).
+ABANDONED_S = 30.0
 #: Flow runs a session may take when each ends before the session starts (its container could not
 #: reach the API to begin, the server restarting): none of them paid for anything.
 DISPATCHES = 3
@@ -326,7 +334,8 @@ async def _wait(
             continue
         api_due = loop.time() + POLL_S
         try:
-            state = (await client.read_flow_run(run_id)).state
+            run = await client.read_flow_run(run_id)
+            state = run.state
             if state is not None and state.is_final():
                 if await asyncio.to_thread(store.exists, result):
                     return None
@@ -335,6 +344,16 @@ async def _wait(
                 return Ended(why, unstarted=not began and not state.is_cancelled())
             if state is not None and (state.is_pending() or state.is_running()):
                 claimed = claimed or loop.time()
+                if (
+                    state.is_pending()
+                    and loop.time() - claimed > ABANDONED_S
+                    and await _worker_gone(client, run, pool)
+                    and await asyncio.to_thread(store.read_mark, stored(key, STARTED)) != str(run_id)
+                ):
+                    await _cancel(client, run_id, "its worker went away before the session began", ended=True)
+                    return Ended(
+                        "its worker went away after taking it, before the session began", unstarted=True
+                    )
                 if loop.time() - claimed > request.timeout_s + grace:
                     await _cancel(client, run_id)
                     return Ended(
@@ -358,18 +377,43 @@ def _transient(exc: Exception) -> bool:
     return isinstance(exc, httpx.TransportError | httpx.HTTPStatusError | OSError)
 
 
-async def _online(client: Any, pool: str) -> bool:
+async def _online(client: Any, pool: str, name: str | None = None) -> bool:
+    """A worker of the pool is online (``name``: that one): Prefect's ONLINE, and heard from within
+    Prefect's own window for it (three heartbeat intervals, by default), judged here too: a server
+    without its foreman service (Prefect's temporary server) never marks a silent worker offline."""
     from prefect.client.schemas.objects import WorkerStatus
+    from prefect.settings import get_current_settings
 
+    foreman = get_current_settings().server.services.foreman
     workers = await client.read_workers_for_work_pool(pool)
-    return any(w.status == WorkerStatus.ONLINE for w in workers)
+    current = datetime.now(UTC)
+
+    def heard(worker: Any) -> bool:
+        interval = worker.heartbeat_interval_seconds or foreman.fallback_heartbeat_interval_seconds
+        last = worker.last_heartbeat_time
+        return (
+            last is not None
+            and (current - last).total_seconds() <= foreman.inactivity_heartbeat_multiple * interval
+        )
+
+    return any(w.status == WorkerStatus.ONLINE and name in (None, w.name) and heard(w) for w in workers)
 
 
-async def _cancel(client: Any, run_id: Any) -> None:
-    from prefect.states import Cancelling
+async def _worker_gone(client: Any, run: Any, pool: str) -> bool:
+    """The worker that claimed ``run`` (Prefect's ``prefect.worker.name`` label; none if it died before
+    giving it) is not online in the pool."""
+    name = (run.labels or {}).get("prefect.worker.name")
+    return not (name and await _online(client, pool, name))
 
+
+async def _cancel(client: Any, run_id: Any, why: str = "no result in time", ended: bool = False) -> None:
+    """The flow run cancelled: ``CANCELLING`` for its worker to stop the container, or ``CANCELLED``
+    (``ended``) where no worker is left to do it."""
+    from prefect.states import Cancelled, Cancelling, State
+
+    state: State[None] = (Cancelled if ended else Cancelling)(message=f"skillab: {why}")
     try:
-        await client.set_flow_run_state(run_id, Cancelling(message="skillab: no result in time"), force=True)
+        await client.set_flow_run_state(run_id, state, force=True)
     except Exception as exc:
         if not _transient(exc):
             raise

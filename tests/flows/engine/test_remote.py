@@ -7,6 +7,7 @@ import asyncio
 import io
 import json
 import tarfile
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -145,9 +146,10 @@ def test_a_session_folder_that_comes_back_as_a_link_is_refused(tmp_path: Path) -
 
 class Dispatches:
     """A Prefect client double for ``FleetPool._run``: each flow run it creates plays the next outcome
-    ("crash" before the session began, "crash-begun" after, "cancel", "done"); ``earlier``: the
-    session's key already names a flow run of an earlier parent run, ended without a result after
-    its session began."""
+    ("crash" before the session began, "crash-begun" after, "cancel", "done", "slow": claimed by
+    worker "w0", done at its fourth reading unless cancelled first); ``earlier``: the session's key
+    already names a flow run of an earlier parent run, ended without a result after its session
+    began. ``workers``: the pool's workers as the API lists them."""
 
     def __init__(self, store: Storage, key: str, outcomes: list[str], earlier: bool) -> None:
         from prefect.states import Crashed
@@ -157,6 +159,9 @@ class Dispatches:
         self.lost: list[int] = []  # statuses answered instead of the next replies (the runs made)
         self.runs: dict[str, Any] = {}
         self.states: dict[str, Any] = {}
+        self.slow: dict[str, int] = {}  # a slow run's readings so far
+        self.workers: list[Any] = []
+        self.set_states: list[tuple[str, Any]] = []
         if earlier:
             self.runs[key] = SimpleNamespace(id="earlier", state=Crashed())
             store.mark(stored(key, STARTED), "earlier")
@@ -168,7 +173,7 @@ class Dispatches:
         return None
 
     async def create_flow_run_from_deployment(self, deployment: str, **kwargs: Any) -> Any:
-        from prefect.states import Cancelled, Completed, Crashed, Scheduled
+        from prefect.states import Cancelled, Completed, Crashed, Pending, Scheduled
 
         self.idempotency.append(kwargs["idempotency_key"])
         if kwargs["idempotency_key"] not in self.runs:
@@ -177,7 +182,11 @@ class Dispatches:
                 self.store.mark(stored(self.key, STARTED), run_id)
             if outcome == "done":
                 self.store.fs.pipe_file(self.store.path(stored(self.key, RECORD)), b"{}")
-            self.states[run_id] = {"cancel": Cancelled, "done": Completed}.get(outcome, Crashed)()
+            if outcome == "slow":
+                self.slow[run_id] = 0
+            self.states[run_id] = {"cancel": Cancelled, "done": Completed, "slow": Pending}.get(
+                outcome, Crashed
+            )()
             self.runs[kwargs["idempotency_key"]] = SimpleNamespace(id=run_id, state=Scheduled())
         if self.lost:
             status = self.lost.pop(0)
@@ -186,7 +195,22 @@ class Dispatches:
         return self.runs[kwargs["idempotency_key"]]
 
     async def read_flow_run(self, run_id: str) -> Any:
-        return SimpleNamespace(state=self.states[run_id])
+        from prefect.states import Completed
+
+        if run_id in self.slow and self.states[run_id].is_pending():
+            self.slow[run_id] += 1
+            if self.slow[run_id] > 3:
+                self.store.fs.pipe_file(self.store.path(stored(self.key, RECORD)), b"{}")
+                self.states[run_id] = Completed()
+        labels = {"prefect.worker.name": "w0"} if run_id in self.slow else {}
+        return SimpleNamespace(state=self.states[run_id], labels=labels)
+
+    async def read_workers_for_work_pool(self, pool: str) -> list[Any]:
+        return self.workers
+
+    async def set_flow_run_state(self, run_id: str, state: Any, force: bool) -> None:
+        self.set_states.append((run_id, state))
+        self.states[run_id] = state
 
 
 def fleet_pool(monkeypatch: pytest.MonkeyPatch, client: Dispatches) -> FleetPool:
@@ -240,3 +264,95 @@ def test_a_busy_api_is_asked_again_for_the_same_flow_run(
         return
     assert asyncio.run(pool._run(store, key, "inputs", request(tmp_path), None, "label")) is None
     assert client.idempotency == [key] * 3 and len(client.states) == 1
+
+
+@pytest.mark.parametrize("worker", ["online", "silent", "offline"])
+def test_a_flow_run_whose_worker_died_after_claiming_it_is_dispatched_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worker: str
+) -> None:
+    """A flow run claimed (PENDING) by a worker killed before the run's container began it would wait
+    forever: once its worker is offline, or ONLINE but unheard for three heartbeat intervals, it is
+    cancelled (CANCELLED: no worker is left to finish a CANCELLING) and dispatched again. A run whose
+    worker keeps up its heartbeats waits for its container."""
+    from prefect.client.schemas.objects import WorkerStatus
+
+    store, key = Storage(str(tmp_path / "storage")), "k" * 32
+    store.fs.makedirs(store.path(f"sessions/{key}"), exist_ok=True)
+    client = Dispatches(store, key, ["slow", "done"], earlier=False)
+    now = datetime.now(UTC)
+    last = now - timedelta(minutes=10) if worker == "silent" else now
+    status = WorkerStatus.OFFLINE if worker == "offline" else WorkerStatus.ONLINE
+    client.workers = [
+        SimpleNamespace(name=name, status=status, last_heartbeat_time=when, heartbeat_interval_seconds=30)
+        for name, status, when in [("w0", status, last), ("w1", WorkerStatus.ONLINE, now)]
+    ]
+    pool = fleet_pool(monkeypatch, client)
+    monkeypatch.setattr("flows.engine.remote.ABANDONED_S", 0.0)
+    assert asyncio.run(pool._run(store, key, "inputs", request(tmp_path), None, "label")) is None
+    if worker == "online":
+        assert client.set_states == [] and len(client.states) == 1
+    else:
+        assert [(run, state.type.value) for run, state in client.set_states] == [("run-0", "CANCELLED")]
+        assert len(client.states) == 2 and client.states["run-1"].is_completed()
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_worker_silent_since_it_claimed_the_flow_run_leaves_nothing_waiting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Against Prefect's server: a worker claims the session's flow run (PENDING, its name on the run,
+    as Prefect's workers do) and falls silent before a container began it, while another worker of
+    the pool keeps up its heartbeats. Prefect's temporary server never marks the silent one offline;
+    the parent does, by its heartbeats, cancels the run, and the session's next flow run gives it."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+    from prefect.states import Pending
+
+    from flows.engine.container_engine import SESSION_FLOW
+
+    monkeypatch.setattr("flows.engine.remote.ABANDONED_S", 0.5)
+    monkeypatch.setattr("flows.engine.remote.POLL_S", 0.2)
+    store, key = Storage(str(tmp_path / "storage")), "k" * 32
+    store.fs.makedirs(store.path(f"sessions/{key}"), exist_ok=True)
+    pool = FleetPool("silent-claim")
+
+    async def runs(client: Any, deployment: Any, n: int) -> list[Any]:
+        """The deployment's flow runs, oldest first, once there are ``n``."""
+        for _ in range(300):
+            found = await client.read_flow_runs(
+                deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment]))
+            )
+            if len(found) >= n:
+                return sorted(found, key=lambda r: r.created)
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"{n} flow runs were to be dispatched")
+
+    async def main() -> tuple[str | None, list[Any]]:
+        async with get_client() as client:
+            await client.create_work_pool(WorkPoolCreate(name=pool.pool, type="process"))
+            flow = await client.create_flow_from_name(SESSION_FLOW)
+            deployment = await client.create_deployment(flow, pool.pool, work_pool_name=pool.pool)
+            pool.deployment = await client.read_deployment(deployment)
+
+            async def live() -> None:
+                while True:
+                    await client.send_worker_heartbeat(pool.pool, "w-live", heartbeat_interval_seconds=1)
+                    await asyncio.sleep(0.3)
+
+            heartbeats = asyncio.create_task(live())
+            await client.send_worker_heartbeat(pool.pool, "w-dead", heartbeat_interval_seconds=1)
+            session = asyncio.create_task(pool._run(store, key, "inputs", request(tmp_path), None, "label"))
+            (first,) = await runs(client, deployment, 1)
+            assert (await client.set_flow_run_state(first.id, Pending())).status.value == "ACCEPT"
+            await client.update_flow_run_labels(first.id, {"prefect.worker.name": "w-dead"})
+            await runs(client, deployment, 2)  # w-dead says nothing more: the session is dispatched again
+            store.fs.pipe_file(store.path(stored(key, RECORD)), b"{}")  # as w-live's container would
+            error = await asyncio.wait_for(session, 60)
+            heartbeats.cancel()
+            return error, [await client.read_flow_run(r.id) for r in await runs(client, deployment, 2)]
+
+    error, (first, second) = asyncio.run(main())
+    assert error is None
+    assert first.state.type.value == "CANCELLED" and "worker went away" in (first.state.message or "")
+    assert second.state.type.value == "SCHEDULED"
