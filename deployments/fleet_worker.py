@@ -13,14 +13,17 @@ worker's next poll. Each container still serves one flow run and holds that one 
 storage, as with Prefect's own worker; the pool stays a Docker pool, which Prefect's ``prefect
 worker start --type docker`` serves too (without any of this).
 
-Each worker prepares a waiting run drawn at random and claims it first when a slot frees, so that
-workers looking at the same queue mostly prepare different runs. Two may still prepare the same
-one: its infrastructure (set by the worker that claims it) names the container that runs it, and
-the others end without touching the run (they read it every second). (Marking the run a worker
-prepares, with a label, cost more than it saved: two writes to the server per run, and on a busy
-server the run was often claimed before the mark was read back.) A container started ahead whose
-run was claimed elsewhere, cancelled or deleted is removed at the worker's next poll; the worker's
-stop removes those it holds.
+Workers looking at the same queue prepare different runs without a word to each other: the pool's
+online workers, in order of name, share the waiting runs by their ids (:func:`owner`), and each
+prepares the first waiting run it owns and, when a slot frees, claims its prepared run first, then
+its own runs, then the others' (which their owners are likely preparing). Where two workers see the
+pool differently for a moment (one joining, one gone), two may prepare the same run: its
+infrastructure (set by the worker that claims it) names the container that runs it, and the others
+end without touching the run (they read it every second). (Marking the run a worker prepares, with a
+label, cost more than it saved: two writes to the server per run, and on a busy server the run was
+often claimed before the mark was read back.) A container started ahead whose run was claimed
+elsewhere, cancelled or deleted is removed at the worker's next poll; the worker's stop removes
+those it holds.
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ import asyncio
 import contextlib
 import copy
 import os
-import random
 import sys
+from collections.abc import Collection
 from typing import Any, cast
 from uuid import UUID
 
@@ -38,7 +41,7 @@ import anyio.abc
 import docker.errors
 from docker.models.containers import Container
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.objects import FlowRun
+from prefect.client.schemas.objects import FlowRun, WorkerStatus
 from prefect.client.schemas.responses import WorkerFlowRunResponse
 from prefect.events import Event
 from prefect.exceptions import ObjectNotFound
@@ -66,6 +69,7 @@ class FleetWorker(DockerWorker):
         self.ahead: dict[UUID, tuple[Container, Event]] = {}  # flow run -> its container, started ahead
         self.preparing = False
         self.polling = False
+        self.place = (0, 1)  # this worker's place among the pool's online workers, and their number
 
     async def run(
         self,
@@ -101,13 +105,12 @@ class FleetWorker(DockerWorker):
     async def _submit_scheduled_flow_runs(
         self, flow_run_response: list[WorkerFlowRunResponse]
     ) -> list[FlowRun]:
-        """Prefect's submission of what the slots take, the run with a container ahead here first;
-        then a container ahead for one of the runs left waiting, drawn at random. A container ahead
-        whose run no longer waits (claimed elsewhere, cancelled, deleted) is removed first."""
-        ours = [r for r in flow_run_response if r.flow_run.id in self.ahead]
-        submitted = await super()._submit_scheduled_flow_runs(
-            ours + [r for r in flow_run_response if r.flow_run.id not in self.ahead]
-        )
+        """Prefect's submission of what the slots take, in :func:`claim_order`; then a container ahead
+        for the first waiting run this worker owns. A container ahead whose run no longer waits
+        (claimed elsewhere, cancelled, deleted) is removed first."""
+        order = claim_order([r.flow_run.id for r in flow_run_response], self.ahead.keys(), self.place)
+        by_id = {r.flow_run.id: r for r in flow_run_response}
+        submitted = await super()._submit_scheduled_flow_runs([by_id[run_id] for run_id in order])
         waiting = [
             r.flow_run for r in flow_run_response if r.flow_run.id not in self._submitting_flow_run_ids
         ]
@@ -116,11 +119,18 @@ class FleetWorker(DockerWorker):
             await run_sync_in_worker_thread(_remove, self.ahead.pop(run_id)[0])
         if waiting and not self.ahead and not self.preparing and self._runs_task_group is not None:
             self.preparing = True
-            self._runs_task_group.start_soon(self._start_ahead, random.choice(waiting))
+            self._runs_task_group.start_soon(self._start_ahead, waiting)
         return submitted
 
-    async def _start_ahead(self, flow_run: FlowRun) -> None:
+    async def _start_ahead(self, waiting: list[FlowRun]) -> None:
+        """A container ahead for the first of ``waiting`` this worker owns (none if it owns none: its
+        owner prepares it)."""
         try:
+            workers = await self.client.read_workers_for_work_pool(self._work_pool_name)
+            self.place = place(self.name, [w.name for w in workers if w.status == WorkerStatus.ONLINE])
+            flow_run = next((r for r in waiting if owner(r.id, self.place[1]) == self.place[0]), None)
+            if flow_run is None:
+                return
             configuration = await self.job_configuration.resolve_for_flow_run(
                 flow_run,
                 client=self.client,
@@ -133,7 +143,7 @@ class FleetWorker(DockerWorker):
             self.ahead[flow_run.id] = started
             self._logger.info(f"Started container {started[0].name!r} ahead for flow run {flow_run.id}")
         except Exception as exc:  # the run is still claimed and started the usual way
-            self._logger.warning(f"Could not start a container ahead for flow run {flow_run.id}: {exc}")
+            self._logger.warning(f"Could not start a container ahead: {exc}")
         finally:
             self.preparing = False
 
@@ -158,6 +168,35 @@ class FleetWorker(DockerWorker):
             await run_sync_in_worker_thread(_remove, container)
         self.ahead.clear()
         await super().teardown(*exc_info)
+
+
+def place(name: str, online: list[str]) -> tuple[int, int]:
+    """``name``'s place among the ``online`` workers' names in order, and their number; (0, 1), all
+    runs its own, when it is not listed (just started, or the list failed to say)."""
+    names = sorted(set(online))
+    return (names.index(name), len(names)) if name in names else (0, 1)
+
+
+def owner(run_id: UUID, workers: int) -> int:
+    """The place of the worker that prepares flow run ``run_id`` among ``workers`` online workers: its
+    id's number, modulo (ids are random: each worker owns about as many runs as the others)."""
+    return run_id.int % workers
+
+
+def claim_order(waiting: list[UUID], ahead: Collection[UUID], place: tuple[int, int]) -> list[UUID]:
+    """The waiting runs (in the queue's order) in the order the worker at ``place`` claims them: its
+    run with a container ahead, its own runs, the others' runs, and last the runs the others are
+    likely preparing (each owner prepares the first waiting run it owns)."""
+    me, workers = place
+    firsts: dict[int, UUID] = {}
+    for run_id in waiting:
+        firsts.setdefault(owner(run_id, workers), run_id)
+
+    def rank(run_id: UUID) -> tuple[bool, bool, bool]:
+        theirs = owner(run_id, workers) != me
+        return run_id not in ahead, theirs, theirs and firsts[owner(run_id, workers)] == run_id
+
+    return sorted(waiting, key=rank)
 
 
 def _tell(container: Container) -> bool:

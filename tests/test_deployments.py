@@ -168,3 +168,30 @@ def test_a_fleet_worker_of_a_pool_that_is_not_the_fleets_is_one_line_and_exit_2(
         "skillab: error: --fleet-worker skillab-test-process-pool: a process pool, not a Docker pool",
         "skillab: error: --limit 0: a worker runs at least one flow run at once",
     ]
+
+
+def test_fleet_workers_share_the_waiting_runs_without_a_word_to_each_other() -> None:
+    """Each waiting run has one owner among the pool's online workers, the same whoever computes it;
+    each worker prepares the first it owns, so no two prepare the same one, and claims its prepared
+    run, then its own, then the others' (those their owners prepare last)."""
+    import uuid
+
+    from deployments.fleet_worker import claim_order, owner, place
+
+    names = ["w-b", "w-a", "w-c"]
+    places = [place(name, names) for name in names]
+    assert places == [(1, 3), (0, 3), (2, 3)] and place("w-new", names) == (0, 1)
+    waiting = [uuid.UUID(int=n * 7919 + 13) for n in range(30)]
+    owners = [owner(run_id, 3) for run_id in waiting]
+    assert sorted(set(owners)) == [0, 1, 2]
+    firsts = {me: next(r for r, o in zip(waiting, owners, strict=True) if o == me) for me, _ in places}
+    assert len(set(firsts.values())) == 3  # three workers, three different runs prepared
+
+    me = 1
+    order = claim_order(waiting, {waiting[-1]}, (me, 3))
+    assert sorted(order) == sorted(waiting)
+    assert order[0] == waiting[-1]  # prepared here
+    mine = [r for r, o in zip(waiting, owners, strict=True) if o == me and r != waiting[-1]]
+    assert order[1 : 1 + len(mine)] == mine  # then its own, in the queue's order
+    assert set(order[-2:]) == {firsts[0], firsts[2]}  # the others' prepared runs last
+    assert claim_order(waiting, set(), (0, 1)) == waiting  # one worker: the queue's order
