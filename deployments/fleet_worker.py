@@ -34,6 +34,7 @@ import copy
 import os
 import sys
 from collections.abc import Collection
+from datetime import UTC, datetime
 from typing import Any, cast
 from uuid import UUID
 
@@ -41,7 +42,7 @@ import anyio.abc
 import docker.errors
 from docker.models.containers import Container
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.objects import FlowRun, WorkerStatus
+from prefect.client.schemas.objects import FlowRun
 from prefect.client.schemas.responses import WorkerFlowRunResponse
 from prefect.events import Event
 from prefect.exceptions import ObjectNotFound
@@ -53,6 +54,7 @@ from prefect_docker.worker import DockerWorker, DockerWorkerJobConfiguration, Do
 
 from executors.errors import InputError
 from flows.engine.container_engine import AHEAD_ENV, CLAIMED_SIGNAL
+from flows.engine.remote import alive
 
 
 class FleetWorker(DockerWorker):
@@ -127,7 +129,8 @@ class FleetWorker(DockerWorker):
         owner prepares it)."""
         try:
             workers = await self.client.read_workers_for_work_pool(self._work_pool_name)
-            self.place = place(self.name, [w.name for w in workers if w.status == WorkerStatus.ONLINE])
+            now = datetime.now(UTC)
+            self.place = place(self.name, [w.name for w in workers if alive(w, now)])
             flow_run = next((r for r in waiting if owner(r.id, self.place[1]) == self.place[0]), None)
             if flow_run is None:
                 return
@@ -171,10 +174,10 @@ class FleetWorker(DockerWorker):
 
 
 def place(name: str, online: list[str]) -> tuple[int, int]:
-    """``name``'s place among the ``online`` workers' names in order, and their number; (0, 1), all
-    runs its own, when it is not listed (just started, or the list failed to say)."""
-    names = sorted(set(online))
-    return (names.index(name), len(names)) if name in names else (0, 1)
+    """``name``'s place among the ``online`` workers' names and its own, in order, and their number
+    (a worker whose last heartbeat the busy server failed to record is still one of them)."""
+    names = sorted({*online, name})
+    return names.index(name), len(names)
 
 
 def owner(run_id: UUID, workers: int) -> int:

@@ -180,7 +180,7 @@ def test_fleet_workers_share_the_waiting_runs_without_a_word_to_each_other() -> 
 
     names = ["w-b", "w-a", "w-c"]
     places = [place(name, names) for name in names]
-    assert places == [(1, 3), (0, 3), (2, 3)] and place("w-new", names) == (0, 1)
+    assert places == [(1, 3), (0, 3), (2, 3)] and place("w-d", names) == (3, 4)
     waiting = [uuid.UUID(int=n * 7919 + 13) for n in range(30)]
     owners = [owner(run_id, 3) for run_id in waiting]
     assert sorted(set(owners)) == [0, 1, 2]

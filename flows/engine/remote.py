@@ -377,26 +377,28 @@ def _transient(exc: Exception) -> bool:
     return isinstance(exc, httpx.TransportError | httpx.HTTPStatusError | OSError)
 
 
-async def _online(client: Any, pool: str, name: str | None = None) -> bool:
-    """A worker of the pool is online (``name``: that one): Prefect's ONLINE, and heard from within
+def alive(worker: Any, now: datetime) -> bool:
+    """A pool's worker (as the API lists it) is online: Prefect's ONLINE, and heard from within
     Prefect's own window for it (three heartbeat intervals, by default), judged here too: a server
     without its foreman service (Prefect's temporary server) never marks a silent worker offline."""
     from prefect.client.schemas.objects import WorkerStatus
     from prefect.settings import get_current_settings
 
     foreman = get_current_settings().server.services.foreman
+    interval = worker.heartbeat_interval_seconds or foreman.fallback_heartbeat_interval_seconds
+    last = worker.last_heartbeat_time
+    return (
+        worker.status == WorkerStatus.ONLINE
+        and last is not None
+        and (now - last).total_seconds() <= foreman.inactivity_heartbeat_multiple * interval
+    )
+
+
+async def _online(client: Any, pool: str, name: str | None = None) -> bool:
+    """A worker of the pool is online (``name``: that one)."""
     workers = await client.read_workers_for_work_pool(pool)
-    current = datetime.now(UTC)
-
-    def heard(worker: Any) -> bool:
-        interval = worker.heartbeat_interval_seconds or foreman.fallback_heartbeat_interval_seconds
-        last = worker.last_heartbeat_time
-        return (
-            last is not None
-            and (current - last).total_seconds() <= foreman.inactivity_heartbeat_multiple * interval
-        )
-
-    return any(w.status == WorkerStatus.ONLINE and name in (None, w.name) and heard(w) for w in workers)
+    now = datetime.now(UTC)
+    return any(name in (None, w.name) and alive(w, now) for w in workers)
 
 
 async def _worker_gone(client: Any, run: Any, pool: str) -> bool:
