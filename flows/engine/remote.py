@@ -324,6 +324,7 @@ async def _wait(
     result = stored(key, RECORD)
     no_worker_since: float | None = None
     claimed: float | None = None  # when it was first seen claimed by a worker
+    raced: float | None = None  # until when a run cancelled as its container began it is waited for
     step = LOCAL_POLL_S if store.local else POLL_S
     api_due = 0.0  # the flow run and the pool's workers are read at the API's pace, POLL_S
     while True:
@@ -339,10 +340,11 @@ async def _wait(
             if state is not None and state.is_final():
                 if await asyncio.to_thread(store.exists, result):
                     return None
-                began = await asyncio.to_thread(store.read_mark, stored(key, STARTED)) == str(run_id)
-                why = f"its flow run ended {state.name} with no result ({state.message or 'no message'})"
-                return Ended(why, unstarted=not began and not state.is_cancelled())
-            if state is not None and (state.is_pending() or state.is_running()):
+                if raced is None or loop.time() > raced:
+                    began = await asyncio.to_thread(store.read_mark, stored(key, STARTED)) == str(run_id)
+                    why = f"its flow run ended {state.name} with no result ({state.message or 'no message'})"
+                    return Ended(why, unstarted=not began and not state.is_cancelled())
+            elif state is not None and (state.is_pending() or state.is_running()):
                 claimed = claimed or loop.time()
                 if (
                     state.is_pending()
@@ -351,10 +353,14 @@ async def _wait(
                     and await asyncio.to_thread(store.read_mark, stored(key, STARTED)) != str(run_id)
                 ):
                     await _cancel(client, run_id, "its worker went away before the session began", ended=True)
-                    return Ended(
-                        "its worker went away after taking it, before the session began", unstarted=True
-                    )
-                if loop.time() - claimed > request.timeout_s + grace:
+                    if not await _ran(client, run_id):
+                        return Ended(
+                            "its worker went away after taking it, before the session began", unstarted=True
+                        )
+                    # its container proposed RUNNING just before the cancel: it runs the session on
+                    # (nothing stops it), so its result is waited for, not paid for twice
+                    raced = claimed + request.timeout_s + grace
+                elif loop.time() - claimed > request.timeout_s + grace:
                     await _cancel(client, run_id)
                     return Ended(
                         f"no result {request.timeout_s + grace:.0f}s after a worker took it (the worker, its "
@@ -399,6 +405,11 @@ async def _online(client: Any, pool: str, name: str | None = None) -> bool:
     workers = await client.read_workers_for_work_pool(pool)
     now = datetime.now(UTC)
     return any(name in (None, w.name) and alive(w, now) for w in workers)
+
+
+async def _ran(client: Any, run_id: Any) -> bool:
+    """The flow run was RUNNING at some point: its container began it."""
+    return any(state.is_running() for state in await client.read_flow_run_states(run_id))
 
 
 async def _worker_gone(client: Any, run: Any, pool: str) -> bool:

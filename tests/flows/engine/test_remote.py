@@ -147,7 +147,8 @@ def test_a_session_folder_that_comes_back_as_a_link_is_refused(tmp_path: Path) -
 class Dispatches:
     """A Prefect client double for ``FleetPool._run``: each flow run it creates plays the next outcome
     ("crash" before the session began, "crash-begun" after, "cancel", "done", "slow": claimed by
-    worker "w0", done at its fourth reading unless cancelled first); ``earlier``: the session's key
+    worker "w0", done at its fourth reading unless cancelled first, "raced": claimed by "w0", its
+    container begins it as it is cancelled and stores the result two readings later); ``earlier``: the session's key
     already names a flow run of an earlier parent run, ended without a result after its session
     began. ``workers``: the pool's workers as the API lists them."""
 
@@ -159,7 +160,8 @@ class Dispatches:
         self.lost: list[int] = []  # statuses answered instead of the next replies (the runs made)
         self.runs: dict[str, Any] = {}
         self.states: dict[str, Any] = {}
-        self.slow: dict[str, int] = {}  # a slow run's readings so far
+        self.slow: dict[str, int] = {}  # a slow or raced run's readings so far
+        self.raced: set[str] = set()
         self.workers: list[Any] = []
         self.set_states: list[tuple[str, Any]] = []
         if earlier:
@@ -182,11 +184,16 @@ class Dispatches:
                 self.store.mark(stored(self.key, STARTED), run_id)
             if outcome == "done":
                 self.store.fs.pipe_file(self.store.path(stored(self.key, RECORD)), b"{}")
-            if outcome == "slow":
+            if outcome in ("slow", "raced"):
                 self.slow[run_id] = 0
-            self.states[run_id] = {"cancel": Cancelled, "done": Completed, "slow": Pending}.get(
-                outcome, Crashed
-            )()
+            if outcome == "raced":
+                self.raced.add(run_id)
+            self.states[run_id] = {
+                "cancel": Cancelled,
+                "done": Completed,
+                "slow": Pending,
+                "raced": Pending,
+            }.get(outcome, Crashed)()
             self.runs[kwargs["idempotency_key"]] = SimpleNamespace(id=run_id, state=Scheduled())
         if self.lost:
             status = self.lost.pop(0)
@@ -197,13 +204,24 @@ class Dispatches:
     async def read_flow_run(self, run_id: str) -> Any:
         from prefect.states import Completed
 
-        if run_id in self.slow and self.states[run_id].is_pending():
+        if run_id in self.raced and self.states[run_id].is_cancelled():
+            self.slow[run_id] += 1
+            if self.slow[run_id] > 2:
+                self.store.fs.pipe_file(self.store.path(stored(self.key, RECORD)), b"{}")
+        elif run_id in self.slow and self.states[run_id].is_pending() and run_id not in self.raced:
             self.slow[run_id] += 1
             if self.slow[run_id] > 3:
                 self.store.fs.pipe_file(self.store.path(stored(self.key, RECORD)), b"{}")
                 self.states[run_id] = Completed()
         labels = {"prefect.worker.name": "w0"} if run_id in self.slow else {}
         return SimpleNamespace(state=self.states[run_id], labels=labels)
+
+    async def read_flow_run_states(self, run_id: str) -> list[Any]:
+        from prefect.states import Cancelled, Pending, Running
+
+        if run_id in self.raced:
+            return [Pending(), Running(), Cancelled()]
+        return [Pending(), self.states[run_id]]
 
     async def read_workers_for_work_pool(self, pool: str) -> list[Any]:
         return self.workers
@@ -266,22 +284,23 @@ def test_a_busy_api_is_asked_again_for_the_same_flow_run(
     assert client.idempotency == [key] * 3 and len(client.states) == 1
 
 
-@pytest.mark.parametrize("worker", ["online", "silent", "offline"])
+@pytest.mark.parametrize("worker", ["online", "silent", "offline", "raced"])
 def test_a_flow_run_whose_worker_died_after_claiming_it_is_dispatched_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worker: str
 ) -> None:
     """A flow run claimed (PENDING) by a worker killed before the run's container began it would wait
     forever: once its worker is offline, or ONLINE but unheard for three heartbeat intervals, it is
     cancelled (CANCELLED: no worker is left to finish a CANCELLING) and dispatched again. A run whose
-    worker keeps up its heartbeats waits for its container."""
+    worker keeps up its heartbeats waits for its container; one whose container began it as it was
+    cancelled ("raced": RUNNING in its states) is waited for, never dispatched twice."""
     from prefect.client.schemas.objects import WorkerStatus
 
     store, key = Storage(str(tmp_path / "storage")), "k" * 32
     store.fs.makedirs(store.path(f"sessions/{key}"), exist_ok=True)
-    client = Dispatches(store, key, ["slow", "done"], earlier=False)
+    client = Dispatches(store, key, ["raced" if worker == "raced" else "slow", "done"], earlier=False)
     now = datetime.now(UTC)
     last = now - timedelta(minutes=10) if worker == "silent" else now
-    status = WorkerStatus.OFFLINE if worker == "offline" else WorkerStatus.ONLINE
+    status = WorkerStatus.OFFLINE if worker in ("offline", "raced") else WorkerStatus.ONLINE
     client.workers = [
         SimpleNamespace(name=name, status=status, last_heartbeat_time=when, heartbeat_interval_seconds=30)
         for name, status, when in [("w0", status, last), ("w1", WorkerStatus.ONLINE, now)]
@@ -291,6 +310,9 @@ def test_a_flow_run_whose_worker_died_after_claiming_it_is_dispatched_again(
     assert asyncio.run(pool._run(store, key, "inputs", request(tmp_path), None, "label")) is None
     if worker == "online":
         assert client.set_states == [] and len(client.states) == 1
+    elif worker == "raced":
+        assert [(run, state.type.value) for run, state in client.set_states] == [("run-0", "CANCELLED")]
+        assert len(client.states) == 1
     else:
         assert [(run, state.type.value) for run, state in client.set_states] == [("run-0", "CANCELLED")]
         assert len(client.states) == 2 and client.states["run-1"].is_completed()
