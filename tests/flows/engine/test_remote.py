@@ -148,9 +148,9 @@ class Dispatches:
     """A Prefect client double for ``FleetPool._run``: each flow run it creates plays the next outcome
     ("crash" before the session began, "crash-begun" after, "cancel", "done", "slow": claimed by
     worker "w0", done at its fourth reading unless cancelled first, "raced": claimed by "w0", its
-    container begins it as it is cancelled and stores the result two readings later); ``earlier``: the session's key
-    already names a flow run of an earlier parent run, ended without a result after its session
-    began. ``workers``: the pool's workers as the API lists them."""
+    container begins it as it is cancelled and stores the result two readings later); ``earlier``:
+    the session's key already names a flow run of an earlier parent run, ended without a result
+    after its session began. ``workers``: the pool's workers as the API lists them."""
 
     def __init__(self, store: Storage, key: str, outcomes: list[str], earlier: bool) -> None:
         from prefect.states import Crashed
