@@ -346,20 +346,14 @@ async def _wait(
                     return Ended(why, unstarted=not began and not state.is_cancelled())
             elif state is not None and (state.is_pending() or state.is_running()):
                 claimed = claimed or loop.time()
-                if (
-                    state.is_pending()
-                    and loop.time() - claimed > ABANDONED_S
-                    and await _worker_gone(client, run, pool)
-                    and await asyncio.to_thread(store.read_mark, stored(key, STARTED)) != str(run_id)
-                ):
-                    await _cancel(client, run_id, "its worker went away before the session began", ended=True)
-                    if not await _ran(client, run_id):
+                if state.is_pending() and loop.time() - claimed > ABANDONED_S:
+                    abandoned = await _abandoned(client, run, pool, store, key)
+                    if abandoned:
                         return Ended(
                             "its worker went away after taking it, before the session began", unstarted=True
                         )
-                    # its container proposed RUNNING just before the cancel: it runs the session on
-                    # (nothing stops it), so its result is waited for, not paid for twice
-                    raced = claimed + request.timeout_s + grace
+                    if abandoned is False:  # its container runs the session on: its result is waited for
+                        raced = claimed + request.timeout_s + grace
                 elif loop.time() - claimed > request.timeout_s + grace:
                     await _cancel(client, run_id)
                     return Ended(
@@ -407,9 +401,17 @@ async def _online(client: Any, pool: str, name: str | None = None) -> bool:
     return any(name in (None, w.name) and alive(w, now) for w in workers)
 
 
-async def _ran(client: Any, run_id: Any) -> bool:
-    """The flow run was RUNNING at some point: its container began it."""
-    return any(state.is_running() for state in await client.read_flow_run_states(run_id))
+async def _abandoned(client: Any, run: Any, pool: str, store: Storage, key: str) -> bool | None:
+    """A run left pending: None while its worker is online (or its session has begun); else the run
+    is cancelled, and True if nothing began it, False if its container proposed RUNNING just before
+    the cancel (RUNNING in its states: it runs the session on, nothing stops it, so the session is
+    not to be paid for twice)."""
+    if not await _worker_gone(client, run, pool):
+        return None
+    if await asyncio.to_thread(store.read_mark, stored(key, STARTED)) == str(run.id):
+        return None
+    await _cancel(client, run.id, "its worker went away before the session began", ended=True)
+    return not any(state.is_running() for state in await client.read_flow_run_states(run.id))
 
 
 async def _worker_gone(client: Any, run: Any, pool: str) -> bool:

@@ -214,7 +214,7 @@ class Dispatches:
                 self.store.fs.pipe_file(self.store.path(stored(self.key, RECORD)), b"{}")
                 self.states[run_id] = Completed()
         labels = {"prefect.worker.name": "w0"} if run_id in self.slow else {}
-        return SimpleNamespace(state=self.states[run_id], labels=labels)
+        return SimpleNamespace(id=run_id, state=self.states[run_id], labels=labels)
 
     async def read_flow_run_states(self, run_id: str) -> list[Any]:
         from prefect.states import Cancelled, Pending, Running
