@@ -318,7 +318,7 @@ async def _wait(
     """Until the session's result is stored (None), or why it never will be. Polls the storage and
     the flow run; the server being away (restarted) only delays it. A run waits in the queue while
     a worker of the pool is online; claimed (PENDING) or RUNNING, it has the session's timeout and
-    the grace period to store its result."""
+    the grace period to store its result (one its worker left pending: :func:`_abandoned`)."""
     loop = asyncio.get_running_loop()
     grace, no_worker = env_int(GRACE_ENV, GRACE_S), env_int(NO_WORKER_ENV, NO_WORKER_S)
     result = stored(key, RECORD)
@@ -354,7 +354,7 @@ async def _wait(
                         )
                     if abandoned is False:  # its container runs the session on: its result is waited for
                         raced = claimed + request.timeout_s + grace
-                elif loop.time() - claimed > request.timeout_s + grace:
+                if loop.time() - claimed > request.timeout_s + grace:
                     await _cancel(client, run_id)
                     return Ended(
                         f"no result {request.timeout_s + grace:.0f}s after a worker took it (the worker, its "

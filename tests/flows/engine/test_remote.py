@@ -162,6 +162,7 @@ class Dispatches:
         self.states: dict[str, Any] = {}
         self.slow: dict[str, int] = {}  # a slow or raced run's readings so far
         self.raced: set[str] = set()
+        self.stuck: set[str] = set()  # pending for good, its worker online
         self.workers: list[Any] = []
         self.set_states: list[tuple[str, Any]] = []
         if earlier:
@@ -184,15 +185,18 @@ class Dispatches:
                 self.store.mark(stored(self.key, STARTED), run_id)
             if outcome == "done":
                 self.store.fs.pipe_file(self.store.path(stored(self.key, RECORD)), b"{}")
-            if outcome in ("slow", "raced"):
+            if outcome in ("slow", "raced", "stuck"):
                 self.slow[run_id] = 0
             if outcome == "raced":
                 self.raced.add(run_id)
+            if outcome == "stuck":
+                self.stuck.add(run_id)
             self.states[run_id] = {
                 "cancel": Cancelled,
                 "done": Completed,
                 "slow": Pending,
                 "raced": Pending,
+                "stuck": Pending,
             }.get(outcome, Crashed)()
             self.runs[kwargs["idempotency_key"]] = SimpleNamespace(id=run_id, state=Scheduled())
         if self.lost:
@@ -208,7 +212,9 @@ class Dispatches:
             self.slow[run_id] += 1
             if self.slow[run_id] > 2:
                 self.store.fs.pipe_file(self.store.path(stored(self.key, RECORD)), b"{}")
-        elif run_id in self.slow and self.states[run_id].is_pending() and run_id not in self.raced:
+        elif (
+            run_id in self.slow and self.states[run_id].is_pending() and run_id not in self.raced | self.stuck
+        ):
             self.slow[run_id] += 1
             if self.slow[run_id] > 3:
                 self.store.fs.pipe_file(self.store.path(stored(self.key, RECORD)), b"{}")
@@ -284,20 +290,22 @@ def test_a_busy_api_is_asked_again_for_the_same_flow_run(
     assert client.idempotency == [key] * 3 and len(client.states) == 1
 
 
-@pytest.mark.parametrize("worker", ["online", "silent", "offline", "raced"])
+@pytest.mark.parametrize("worker", ["online", "silent", "offline", "raced", "stuck"])
 def test_a_flow_run_whose_worker_died_after_claiming_it_is_dispatched_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worker: str
 ) -> None:
     """A flow run claimed (PENDING) by a worker killed before the run's container began it would wait
     forever: once its worker is offline, or ONLINE but unheard for three heartbeat intervals, it is
     cancelled (CANCELLED: no worker is left to finish a CANCELLING) and dispatched again. A run whose
-    worker keeps up its heartbeats waits for its container; one whose container began it as it was
-    cancelled ("raced": RUNNING in its states) is waited for, never dispatched twice."""
+    worker keeps up its heartbeats waits for its container, up to the session's timeout and grace
+    ("stuck"); one whose container began it as it was cancelled ("raced": RUNNING in its states) is
+    waited for, never dispatched twice."""
     from prefect.client.schemas.objects import WorkerStatus
 
     store, key = Storage(str(tmp_path / "storage")), "k" * 32
     store.fs.makedirs(store.path(f"sessions/{key}"), exist_ok=True)
-    client = Dispatches(store, key, ["raced" if worker == "raced" else "slow", "done"], earlier=False)
+    outcome = {"raced": "raced", "stuck": "stuck"}.get(worker, "slow")
+    client = Dispatches(store, key, [outcome, "done"], earlier=False)
     now = datetime.now(UTC)
     last = now - timedelta(minutes=10) if worker == "silent" else now
     status = WorkerStatus.OFFLINE if worker in ("offline", "raced") else WorkerStatus.ONLINE
@@ -307,7 +315,14 @@ def test_a_flow_run_whose_worker_died_after_claiming_it_is_dispatched_again(
     ]
     pool = fleet_pool(monkeypatch, client)
     monkeypatch.setattr("flows.engine.remote.ABANDONED_S", 0.0)
-    assert asyncio.run(pool._run(store, key, "inputs", request(tmp_path), None, "label")) is None
+    monkeypatch.setenv("SKILLAB_FLEET_GRACE_S", "1")
+    session = request(tmp_path).model_copy(update={"timeout_s": 0.5})
+    got = asyncio.run(asyncio.wait_for(pool._run(store, key, "inputs", session, None, "label"), 30))
+    if worker == "stuck":
+        assert got is not None and "no result 2s after a worker took it" in got, got
+        assert [(run, state.type.value) for run, state in client.set_states] == [("run-0", "CANCELLING")]
+        return
+    assert got is None
     if worker == "online":
         assert client.set_states == [] and len(client.states) == 1
     elif worker == "raced":
