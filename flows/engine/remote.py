@@ -59,11 +59,12 @@ LOCAL_POLL_S = 0.25
 GRACE_ENV, GRACE_S = "SKILLAB_FLEET_GRACE_S", 180
 #: How long a session may wait for a worker while none of the pool's is online.
 NO_WORKER_ENV, NO_WORKER_S = "SKILLAB_FLEET_NO_WORKER_S", 120
-#: A flow run claimed (Prefect's PENDING) whose container has not begun it this long, its worker no
-#: longer online (killed between its claim and the container's start: nobody will start it), is
-#: cancelled and dispatched again. A container, once started, begins its run in seconds; a worker is
-#: offline three missed heartbeats after its last (90 s at Prefect's default).
-ABANDONED_S = 30.0
+#: A flow run claimed (Prefect's PENDING) whose container has not begun it this long, its worker
+#: unheard as long and no longer online (killed between its claim and the container's start: nobody
+#: will start it), is cancelled and dispatched again. A container begins its run in seconds, under a
+#: test suite's load in up to half a minute; a worker is offline three missed heartbeats after its
+#: last (90 s at Prefect's default, 15 s in the tests).
+ABANDONED_S = 60.0
 #: Flow runs a session may take when each ends before the session starts (its container could not
 #: reach the API to begin, the server restarting): none of them paid for anything.
 DISPATCHES = 3
@@ -377,10 +378,11 @@ def _transient(exc: Exception) -> bool:
     return isinstance(exc, httpx.TransportError | httpx.HTTPStatusError | OSError)
 
 
-def alive(worker: Any, now: datetime) -> bool:
+def alive(worker: Any, now: datetime, patience: float = 0.0) -> bool:
     """A pool's worker (as the API lists it) is online: Prefect's ONLINE, and heard from within
-    Prefect's own window for it (three heartbeat intervals, by default), judged here too: a server
-    without its foreman service (Prefect's temporary server) never marks a silent worker offline."""
+    Prefect's own window for it (three heartbeat intervals, by default), or ``patience`` seconds if
+    longer, judged here too: a server without its foreman service (Prefect's temporary server) never
+    marks a silent worker offline."""
     from prefect.client.schemas.objects import WorkerStatus
     from prefect.settings import get_current_settings
 
@@ -390,15 +392,15 @@ def alive(worker: Any, now: datetime) -> bool:
     return (
         worker.status == WorkerStatus.ONLINE
         and last is not None
-        and (now - last).total_seconds() <= foreman.inactivity_heartbeat_multiple * interval
+        and (now - last).total_seconds() <= max(foreman.inactivity_heartbeat_multiple * interval, patience)
     )
 
 
-async def _online(client: Any, pool: str, name: str | None = None) -> bool:
-    """A worker of the pool is online (``name``: that one)."""
+async def _online(client: Any, pool: str, name: str | None = None, patience: float = 0.0) -> bool:
+    """A worker of the pool is online (``name``: that one; ``patience``: see :func:`alive`)."""
     workers = await client.read_workers_for_work_pool(pool)
     now = datetime.now(UTC)
-    return any(name in (None, w.name) and alive(w, now) for w in workers)
+    return any(name in (None, w.name) and alive(w, now, patience) for w in workers)
 
 
 async def _abandoned(client: Any, run: Any, pool: str, store: Storage, key: str) -> bool | None:
@@ -416,9 +418,10 @@ async def _abandoned(client: Any, run: Any, pool: str, store: Storage, key: str)
 
 async def _worker_gone(client: Any, run: Any, pool: str) -> bool:
     """The worker that claimed ``run`` (Prefect's ``prefect.worker.name`` label; none if it died before
-    giving it) is not online in the pool."""
+    giving it) is not online in the pool, nor heard from in ``ABANDONED_S`` (a busy server's SQLite
+    fails to record heartbeats of live workers for a while: "heartbeat persistence failed")."""
     name = (run.labels or {}).get("prefect.worker.name")
-    return not (name and await _online(client, pool, name))
+    return not (name and await _online(client, pool, name, ABANDONED_S))
 
 
 async def _cancel(client: Any, run_id: Any, why: str = "no result in time", ended: bool = False) -> None:

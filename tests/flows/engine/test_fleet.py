@@ -105,10 +105,12 @@ def test_waiting_runs_start_their_containers_ahead_and_every_run_runs_once(
         remote = run(suite, server.url, "remote", "--fleet-pool", POOL)
     assert comparable(remote) == comparable(local)
     runs = asyncio.run(session_runs(since))
-    assert len(runs) == 12
-    assert all(states.count("RUNNING") == 1 and states[-1] == "COMPLETED" for states, _ in runs.values()), (
-        runs
-    )
+    ran = {run_id: states for run_id, (states, _) in runs.items() if "RUNNING" in states}
+    assert len(ran) == 12
+    assert all(states.count("RUNNING") == 1 and states[-1] == "COMPLETED" for states in ran.values()), runs
+    # any other flow run was never begun: one the parent cancelled as its worker looked gone, and
+    # dispatched again (a worker's heartbeats unrecorded by the busy test server for a minute)
+    assert all(states[-1] == "CANCELLED" for run_id, (states, _) in runs.items() if run_id not in ran), runs
     assert any("was started ahead" in line for _, logs in runs.values() for line in logs)
     deadline = time.monotonic() + 60
     while containers(POOL) and time.monotonic() < deadline:
