@@ -342,7 +342,7 @@ async def _wait(
                 if await asyncio.to_thread(store.exists, result):
                     return None
                 if raced is None or loop.time() > raced:
-                    began = await asyncio.to_thread(store.read_mark, stored(key, STARTED)) == str(run_id)
+                    began = await _began(store, key, run_id)
                     why = f"its flow run ended {state.name} with no result ({state.message or 'no message'})"
                     return Ended(why, unstarted=not began and not state.is_cancelled())
             elif state is not None and (state.is_pending() or state.is_running()):
@@ -410,10 +410,16 @@ async def _abandoned(client: Any, run: Any, pool: str, store: Storage, key: str)
     not to be paid for twice)."""
     if not await _worker_gone(client, run, pool):
         return None
-    if await asyncio.to_thread(store.read_mark, stored(key, STARTED)) == str(run.id):
+    if await _began(store, key, run.id):
         return None
     await _cancel(client, run.id, "its worker went away before the session began", ended=True)
     return not any(state.is_running() for state in await client.read_flow_run_states(run.id))
+
+
+async def _began(store: Storage, key: str, run_id: Any) -> bool:
+    """The session of ``key`` was begun by flow run ``run_id``: its container marked it before it
+    ran it (flows/engine/container_engine.py), so it may have cost."""
+    return await asyncio.to_thread(store.read_mark, stored(key, STARTED)) == str(run_id)
 
 
 async def _worker_gone(client: Any, run: Any, pool: str) -> bool:
