@@ -20,17 +20,18 @@ from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from executors import agent_config
 from executors.agent_config import CONFIG_FILES, HERE
-from executors.base import Executor
+from executors.base import Executor, ExecutorSettings
 from executors.conversation import Conversation, Talking, talks, world_problem
 from executors.egress import Provider, Route, forwarder
 from executors.errors import PermanentError, TransientError, is_transient_status
 from executors.limits import DiskWatch, disk_limit, pids_cgroup
 from executors.parsing import JsonObject, json_lines
 from executors.redaction import redact_file
+from executors.registry import AGENT_CLIS, executor_class, get_executor
 from executors.sandbox import (
     EGRESS_PORT,
     Isolation,
@@ -571,3 +572,23 @@ def usage_of(meta: SessionMeta) -> Usage:
         cache_write_tokens=written,
         cache_read_tokens=read,
     )
+
+
+def agent_cli(name: str) -> type[AgentExecutor]:
+    """The executor class of the agent CLI ``--runner`` names (an InputError otherwise)."""
+    return cast(type[AgentExecutor], executor_class(name, "--runner", agentic=True))
+
+
+def agent_cli_classes() -> tuple[type[AgentExecutor], ...]:
+    """The agent CLIs' executor classes, in the registry's order."""
+    return tuple(agent_cli(name) for name in AGENT_CLIS)
+
+
+async def agent_session(request: AgentRequest, base_url: str | None) -> AgentSession:
+    """One agent session of ``request`` with its runner's CLI (and its simulated user's model)."""
+    executor = get_executor(request.cli, ExecutorSettings(base_url=base_url, timeout_s=request.timeout_s))
+    if not isinstance(executor, AgentExecutor):
+        raise TypeError(f"{request.cli!r} is not an agent CLI executor")
+    user = request.user
+    voice = get_executor(user.executor) if user is not None and user.model is not None else None
+    return await executor.session(request, voice)

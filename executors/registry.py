@@ -3,39 +3,55 @@
 from __future__ import annotations
 
 import difflib
+import importlib
 import threading
+from collections.abc import Iterator, Mapping
 from typing import cast
 
-from executors.agent import AgentExecutor
-from executors.anthropic import AnthropicExecutor
 from executors.base import Executor, ExecutorSettings
-from executors.claude_code import ClaudeCodeExecutor
-from executors.codex_cli import CodexExecutor
-from executors.copilot_cli import CopilotCliExecutor
 from executors.errors import InputError
-from executors.gemini import GeminiExecutor
-from executors.gemini_cli import GeminiCliExecutor
-from executors.local import LocalExecutor
-from executors.openai import OpenAIExecutor
-from executors.opencode import OpenCodeExecutor
-from executors.schema import AgentRequest, AgentSession
 
-EXECUTORS: dict[str, type[Executor]] = {
-    "openai": OpenAIExecutor,
-    "anthropic": AnthropicExecutor,
-    "gemini": GeminiExecutor,
-    "local": LocalExecutor,
+#: Each executor's module and class, imported when first named: a sample run against a model API
+#: imports none of the agent CLIs' (their sandbox, forwarder and conversation: ~30 ms of every
+#: command before its first call).
+PLACES: dict[str, tuple[str, str]] = {
+    "openai": ("executors.openai", "OpenAIExecutor"),
+    "anthropic": ("executors.anthropic", "AnthropicExecutor"),
+    "gemini": ("executors.gemini", "GeminiExecutor"),
+    "local": ("executors.local", "LocalExecutor"),
     # Agent CLIs: agentic mode (`skill`), and sample mode through the CLI.
-    "claude": ClaudeCodeExecutor,
-    "codex": CodexExecutor,
-    "gemini-cli": GeminiCliExecutor,
-    "copilot": CopilotCliExecutor,
-    "opencode": OpenCodeExecutor,
+    "claude": ("executors.claude_code", "ClaudeCodeExecutor"),
+    "codex": ("executors.codex_cli", "CodexExecutor"),
+    "gemini-cli": ("executors.gemini_cli", "GeminiCliExecutor"),
+    "copilot": ("executors.copilot_cli", "CopilotCliExecutor"),
+    "opencode": ("executors.opencode", "OpenCodeExecutor"),
 }
 
-#: The agent CLIs (``--runner``), in the registry's order.
-AGENT_CLIS = tuple(name for name, cls in EXECUTORS.items() if cls.agentic)
-AGENT_CLI_CLASSES = tuple(cls for cls in EXECUTORS.values() if issubclass(cls, AgentExecutor))
+#: The agent CLIs (``--runner``), in the registry's order (a test holds it to the classes' ``agentic``);
+#: their classes: ``executors.agent.agent_cli``.
+AGENT_CLIS = ("claude", "codex", "gemini-cli", "copilot", "opencode")
+
+
+class Registry(Mapping[str, type[Executor]]):
+    """Name -> executor class; a class's module is imported when the name is looked up, never by
+    listing or testing names."""
+
+    def __getitem__(self, name: str) -> type[Executor]:
+        module, cls = PLACES[name]
+        return cast(type[Executor], getattr(importlib.import_module(module), cls))
+
+    def __contains__(self, name: object) -> bool:
+        return name in PLACES
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(PLACES)
+
+    def __len__(self) -> int:
+        return len(PLACES)
+
+
+EXECUTORS: Mapping[str, type[Executor]] = Registry()
+
 
 _instances: dict[tuple[str, ExecutorSettings], Executor] = {}
 _lock = threading.Lock()
@@ -51,16 +67,6 @@ def get_executor(name: str, settings: ExecutorSettings | None = None) -> Executo
         return _instances[key]
 
 
-async def agent_session(request: AgentRequest, base_url: str | None) -> AgentSession:
-    """One agent session of ``request`` with its runner's CLI (and its simulated user's model)."""
-    executor = get_executor(request.cli, ExecutorSettings(base_url=base_url, timeout_s=request.timeout_s))
-    if not isinstance(executor, AgentExecutor):
-        raise TypeError(f"{request.cli!r} is not an agent CLI executor")
-    user = request.user
-    voice = get_executor(user.executor) if user is not None and user.model is not None else None
-    return await executor.session(request, voice)
-
-
 def executor_class(name: str, flag: str, agentic: bool | None = None) -> type[Executor]:
     """The executor class a flag names, or an InputError naming the flag: an unknown name (with the
     closest one), or the wrong kind (``agentic``: an agent CLI or a model API)."""
@@ -71,15 +77,10 @@ def executor_class(name: str, flag: str, agentic: bool | None = None) -> type[Ex
         hint = f" (did you mean {match[0]!r}?)" if match else ""
         raise InputError(f"{flag}: unknown executor {name!r}{hint}; choose from {', '.join(names)}")
     if agentic is not None and EXECUTORS[name].agentic != agentic:
-        kinds = AGENT_CLIS if agentic else tuple(n for n, cls in EXECUTORS.items() if not cls.agentic)
+        kinds = AGENT_CLIS if agentic else tuple(n for n in EXECUTORS if n not in AGENT_CLIS)
         kind = "an agent CLI" if agentic else "a model API"
         raise InputError(f"{flag}: {name!r} is not {kind} ({', '.join(kinds)})")
     return EXECUTORS[name]
-
-
-def agent_cli(name: str) -> type[AgentExecutor]:
-    """The executor class of the agent CLI ``--runner`` names (an InputError otherwise)."""
-    return cast(type[AgentExecutor], executor_class(name, "--runner", agentic=True))
 
 
 def usable_executor(

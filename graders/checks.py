@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import re
 import shutil
 from collections.abc import Iterator
@@ -22,10 +23,9 @@ from pathlib import Path
 
 import yaml
 
-from executors.agent import find_binary
+from executors.agent import agent_cli_classes, find_binary
 from executors.conversation import ASK_TOOL
 from executors.parsing import load_json, load_yaml
-from executors.registry import AGENT_CLI_CLASSES
 from executors.sandbox import Isolation, executable_paths, host_env, require, run_sandboxed
 from executors.schema import AgentSession
 from executors.workspace import session_root
@@ -52,12 +52,20 @@ ALIASES = {
     "bash": "shell",
     "sh": "shell",
 }
-SKIP_DIRS = {
-    "node_modules",
-    "__pycache__",
-    ".git",
-    *(d for cli in AGENT_CLI_CLASSES for d in cli.workspace_dirs),
-}
+
+
+@functools.cache
+def skip_dirs() -> frozenset[str]:
+    """Folders no check reads: packages, caches, and the agent CLIs' own (asked of their executors
+    when first needed: a sample run imports no agent CLI's module)."""
+    return frozenset(
+        {
+            "node_modules",
+            "__pycache__",
+            ".git",
+            *(d for cli in agent_cli_classes() for d in cli.workspace_dirs),
+        }
+    )
 
 
 def sandbox_files(sandbox: Path) -> list[Path]:
@@ -66,7 +74,7 @@ def sandbox_files(sandbox: Path) -> list[Path]:
     return sorted(
         p
         for p in sandbox.rglob("*")
-        if not SKIP_DIRS & set(p.relative_to(sandbox).parts)
+        if not skip_dirs() & set(p.relative_to(sandbox).parts)
         and p.is_file()
         and p.resolve().is_relative_to(root)
     )

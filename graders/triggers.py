@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from pathlib import Path
 
-from executors.registry import AGENT_CLI_CLASSES
+from executors.agent import agent_cli_classes
 from executors.schema import AgentEvent, AgentSession, Frozen, SkillListing
 from executors.skill_md import read_skill_md
 
@@ -110,7 +110,7 @@ def turns(events: Sequence[AgentEvent]) -> list[int]:
 
 def _invoked(event: AgentEvent) -> list[str]:
     """What a skill-loading tool call names, whichever CLI's tool it is."""
-    return next((names for cli in AGENT_CLI_CLASSES if (names := cli.invoked_skills(event))), [])
+    return next((names for cli in agent_cli_classes() if (names := cli.invoked_skills(event))), [])
 
 
 def firings(events: Sequence[AgentEvent], candidates: Iterable[str] = ()) -> list[Firing]:

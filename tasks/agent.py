@@ -8,7 +8,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from executors.registry import agent_session
+from executors.agent import agent_session
 from executors.sandbox import Isolation
 from executors.schema import AgentRequest, AgentSession
 from graders.agent_task import AgentTask

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
-import importlib.metadata
 import json
 import os
 import secrets
@@ -439,7 +438,9 @@ def wait_healthy(record: ServerRecord, meanwhile: Callable[[], object] | None = 
 def template_path() -> Path:
     """The set-up's migrated, empty Prefect database, one per installed Prefect version (the server
     process seeds a new database from it, see prefect_server.seed_database)."""
-    return Path(sys.prefix) / "share" / "skillab" / f"prefect-{importlib.metadata.version('prefect')}.db"
+    from importlib.metadata import version
+
+    return Path(sys.prefix) / "share" / "skillab" / f"prefect-{version('prefect')}.db"
 
 
 #: What a server does at its first start after the migrations, done once into the template.

@@ -30,10 +30,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from executors.agent import agent_session
 from executors.egress import forwarder
 from executors.lean_httpx import httpx
 from executors.parsing import JsonObject
-from executors.registry import agent_session
 from executors.schema import AgentRequest, SessionStatus
 from flows.engine.api_gate import credential_headers
 from flows.engine.container_net import isolated, route

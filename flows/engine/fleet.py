@@ -20,8 +20,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from executors.agent import agent_cli
 from executors.egress import PROVIDERS, Provider, forwarder
-from executors.registry import agent_cli
 from flows.engine.runlog import run_logger
 
 PREFIX = "skillab-sessions"

@@ -67,6 +67,8 @@ LAZY_WHAT = {
     "flows.modes.sample.report": "the half of a sample run after its calls, prefetched while they are out",
     "tasks.stats": "numpy, scipy and pandas (0.7 s): when a run gets to its figures",
     "tasks.agent": "the agent-session task, its executors and sandbox (0.1 s): runs that start sessions",
+    "executors.egress": "the sessions' forwarder and its HTTP parser (h11, 10 ms): a custom check's sandbox "
+    "needs neither",
     "flows.inputs.suites.plugin_eval": "a Claude Code plugin eval suite's reader: only for such a suite",
     "numpy": "numerical arrays, for one grader and the statistics",
     "scipy": "statistics beyond tasks.stats.distributions",

@@ -11,13 +11,13 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from executors.agent import find_binary
+from executors.agent import agent_cli, agent_cli_classes, find_binary
 from executors.contents import inspect_tree
 from executors.conversation import world_problem
 from executors.errors import InputError
 from executors.parsing import JsonObject, load_json
 from executors.plugin import MANIFEST, Plugin, looks_like_plugin, read_plugin, runner_problem
-from executors.registry import AGENT_CLI_CLASSES, AGENT_CLIS, EXECUTORS, agent_cli
+from executors.registry import AGENT_CLIS, EXECUTORS
 from executors.schema import one_line
 from executors.skill_md import read_skill_md
 from executors.versions import installed_version
@@ -38,7 +38,9 @@ from graders.leakage import ARTIFACT_WORDS, case_leaks
 CONFIG_NAME = "config.yml"
 RUNNER_MODEL_HELP = (
     "model of the agent; with several runners one for all or runner=MODEL pairs (default: the "
-    "runner's own: {})".format(", ".join(f"{cls.default_model} for {cls.name}" for cls in AGENT_CLI_CLASSES))
+    "runner's own: {})".format(
+        ", ".join(f"{cls.default_model} for {cls.name}" for cls in agent_cli_classes())
+    )
 )
 BASE_URL_HELP = (
     "the runner's API endpoint (e.g. a local model server); with several runners one for all or "

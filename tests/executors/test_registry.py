@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from executors.agent import AgentExecutor
+from executors.agent import AgentExecutor, agent_cli, agent_cli_classes
 from executors.base import HttpExecutor
 from executors.egress import Provider
 from executors.errors import InputError
-from executors.registry import AGENT_CLIS, EXECUTORS, agent_cli
+from executors.registry import AGENT_CLIS, EXECUTORS
 
 #: What every agent CLI must declare (no default on AgentExecutor).
 AGENT_FIELDS = (
@@ -45,6 +45,9 @@ def test_every_executor_declares_what_the_code_asks(name: str) -> None:
 
 def test_agent_clis_come_from_the_registry() -> None:
     assert {"claude", "codex", "gemini-cli", "copilot", "opencode"} <= set(AGENT_CLIS)
+    # the names the registry lists without importing a module are its classes' own word
+    assert tuple(name for name, cls in EXECUTORS.items() if cls.agentic) == AGENT_CLIS
+    assert all(issubclass(cls, AgentExecutor) for cls in agent_cli_classes())
     assert agent_cli("codex").binary == "codex"
     unknown = r"--runner: unknown executor 'gemini-clj' \(did you mean 'gemini-cli'\?\)"
     with pytest.raises(InputError, match=unknown):
@@ -63,3 +66,20 @@ def test_every_agent_cli_says_what_it_reads_as_configuration() -> None:
         cls = EXECUTORS[cli]
         assert issubclass(cls, AgentExecutor)
         assert cls.skills_home[0] in paths  # its own skills folder: installed by skillab alone
+
+
+def test_a_sample_run_imports_no_agent_cli() -> None:
+    """Naming executors, testing a name and validating samples import no agent CLI's module: ~30 ms
+    of every sample command before its first call."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, flows.cli.command, flows.cli.main, flows.modes.sample.cli\n"
+        "from executors.registry import EXECUTORS\n"
+        "assert 'claude' in EXECUTORS and EXECUTORS['openai'].name == 'openai'\n"
+        "print(sorted(m for m in sys.modules if m in {'executors.agent', 'executors.egress', "
+        "'graders.checks', 'graders.agent_task', 'graders.plugin_eval', 'h11'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

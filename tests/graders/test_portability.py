@@ -6,13 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from executors.agent import AgentExecutor
-from executors.registry import AGENT_CLI_CLASSES
+from executors.agent import AgentExecutor, agent_cli_classes
 from executors.schema import ListingState
 from executors.support import CLAUDE_SUPPORT, CODEX_SUPPORT, COPILOT_SUPPORT, GEMINI_SUPPORT, ListingRule
 from graders.portability import Finding, lint_skill
 
-AGENTS = [(c.name, c.support) for c in AGENT_CLI_CLASSES]
+AGENTS = [(c.name, c.support) for c in agent_cli_classes()]
 SKILL = """---
 name: notes
 description: Writes notebooks. Use when the user wants one.
@@ -58,7 +57,7 @@ def test_each_construct_is_flagged_on_the_agents_that_lack_it_with_its_line(tmp_
     )
     # a file the body refers to that the folder lacks breaks everywhere; those it holds do not
     missing = [f for f in findings if f.what == "reference.md"]
-    assert {f.agent for f in missing} == {c.name for c in AGENT_CLI_CLASSES} and missing[0].line == 10
+    assert {f.agent for f in missing} == {c.name for c in agent_cli_classes()} and missing[0].line == 10
     assert not [f for f in findings if f.what in ("scripts/go.sh", "other.md")]
     assert not [
         f for f in findings if f.agent == "claude" and f.severity == "breaks" and f.what != "reference.md"
@@ -109,7 +108,7 @@ def test_each_cli_listing_rule() -> None:
     assert copilot["big"] == ListingState.ABSENT and list(copilot.values()).count(ListingState.FULL) == 15
 
 
-@pytest.mark.parametrize("cls", AGENT_CLI_CLASSES, ids=lambda c: c.name)
+@pytest.mark.parametrize("cls", agent_cli_classes(), ids=lambda c: c.name)
 def test_every_agent_cli_states_its_support(cls: type[AgentExecutor]) -> None:
     support = cls.support
     assert support.listing is not None and "name" in support.fields and "description" in support.fields

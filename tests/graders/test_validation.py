@@ -133,7 +133,7 @@ def test_a_task_s_checks_on_its_reference_solution_and_its_untouched_start(
 
 def test_broken_checks_are_taken_out_of_the_task(tmp_path: Path) -> None:
     from graders.agent_task import parse_task
-    from graders.validation import tasks_without_broken, validate_tasks
+    from graders.task_validation import tasks_without_broken, validate_tasks
 
     (tmp_path / "references" / "task-01").mkdir(parents=True)
     (tmp_path / "references" / "task-01" / "calc.py").write_text("def add(a, b):\n    return a + b\n")
@@ -149,7 +149,7 @@ def test_checks_see_on_the_reference_the_paths_a_session_works_in(tmp_path: Path
     the start where the baseline works), below a run root of the same shape."""
     from flows.modes.agentic.plan import plan_sessions
     from graders.agent_task import parse_task
-    from graders.validation import validate_tasks
+    from graders.task_validation import validate_tasks
 
     (tmp_path / "references" / "task-02").mkdir(parents=True)
     (tmp_path / "references" / "task-02" / "calc.py").write_text("def add(a, b):\n    return a + b\n")

@@ -90,7 +90,8 @@ def checked_run_inputs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
 
 def check_runner(runner: str, version: str | None, tasks: list[Any]) -> None:
     """Whether ``runner`` (``version`` installed) can run these cases (exit 2 otherwise)."""
-    from executors.registry import AGENT_CLIS, agent_cli, usable_executor
+    from executors.agent import agent_cli
+    from executors.registry import AGENT_CLIS, usable_executor
 
     if "plugin-eval" not in agent_cli(runner).features and any(t.plugin_case for t in tasks):
         able = ", ".join(n for n in AGENT_CLIS if "plugin-eval" in agent_cli(n).features)
@@ -114,8 +115,8 @@ def print_skill_plan(config: Any, skill: Any, tasks: list[Any]) -> tuple[int, fl
     """--dry-run: the sessions each case runs, on which model, with how many turns, and an upper
     bound of tokens and dollars (every session using every turn), judge calls aside. Returns the
     sessions, that bound, and the models with no price."""
+    from executors.agent import agent_cli
     from executors.pricing import PriceTable
-    from executors.registry import agent_cli
     from flows.modes.agentic.plan import runs_of, single_arm
     from flows.modes.agentic.portability import forecast_lines
 
@@ -388,7 +389,7 @@ def cmd_skill_validate(args: argparse.Namespace, command: Command) -> int:
     from flows.cli.validate import print_findings
     from flows.inputs.skill_config import load_tasks
     from flows.modes.agentic.plan import check_folders
-    from graders.validation import reference_of, validate_tasks
+    from graders.task_validation import reference_of, validate_tasks
 
     folder = Path(args.tasks)
     tasks, _ = load_tasks(folder)

@@ -18,12 +18,12 @@ from typing import Any
 from prefect import flow
 from prefect.states import Completed, Failed
 
-from executors.agent import read_events, usage_of
+from executors.agent import agent_cli, read_events, usage_of
 from executors.base import HttpExecutor
 from executors.contents import archive_tree
 from executors.conversation import conversation_text
 from executors.plugin import Plugin
-from executors.registry import agent_cli, close_all, usable_executor
+from executors.registry import close_all, usable_executor
 from executors.sandbox import Isolation, checked_isolation
 from executors.schema import AgentRequest, AgentSession, RunResult
 from executors.workspace import claim, release, sweep
@@ -87,7 +87,8 @@ from graders.grades import CheckResults, GradeStatus, SessionGrade
 from graders.plugin_eval import PluginCase
 from graders.plugin_grading import RunEvidence
 from graders.schema import Grade
-from graders.validation import broken_notices, tasks_without_broken, validate_tasks
+from graders.task_validation import tasks_without_broken, validate_tasks
+from graders.validation import broken_notices
 from tasks.agent import check_sandbox
 from tasks.context import current
 from tasks.schema import Arm, CallPolicy, Record, RunStats, UnitKind

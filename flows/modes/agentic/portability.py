@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from executors.agent import agent_cli_classes
 from executors.errors import InputError
-from executors.registry import AGENT_CLI_CLASSES
 from executors.schema import ListingState
 from flows.inputs.skill_config import Skill
 from flows.modes.agentic.model import AgenticReport
@@ -34,7 +34,7 @@ PLUGIN_PARTS: tuple[tuple[str, Severity], ...] = (
 def skill_findings(skill: Skill) -> list[Finding]:
     """The lint of the artifact on every agent CLI: its SKILL.md, or each skill of a plugin (named),
     and a plugin's other parts on the CLIs that load its skills alone."""
-    every = [(cls.name, cls.support) for cls in AGENT_CLI_CLASSES]
+    every = [(cls.name, cls.support) for cls in agent_cli_classes()]
     plugin = skill.plugin
     if plugin is None:
         return lint_skill(skill.path, every)
@@ -43,7 +43,7 @@ def skill_findings(skill: Skill) -> list[Finding]:
         for name, folder in plugin.skill_dirs().items()
         for f in lint_skill(folder, every)
     ]
-    for cls in AGENT_CLI_CLASSES:
+    for cls in agent_cli_classes():
         if cls.loads_plugins:
             continue
         for part, severity in PLUGIN_PARTS:
@@ -63,7 +63,7 @@ def listed(skill: Skill) -> dict[str, str]:
         named = [(n, Skill(n, folder).description) for n, folder in plugin.skill_dirs().items()]
     order = list(ListingState)  # full, truncated, dropped, absent: later is worse
     out = {}
-    for cls in AGENT_CLI_CLASSES:
+    for cls in agent_cli_classes():
         states = cls.support.listing.states(named, None).values()
         out[cls.name] = str(max(states, key=order.index)) if states else str(ListingState.ABSENT)
     return out
@@ -98,7 +98,7 @@ def certificate(
 ) -> Portability:
     """One line per agent CLI: portable, breaks (why), or not measured (with the lint's forecast)."""
     lines = []
-    for cls in AGENT_CLI_CLASSES:
+    for cls in agent_cli_classes():
         own = [f for f in findings if f.agent == cls.name]
         breaking = [f.text for f in own if f.severity == "breaks"]
         state = listing.get(cls.name)
@@ -157,7 +157,7 @@ def forecast_lines(skill: Skill, runners: Sequence[str]) -> list[str]:
     """Before any session (a dry run's plan): each agent CLI's modelled listing of the skill and
     what the lint finds breaking it there; the agents this run measures first."""
     findings, listing = skill_findings(skill), listed(skill)
-    names = [*runners, *(c.name for c in AGENT_CLI_CLASSES if c.name not in runners)]
+    names = [*runners, *(c.name for c in agent_cli_classes() if c.name not in runners)]
     out = []
     for name in names:
         breaking = [f.text.split(": ", 1)[1] for f in findings if f.agent == name and f.severity == "breaks"]
@@ -170,7 +170,7 @@ def forecast_lines(skill: Skill, runners: Sequence[str]) -> list[str]:
 def portability_warnings(skill: Skill, runners: Sequence[str], required: Sequence[str]) -> list[str]:
     """Before the run: --require-portable's names checked (an InputError for one that is no agent CLI),
     and what the lint finds breaking the skill on the agents this run measures."""
-    known = [c.name for c in AGENT_CLI_CLASSES]
+    known = [c.name for c in agent_cli_classes()]
     unknown = [a for a in required if a not in known]
     if unknown:
         raise InputError(f"--require-portable: {unknown[0]!r} is no agent CLI ({', '.join(known)})")

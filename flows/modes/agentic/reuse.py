@@ -18,10 +18,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from executors.agent import agent_cli
 from executors.contents import archive_tree, copy_tree, tree_digest
 from executors.errors import InputError
 from executors.parsing import load_json
-from executors.registry import agent_cli
 from executors.schema import AgentRequest, AgentSession
 from flows.modes.agentic.plan import Session
 from tasks.schema import Arm

@@ -13,11 +13,12 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from executors.agent import agent_cli
 from executors.base import ExecutorSettings
 from executors.errors import ExecutorError, InputError
 from executors.listing import CHARS_PER_TOKEN, CLAUDE_OWN_LISTING_CHARS, claude_budget
 from executors.pricing import PriceTable
-from executors.registry import agent_cli, usable_executor
+from executors.registry import usable_executor
 from executors.schema import RunRequest
 from flows.cli.codes import EXIT_FAIL, EXIT_OK
 from flows.cli.command import Command

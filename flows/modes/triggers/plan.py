@@ -17,9 +17,10 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from executors.agent import agent_cli
 from executors.errors import InputError
 from executors.parsing import load_json
-from executors.registry import AGENT_CLIS, agent_cli
+from executors.registry import AGENT_CLIS
 from executors.sandbox import Isolation, checked_isolation
 from flows.inputs.environment import Environment, snapshot
 from flows.inputs.files import options_file, writable_folder
