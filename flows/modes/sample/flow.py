@@ -24,7 +24,7 @@ from executors.schema import RunResult
 from flows.engine.gc import lean_gc
 from flows.engine.prefetch import prefetch
 from flows.engine.progress import LogTarget, Progress
-from flows.engine.runlog import add_tags, outcome_tag, run_logger, tag_flow_run
+from flows.engine.runlog import outcome_tag, run_logger, tag_flow_run
 from flows.engine.runner import Executed, UnitRunner, unwalked
 from flows.inputs.options import BenchOptions
 from flows.modes.sample.estimate import estimate, plan_line
@@ -200,48 +200,56 @@ async def sample_bench(options: BenchOptions, cwd: str = ".", show_progress: boo
     log.info(plan_line(prepared, estimate(prepared)))
     try:
         executed = await run_units(prepared, Path(cwd), show_progress=show_progress, log=log)
-        from flows.modes.sample.report import finish, log_outcome, publish_artifacts
+        from flows.modes.sample.report import deliver, finish, log_outcome
 
         # Frozen: what the calls left (every record), which each collection among the report's new
         # objects would re-scan (~0.19 s of collections after the last reply at 10,000 units).
         with lean_gc():
-            outcome = await finish(prepared, executed)  # pairwise judging and the diagnosis still call models
+            report = await finish(prepared, executed)  # pairwise judging and the diagnosis still call models
     finally:
         await close_all()  # connection pools belong to this flow run's event loop
-    state, word = final_state(options, outcome)  # before the UI's share: the report is what the command needs
-    await asyncio.gather(add_tags(outcome_tag(word)), publish_artifacts(outcome))
+    failure, word = run_end(options, report)
+    with lean_gc():
+        outcome = await deliver(report, prepared, outcome_tag(word))
     log_outcome(log, outcome)
-    return state
+    return final_state(failure, outcome)
 
 
-def final_state(options: BenchOptions, outcome: Any) -> tuple[State, str]:
-    """Completed, its message the verdicts; Failed (a state, not an exception: no traceback on the
-    terminal or in the run's log) when nothing was measured, the suite regressed against its
-    previous run (its message stating the drop), or --require-valid and the report is not
-    certified; and the outcome in a word or two, for the run's outcome tag (the states keep
-    Prefect's names: its filters count by them). The report is written either way."""
-    from flows.report.build import RunOutcome
+#: Why a finished run's flow run ends Failed: its error's kind and message.
+Failure = tuple[type[FailedBench], str]
+
+
+def run_end(options: BenchOptions, report: Any) -> tuple[Failure | None, str]:
+    """Why the flow run ends Failed, if it does: nothing was measured, the suite regressed against
+    its previous run (the message states the drop), or --require-valid and the report is not
+    certified; and the outcome in a word or two, for the run's outcome tag."""
     from flows.report.gates import unmeasured
-    from flows.report.logtext import night_outcome, outcome_name, regression_outcome, state_message
+    from flows.report.logtext import night_outcome, outcome_name, regression_outcome
     from flows.report.validity import require_valid_failures
 
-    report, path = outcome.report, str(outcome.path)
     regression = report.regression
-    failed: FailedBench | None = None
     # what the night found names its outcome (a drop of unchanged artifacts in a changed world)
     world = night_outcome(report) == "the world changed"
     if idle := unmeasured(report):
-        failed, name = NothingMeasuredError("; ".join(idle), path), "Errors"
-    elif regression and regression.regressed:
-        failed, name = (
-            RegressionError(regression_outcome(report), path),
-            "World changed" if world else "Regressed",
-        )
-    elif options.require_valid and (invalid := require_valid_failures(report)):
-        failed, name = NotCertifiedError("; ".join(invalid), path), "Not certified"
-    if failed is not None:
-        return Failed(message=str(failed), data=current().keep(failed)), name
-    result = current().keep(RunOutcome(id=report.id, report_path=str(outcome.path) if outcome.path else None))
-    return Completed(message=state_message(report), data=result), "World changed" if world else outcome_name(
-        report
-    )
+        return (NothingMeasuredError, "; ".join(idle)), "Errors"
+    if regression and regression.regressed:
+        return (RegressionError, regression_outcome(report)), "World changed" if world else "Regressed"
+    if options.require_valid and (invalid := require_valid_failures(report)):
+        return (NotCertifiedError, "; ".join(invalid)), "Not certified"
+    return None, "World changed" if world else outcome_name(report)
+
+
+def final_state(failure: Failure | None, outcome: Any) -> State:
+    """Completed, its message the verdicts; Failed for ``failure`` (a state, not an exception: no
+    traceback on the terminal or in the run's log). The states keep Prefect's names: its filters
+    count by them. The report is written either way."""
+    from flows.report.build import RunOutcome
+    from flows.report.logtext import state_message
+
+    path = str(outcome.path) if outcome.path else None
+    if failure is not None:
+        kind, message = failure
+        failed = kind(message, str(outcome.path))
+        return Failed(message=str(failed), data=current().keep(failed))
+    result = current().keep(RunOutcome(id=outcome.report.id, report_path=path))
+    return Completed(message=state_message(outcome.report), data=result)

@@ -25,7 +25,7 @@ from prefect.runtime import flow_run
 from executors.errors import warn
 from flows.engine import team_history
 from flows.engine.progress import LogTarget
-from flows.engine.runlog import flow_run_page
+from flows.engine.runlog import add_tags, flow_run_page
 from flows.engine.runner import Executed, unwalked
 from flows.modes.sample.build import blind_labels, build_report, relabel
 from flows.modes.sample.control import keep_known_good
@@ -55,8 +55,8 @@ class Outcome:
     path: Path | None
 
 
-async def finish(prepared: Prepared, executed: Executed) -> Outcome:
-    """The report of a run, explained, compared with the suite's previous run when named, written out."""
+async def finish(prepared: Prepared, executed: Executed) -> SampleReport:
+    """The report of a run, explained, compared with the suite's previous run when named, certified."""
     report, labels = await assemble(prepared, executed)
     if executed.shard_runs:
         report.meta.shards = executed.shard_runs
@@ -70,11 +70,30 @@ async def finish(prepared: Prepared, executed: Executed) -> Outcome:
     report.validity = certify(report, prepared.options.max_error_rate, graders, prepared.leaks)
     # the report pages link back to the run's UI page
     report.meta.prefect_flow_run = flow_run_page(flow_run.id)
+    return report
+
+
+async def deliver(report: SampleReport, prepared: Prepared, tag: str) -> Outcome:
+    """The report's files, and the Prefect UI's share: the run's outcome ``tag``, the artifacts and the
+    HTML page. The UI's share is mostly the server's time (at a run's end it is still recording the
+    units' task runs): the tag and the summary are under way while a thread writes the report."""
+    shown = asyncio.gather(add_tags(tag), *summary_artifacts(report))
+    try:
+        outcome = Outcome(report, await asyncio.to_thread(write_report, report, prepared))
+        await publish_page(outcome)
+    finally:
+        await shown
+    return outcome
+
+
+def write_report(report: SampleReport, prepared: Prepared) -> Path:
+    """The report JSON and the CI files, the suite's known-good run, the team's shared history."""
     path = write_outputs(report, prepared)
     keep_known_good(prepared, report)
+    suite, shared = prepared.options.suite, prepared.options.history_url
     if suite and shared:
-        await asyncio.to_thread(team_history.mirror, "push", shared, suite, path)
-    return Outcome(report, path)
+        team_history.mirror("push", shared, suite, path)
+    return path
 
 
 async def assemble(prepared: Prepared, executed: Executed) -> tuple[SampleReport, dict[str, str]]:
@@ -213,12 +232,8 @@ def artifact_key(report: SampleReport) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", (report.meta.suite or "skillab").lower()).strip("-") or "skillab"
 
 
-async def publish_artifacts(outcome: Outcome) -> None:
-    """What the Prefect UI shows without opening a file: summary and verdict, per-variant table, a link;
-    and the report's HTML page beside its JSON. The calls are independent: sent together, one round
-    trip instead of four, and under way while a thread renders the page (at the end of a run the
-    server is still busy with the units' events, so each round trip waits)."""
-    report = outcome.report
+def summary_artifacts(report: SampleReport) -> list[Awaitable[Any]]:
+    """What the Prefect UI shows without opening a file: summary and verdict, per-variant table."""
     key = artifact_key(report)
     table = [
         {
@@ -233,39 +248,46 @@ async def publish_artifacts(outcome: Outcome) -> None:
         }
         for name, s in report.summary.items()
     ]
-    calls: list[Awaitable[Any]] = [
+    return [
         acreate_markdown_artifact(
             markdown=summary_markdown(report), key=f"{key}-summary", description=f"skillab report {report.id}"
         ),
         acreate_table_artifact(table=table, key=f"{key}-variants", description="per-variant figures"),
     ]
-    if outcome.path is not None:
-        html = outcome.path.with_suffix(".html")
-        run_url, *suite_url = page_urls(report, report_port())
+
+
+async def publish_page(outcome: Outcome) -> None:
+    """The report's HTML page beside its JSON, and the UI's links to it (sent while a thread renders
+    the page: each round trip waits on the server)."""
+    report = outcome.report
+    if outcome.path is None:
+        return
+    key = artifact_key(report)
+    html = outcome.path.with_suffix(".html")
+    run_url, *suite_url = page_urls(report, report_port())
+    calls = [
+        acreate_link_artifact(
+            link=run_url,
+            link_text=(
+                f"report {report.id}: the link answers while the report server runs "
+                f"(python -m flows.bench report); the same page as a file: {html}"
+            ),
+            key=f"{key}-report",
+        )
+    ]
+    if suite_url:
         calls.append(
             acreate_link_artifact(
-                link=run_url,
+                link=suite_url[0],
                 link_text=(
-                    f"report {report.id}: the link answers while the report server runs "
-                    f"(python -m flows.bench report); the same page as a file: {html}"
+                    f"suite {report.meta.suite}: the trend over its runs (the link answers while "
+                    "python -m flows.bench report runs)"
                 ),
-                key=f"{key}-report",
+                key=f"{key}-suite",
             )
         )
-        if suite_url:
-            calls.append(
-                acreate_link_artifact(
-                    link=suite_url[0],
-                    link_text=(
-                        f"suite {report.meta.suite}: the trend over its runs (the link answers while "
-                        "python -m flows.bench report runs)"
-                    ),
-                    key=f"{key}-suite",
-                )
-            )
     sent = asyncio.gather(*calls)
     try:
-        if outcome.path is not None:
-            await asyncio.to_thread(atomic_write_chunks, html, export_pieces(report))
+        await asyncio.to_thread(atomic_write_chunks, html, export_pieces(report))
     finally:
         await sent
