@@ -165,7 +165,15 @@ class RunResult(Frozen):
     _clamped = field_validator("cost_usd", mode="before")(not_negative)
 
 
-class InstalledSkill(Frozen):
+class Session(Frozen):
+    """The base of an agent session's parts: built at first use, not at import (~12 ms of every
+    command before its first call; a sample run never builds them). pydantic from 2.14 builds a
+    deferred model under a lock: sessions in threads may first use one at once."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+class InstalledSkill(Session):
     """A skill copied into the sandbox under ``name``, the name the CLI lists it by."""
 
     name: str = Field(description="folder name, which is the name the CLI lists")
@@ -201,7 +209,7 @@ def _regex(value: str, what: str) -> str:
     return value
 
 
-class Reply(Frozen):
+class Reply(Session):
     """What the user says to a question that matches ``when`` (a regular expression, any case)."""
 
     when: str
@@ -213,7 +221,7 @@ class Reply(Frozen):
         return self
 
 
-class SimulatedUser(Frozen):
+class SimulatedUser(Session):
     """Who the agent talks to: what they want, the facts only they hold (a fact is told when a
     question names its key), scripted replies (first match wins), what they say otherwise, and
     how many times they answer before they leave."""
@@ -243,7 +251,7 @@ class SimulatedUser(Frozen):
         return " ".join(told) if told else self.default
 
 
-class PermissionRule(Frozen):
+class PermissionRule(Session):
     """A decision for the tools ``tool`` names (a glob: ``Bash``, ``mcp__*``), when ``when`` (a
     regular expression) is found in the call's input as JSON, or always."""
 
@@ -264,7 +272,7 @@ class PermissionRule(Frozen):
         return self.when is None or re.search(self.when, called, re.I) is not None
 
 
-class PermissionPolicy(Frozen):
+class PermissionPolicy(Session):
     """How a case's permission prompts are answered: the first rule that applies, else ``default``;
     ``ask`` puts the question to the simulated user (no user: denied)."""
 
@@ -275,7 +283,7 @@ class PermissionPolicy(Frozen):
         return next((r.decision for r in self.rules if r.applies(tool, given)), self.default)
 
 
-class Utterance(Frozen):
+class Utterance(Session):
     """One exchange of a conversation, in order: who said it, and what."""
 
     who: Literal["user", "agent", "policy"]
@@ -295,7 +303,7 @@ def mcp_name(value: str, what: str) -> str:
     return value
 
 
-class McpResponse(Frozen):
+class McpResponse(Session):
     """A stand-in tool's answer: to calls whose arguments equal every ``when`` (none: any call); its
     text may name them as ``{{input.<name>}}``; ``error``: a failed tool call."""
 
@@ -304,7 +312,7 @@ class McpResponse(Frozen):
     error: bool = False
 
 
-class McpTool(Frozen):
+class McpTool(Session):
     """A tool of an MCP stand-in, answered from its responses (the first that matches)."""
 
     name: OneLine
@@ -318,7 +326,7 @@ class McpTool(Frozen):
         return self
 
 
-class McpRecord(Frozen):
+class McpRecord(Session):
     """The real MCP server a stand-in records from, once, under ``--mocks record``: a stdio command
     the stand-in starts inside the session's sandbox, in a copy of ``folder`` (a folder beside the
     task files, under the copy rules) when one is named. Later runs replay what it answered."""
@@ -328,7 +336,7 @@ class McpRecord(Frozen):
     folder: str | None = Field(default=None, description="its files: a folder beside the task files")
 
 
-class McpServer(Frozen):
+class McpServer(Session):
     """An MCP server a case's sessions meet, played by skillab (executors.mcp_standin) in each
     session's sandbox: no real server, nothing of the host; or, under ``--mocks record`` only, a real
     one the stand-in relays to and records."""
@@ -356,7 +364,7 @@ def mcp_servers(value: dict[str, McpServer] | None) -> dict[str, McpServer] | No
     return value
 
 
-class AgentRequest(Frozen):
+class AgentRequest(Session):
     """One headless agent session in its own sandbox."""
 
     cli: str = Field(description="claude | codex | gemini")
@@ -437,7 +445,7 @@ class AgentRequest(Frozen):
     )
 
 
-class AgentEvent(Frozen):
+class AgentEvent(Session):
     """One step of a session in the model shared by the three CLIs."""
 
     kind: str = Field(description="init | text | tool_use | tool_result | error | result")
@@ -456,13 +464,13 @@ class ListingState(StrEnum):
     ABSENT = "absent"  # not in the listing at all
 
 
-class ListedSkill(Frozen):
+class ListedSkill(Session):
     name: str
     state: ListingState
     chars: int  # of its description as listed
 
 
-class SkillListing(Frozen):
+class SkillListing(Session):
     """One session's skill listing as the model received it (descriptions are not kept: only how much
     of each arrived)."""
 
@@ -485,7 +493,7 @@ class SessionMeta(BaseModel):
     keeps it: typed where skillab reads a figure, the rest of what a CLI says kept as it came (extra
     keys). A value of the wrong shape from a CLI is dropped, never a failed parse."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(frozen=True, extra="allow", defer_build=True)  # as Session's
 
     session_id: str | None = None
     model: str | None = Field(default=None, description="the model the responses named, else the CLI's")
@@ -516,7 +524,7 @@ class SessionMeta(BaseModel):
             return field.get_default(call_default_factory=True)
 
 
-class AgentSession(Frozen):
+class AgentSession(Session):
     """A parsed session; ``ok`` only when ``status`` is SUCCESS."""
 
     ok: bool
