@@ -40,17 +40,28 @@ class Outputs:
         self._abandoned = abandon
         self._queue.put(None)
 
-    def grade_all(self) -> dict[str, list[AssertionResult]]:
+    def grade_all(self) -> Graded:
         graded = {}
         while not self._abandoned and (item := self._queue.get()) is not None:
             key, sample, result = item
             graded[key] = grade_one(sample, result)
-        return graded
+        return Graded(graded)
+
+
+class Graded:
+    """Each output's assertion results, by unit key. One object to Prefect: a task's dict result has
+    each of its keys and values linked to the task run's state (8-18 ms at 1,000 units, after the
+    last reply)."""
+
+    __slots__ = ("__weakref__", "by_key")
+
+    def __init__(self, by_key: dict[str, list[AssertionResult]]) -> None:
+        self.by_key = by_key
 
 
 @task(name="grade-outputs", task_run_name="grade outputs", cache_policy=NO_CACHE, persist_result=False)
-async def grade_outputs(outputs: Outputs) -> dict[str, list[AssertionResult]]:
+async def grade_outputs(outputs: Outputs) -> Graded:
     """One task for the run's outputs, running while they come (a task run costs ~10 ms, an
-    assertion microseconds): each output's assertion results, by unit key, once ``outputs`` is closed.
-    Async, as ``aggregate_results`` is, for the flow's Prefect client."""
+    assertion microseconds): each output's assertion results once ``outputs`` is closed. Async, as
+    ``aggregate_results`` is, for the flow's Prefect client."""
     return await asyncio.to_thread(outputs.grade_all)

@@ -31,7 +31,7 @@ def test_every_output_put_is_graded_once_closed() -> None:
     outputs.put("a", sample(1), answer("1"))
     outputs.put("b", sample(2), answer("three"))
     outputs.close()
-    graded = outputs.grade_all()
+    graded = outputs.grade_all().by_key
     assert {k: [r.passed for r in v] for k, v in graded.items()} == {"a": [True], "b": [False]}
 
 
@@ -48,7 +48,7 @@ def test_a_stopped_run_grades_nothing_after_the_check_under_way(monkeypatch: pyt
     monkeypatch.setattr(tasks.grade, "grade_one", slow_first)
     outputs = Outputs()
     found: dict[str, list[AssertionResult]] = {}
-    thread = threading.Thread(target=lambda: found.update(outputs.grade_all()))
+    thread = threading.Thread(target=lambda: found.update(outputs.grade_all().by_key))
     thread.start()
     for i in (1, 2, 3):
         outputs.put(f"k{i}", sample(i), answer(str(i)))

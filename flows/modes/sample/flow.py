@@ -87,7 +87,7 @@ async def execute_and_grade(prepared: Prepared, runner: UnitRunner, units: list[
         runner.on_result = None
     outputs.close()
     done = [(u, by_id[u.sample_id], results[u.key]) for u in units if u.key in results]
-    return await grade(prepared, runner, done, await grading)
+    return await grade(prepared, runner, done, (await grading).by_key)
 
 
 async def grade(
