@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import queue
+import threading
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -11,6 +12,7 @@ from prefect.cache_policies import NO_CACHE
 from executors.schema import RunResult
 from graders import registry
 from graders.schema import AssertionResult, Observation, Sample
+from tasks.store.cache import take
 
 
 def grade_one(sample: Sample, result: RunResult) -> list[AssertionResult]:
@@ -30,6 +32,7 @@ class Outputs:
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[tuple[str, Sample, RunResult] | None] = queue.SimpleQueue()
         self._abandoned = False
+        self._closed = threading.Event()  # no pause for more outputs once there will be none
 
     def put(self, key: str, sample: Sample, result: RunResult) -> None:
         self._queue.put((key, sample, result))
@@ -39,10 +42,11 @@ class Outputs:
         was stopped), after the check under way (a custom check may take seconds)."""
         self._abandoned = abandon
         self._queue.put(None)
+        self._closed.set()
 
     def grade_all(self) -> Graded:
         graded = {}
-        while not self._abandoned and (item := self._queue.get()) is not None:
+        while not self._abandoned and (item := take(self._queue, self._closed)) is not None:
             key, sample, result = item
             graded[key] = grade_one(sample, result)
         return Graded(graded)

@@ -15,7 +15,7 @@ import json
 import queue
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -74,7 +74,19 @@ class ResultCache:
         atomic_write_text(self.path(key), body_of(entry), durable=False, masked=True)
 
 
-PAUSE_S = 0.05  # the cache writer's wait for more answers before it sleeps on its queue
+PAUSE_S = 0.05  # a consumer thread's wait for more work before it sleeps on its queue
+
+T = TypeVar("T")
+
+
+def take(work: queue.Queue[T] | queue.SimpleQueue[T], hurry: threading.Event) -> T:
+    """The next item of ``work`` for a thread that consumes what the event loop hands over. Out of
+    work, it waits out the burst before blocking on the queue: a put that finds the thread blocked
+    wakes it, a system call and a switch of the GIL on the event loop's thread (~0.05-0.1 ms here,
+    for nearly every answer of a run); one that finds it pausing does not. ``hurry`` set: no pause."""
+    if work.empty():
+        hurry.wait(PAUSE_S)
+    return work.get()
 
 
 class CacheWrites:
@@ -100,12 +112,7 @@ class CacheWrites:
 
     def _write(self) -> None:
         while True:
-            if self.queue.empty():
-                # Out of work, wait out the burst before blocking on the queue: a put that finds
-                # the writer blocked wakes it, a system call on the event loop's thread (~0.1 ms
-                # here, for nearly every answer of a run); one that finds it pausing does not.
-                self.hurry.wait(PAUSE_S)
-            cache_dir, key, value = self.queue.get()
+            cache_dir, key, value = take(self.queue, self.hurry)
             try:
                 ResultCache(cache_dir).put(key, value)
             except OSError as exc:
