@@ -24,7 +24,7 @@ from executors.schema import RunResult
 from flows.engine.gc import lean_gc
 from flows.engine.prefetch import prefetch
 from flows.engine.progress import LogTarget, Progress
-from flows.engine.runlog import outcome_tag, run_logger, tag_flow_run
+from flows.engine.runlog import add_tags, outcome_tag, run_logger, tag_flow_run
 from flows.engine.runner import Executed, UnitRunner, unwalked
 from flows.inputs.options import BenchOptions
 from flows.modes.sample.estimate import estimate, plan_line
@@ -200,7 +200,14 @@ async def sample_bench(options: BenchOptions, cwd: str = ".", show_progress: boo
     log.info(plan_line(prepared, estimate(prepared)))
     try:
         executed = await run_units(prepared, Path(cwd), show_progress=show_progress, log=log)
-        from flows.modes.sample.report import deliver, finish, log_outcome
+        from flows.modes.sample.report import (
+            Outcome,
+            finish,
+            log_outcome,
+            publish_page,
+            summary_artifacts,
+            write_report,
+        )
 
         # Frozen: what the calls left (every record), which each collection among the report's new
         # objects would re-scan (~0.19 s of collections after the last reply at 10,000 units).
@@ -209,10 +216,20 @@ async def sample_bench(options: BenchOptions, cwd: str = ".", show_progress: boo
     finally:
         await close_all()  # connection pools belong to this flow run's event loop
     failure, word = run_end(options, report)
-    with lean_gc():
-        outcome = await deliver(report, prepared, outcome_tag(word))
+    # The UI's share is mostly the server's time (at a run's end it is still recording the units'
+    # task runs): the outcome tag and the summary are under way while a thread writes the report.
+    shown = asyncio.gather(add_tags(outcome_tag(word)), *summary_artifacts(report))
+    try:
+        with lean_gc():
+            outcome = Outcome(report, await asyncio.to_thread(write_report, report, prepared))
+        state = final_state(
+            failure, outcome
+        )  # kept before the UI's share: the report is what the command needs
+        await publish_page(outcome)
+    finally:
+        await shown
     log_outcome(log, outcome)
-    return final_state(failure, outcome)
+    return state
 
 
 #: Why a finished run's flow run ends Failed: its error's kind and message.

@@ -25,7 +25,7 @@ from prefect.runtime import flow_run
 from executors.errors import warn
 from flows.engine import team_history
 from flows.engine.progress import LogTarget
-from flows.engine.runlog import add_tags, flow_run_page
+from flows.engine.runlog import flow_run_page
 from flows.engine.runner import Executed, unwalked
 from flows.modes.sample.build import blind_labels, build_report, relabel
 from flows.modes.sample.control import keep_known_good
@@ -71,19 +71,6 @@ async def finish(prepared: Prepared, executed: Executed) -> SampleReport:
     # the report pages link back to the run's UI page
     report.meta.prefect_flow_run = flow_run_page(flow_run.id)
     return report
-
-
-async def deliver(report: SampleReport, prepared: Prepared, tag: str) -> Outcome:
-    """The report's files, and the Prefect UI's share: the run's outcome ``tag``, the artifacts and the
-    HTML page. The UI's share is mostly the server's time (at a run's end it is still recording the
-    units' task runs): the tag and the summary are under way while a thread writes the report."""
-    shown = asyncio.gather(add_tags(tag), *summary_artifacts(report))
-    try:
-        outcome = Outcome(report, await asyncio.to_thread(write_report, report, prepared))
-        await publish_page(outcome)
-    finally:
-        await shown
-    return outcome
 
 
 def write_report(report: SampleReport, prepared: Prepared) -> Path:

@@ -111,7 +111,12 @@ def test_waiting_runs_start_their_containers_ahead_and_every_run_runs_once(
     # any other flow run was never begun: one the parent cancelled as its worker looked gone, and
     # dispatched again (a worker's heartbeats unrecorded by the busy test server for a minute)
     assert all(states[-1] == "CANCELLED" for run_id, (states, _) in runs.items() if run_id not in ran), runs
-    assert any("was started ahead" in line for _, logs in runs.values() for line in logs)
+    # a worker's log lines reach the API in its batches (every 2 s; later when the server is busy)
+    deadline = time.monotonic() + 30
+    while not any("was started ahead" in line for _, logs in runs.values() for line in logs):
+        assert time.monotonic() < deadline, "no run's container was started ahead"
+        time.sleep(1)
+        runs = asyncio.run(session_runs(since))
     deadline = time.monotonic() + 60
     while containers(POOL) and time.monotonic() < deadline:
         time.sleep(0.5)
