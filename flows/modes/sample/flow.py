@@ -222,9 +222,8 @@ async def sample_bench(options: BenchOptions, cwd: str = ".", show_progress: boo
     try:
         with lean_gc():
             outcome = Outcome(report, await asyncio.to_thread(write_report, report, prepared))
-        state = final_state(
-            failure, outcome
-        )  # kept before the UI's share: the report is what the command needs
+        # kept before the UI's share: the report is what the command needs
+        state = final_state(failure, outcome)
         await publish_page(outcome)
     finally:
         await shown
