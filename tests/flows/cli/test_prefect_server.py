@@ -517,16 +517,27 @@ def test_a_server_stopped_as_the_run_begins_ends_the_command_in_one_line(homes: 
             _, err = run.communicate(timeout=600)
         finally:
             run.kill()
-        assert run.returncode == 1, err
-        assert err.count("stopped answering before the run ended") == 1 and "Traceback" not in err, err
+        if began(homes):  # the flow run's Running state reached the server just before it stopped:
+            # the run goes on without its API and ends with its report (as when stopped midway)
+            assert run.returncode == 0 and "stopped answering" in err and "Traceback" not in err, err
+        else:
+            assert run.returncode == 1, err
+            assert err.count("stopped answering before the run ended") == 1 and "Traceback" not in err, err
+            assert not list((tmp_path / "out").glob("*.json"))
         first = len(server.calls)
-        assert not list((tmp_path / "out").glob("*.json"))
         wait_healthy(ensure_server())
         again = bench_process(argv, project, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         _, err = again.communicate(timeout=600)
         stop_server()
     assert again.returncode == 0, err
     assert 8 * 2 * 2 <= len(server.calls) < first + 8 * 2 * 2  # the first run's answers were kept
+
+
+def began(homes: Path) -> bool:
+    """The command's flow run reached Running, as its (stopped) server recorded it: which side of the
+    stop the engine's next call fell on is a race the test cannot hold."""
+    with contextlib.closing(sqlite3.connect(homes / "prefect" / "prefect.db")) as db:
+        return any(state == "RUNNING" for (state,) in db.execute("SELECT state_type FROM flow_run"))
 
 
 def test_a_units_task_runs_are_recorded_but_kept_out_of_the_event_history(
