@@ -517,13 +517,14 @@ def test_a_server_stopped_as_the_run_begins_ends_the_command_in_one_line(homes: 
             _, err = run.communicate(timeout=600)
         finally:
             run.kill()
-        if began(homes):  # the flow run's Running state reached the server just before it stopped:
-            # the run goes on without its API and ends with its report (as when stopped midway)
-            assert run.returncode == 0 and "stopped answering" in err and "Traceback" not in err, err
+        # How far the flow got before its API went (the engine's next calls race the stop, which
+        # uvicorn lets finish) decides the ending: with its report (as when stopped midway), or without.
+        assert "Traceback" not in err, err
+        if list((tmp_path / "out").glob("*.json")):
+            assert run.returncode == 0 and "stopped answering" in err, err
         else:
             assert run.returncode == 1, err
-            assert err.count("stopped answering before the run ended") == 1 and "Traceback" not in err, err
-            assert not list((tmp_path / "out").glob("*.json"))
+            assert err.count("stopped answering before the run ended") == 1, err
         first = len(server.calls)
         wait_healthy(ensure_server())
         again = bench_process(argv, project, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -531,13 +532,6 @@ def test_a_server_stopped_as_the_run_begins_ends_the_command_in_one_line(homes: 
         stop_server()
     assert again.returncode == 0, err
     assert 8 * 2 * 2 <= len(server.calls) < first + 8 * 2 * 2  # the first run's answers were kept
-
-
-def began(homes: Path) -> bool:
-    """The command's flow run reached Running, as its (stopped) server recorded it: which side of the
-    stop the engine's next call fell on is a race the test cannot hold."""
-    with contextlib.closing(sqlite3.connect(homes / "prefect" / "prefect.db")) as db:
-        return any(state == "RUNNING" for (state,) in db.execute("SELECT state_type FROM flow_run"))
 
 
 def test_a_units_task_runs_are_recorded_but_kept_out_of_the_event_history(
