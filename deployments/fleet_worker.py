@@ -69,7 +69,9 @@ class FleetWorker(DockerWorker):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.ahead: dict[UUID, tuple[Container, Event]] = {}  # flow run -> its container, started ahead
-        self.preparing = False
+        # the container being started ahead (its run's id once chosen) and the event its start sets
+        self.preparing: anyio.Event | None = None
+        self.preparing_for: UUID | None = None
         self.polling = False
         self.place = (0, 1)  # this worker's place among the pool's online workers, and their number
 
@@ -80,7 +82,11 @@ class FleetWorker(DockerWorker):
         task_status: anyio.abc.TaskStatus[str] | None = None,
     ) -> DockerWorkerResult:
         """As prefect-docker's ``run``, with the container started ahead for this run if there is
-        one still waiting (else a new one, as Prefect's worker makes it)."""
+        one still waiting (else a new one, as Prefect's worker makes it). A run whose container is
+        being started ahead waits for that start: on a busy machine a slot can free before the start
+        ends, and a second container for the same run would cost the start again."""
+        if self.preparing is not None and self.preparing_for == flow_run.id:
+            await self.preparing.wait()
         started = self.ahead.pop(flow_run.id, None)
         if started is not None and await run_sync_in_worker_thread(_tell, started[0]):
             container, created = started
@@ -110,7 +116,8 @@ class FleetWorker(DockerWorker):
         """Prefect's submission of what the slots take, in :func:`claim_order`; then a container ahead
         for the first waiting run this worker owns. A container ahead whose run no longer waits
         (claimed elsewhere, cancelled, deleted) is removed first."""
-        order = claim_order([r.flow_run.id for r in flow_run_response], self.ahead.keys(), self.place)
+        ahead = {*self.ahead, *([self.preparing_for] if self.preparing_for else [])}
+        order = claim_order([r.flow_run.id for r in flow_run_response], ahead, self.place)
         by_id = {r.flow_run.id: r for r in flow_run_response}
         submitted = await super()._submit_scheduled_flow_runs([by_id[run_id] for run_id in order])
         waiting = [
@@ -119,14 +126,14 @@ class FleetWorker(DockerWorker):
         still = {run.id for run in waiting} | self._submitting_flow_run_ids
         for run_id in [run_id for run_id in self.ahead if run_id not in still]:
             await run_sync_in_worker_thread(_remove, self.ahead.pop(run_id)[0])
-        if waiting and not self.ahead and not self.preparing and self._runs_task_group is not None:
-            self.preparing = True
-            self._runs_task_group.start_soon(self._start_ahead, waiting)
+        if waiting and not self.ahead and self.preparing is None and self._runs_task_group is not None:
+            self.preparing = anyio.Event()
+            self._runs_task_group.start_soon(self._start_ahead, waiting, self.preparing)
         return submitted
 
-    async def _start_ahead(self, waiting: list[FlowRun]) -> None:
+    async def _start_ahead(self, waiting: list[FlowRun], done: anyio.Event) -> None:
         """A container ahead for the first of ``waiting`` this worker owns (none if it owns none: its
-        owner prepares it)."""
+        owner prepares it); ``done`` is set once it is started, or could not be."""
         try:
             workers = await self.client.read_workers_for_work_pool(self._work_pool_name)
             now = datetime.now(UTC)
@@ -134,6 +141,7 @@ class FleetWorker(DockerWorker):
             flow_run = next((r for r in waiting if owner(r.id, self.place[1]) == self.place[0]), None)
             if flow_run is None:
                 return
+            self.preparing_for = flow_run.id
             configuration = await self.job_configuration.resolve_for_flow_run(
                 flow_run,
                 client=self.client,
@@ -148,7 +156,8 @@ class FleetWorker(DockerWorker):
         except Exception as exc:  # the run is still claimed and started the usual way
             self._logger.warning(f"Could not start a container ahead: {exc}")
         finally:
-            self.preparing = False
+            self.preparing, self.preparing_for = None, None
+            done.set()
 
     def _release_limit_slot(self, flow_run_id: UUID) -> None:
         super()._release_limit_slot(flow_run_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -195,3 +196,67 @@ def test_fleet_workers_share_the_waiting_runs_without_a_word_to_each_other() -> 
     assert order[1 : 1 + len(mine)] == mine  # then its own, in the queue's order
     assert set(order[-2:]) == {firsts[0], firsts[2]}  # the others' prepared runs last
     assert claim_order(waiting, set(), (0, 1)) == waiting  # one worker: the queue's order
+
+
+def test_a_run_claimed_while_its_container_is_started_ahead_takes_that_container(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A slot that frees before the container started ahead for its run is up (a busy machine): the
+    run waits for that container and tells it to go, and no second container is made for it."""
+    import asyncio
+    import logging
+    import uuid
+    from types import SimpleNamespace
+
+    import anyio
+
+    from deployments import fleet_worker
+    from flows.engine.container_engine import AHEAD_ENV
+
+    worker = fleet_worker.FleetWorker(work_pool_name="p", name="w")
+    flow_run: Any = SimpleNamespace(id=uuid.uuid4())
+    up, told, made = anyio.Event(), list[str](), list[str]()
+
+    async def start(configuration: Any) -> tuple[Any, None]:
+        ahead = AHEAD_ENV in configuration.env
+        if ahead:
+            await up.wait()
+        made.append("ahead" if ahead else "fresh")
+        return SimpleNamespace(id=made[-1], name=made[-1], attrs={"State": {"ExitCode": 0}}), None
+
+    def tell(container: Any) -> bool:
+        told.append(container.name)
+        return True
+
+    async def resolve(*args: Any, **kwargs: Any) -> Any:
+        return SimpleNamespace(env={})
+
+    async def online(pool: str) -> list[Any]:
+        return [SimpleNamespace(name="w")]
+
+    monkeypatch.setattr(worker, "_start", start)
+    monkeypatch.setattr(worker, "job_configuration", SimpleNamespace(resolve_for_flow_run=resolve))
+    monkeypatch.setattr(worker, "_client", SimpleNamespace(read_workers_for_work_pool=online))
+    monkeypatch.setattr(worker, "_work_pool", SimpleNamespace())
+    monkeypatch.setattr(worker, "_get_infrastructure_pid", lambda container_id: f"host:{container_id}")
+    monkeypatch.setattr(worker, "_watch_container_safe", lambda container, *_: container)
+    monkeypatch.setattr(worker, "get_flow_run_logger", lambda run: logging.getLogger("test"))
+    monkeypatch.setattr(fleet_worker, "alive", lambda *_: True)
+    monkeypatch.setattr(fleet_worker, "_tell", tell)
+
+    async def main() -> Any:
+        worker.preparing = anyio.Event()
+        async with anyio.create_task_group() as group:
+            group.start_soon(worker._start_ahead, [flow_run], worker.preparing)
+            while worker.preparing_for != flow_run.id:
+                await asyncio.sleep(0)
+            result = await asyncio.gather(worker.run(flow_run, cast(Any, SimpleNamespace())), up_later())
+        return result[0]
+
+    async def up_later() -> None:
+        await asyncio.sleep(0.05)
+        up.set()
+
+    result = asyncio.run(main())
+    assert made == ["ahead"] and told == ["ahead"] and result.identifier == "host:ahead"
+    assert worker.ahead == {} and worker.preparing is None
