@@ -94,15 +94,17 @@ def test_a_suite_over_three_docker_workers_gives_the_local_report(
 def test_waiting_runs_start_their_containers_ahead_and_every_run_runs_once(
     fleet: Workers, suite: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """12 sessions at --concurrency 6 over the module's three fleet workers: runs wait in the pool, so
-    each worker starts a waiting run's container ahead (two may prepare the same run) and claims it
-    when a slot frees. The report is the local one; every session's flow run ran once (one RUNNING
-    state, ended COMPLETED), some in a container started ahead; none of those is left at the end."""
+    """12 sessions at --concurrency 12 over the module's three fleet workers: nine runs wait in the
+    pool, so each worker starts a waiting run's container ahead (the first it owns; two may prepare
+    the same run) and claims it when a slot frees. The report is the local one; every session's flow
+    run ran once (one RUNNING state, ended COMPLETED), some in a container started ahead; none of those
+    is left at the end. (At --concurrency 6 only one to three runs waited at a time, often none of
+    them a given worker's own: in one run of the test in four or five here, no container was started ahead.)"""
     monkeypatch.chdir(suite)
     since = datetime.now(UTC)
     with FakeProvider(judge, agent=agent, delay=0.3).anthropic_env(monkeypatch) as server:
         local = run(suite, server.url, "local")
-        remote = run(suite, server.url, "remote", "--fleet-pool", POOL)
+        remote = run(suite, server.url, "remote", "--fleet-pool", POOL, "--concurrency", "12")
     assert comparable(remote) == comparable(local)
     runs = asyncio.run(session_runs(since))
     ran = {run_id: states for run_id, (states, _) in runs.items() if "RUNNING" in states}
