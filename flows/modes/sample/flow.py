@@ -262,10 +262,9 @@ def final_state(failure: Failure | None, outcome: Any) -> State:
     from flows.report.build import RunOutcome
     from flows.report.logtext import state_message
 
-    path = str(outcome.path) if outcome.path else None
     if failure is not None:
         kind, message = failure
         failed = kind(message, str(outcome.path))
         return Failed(message=str(failed), data=current().keep(failed))
-    result = current().keep(RunOutcome(id=outcome.report.id, report_path=path))
+    result = current().keep(RunOutcome(id=outcome.report.id, report_path=str(outcome.path)))
     return Completed(message=state_message(outcome.report), data=result)

@@ -52,7 +52,7 @@ from tasks.store.files import atomic_write_chunks
 @dataclass
 class Outcome:
     report: SampleReport
-    path: Path | None
+    path: Path
 
 
 async def finish(prepared: Prepared, executed: Executed) -> SampleReport:
@@ -201,12 +201,11 @@ def log_outcome(log: LogTarget, outcome: Outcome) -> None:
     report = outcome.report
     for line in figure_lines(report) + verdict_lines(report):
         log.info(line)
-    if outcome.path is not None:
-        urls = " and ".join(page_urls(report, report_port()))
-        log.info(
-            f"report: {outcome.path} (HTML: {outcome.path.with_suffix('.html')}); in the browser: {urls} "
-            "(python -m flows.bench report)"
-        )
+    urls = " and ".join(page_urls(report, report_port()))
+    log.info(
+        f"report: {outcome.path} (HTML: {outcome.path.with_suffix('.html')}); in the browser: {urls} "
+        "(python -m flows.bench report)"
+    )
     lines = regression_lines(report)
     for line in lines[:-1]:
         log.info(line)
@@ -247,8 +246,6 @@ async def publish_page(outcome: Outcome) -> None:
     """The report's HTML page beside its JSON, and the UI's links to it (sent while a thread renders
     the page: each round trip waits on the server)."""
     report = outcome.report
-    if outcome.path is None:
-        return
     key = artifact_key(report)
     html = outcome.path.with_suffix(".html")
     run_url, *suite_url = page_urls(report, report_port())
