@@ -257,6 +257,6 @@ def test_a_run_claimed_while_its_container_is_started_ahead_takes_that_container
         await asyncio.sleep(0.05)
         up.set()
 
-    result = asyncio.run(main())
+    result = asyncio.run(asyncio.wait_for(main(), 30))  # a regression fails the test, never hangs it
     assert made == ["ahead"] and told == ["ahead"] and result.identifier == "host:ahead"
     assert worker.ahead == {} and worker.preparing is None
