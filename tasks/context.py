@@ -54,6 +54,11 @@ class EarlyCalls:
                 self._calls[key] = call
             return self._open
 
+    def sent(self) -> frozenset[str]:
+        """The keys of the calls sent whose task run has not taken them yet (more may follow)."""
+        with self._lock:
+            return frozenset(self._calls)
+
     def close(self) -> frozenset[str]:
         """No more early calls; the keys of those sent whose task run has not taken them yet."""
         with self._lock:

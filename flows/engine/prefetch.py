@@ -3,7 +3,7 @@ are in flight.
 
 A command imports the report's models, aggregation (pandas, scipy), the HTML export (Jinja) and the
 console summary only after its calls (the first call goes out sooner); importing them then would add
-about a second to the end of every run on these machines. Started when the first result is back, the
+about a second to the end of every run on these machines. Started as the calls fan out, the
 imports overlap the wait for the replies instead. An import that fails here is ignored: the same
 import where the module is used raises it to the user.
 """

@@ -5,7 +5,7 @@ rest), and the report's JSON keeps the names it always had."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import NoReturn
+from typing import Any, Literal, NoReturn, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -88,6 +88,32 @@ def _models(values: Iterable[object]) -> Iterator[BaseModel]:
     return (v for v in values if type(v) not in _SCALARS and isinstance(v, BaseModel))
 
 
+_NESTING: dict[type[BaseModel], tuple[str, ...]] = {}
+
+
+def _nesting(cls: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of ``cls`` that may hold models (itself, in a list or a dict), by their annotations,
+    found once a class: a report's 1,000 run entries have 22 fields each, one of which may."""
+    names = _NESTING.get(cls)
+    if names is None:
+        names = _NESTING[cls] = tuple(n for n, f in cls.model_fields.items() if _may_hold_model(f.annotation))
+    return names
+
+
+def _may_hold_model(annotation: object) -> bool:
+    """Whether a value so annotated may be or hold a model (where the annotation does not say: yes)."""
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return False
+    if origin is not None:  # list[X], dict[K, V], X | None, ...
+        return any(_may_hold_model(arg) for arg in get_args(annotation))
+    if annotation in (Any, list, dict):  # anything (Any is a class since Python 3.11)
+        return True
+    if isinstance(annotation, type):
+        return issubclass(annotation, BaseModel)
+    return annotation is not None  # Any, a type variable, a forward reference
+
+
 class FieldsSets:
     """Pydantic keeps, per model, a set of the names it set (2 KB for a run entry's 22): ~40 MB over
     a report of 10,000 cases, where a few distinct sets serve them all. ``share`` each model as it is
@@ -95,17 +121,25 @@ class FieldsSets:
 
     def __init__(self) -> None:
         self.seen: dict[frozenset[str], SharedNames] = {}
+        self.last: dict[type[BaseModel], SharedNames] = {}  # most models of a class set the same names
 
     def share(self, model: BaseModel) -> None:
         """``model``'s set, and its nested models' sets, one shared copy each."""
         stack = [model]
         while stack:
             model = stack.pop()
-            names = model.__pydantic_fields_set__
+            cls, names = type(model), model.__pydantic_fields_set__
             if type(names) is not SharedNames:
-                shared = self.seen.setdefault(frozenset(names), SharedNames(names))
+                shared = self.last.get(cls)
+                if shared is None or names != shared:  # compared in place: no new set to hash
+                    key = frozenset(names)
+                    if (shared := self.seen.get(key)) is None:
+                        shared = self.seen[key] = SharedNames(names)
+                    self.last[cls] = shared
                 object.__setattr__(model, "__pydantic_fields_set__", shared)
-            for value in model.__dict__.values():
+            fields = model.__dict__
+            for name in _nesting(cls):
+                value = fields[name]  # every field is in it, set or default
                 kind = type(value)  # most values are text and numbers: BaseModel's isinstance is an ABC's
                 if kind in _SCALARS:
                     continue

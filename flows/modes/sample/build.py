@@ -126,6 +126,7 @@ def sample_results(
     records.clear()
     results = []
     sets = FieldsSets()  # ~4 KB a case fewer
+    case_result = CaseResult[SampleVariantResult]  # looked up once, not for each case
     for sample in prepared.samples:
         entries: dict[str, SampleVariantResult] = {}
         case = by_case.pop(sample.sample_id, {})
@@ -139,7 +140,7 @@ def sample_results(
                     stats or {},
                     stats.avg if stats else None,
                 )
-        result = CaseResult[SampleVariantResult](
+        result = case_result(
             sample_id=sample.sample_id,
             prompt=sample.full_prompt,
             rubric=sample.rubric,

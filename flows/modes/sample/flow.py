@@ -173,7 +173,7 @@ async def run_units(
 
         shard_runs = await dispatch_shards(prepared, cwd)
     progress = Progress(len(units), "executing", enabled=show_progress, log=log)
-    runner = UnitRunner(runner_config(prepared), progress, on_first_result=prefetch_after_calls)
+    runner = UnitRunner(runner_config(prepared), progress, on_fan_out=prefetch_after_calls)
     sequences: dict[str, Any] = {}
     gold = None
     try:
