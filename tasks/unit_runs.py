@@ -165,7 +165,8 @@ class UnitRuns:
                 if early is not None and number == 1:
                     # most of them are answered by the time the runner takes over: taken at once, not
                     # through a trip around the event loop each (~250 at once, delaying the first calls)
-                    result = early.result() if early.done() else await asyncio.wrap_future(early)
+                    done = early.done() and not early.cancelled()  # a cancelled one raises as it did
+                    result = early.result() if done else await asyncio.wrap_future(early)
                 else:
                     result = await attempt(unit, policy, number)
             except TransientError as exc:
