@@ -76,6 +76,7 @@ PROCESS_CACHES = {
     "executors/local.py _templates": "whether a model file has a chat template (read from its header)",
     "graders/custom_js.py _validated": "a JavaScript check file's load-time check, per file version",
     "tasks/unit_runs.py _ids": "task-run ids drawn in one read of the OS's randomness, emptied in a fork",
+    "tasks/stats/models.py _NESTING": "which fields of a report model's class may hold models, by its annotations",
 }
 
 

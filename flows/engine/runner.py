@@ -132,9 +132,9 @@ class UnitRunner:
     ) -> None:
         self.config = config
         self.progress = progress
-        # Called once, as the first fan-out with calls to make gets under way: after its first round
-        # (the first calls sent, the head start's answers taken), which a thread started with it would
-        # slow (the head start's slots idled ~0.1 s while the report's imports began at its first answer).
+        # Called once, when the first fan-out with calls to make has had its first round (the first
+        # calls sent, the head start's answers taken): a thread it starts (the report's imports) would
+        # slow that round (the head start's slots idled ~0.1 s when they began at its first answer).
         self.on_fan_out = on_fan_out
         self.on_result: Callable[[Unit, RunResult], None] | None = None  # each unit's, cached ones too
         self.cache = ResultCache(config.cache_dir) if config.cache_dir else None

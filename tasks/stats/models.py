@@ -93,7 +93,7 @@ _NESTING: dict[type[BaseModel], tuple[str, ...]] = {}
 
 def _nesting(cls: type[BaseModel]) -> tuple[str, ...]:
     """The fields of ``cls`` that may hold models (itself, in a list or a dict), by their annotations,
-    found once a class: a report's 1,000 run entries have 22 fields each, one of which may."""
+    found once a class: a case's entry has 28 fields, 4 of which may."""
     names = _NESTING.get(cls)
     if names is None:
         names = _NESTING[cls] = tuple(n for n, f in cls.model_fields.items() if _may_hold_model(f.annotation))
@@ -111,7 +111,7 @@ def _may_hold_model(annotation: object) -> bool:
         return True
     if isinstance(annotation, type):
         return issubclass(annotation, BaseModel)
-    return annotation is not None  # Any, a type variable, a forward reference
+    return annotation is not None  # a type variable, a forward reference
 
 
 class FieldsSets:
@@ -139,7 +139,7 @@ class FieldsSets:
                 object.__setattr__(model, "__pydantic_fields_set__", shared)
             fields = model.__dict__
             for name in _nesting(cls):
-                value = fields[name]  # every field is in it, set or default
+                value: Any = fields.get(name)  # absent only from a model made without validation
                 kind = type(value)  # most values are text and numbers: BaseModel's isinstance is an ABC's
                 if kind in _SCALARS:
                     continue
