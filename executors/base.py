@@ -125,8 +125,10 @@ class Executor(ABC):
         for it, then fans out: every call after it reads the artifact at the cache-read price.
         Everything that can be part of the cached prefix (model, system, parameters, schema) is
         kept; only the prompt and the output cap change."""
-        if not self.caches(request):
-            return None
+        return self.warm_up_of(request) if self.caches(request) else None
+
+    def warm_up_of(self, request: RunRequest) -> RunRequest:
+        """``warm_up_request`` for a request already known to be cached (``caches``)."""
         return request.model_copy(update={"prompt": WARM_UP_PROMPT, "max_tokens": 1})
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook

@@ -54,11 +54,10 @@ def warm_up_requests(units: list[Unit], policy: CallPolicy) -> list[tuple[str, R
             caching[which] = executor if executor.caches(asked) else None
         if (cacher := caching[which]) is None:
             continue
-        request = cacher.warm_up_request(asked)
-        if request is not None:
-            prefix = request.model_dump_json()  # the prompt is the warm-up's own: this is the prefix
-            warm[prefix] = (asked.executor, request)
-            shared[prefix] += 1
+        request = cacher.warm_up_of(asked)  # cached, as asked above: not asked again for each unit
+        prefix = request.model_dump_json()  # the prompt is the warm-up's own: this is the prefix
+        warm[prefix] = (asked.executor, request)
+        shared[prefix] += 1
     return [warm[p] for p in warm if shared[p] >= 2]
 
 
